@@ -1,0 +1,266 @@
+//! The storage actors: pooled readers on a `SyncArbiter`, and the single
+//! group-committing writer thread.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use actix::{Actor, Handler, Message, SyncContext};
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::ServiceError;
+use crate::domain::record::MemoryRecord;
+use crate::domain::retrieval::RecordQuery;
+use crate::store::{records, Pool, StoreError};
+
+/// Reads, one pooled connection per arbiter thread.
+pub struct StoreReader {
+    pool: Pool,
+}
+
+impl StoreReader {
+    pub fn new(pool: Pool) -> Self {
+        StoreReader { pool }
+    }
+}
+
+impl Actor for StoreReader {
+    type Context = SyncContext<Self>;
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Option<MemoryRecord>, StoreError>")]
+pub struct FetchRecord {
+    pub id: String,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Vec<MemoryRecord>, StoreError>")]
+pub struct QueryRecords {
+    pub query: RecordQuery,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<(), StoreError>")]
+pub struct CheckReady;
+
+impl Handler<FetchRecord> for StoreReader {
+    type Result = Result<Option<MemoryRecord>, StoreError>;
+
+    fn handle(&mut self, msg: FetchRecord, _: &mut Self::Context) -> Self::Result {
+        records::get_record(&*self.pool.get()?, &msg.id)
+    }
+}
+
+impl Handler<QueryRecords> for StoreReader {
+    type Result = Result<Vec<MemoryRecord>, StoreError>;
+
+    fn handle(&mut self, msg: QueryRecords, _: &mut Self::Context) -> Self::Result {
+        records::query_records(&*self.pool.get()?, &msg.query)
+    }
+}
+
+impl Handler<CheckReady> for StoreReader {
+    type Result = Result<(), StoreError>;
+
+    fn handle(&mut self, _: CheckReady, _: &mut Self::Context) -> Self::Result {
+        records::ping(&*self.pool.get()?)
+    }
+}
+
+/// A unit of work for the writer: runs inside the shared transaction, and
+/// is answered once that transaction's fate is known.
+trait WriteJob: Send {
+    /// Runs the work; false when it failed and its changes must be undone.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Sends the answer: the work's result if the transaction committed.
+    fn finish(self: Box<Self>, commit: Result<(), String>);
+}
+
+struct PendingWrite<T, F> {
+    work: Option<F>,
+    result: Option<Result<T, ServiceError>>,
+    reply: oneshot::Sender<Result<T, ServiceError>>,
+}
+
+impl<T, F> WriteJob for PendingWrite<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection) -> Result<T, ServiceError> + Send,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let work = self.work.take().expect("a write job runs once");
+        // A panicking job must not take the writer (and every later write)
+        // down with it.
+        let result = catch_unwind(AssertUnwindSafe(|| work(conn))).unwrap_or_else(|_| {
+            Err(ServiceError::Store(StoreError::Corrupt(
+                "write job panicked".to_string(),
+            )))
+        });
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn finish(self: Box<Self>, commit: Result<(), String>) {
+        let result = match (commit, self.result) {
+            (_, Some(Err(e))) => Err(e),
+            (Ok(()), Some(ok)) => ok,
+            (Err(e), _) => Err(ServiceError::Unavailable(format!(
+                "write not committed: {e}"
+            ))),
+            (Ok(()), None) => Err(ServiceError::Unavailable("write was not run".to_string())),
+        };
+        // The caller may have gone away; its write stands regardless.
+        let _ = self.reply.send(result);
+    }
+}
+
+enum WriterMessage {
+    Job(Box<dyn WriteJob>),
+    Shutdown,
+}
+
+/// Handle to the single writer. Cloning shares the same queue.
+#[derive(Clone)]
+pub struct StorageWriter {
+    queue: SyncSender<WriterMessage>,
+    depth: Arc<AtomicUsize>,
+    thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl StorageWriter {
+    /// Starts the writer thread on its own connection.
+    pub fn start(conn: Connection, capacity: usize, max_per_transaction: usize) -> StorageWriter {
+        let (queue, inbox) = mpsc::sync_channel(capacity);
+        let depth = Arc::new(AtomicUsize::new(0));
+        let thread_depth = depth.clone();
+        let thread = std::thread::Builder::new()
+            .name("engram-writer".to_string())
+            .spawn(move || write_loop(conn, inbox, thread_depth, max_per_transaction))
+            .expect("spawn the writer thread");
+        StorageWriter {
+            queue,
+            depth,
+            thread: Arc::new(Mutex::new(Some(thread))),
+        }
+    }
+
+    /// Writes waiting in the queue now.
+    pub fn queue_depth(&self) -> usize {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Queues `work` and waits for its commit. `work` runs on the writer
+    /// thread inside a transaction shared with other queued writes, isolated
+    /// from them by a savepoint: if it fails, only its own changes are
+    /// undone and its error is returned.
+    pub async fn write<T, F>(&self, work: F) -> Result<T, ServiceError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, ServiceError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(PendingWrite {
+            work: Some(work),
+            result: None,
+            reply,
+        });
+        self.depth.fetch_add(1, Ordering::Relaxed);
+        match self.queue.try_send(WriterMessage::Job(job)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.depth.fetch_sub(1, Ordering::Relaxed);
+                return Err(ServiceError::Overloaded(
+                    "write queue is full; retry shortly".to_string(),
+                ));
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.depth.fetch_sub(1, Ordering::Relaxed);
+                return Err(ServiceError::Unavailable(
+                    "the writer has stopped".to_string(),
+                ));
+            }
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(ServiceError::Unavailable(
+                "the writer has stopped".to_string(),
+            ))
+        })
+    }
+
+    /// Lets queued writes finish, checkpoints the WAL, and stops the thread.
+    /// Blocks; call it off the async executor or after the server stopped.
+    pub fn shutdown(&self) {
+        let Some(thread) = self.thread.lock().expect("writer lock").take() else {
+            return;
+        };
+        // A blocking send waits behind queued writes, which is the point.
+        if self.queue.send(WriterMessage::Shutdown).is_ok() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn write_loop(
+    conn: Connection,
+    inbox: Receiver<WriterMessage>,
+    depth: Arc<AtomicUsize>,
+    max_per_transaction: usize,
+) {
+    let mut stopping = false;
+    while !stopping {
+        let first = match inbox.recv() {
+            Ok(WriterMessage::Job(job)) => job,
+            Ok(WriterMessage::Shutdown) | Err(_) => break,
+        };
+        let mut batch = vec![first];
+        while batch.len() < max_per_transaction {
+            match inbox.try_recv() {
+                Ok(WriterMessage::Job(job)) => batch.push(job),
+                Ok(WriterMessage::Shutdown) => {
+                    stopping = true;
+                    break;
+                }
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
+            }
+        }
+        depth.fetch_sub(batch.len(), Ordering::Relaxed);
+        let commit = commit_batch(&conn, &mut batch);
+        if let Err(e) = &commit {
+            tracing::error!(error = %e, writes = batch.len(), "group commit failed");
+        }
+        for job in batch {
+            job.finish(commit.clone());
+        }
+    }
+    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+        tracing::warn!(error = %e, "final WAL checkpoint failed");
+    }
+    tracing::info!("writer stopped");
+}
+
+fn commit_batch(conn: &Connection, batch: &mut [Box<dyn WriteJob>]) -> Result<(), String> {
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(|e| e.to_string())?;
+    for job in batch.iter_mut() {
+        let step = conn.execute_batch("SAVEPOINT write_job").and_then(|()| {
+            if job.run(conn) {
+                conn.execute_batch("RELEASE write_job")
+            } else {
+                conn.execute_batch("ROLLBACK TO write_job; RELEASE write_job")
+            }
+        });
+        if let Err(e) = step {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e.to_string());
+        }
+    }
+    conn.execute_batch("COMMIT").map_err(|e| {
+        let _ = conn.execute_batch("ROLLBACK");
+        e.to_string()
+    })
+}

@@ -1,0 +1,357 @@
+//! Typed settings, layered: the embedded `config/default.toml`, then the file
+//! named by `ENGRAM_CONFIG`, then `ENGRAM_*` environment variables.
+//!
+//! Every layer is merged as TOML before anything is typed, so a file or a
+//! variable only needs the keys it changes, and one deserialisation with
+//! `deny_unknown_fields` catches misspelt keys from every layer alike.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::domain::policy::Policy;
+use crate::domain::record::{DeletionPolicy, Sensitivity};
+
+/// The embedded defaults; `config/default.toml` documents each key.
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid TOML: {message}")]
+    Parse { path: String, message: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub storage: StorageSettings,
+    pub policy: PolicySettings,
+    pub retrieval: RetrievalSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    pub listen: String,
+    pub workers: usize,
+    pub max_body_bytes: usize,
+    pub shutdown_timeout_seconds: u64,
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSettings {
+    pub db_path: PathBuf,
+    pub pool_size: u32,
+    pub busy_timeout_ms: u64,
+    pub cache_size_kib: u64,
+    pub write_queue_capacity: usize,
+    pub max_writes_per_transaction: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySettings {
+    pub default_sensitivity: Sensitivity,
+    pub initial_salience: f64,
+    pub deletion_policy: DeletionPolicy,
+    pub reinforcement_gain: f64,
+    pub min_salience: f64,
+    pub episodic_half_life_seconds: i64,
+    pub working_half_life_seconds: i64,
+    pub semantic_half_life_seconds: i64,
+    pub competence_half_life_seconds: i64,
+    pub plan_graph_half_life_seconds: i64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievalSettings {
+    pub max_limit: usize,
+    pub selection_confidence_threshold: f64,
+}
+
+/// Environment variables that name a key directly, besides the generic
+/// `ENGRAM_<SECTION>__<KEY>` form.
+const ENV_ALIASES: &[(&str, &str, &str)] = &[
+    ("ENGRAM_LISTEN", "server", "listen"),
+    ("ENGRAM_DB_PATH", "storage", "db_path"),
+];
+
+impl Settings {
+    /// Loads the layered configuration from the process environment.
+    pub fn load(config_path: Option<PathBuf>) -> Result<Settings, ConfigError> {
+        let path = config_path.or_else(|| std::env::var_os("ENGRAM_CONFIG").map(PathBuf::from));
+        let file = match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                Some((path.display().to_string(), text))
+            }
+            None => None,
+        };
+        Self::from_layers(file, std::env::vars())
+    }
+
+    /// The embedded defaults alone.
+    pub fn embedded() -> Settings {
+        Self::from_layers(None, std::iter::empty()).expect("embedded default config is valid")
+    }
+
+    /// Merges the layers; `file` is `(name, contents)`.
+    pub fn from_layers(
+        file: Option<(String, String)>,
+        env: impl Iterator<Item = (String, String)>,
+    ) -> Result<Settings, ConfigError> {
+        let mut merged: toml::Table =
+            DEFAULT_TOML
+                .parse()
+                .map_err(|e: toml::de::Error| ConfigError::Parse {
+                    path: "<embedded default>".into(),
+                    message: e.to_string(),
+                })?;
+        if let Some((path, text)) = file {
+            let overlay: toml::Table =
+                text.parse()
+                    .map_err(|e: toml::de::Error| ConfigError::Parse {
+                        path: path.clone(),
+                        message: e.message().to_string(),
+                    })?;
+            merge(&mut merged, overlay);
+        }
+        for (name, value) in env {
+            let Some((section, key)) = env_key(&name) else {
+                continue;
+            };
+            let section_table = merged
+                .entry(section.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let Some(section_table) = section_table.as_table_mut() else {
+                return Err(ConfigError::Invalid(format!("{section} is not a section")));
+            };
+            section_table.insert(key, env_value(&value));
+        }
+        let settings: Settings = toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.message().trim().to_string()))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("{key}: {why}")));
+        if self.server.listen.parse::<SocketAddr>().is_err() {
+            return invalid(
+                "server.listen",
+                "must be host:port with an IP address, e.g. 127.0.0.1:8080",
+            );
+        }
+        if self.server.max_body_bytes < 1024 {
+            return invalid("server.max_body_bytes", "must be at least 1024");
+        }
+        if self.storage.db_path.as_os_str().is_empty() {
+            return invalid("storage.db_path", "must not be empty");
+        }
+        if self.storage.pool_size == 0 {
+            return invalid("storage.pool_size", "must be at least 1");
+        }
+        if self.storage.write_queue_capacity == 0 {
+            return invalid("storage.write_queue_capacity", "must be at least 1");
+        }
+        if self.storage.max_writes_per_transaction == 0 {
+            return invalid("storage.max_writes_per_transaction", "must be at least 1");
+        }
+        let p = &self.policy;
+        if !(p.initial_salience.is_finite() && p.initial_salience >= 0.0) {
+            return invalid("policy.initial_salience", "must be a finite number >= 0");
+        }
+        if !(p.reinforcement_gain.is_finite() && p.reinforcement_gain >= 0.0) {
+            return invalid("policy.reinforcement_gain", "must be a finite number >= 0");
+        }
+        if !(p.min_salience.is_finite() && p.min_salience >= 0.0) {
+            return invalid("policy.min_salience", "must be a finite number >= 0");
+        }
+        for (key, value) in [
+            (
+                "policy.episodic_half_life_seconds",
+                p.episodic_half_life_seconds,
+            ),
+            (
+                "policy.working_half_life_seconds",
+                p.working_half_life_seconds,
+            ),
+            (
+                "policy.semantic_half_life_seconds",
+                p.semantic_half_life_seconds,
+            ),
+            (
+                "policy.competence_half_life_seconds",
+                p.competence_half_life_seconds,
+            ),
+            (
+                "policy.plan_graph_half_life_seconds",
+                p.plan_graph_half_life_seconds,
+            ),
+        ] {
+            if value <= 0 {
+                return invalid(key, "must be > 0");
+            }
+        }
+        if self.retrieval.max_limit == 0 {
+            return invalid("retrieval.max_limit", "must be at least 1");
+        }
+        let threshold = self.retrieval.selection_confidence_threshold;
+        if !(0.0..=1.0).contains(&threshold) {
+            return invalid(
+                "retrieval.selection_confidence_threshold",
+                "must be within [0, 1]",
+            );
+        }
+        Ok(())
+    }
+
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.server.listen.parse().expect("validated at load")
+    }
+
+    pub fn policy(&self) -> Policy {
+        let p = &self.policy;
+        Policy {
+            default_sensitivity: p.default_sensitivity,
+            initial_salience: p.initial_salience,
+            deletion_policy: p.deletion_policy,
+            reinforcement_gain: p.reinforcement_gain,
+            min_salience: p.min_salience,
+            episodic_half_life_seconds: p.episodic_half_life_seconds,
+            working_half_life_seconds: p.working_half_life_seconds,
+            semantic_half_life_seconds: p.semantic_half_life_seconds,
+            competence_half_life_seconds: p.competence_half_life_seconds,
+            plan_graph_half_life_seconds: p.plan_graph_half_life_seconds,
+        }
+    }
+}
+
+/// Deep merge: tables merge key by key, anything else is replaced.
+fn merge(base: &mut toml::Table, overlay: toml::Table) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(base_table)), toml::Value::Table(overlay_table)) => {
+                merge(base_table, overlay_table)
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+fn env_key(name: &str) -> Option<(String, String)> {
+    if let Some((_, section, key)) = ENV_ALIASES.iter().find(|(alias, _, _)| *alias == name) {
+        return Some((section.to_string(), key.to_string()));
+    }
+    let rest = name.strip_prefix("ENGRAM_")?;
+    let (section, key) = rest.split_once("__")?;
+    Some((section.to_ascii_lowercase(), key.to_ascii_lowercase()))
+}
+
+/// An environment value is read as a TOML value when it is one (numbers,
+/// booleans), and as a plain string otherwise, so paths need no quoting.
+fn env_value(raw: &str) -> toml::Value {
+    let wrapped = format!("v = {raw}");
+    match wrapped.parse::<toml::Table>() {
+        Ok(mut table) => table
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(raw.to_string())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Iterator<Item = (String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn embedded_defaults_match_the_documented_values() {
+        let settings = Settings::embedded();
+        assert_eq!(settings.server.listen, "127.0.0.1:8080");
+        assert_eq!(settings.storage.db_path, PathBuf::from("./data/engram.db"));
+        assert_eq!(settings.policy.default_sensitivity, Sensitivity::Low);
+        assert_eq!(settings.policy.episodic_half_life_seconds, 3600);
+        assert_eq!(settings.retrieval.selection_confidence_threshold, 0.7);
+    }
+
+    #[test]
+    fn environment_overrides_the_file_which_overrides_the_defaults() {
+        let file = Some((
+            "f.toml".to_string(),
+            "[storage]\npool_size = 9\ndb_path = \"/a.db\"\n".to_string(),
+        ));
+        let settings = Settings::from_layers(
+            file,
+            env(&[
+                ("ENGRAM_DB_PATH", "/tmp/x.db"),
+                ("ENGRAM_LISTEN", "0.0.0.0:9000"),
+                ("ENGRAM_RETRIEVAL__MAX_LIMIT", "50"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(settings.storage.pool_size, 9);
+        assert_eq!(settings.storage.db_path, PathBuf::from("/tmp/x.db"));
+        assert_eq!(settings.server.listen, "0.0.0.0:9000");
+        assert_eq!(settings.retrieval.max_limit, 50);
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_by_name() {
+        let file = Some((
+            "f.toml".to_string(),
+            "[storage]\npool_sise = 9\n".to_string(),
+        ));
+        let err = Settings::from_layers(file, std::iter::empty())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pool_sise"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_value_is_refused_by_key() {
+        let err = Settings::from_layers(None, env(&[("ENGRAM_LISTEN", "nowhere")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.listen"), "{err}");
+        let err = Settings::from_layers(
+            None,
+            env(&[("ENGRAM_POLICY__EPISODIC_HALF_LIFE_SECONDS", "0")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("policy.episodic_half_life_seconds"), "{err}");
+    }
+}

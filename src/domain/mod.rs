@@ -1,0 +1,14 @@
+//! Domain types and rules: records, payloads, trust, policy, validation and
+//! selection. Nothing here does I/O, so every rule is unit-testable; the
+//! types are built valid (requests are checked as they are turned into
+//! records) and know nothing of HTTP or SQL.
+
+pub mod ingest;
+pub mod payload;
+pub mod policy;
+pub mod record;
+pub mod retrieval;
+pub mod selection;
+pub mod time;
+pub mod trust;
+pub mod validate;

@@ -1,0 +1,387 @@
+//! Ingestion policy: the defaults a new record gets (sensitivity,
+//! confidence by source, salience, decay profile, deletion policy), and the
+//! completion of records that clients send whole.
+
+use serde::Deserialize;
+
+use super::payload::Payload;
+use super::record::{
+    AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
+    MemoryType, Provenance, ProvenanceSource, Relation, Sensitivity, Status,
+};
+use super::time::{rfc3339_option, Timestamp};
+use super::validate::{normalize_tags, null_as_default, optional_string, Validated};
+
+/// The kinds of data agents send, each classified into one memory type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateKind {
+    Event,
+    ToolOutput,
+    Observation,
+    Outcome,
+    WorkingState,
+}
+
+impl CandidateKind {
+    /// Classification is fixed by the kind; payload content is not looked at.
+    pub fn memory_type(self) -> MemoryType {
+        match self {
+            CandidateKind::Event | CandidateKind::ToolOutput | CandidateKind::Outcome => {
+                MemoryType::Episodic
+            }
+            CandidateKind::Observation => MemoryType::Semantic,
+            CandidateKind::WorkingState => MemoryType::Working,
+        }
+    }
+
+    /// How reliable the source is considered to be.
+    pub fn confidence(self) -> f64 {
+        match self {
+            CandidateKind::Event => 0.8,
+            CandidateKind::ToolOutput => 0.9,
+            CandidateKind::Observation => 0.7,
+            CandidateKind::Outcome => 0.85,
+            CandidateKind::WorkingState => 1.0,
+        }
+    }
+
+    /// Working state has no provenance kind of its own in the reference;
+    /// it is recorded as an event.
+    pub fn provenance_kind(self) -> super::record::ProvenanceKind {
+        use super::record::ProvenanceKind;
+        match self {
+            CandidateKind::Event | CandidateKind::WorkingState => ProvenanceKind::Event,
+            CandidateKind::ToolOutput => ProvenanceKind::ToolCall,
+            CandidateKind::Observation => ProvenanceKind::Observation,
+            CandidateKind::Outcome => ProvenanceKind::Outcome,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub default_sensitivity: Sensitivity,
+    pub initial_salience: f64,
+    pub deletion_policy: DeletionPolicy,
+    pub reinforcement_gain: f64,
+    pub min_salience: f64,
+    pub episodic_half_life_seconds: i64,
+    pub working_half_life_seconds: i64,
+    pub semantic_half_life_seconds: i64,
+    pub competence_half_life_seconds: i64,
+    pub plan_graph_half_life_seconds: i64,
+}
+
+impl Default for Policy {
+    /// The reference defaults; the embedded configuration repeats them.
+    fn default() -> Self {
+        Policy {
+            default_sensitivity: Sensitivity::Low,
+            initial_salience: 1.0,
+            deletion_policy: DeletionPolicy::AutoPrune,
+            reinforcement_gain: 0.1,
+            min_salience: 0.0,
+            episodic_half_life_seconds: 3600,
+            working_half_life_seconds: 86_400,
+            semantic_half_life_seconds: 2_592_000,
+            competence_half_life_seconds: 2_592_000,
+            plan_graph_half_life_seconds: 2_592_000,
+        }
+    }
+}
+
+impl Policy {
+    pub fn half_life_seconds(&self, memory_type: MemoryType) -> i64 {
+        match memory_type {
+            MemoryType::Episodic => self.episodic_half_life_seconds,
+            MemoryType::Working => self.working_half_life_seconds,
+            MemoryType::Semantic => self.semantic_half_life_seconds,
+            MemoryType::Competence => self.competence_half_life_seconds,
+            MemoryType::PlanGraph => self.plan_graph_half_life_seconds,
+        }
+    }
+
+    pub fn decay_profile(&self, memory_type: MemoryType) -> DecayProfile {
+        DecayProfile {
+            curve: DecayCurve::Exponential,
+            half_life_seconds: self.half_life_seconds(memory_type),
+            min_salience: self.min_salience,
+            max_age_seconds: None,
+            reinforcement_gain: self.reinforcement_gain,
+        }
+    }
+
+    pub fn lifecycle(&self, memory_type: MemoryType, now: Timestamp) -> Lifecycle {
+        Lifecycle {
+            decay: self.decay_profile(memory_type),
+            last_reinforced_at: now,
+            pinned: false,
+            deletion_policy: self.deletion_policy,
+        }
+    }
+}
+
+/// A whole record as a client sends it to `POST /v1/records`: `type`,
+/// `sensitivity` and `payload` are required; whatever else is given is
+/// kept, and missing parts get the type's policy defaults.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewRecord {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(rename = "type", default)]
+    pub memory_type: Option<MemoryType>,
+    #[serde(default)]
+    pub sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub salience: Option<f64>,
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub status: Option<Status>,
+    #[serde(default, with = "rfc3339_option")]
+    pub created_at: Option<Timestamp>,
+    /// Accepted so a record read back can be sent again; the server always
+    /// sets `updated_at` itself.
+    #[serde(default, with = "rfc3339_option")]
+    pub updated_at: Option<Timestamp>,
+    #[serde(default)]
+    pub lifecycle: Option<NewLifecycle>,
+    #[serde(default)]
+    pub provenance: Option<NewProvenance>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub relations: Vec<NewRelation>,
+    #[serde(default)]
+    pub payload: Option<Payload>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub audit_log: Vec<AuditEntry>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewLifecycle {
+    #[serde(default)]
+    pub decay: Option<NewDecayProfile>,
+    #[serde(default, with = "rfc3339_option")]
+    pub last_reinforced_at: Option<Timestamp>,
+    #[serde(default)]
+    pub pinned: Option<bool>,
+    #[serde(default)]
+    pub deletion_policy: Option<DeletionPolicy>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewDecayProfile {
+    #[serde(default)]
+    pub curve: Option<DecayCurve>,
+    #[serde(default)]
+    pub half_life_seconds: Option<i64>,
+    #[serde(default)]
+    pub min_salience: Option<f64>,
+    #[serde(default)]
+    pub max_age_seconds: Option<i64>,
+    #[serde(default)]
+    pub reinforcement_gain: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewProvenance {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub sources: Vec<ProvenanceSource>,
+    #[serde(default)]
+    pub created_by: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewRelation {
+    pub predicate: String,
+    pub target_id: String,
+    #[serde(default)]
+    pub weight: Option<f64>,
+    #[serde(default, with = "rfc3339_option")]
+    pub created_at: Option<Timestamp>,
+}
+
+impl NewRecord {
+    /// Completes the record with policy defaults and validates it. `actor`
+    /// names who created it, for the `create` audit entry the server adds.
+    pub fn into_record(
+        self,
+        policy: &Policy,
+        actor: &str,
+        now: Timestamp,
+        new_id: impl FnOnce() -> String,
+    ) -> Validated<MemoryRecord> {
+        use super::validate::ValidationError;
+        let memory_type = self
+            .memory_type
+            .ok_or_else(|| ValidationError::new("type", "type is required"))?;
+        let sensitivity = self
+            .sensitivity
+            .ok_or_else(|| ValidationError::new("sensitivity", "sensitivity is required"))?;
+        let mut payload = self
+            .payload
+            .ok_or_else(|| ValidationError::new("payload", "payload is required"))?;
+        let status = self.status.unwrap_or(Status::Active);
+        // The semantic payload mirrors the record status; the top-level one
+        // is authoritative when a client sends both.
+        if let Payload::Semantic(semantic) = &mut payload {
+            if self.status.is_some() {
+                semantic.revision.status = status;
+            }
+        }
+        let status = match &payload {
+            Payload::Semantic(semantic) => semantic.revision.status,
+            _ => status,
+        };
+        let defaults = policy.lifecycle(memory_type, now);
+        let lifecycle = match self.lifecycle {
+            None => defaults,
+            Some(given) => {
+                let decay = given.decay.unwrap_or_default();
+                Lifecycle {
+                    decay: DecayProfile {
+                        curve: decay.curve.unwrap_or(defaults.decay.curve),
+                        half_life_seconds: decay
+                            .half_life_seconds
+                            .unwrap_or(defaults.decay.half_life_seconds),
+                        min_salience: decay.min_salience.unwrap_or(defaults.decay.min_salience),
+                        max_age_seconds: decay.max_age_seconds,
+                        reinforcement_gain: decay
+                            .reinforcement_gain
+                            .unwrap_or(defaults.decay.reinforcement_gain),
+                    },
+                    last_reinforced_at: given.last_reinforced_at.unwrap_or(now),
+                    pinned: given.pinned.unwrap_or(false),
+                    deletion_policy: given.deletion_policy.unwrap_or(defaults.deletion_policy),
+                }
+            }
+        };
+        let provenance = self.provenance.unwrap_or_default();
+        let mut audit_log = self.audit_log;
+        audit_log.push(AuditEntry {
+            action: AuditAction::Create,
+            actor: actor.to_string(),
+            timestamp: now,
+            rationale: "record created".to_string(),
+        });
+        let record = MemoryRecord {
+            id: match self.id {
+                Some(id) => id,
+                None => new_id(),
+            },
+            memory_type,
+            sensitivity,
+            confidence: self.confidence.unwrap_or(1.0),
+            salience: self.salience.unwrap_or(policy.initial_salience),
+            scope: optional_string("scope", self.scope)?,
+            tags: normalize_tags("tags", self.tags)?,
+            status,
+            created_at: self.created_at.unwrap_or(now),
+            updated_at: now,
+            lifecycle,
+            provenance: Provenance {
+                sources: provenance.sources,
+                created_by: optional_string("provenance.created_by", provenance.created_by)?,
+            },
+            relations: self
+                .relations
+                .into_iter()
+                .map(|relation| Relation {
+                    predicate: relation.predicate,
+                    target_id: relation.target_id,
+                    weight: relation.weight.unwrap_or(1.0),
+                    created_at: relation.created_at.unwrap_or(now),
+                })
+                .collect(),
+            payload,
+            audit_log,
+        };
+        record.validate()?;
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        super::super::time::parse_rfc3339("2026-01-01T00:00:00Z").unwrap()
+    }
+
+    #[test]
+    fn classification_and_confidence_follow_the_reference() {
+        assert_eq!(
+            CandidateKind::ToolOutput.memory_type(),
+            MemoryType::Episodic
+        );
+        assert_eq!(
+            CandidateKind::Observation.memory_type(),
+            MemoryType::Semantic
+        );
+        assert_eq!(CandidateKind::WorkingState.confidence(), 1.0);
+        assert_eq!(CandidateKind::Outcome.confidence(), 0.85);
+        let policy = Policy::default();
+        assert_eq!(policy.half_life_seconds(MemoryType::Working), 86_400);
+        assert_eq!(policy.half_life_seconds(MemoryType::PlanGraph), 2_592_000);
+    }
+
+    #[test]
+    fn a_new_record_keeps_what_the_client_gave_and_fills_the_rest() {
+        let new: NewRecord = serde_json::from_value(json!({
+            "type": "competence", "sensitivity": "medium", "salience": 0.4,
+            "lifecycle": {"pinned": true, "decay": {"min_salience": 0.2}},
+            "payload": {"kind": "competence", "skill_name": "deploy"}
+        }))
+        .unwrap();
+        let record = new
+            .into_record(&Policy::default(), "agent", now(), || "id-1".into())
+            .unwrap();
+        assert_eq!(record.id, "id-1");
+        assert_eq!(record.salience, 0.4);
+        assert!(record.lifecycle.pinned);
+        assert_eq!(record.lifecycle.decay.min_salience, 0.2);
+        assert_eq!(record.lifecycle.decay.half_life_seconds, 2_592_000);
+        assert_eq!(record.lifecycle.decay.reinforcement_gain, 0.1);
+        assert_eq!(record.audit_log.last().unwrap().action, AuditAction::Create);
+    }
+
+    #[test]
+    fn a_new_record_needs_type_sensitivity_and_a_matching_payload() {
+        let cases = [
+            (
+                json!({"sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
+                "type",
+            ),
+            (
+                json!({"type": "working", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
+                "sensitivity",
+            ),
+            (json!({"type": "working", "sensitivity": "low"}), "payload"),
+            (
+                json!({"type": "semantic", "sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
+                "payload.kind",
+            ),
+            (
+                json!({"type": "semantic", "sensitivity": "low", "confidence": 1.5, "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
+                "confidence",
+            ),
+        ];
+        for (body, field) in cases {
+            let new: NewRecord = serde_json::from_value(body).unwrap();
+            let err = new
+                .into_record(&Policy::default(), "a", now(), || "x".into())
+                .unwrap_err();
+            assert_eq!(err.field, field, "{err}");
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The memory record and its parts, as clients see them in JSON.
+
+use serde::{Deserialize, Serialize};
+
+use super::payload::Payload;
+use super::time::{rfc3339, Timestamp};
+use super::validate::{
+    check_id, check_non_negative, check_string, check_unit_interval, Validated, ValidationError,
+};
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+string_enum!(
+    /// Memory types in retrieval layer order: a lower variant is queried
+    /// first and wins salience ties.
+    MemoryType {
+        Working => "working",
+        Semantic => "semantic",
+        Competence => "competence",
+        PlanGraph => "plan_graph",
+        Episodic => "episodic",
+    }
+);
+
+string_enum!(
+    /// Ordered from least to most restrictive.
+    Sensitivity {
+        Public => "public",
+        Low => "low",
+        Medium => "medium",
+        High => "high",
+        Hyper => "hyper",
+    }
+);
+
+string_enum!(
+    /// Lifecycle status of every record.
+    Status {
+        Active => "active",
+        Contested => "contested",
+        Retracted => "retracted",
+    }
+);
+
+string_enum!(DecayCurve {
+    Exponential => "exponential",
+    Linear => "linear",
+    Custom => "custom",
+});
+
+string_enum!(DeletionPolicy {
+    AutoPrune => "auto_prune",
+    ManualOnly => "manual_only",
+    Never => "never",
+});
+
+string_enum!(AuditAction {
+    Create => "create",
+    Revise => "revise",
+    Fork => "fork",
+    Merge => "merge",
+    Delete => "delete",
+    Reinforce => "reinforce",
+    Decay => "decay",
+});
+
+string_enum!(ProvenanceKind {
+    Event => "event",
+    Artifact => "artifact",
+    ToolCall => "tool_call",
+    Observation => "observation",
+    Outcome => "outcome",
+});
+
+impl MemoryType {
+    /// Position in the layered retrieval order (0 = first).
+    pub fn layer(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_layer(layer: i64) -> Option<MemoryType> {
+        MemoryType::ALL.get(usize::try_from(layer).ok()?).copied()
+    }
+}
+
+impl Sensitivity {
+    pub fn rank(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_rank(rank: i64) -> Option<Sensitivity> {
+        Sensitivity::ALL.get(usize::try_from(rank).ok()?).copied()
+    }
+}
+
+/// A complete record. Every field is always present in JSON except `scope`
+/// and the optional parts of provenance and decay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub memory_type: MemoryType,
+    pub sensitivity: Sensitivity,
+    pub confidence: f64,
+    pub salience: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    pub tags: Vec<String>,
+    pub status: Status,
+    #[serde(with = "rfc3339")]
+    pub created_at: Timestamp,
+    #[serde(with = "rfc3339")]
+    pub updated_at: Timestamp,
+    pub lifecycle: Lifecycle,
+    pub provenance: Provenance,
+    pub relations: Vec<Relation>,
+    pub payload: Payload,
+    pub audit_log: Vec<AuditEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lifecycle {
+    pub decay: DecayProfile,
+    #[serde(with = "rfc3339")]
+    pub last_reinforced_at: Timestamp,
+    pub pinned: bool,
+    pub deletion_policy: DeletionPolicy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecayProfile {
+    pub curve: DecayCurve,
+    pub half_life_seconds: i64,
+    pub min_salience: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_seconds: Option<i64>,
+    pub reinforcement_gain: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Provenance {
+    pub sources: Vec<ProvenanceSource>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceSource {
+    pub kind: ProvenanceKind,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    #[serde(with = "rfc3339")]
+    pub timestamp: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relation {
+    pub predicate: String,
+    pub target_id: String,
+    pub weight: f64,
+    #[serde(with = "rfc3339")]
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditEntry {
+    pub action: AuditAction,
+    pub actor: String,
+    #[serde(with = "rfc3339")]
+    pub timestamp: Timestamp,
+    pub rationale: String,
+}
+
+impl MemoryRecord {
+    /// Checks the invariants storage relies on. Records built by the
+    /// ingestion pipeline satisfy them by construction; records sent whole
+    /// by clients are checked here before anything is stored.
+    pub fn validate(&self) -> Validated<()> {
+        check_id("id", &self.id)?;
+        check_unit_interval("confidence", self.confidence)?;
+        check_non_negative("salience", self.salience)?;
+        if let Some(scope) = &self.scope {
+            check_string("scope", scope)?;
+        }
+        if self.payload.memory_type() != self.memory_type {
+            return Err(ValidationError::new(
+                "payload.kind",
+                format!(
+                    "payload kind {} does not match record type {}",
+                    self.payload.memory_type(),
+                    self.memory_type
+                ),
+            ));
+        }
+        self.payload.validate().map_err(|e| e.within("payload"))?;
+        let decay = &self.lifecycle.decay;
+        if decay.half_life_seconds <= 0 {
+            return Err(ValidationError::new(
+                "lifecycle.decay.half_life_seconds",
+                "must be greater than 0",
+            ));
+        }
+        check_non_negative("lifecycle.decay.min_salience", decay.min_salience)?;
+        check_non_negative(
+            "lifecycle.decay.reinforcement_gain",
+            decay.reinforcement_gain,
+        )?;
+        if let Some(max_age) = decay.max_age_seconds {
+            if max_age <= 0 {
+                return Err(ValidationError::new(
+                    "lifecycle.decay.max_age_seconds",
+                    "must be greater than 0",
+                ));
+            }
+        }
+        if let Some(created_by) = &self.provenance.created_by {
+            check_string("provenance.created_by", created_by)?;
+        }
+        for (i, source) in self.provenance.sources.iter().enumerate() {
+            let field = format!("provenance.sources[{i}]");
+            if source.reference.trim().is_empty() {
+                return Err(ValidationError::new(
+                    format!("{field}.ref"),
+                    "ref must not be empty",
+                ));
+            }
+            check_string(&format!("{field}.ref"), &source.reference)?;
+            for (name, value) in [("hash", &source.hash), ("created_by", &source.created_by)] {
+                if let Some(value) = value {
+                    check_string(&format!("{field}.{name}"), value)?;
+                }
+            }
+        }
+        for (i, relation) in self.relations.iter().enumerate() {
+            let field = format!("relations[{i}]");
+            if relation.predicate.trim().is_empty() {
+                return Err(ValidationError::new(
+                    format!("{field}.predicate"),
+                    "predicate must not be empty",
+                ));
+            }
+            check_string(&format!("{field}.predicate"), &relation.predicate)?;
+            check_id(&format!("{field}.target_id"), &relation.target_id)?;
+            check_unit_interval(&format!("{field}.weight"), relation.weight)?;
+        }
+        for (i, entry) in self.audit_log.iter().enumerate() {
+            let field = format!("audit_log[{i}]");
+            check_string(&format!("{field}.actor"), &entry.actor)?;
+            check_string(&format!("{field}.rationale"), &entry.rationale)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_and_ranks_follow_the_declared_order() {
+        assert!(MemoryType::Working.layer() < MemoryType::Episodic.layer());
+        assert_eq!(MemoryType::from_layer(3), Some(MemoryType::PlanGraph));
+        assert!(Sensitivity::Public < Sensitivity::Hyper);
+        assert_eq!(Sensitivity::from_rank(2), Some(Sensitivity::Medium));
+        assert_eq!(Sensitivity::from_rank(9), None);
+    }
+
+    #[test]
+    fn enums_use_their_wire_names() {
+        assert_eq!(
+            serde_json::to_string(&MemoryType::PlanGraph).unwrap(),
+            "\"plan_graph\""
+        );
+        assert_eq!(
+            DeletionPolicy::parse("manual_only"),
+            Some(DeletionPolicy::ManualOnly)
+        );
+        let err = serde_json::from_str::<Sensitivity>("\"secret\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown variant `secret`"), "{err}");
+    }
+}

@@ -1,0 +1,112 @@
+//! The trust context a caller presents with every read: it sees a record
+//! when the record's sensitivity is at most `max_sensitivity` and the
+//! record's scope is empty, or the context allows every scope (an empty
+//! list), or the record's scope is in the list.
+
+use serde::{Deserialize, Serialize};
+
+use super::record::{MemoryRecord, Sensitivity};
+use super::validate::{check_string, null_as_default, Validated, ValidationError};
+
+/// Most scopes one trust context may list.
+pub const MAX_TRUST_SCOPES: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustContext {
+    pub max_sensitivity: Sensitivity,
+    /// Recorded for logs; does not change visibility.
+    #[serde(default)]
+    pub authenticated: bool,
+    /// Recorded for logs; does not change visibility.
+    #[serde(default)]
+    pub actor_id: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub scopes: Vec<String>,
+}
+
+impl TrustContext {
+    /// Takes the optional `trust` field of a request, which is required.
+    pub fn required(trust: Option<TrustContext>) -> Validated<TrustContext> {
+        let trust =
+            trust.ok_or_else(|| ValidationError::new("trust", "trust context is required"))?;
+        if trust.scopes.len() > MAX_TRUST_SCOPES {
+            return Err(ValidationError::new(
+                "trust.scopes",
+                format!(
+                    "too many scopes: {} given, maximum is {MAX_TRUST_SCOPES}",
+                    trust.scopes.len()
+                ),
+            ));
+        }
+        for (i, scope) in trust.scopes.iter().enumerate() {
+            check_string(&format!("trust.scopes[{i}]"), scope)?;
+        }
+        if let Some(actor) = &trust.actor_id {
+            check_string("trust.actor_id", actor)?;
+        }
+        Ok(trust)
+    }
+
+    pub fn allows(&self, record: &MemoryRecord) -> bool {
+        self.allows_parts(record.sensitivity, record.scope.as_deref())
+    }
+
+    pub fn allows_parts(&self, sensitivity: Sensitivity, scope: Option<&str>) -> bool {
+        sensitivity <= self.max_sensitivity
+            && match scope {
+                None => true,
+                Some(scope) => self.scopes.is_empty() || self.scopes.iter().any(|s| s == scope),
+            }
+    }
+
+    /// The scopes a query may return besides unscoped records; `None` when
+    /// every scope is allowed.
+    pub fn scope_filter(&self) -> Option<Vec<String>> {
+        if self.scopes.is_empty() {
+            None
+        } else {
+            let mut scopes = self.scopes.clone();
+            scopes.sort();
+            scopes.dedup();
+            Some(scopes)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trust(max: Sensitivity, scopes: &[&str]) -> TrustContext {
+        TrustContext {
+            max_sensitivity: max,
+            authenticated: true,
+            actor_id: Some("a".into()),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn sensitivity_is_visible_up_to_the_maximum() {
+        let t = trust(Sensitivity::Medium, &[]);
+        for s in Sensitivity::ALL {
+            assert_eq!(t.allows_parts(*s, None), *s <= Sensitivity::Medium, "{s}");
+        }
+    }
+
+    #[test]
+    fn scopes_gate_scoped_records_only() {
+        let listed = trust(Sensitivity::Hyper, &["p1"]);
+        assert!(listed.allows_parts(Sensitivity::Low, None));
+        assert!(listed.allows_parts(Sensitivity::Low, Some("p1")));
+        assert!(!listed.allows_parts(Sensitivity::Low, Some("p2")));
+        let open = trust(Sensitivity::Hyper, &[]);
+        assert!(open.allows_parts(Sensitivity::Low, Some("anything")));
+    }
+
+    #[test]
+    fn trust_is_required() {
+        assert_eq!(TrustContext::required(None).unwrap_err().field, "trust");
+    }
+}

@@ -1,0 +1,31 @@
+//! Liveness and readiness.
+
+use actix_web::{web, HttpResponse};
+use serde_json::json;
+
+use super::{get, AppState};
+use crate::actors::storage::CheckReady;
+use crate::actors::ServiceError;
+use crate::error::ApiError;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(get("/healthz", healthz))
+        .service(get("/readyz", readyz));
+}
+
+/// The process is up and serving HTTP.
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({"status": "ok"}))
+}
+
+/// The database answers a query.
+async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    match state.reader.send(CheckReady).await {
+        Ok(Ok(())) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            Err(ServiceError::Unavailable("database is not available".to_string()).into())
+        }
+        Err(e) => Err(ServiceError::from(e).into()),
+    }
+}

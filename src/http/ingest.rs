@@ -1,0 +1,83 @@
+//! `POST /v1/ingest/*`: the five ingest calls and the batch.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use serde_json::json;
+
+use super::{post, record_response, AppState, JsonBody};
+use crate::actors::ingestion::{Ingest, IngestBatch};
+use crate::domain::ingest::{
+    BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
+    WorkingStateRequest,
+};
+use crate::error::ApiError;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(post("/v1/ingest/event", event))
+        .service(post("/v1/ingest/tool-output", tool_output))
+        .service(post("/v1/ingest/observation", observation))
+        .service(post("/v1/ingest/outcome", outcome))
+        .service(post("/v1/ingest/working-state", working_state))
+        .service(post("/v1/ingest/batch", batch));
+}
+
+async fn ingest(
+    state: web::Data<AppState>,
+    item: IngestItem,
+    status: StatusCode,
+) -> Result<HttpResponse, ApiError> {
+    let record = state
+        .ingestor
+        .send(Ingest { item })
+        .await
+        .map_err(crate::actors::ServiceError::from)??;
+    Ok(record_response(status, record))
+}
+
+async fn event(
+    state: web::Data<AppState>,
+    body: JsonBody<EventRequest>,
+) -> Result<HttpResponse, ApiError> {
+    ingest(state, IngestItem::Event(body.0), StatusCode::CREATED).await
+}
+
+async fn tool_output(
+    state: web::Data<AppState>,
+    body: JsonBody<ToolOutputRequest>,
+) -> Result<HttpResponse, ApiError> {
+    ingest(state, IngestItem::ToolOutput(body.0), StatusCode::CREATED).await
+}
+
+async fn observation(
+    state: web::Data<AppState>,
+    body: JsonBody<ObservationRequest>,
+) -> Result<HttpResponse, ApiError> {
+    ingest(state, IngestItem::Observation(body.0), StatusCode::CREATED).await
+}
+
+/// Changes an existing record, so 200 rather than 201.
+async fn outcome(
+    state: web::Data<AppState>,
+    body: JsonBody<OutcomeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    ingest(state, IngestItem::Outcome(body.0), StatusCode::OK).await
+}
+
+async fn working_state(
+    state: web::Data<AppState>,
+    body: JsonBody<WorkingStateRequest>,
+) -> Result<HttpResponse, ApiError> {
+    ingest(state, IngestItem::WorkingState(body.0), StatusCode::CREATED).await
+}
+
+async fn batch(
+    state: web::Data<AppState>,
+    body: JsonBody<BatchRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let records = state
+        .ingestor
+        .send(IngestBatch { batch: body.0 })
+        .await
+        .map_err(crate::actors::ServiceError::from)??;
+    Ok(HttpResponse::Created().json(json!({ "records": records })))
+}

@@ -1,0 +1,195 @@
+//! The JSON API. Handlers are thin: extract, parse into domain types, send
+//! a message to an actor, map the reply. Every error, including a body that
+//! is not JSON or a route that does not exist, answers with the same
+//! `{"error":{"code","message"}}` body.
+
+mod health;
+mod ingest;
+mod records;
+mod retrieve;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix::Addr;
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpRequest, HttpResponse, Resource, Responder};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::error::Category;
+
+use crate::actors::ingestion::Ingestor;
+use crate::actors::retrieval::Retriever;
+use crate::actors::storage::{StorageWriter, StoreReader};
+use crate::error::{ApiError, Code};
+
+/// What handlers reach the actors through.
+pub struct AppState {
+    pub ingestor: Addr<Ingestor>,
+    pub retriever: Addr<Retriever>,
+    pub reader: Addr<StoreReader>,
+    pub writer: StorageWriter,
+    pub max_limit: usize,
+    pub max_body_bytes: usize,
+}
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    health::configure(cfg);
+    ingest::configure(cfg);
+    records::configure(cfg);
+    retrieve::configure(cfg);
+}
+
+/// Answer for paths no route matches.
+pub async fn route_not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(
+        Code::NotFound,
+        format!("no route for {} {}", req.method(), req.path()),
+    ))
+}
+
+async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(
+        Code::MethodNotAllowed,
+        format!("{} is not allowed on {}", req.method(), req.path()),
+    ))
+}
+
+/// A resource answering `POST` only; other methods get a JSON 405.
+fn post<F, Args>(path: &str, handler: F) -> Resource
+where
+    F: actix_web::Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    web::resource(path)
+        .route(web::post().to(handler))
+        .default_service(web::to(method_not_allowed))
+}
+
+/// A resource answering `GET` only; other methods get a JSON 405.
+fn get<F, Args>(path: &str, handler: F) -> Resource
+where
+    F: actix_web::Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    web::resource(path)
+        .route(web::get().to(handler))
+        .default_service(web::to(method_not_allowed))
+}
+
+/// A JSON request body, parsed before any actor sees it: a body over the
+/// size limit is 413, bytes that are not JSON are "malformed JSON", and a
+/// JSON value of the wrong shape names the offending field's path.
+pub struct JsonBody<T>(pub T);
+
+/// Used when no `AppState` is registered (it always is in the service).
+const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let limit = req
+            .app_data::<web::Data<AppState>>()
+            .map_or(DEFAULT_MAX_BODY_BYTES, |state| state.max_body_bytes);
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let mut payload = payload.take();
+        Box::pin(async move {
+            if declared.is_some_and(|len| len > limit) {
+                return Err(too_large(limit));
+            }
+            let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| {
+                    ApiError::new(
+                        Code::InvalidArgument,
+                        format!("could not read the request body: {e}"),
+                    )
+                })?;
+                if body.len() + chunk.len() > limit {
+                    return Err(too_large(limit));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            parse_json(&body).map(JsonBody)
+        })
+    }
+}
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        Code::PayloadTooLarge,
+        format!("request body exceeds the limit of {limit} bytes"),
+    )
+}
+
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::new(
+            Code::InvalidArgument,
+            "malformed JSON: the request body is empty; expected a JSON object",
+        ));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match inner.classify() {
+            Category::Data if path != "." => {
+                ApiError::new(Code::InvalidArgument, format!("{path}: {inner}"))
+            }
+            Category::Data => ApiError::new(Code::InvalidArgument, inner.to_string()),
+            Category::Syntax | Category::Eof | Category::Io => {
+                ApiError::new(Code::InvalidArgument, format!("malformed JSON: {inner}"))
+            }
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|e| ApiError::new(Code::InvalidArgument, format!("malformed JSON: {e}")))?;
+    Ok(value)
+}
+
+/// `{"record": …}` with the given status.
+fn record_response(
+    status: actix_web::http::StatusCode,
+    record: crate::domain::record::MemoryRecord,
+) -> HttpResponse {
+    HttpResponse::build(status).json(serde_json::json!({ "record": record }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ingest::EventRequest;
+
+    #[test]
+    fn malformed_json_and_wrong_shapes_are_told_apart() {
+        let err = parse_json::<EventRequest>(b"{\"source\": ").unwrap_err();
+        assert!(err.message.starts_with("malformed JSON"), "{}", err.message);
+        let err = parse_json::<EventRequest>(b"{\"tags\": [1]}").unwrap_err();
+        assert!(
+            err.message.starts_with("tags[0]: invalid type"),
+            "{}",
+            err.message
+        );
+        let err = parse_json::<EventRequest>(b"{\"nope\": 1}").unwrap_err();
+        assert!(
+            err.message.contains("unknown field `nope`"),
+            "{}",
+            err.message
+        );
+        let err = parse_json::<EventRequest>(b"{} {}").unwrap_err();
+        assert!(err.message.starts_with("malformed JSON"), "{}", err.message);
+        let err = parse_json::<EventRequest>(b"").unwrap_err();
+        assert!(err.message.starts_with("malformed JSON"), "{}", err.message);
+    }
+}

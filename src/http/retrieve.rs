@@ -1,0 +1,46 @@
+//! `POST /v1/retrieve` and `POST /v1/retrieve/{id}`: trust-gated reads.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+
+use super::{post, record_response, AppState, JsonBody};
+use crate::actors::retrieval::{Retrieve, RetrieveById};
+use crate::actors::ServiceError;
+use crate::domain::retrieval::{RetrieveByIdRequest, RetrieveRequest};
+use crate::domain::trust::TrustContext;
+use crate::error::ApiError;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(post("/v1/retrieve", retrieve))
+        .service(post("/v1/retrieve/{id}", retrieve_by_id));
+}
+
+async fn retrieve(
+    state: web::Data<AppState>,
+    body: JsonBody<RetrieveRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let retrieval = body.0.into_retrieval(state.max_limit)?;
+    let result = state
+        .retriever
+        .send(Retrieve { retrieval })
+        .await
+        .map_err(ServiceError::from)??;
+    Ok(HttpResponse::Ok().json(result))
+}
+
+async fn retrieve_by_id(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: JsonBody<RetrieveByIdRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let trust = TrustContext::required(body.0.trust)?;
+    let record = state
+        .retriever
+        .send(RetrieveById {
+            id: id.into_inner(),
+            trust,
+        })
+        .await
+        .map_err(ServiceError::from)??;
+    Ok(record_response(StatusCode::OK, record))
+}

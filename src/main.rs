@@ -1,0 +1,91 @@
+//! `engram [serve] [--config PATH]`: runs the service.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use engram::clock::Clock;
+use engram::config::Settings;
+use engram::startup::Application;
+
+const USAGE: &str = "\
+engram: a shared memory service for AI agents
+
+Usage:
+  engram [serve] [--config PATH]   run the service (the default)
+  engram --help                    show this help
+  engram --version                 show the version
+
+Configuration: the embedded defaults (config/default.toml), then the file
+given by --config or ENGRAM_CONFIG, then ENGRAM_LISTEN, ENGRAM_DB_PATH and
+ENGRAM_<SECTION>__<KEY> environment variables.";
+
+enum Command {
+    Serve { config: Option<PathBuf> },
+    Help,
+    Version,
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
+    let mut config = None;
+    let mut args = args.peekable();
+    if args.peek().map(String::as_str) == Some("serve") {
+        args.next();
+    }
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-h" | "--help" | "help" => return Ok(Command::Help),
+            "-V" | "--version" => return Ok(Command::Version),
+            "-c" | "--config" => {
+                let path = args.next().ok_or("--config needs a file path")?;
+                config = Some(PathBuf::from(path));
+            }
+            other => {
+                if let Some(path) = other.strip_prefix("--config=") {
+                    config = Some(PathBuf::from(path));
+                } else {
+                    return Err(format!("unknown argument {other:?}"));
+                }
+            }
+        }
+    }
+    Ok(Command::Serve { config })
+}
+
+fn main() -> ExitCode {
+    let config = match parse_args(std::env::args().skip(1)) {
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Version) => {
+            println!("engram {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Serve { config }) => config,
+        Err(message) => {
+            eprintln!("engram: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let settings = match Settings::load(config) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("engram: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    engram::telemetry::init(settings.server.log_format);
+    let served = actix_web::rt::System::new().block_on(async move {
+        let app = Application::build(settings, Clock::system()).await?;
+        app.run_until_stopped().await?;
+        Ok::<(), Box<dyn std::error::Error>>(())
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "engram stopped");
+            eprintln!("engram: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Numbered SQL migrations from `migrations/`, compiled in, applied in
+//! order at start-up and recorded in `schema_migrations`. Applying is
+//! idempotent; a database written by a newer engram is refused rather than
+//! guessed at.
+
+use chrono::Utc;
+use rusqlite::{params, Connection};
+
+use super::StoreError;
+
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "init",
+    sql: include_str!("../../migrations/0001_init.sql"),
+}];
+
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Brings the schema up to date; returns the versions applied now.
+pub fn run(conn: &mut Connection) -> Result<Vec<i64>, StoreError> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    INTEGER PRIMARY KEY,
+             name       TEXT NOT NULL,
+             applied_at TEXT NOT NULL
+         )",
+    )?;
+    let current: i64 = conn.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+        [],
+        |row| row.get(0),
+    )?;
+    if current > latest_version() {
+        return Err(StoreError::Schema(format!(
+            "the database schema is version {current}, newer than this engram understands \
+             (up to {}); run a newer engram or point storage.db_path at another file",
+            latest_version()
+        )));
+    }
+    let mut applied = Vec::new();
+    for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(migration.sql)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
+            params![migration.version, migration.name, Utc::now().to_rfc3339()],
+        )?;
+        tx.commit()?;
+        applied.push(migration.version);
+    }
+    Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_once_and_rerunning_is_a_no_op() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        assert_eq!(run(&mut conn).unwrap(), vec![1]);
+        assert!(run(&mut conn).unwrap().is_empty());
+        let tables: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'records'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 1);
+    }
+
+    #[test]
+    fn a_database_from_a_newer_version_is_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        run(&mut conn).unwrap();
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (99, 'future', 'now')",
+            [],
+        )
+        .unwrap();
+        let err = run(&mut conn).unwrap_err().to_string();
+        assert!(err.contains("version 99"), "{err}");
+    }
+
+    #[test]
+    fn migration_files_are_numbered_in_order() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i64 + 1);
+        }
+    }
+}

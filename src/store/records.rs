@@ -1,0 +1,614 @@
+//! Records in SQL: insert, update, read one, read many, and the visibility
+//! query behind retrieval.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
+
+use super::StoreError;
+use crate::domain::payload::Payload;
+use crate::domain::record::{
+    AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
+    MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
+};
+use crate::domain::retrieval::RecordQuery;
+use crate::domain::time::{from_micros, to_micros};
+
+/// Stores a new record with all its parts. `AlreadyExists` when the id is
+/// taken.
+pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, StoreError> {
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
+                                  created_by, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            record.id,
+            record.memory_type.layer(),
+            record.sensitivity.rank(),
+            record.confidence,
+            record.salience,
+            record.scope,
+            record.status.as_str(),
+            record.provenance.created_by,
+            to_micros(&record.created_at),
+            to_micros(&record.updated_at),
+        ]);
+    match inserted {
+        Ok(_) => {}
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == ErrorCode::ConstraintViolation
+                && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
+        {
+            return Err(StoreError::AlreadyExists(record.id.clone()));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let key = conn.last_insert_rowid();
+    let lifecycle = &record.lifecycle;
+    conn.prepare_cached(
+        "INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
+             max_age_seconds, reinforcement_gain, last_reinforced_at, pinned, deletion_policy)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        key,
+        lifecycle.decay.curve.as_str(),
+        lifecycle.decay.half_life_seconds,
+        lifecycle.decay.min_salience,
+        lifecycle.decay.max_age_seconds,
+        lifecycle.decay.reinforcement_gain,
+        to_micros(&lifecycle.last_reinforced_at),
+        lifecycle.pinned,
+        lifecycle.deletion_policy.as_str(),
+    ])?;
+    conn.prepare_cached("INSERT INTO payloads (record_key, payload_json) VALUES (?1, ?2)")?
+        .execute(params![key, payload_json(&record.payload)?])?;
+    insert_children(conn, key, record)?;
+    append_audit(conn, key, &record.audit_log)?;
+    Ok(key)
+}
+
+/// Rewrites a stored record to match `record`. Audit entries are
+/// append-only: only those beyond what is stored are added.
+pub fn update_record(conn: &Connection, record: &MemoryRecord) -> Result<(), StoreError> {
+    let key =
+        record_key(conn, &record.id)?.ok_or_else(|| StoreError::NotFound(record.id.clone()))?;
+    conn.prepare_cached(
+        "UPDATE records SET layer = ?2, sensitivity = ?3, confidence = ?4, salience = ?5,
+             scope = ?6, status = ?7, created_by = ?8, created_at = ?9, updated_at = ?10
+         WHERE key = ?1",
+    )?
+    .execute(params![
+        key,
+        record.memory_type.layer(),
+        record.sensitivity.rank(),
+        record.confidence,
+        record.salience,
+        record.scope,
+        record.status.as_str(),
+        record.provenance.created_by,
+        to_micros(&record.created_at),
+        to_micros(&record.updated_at),
+    ])?;
+    let lifecycle = &record.lifecycle;
+    conn.prepare_cached(
+        "UPDATE decay_profiles SET curve = ?2, half_life_seconds = ?3, min_salience = ?4,
+             max_age_seconds = ?5, reinforcement_gain = ?6, last_reinforced_at = ?7,
+             pinned = ?8, deletion_policy = ?9
+         WHERE record_key = ?1",
+    )?
+    .execute(params![
+        key,
+        lifecycle.decay.curve.as_str(),
+        lifecycle.decay.half_life_seconds,
+        lifecycle.decay.min_salience,
+        lifecycle.decay.max_age_seconds,
+        lifecycle.decay.reinforcement_gain,
+        to_micros(&lifecycle.last_reinforced_at),
+        lifecycle.pinned,
+        lifecycle.deletion_policy.as_str(),
+    ])?;
+    conn.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
+        .execute(params![key, payload_json(&record.payload)?])?;
+    for table in [
+        "DELETE FROM tags WHERE record_key = ?1",
+        "DELETE FROM provenance_sources WHERE record_key = ?1",
+        "DELETE FROM relations WHERE source_key = ?1",
+        "DELETE FROM competence_stats WHERE record_key = ?1",
+    ] {
+        conn.prepare_cached(table)?.execute([key])?;
+    }
+    insert_children(conn, key, record)?;
+    let stored: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM audit_log WHERE record_key = ?1")?
+        .query_row([key], |row| row.get(0))?;
+    let stored = usize::try_from(stored).unwrap_or(usize::MAX);
+    append_audit(
+        conn,
+        key,
+        record.audit_log.get(stored..).unwrap_or_default(),
+    )?;
+    Ok(())
+}
+
+/// Tags, provenance, outgoing relations and competence counters.
+fn insert_children(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
+    let mut tag =
+        conn.prepare_cached("INSERT INTO tags (record_key, tag, position) VALUES (?1, ?2, ?3)")?;
+    for (position, name) in record.tags.iter().enumerate() {
+        tag.execute(params![key, name, position as i64])?;
+    }
+    let mut source = conn.prepare_cached(
+        "INSERT INTO provenance_sources (record_key, kind, ref, hash, created_by, timestamp)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for s in &record.provenance.sources {
+        source.execute(params![
+            key,
+            s.kind.as_str(),
+            s.reference,
+            s.hash,
+            s.created_by,
+            to_micros(&s.timestamp)
+        ])?;
+    }
+    let mut relation = conn.prepare_cached(
+        "INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for r in &record.relations {
+        relation.execute(params![
+            key,
+            r.predicate,
+            r.target_id,
+            r.weight,
+            to_micros(&r.created_at)
+        ])?;
+    }
+    if let Payload::Competence(competence) = &record.payload {
+        if let Some(performance) = &competence.performance {
+            conn.prepare_cached(
+                "INSERT INTO competence_stats (record_key, success_count, failure_count)
+                 VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![
+                key,
+                performance.success_count as i64,
+                performance.failure_count as i64
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+fn append_audit(conn: &Connection, key: i64, entries: &[AuditEntry]) -> Result<(), StoreError> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO audit_log (record_key, action, actor, timestamp, rationale)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for e in entries {
+        insert.execute(params![
+            key,
+            e.action.as_str(),
+            e.actor,
+            to_micros(&e.timestamp),
+            e.rationale
+        ])?;
+    }
+    Ok(())
+}
+
+fn payload_json(payload: &Payload) -> Result<String, StoreError> {
+    serde_json::to_string(payload)
+        .map_err(|e| StoreError::Corrupt(format!("payload does not serialise: {e}")))
+}
+
+pub fn record_key(conn: &Connection, id: &str) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT key FROM records WHERE id = ?1")?
+        .query_row([id], |row| row.get(0))
+        .optional()?)
+}
+
+pub fn get_record(conn: &Connection, id: &str) -> Result<Option<MemoryRecord>, StoreError> {
+    match record_key(conn, id)? {
+        Some(key) => Ok(load_records(conn, &[key])?.pop()),
+        None => Ok(None),
+    }
+}
+
+/// The records with these keys, in the order given, each with all its
+/// parts. Child rows are read with one query per table for the whole set.
+pub fn load_records(conn: &Connection, keys: &[i64]) -> Result<Vec<MemoryRecord>, StoreError> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let key_list = Rc::new(
+        keys.iter()
+            .map(|k| SqlValue::Integer(*k))
+            .collect::<Vec<_>>(),
+    );
+    let mut records: HashMap<i64, MemoryRecord> = HashMap::with_capacity(keys.len());
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT r.key, r.id, r.layer, r.sensitivity, r.confidence, r.salience, r.scope,
+                    r.status, r.created_by, r.created_at, r.updated_at,
+                    d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
+                    d.reinforcement_gain, d.last_reinforced_at, d.pinned, d.deletion_policy,
+                    p.payload_json
+             FROM records r
+             JOIN decay_profiles d ON d.record_key = r.key
+             JOIN payloads p ON p.record_key = r.key
+             WHERE r.key IN rarray(?1)",
+        )?;
+        let mut rows = stmt.query([key_list.clone()])?;
+        while let Some(row) = rows.next()? {
+            let key: i64 = row.get(0)?;
+            records.insert(key, record_from_row(row)?);
+        }
+    }
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT record_key, tag FROM tags WHERE record_key IN rarray(?1) ORDER BY record_key, position",
+        )?;
+        let mut rows = stmt.query([key_list.clone()])?;
+        while let Some(row) = rows.next()? {
+            if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
+                record.tags.push(row.get(1)?);
+            }
+        }
+    }
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT record_key, kind, ref, hash, created_by, timestamp
+             FROM provenance_sources WHERE record_key IN rarray(?1) ORDER BY id",
+        )?;
+        let mut rows = stmt.query([key_list.clone()])?;
+        while let Some(row) = rows.next()? {
+            if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
+                record.provenance.sources.push(ProvenanceSource {
+                    kind: parse_enum(row, 1, ProvenanceKind::parse)?,
+                    reference: row.get(2)?,
+                    hash: row.get(3)?,
+                    created_by: row.get(4)?,
+                    timestamp: from_micros(row.get(5)?),
+                });
+            }
+        }
+    }
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT source_key, predicate, target_id, weight, created_at
+             FROM relations WHERE source_key IN rarray(?1) ORDER BY id",
+        )?;
+        let mut rows = stmt.query([key_list.clone()])?;
+        while let Some(row) = rows.next()? {
+            if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
+                record.relations.push(Relation {
+                    predicate: row.get(1)?,
+                    target_id: row.get(2)?,
+                    weight: row.get(3)?,
+                    created_at: from_micros(row.get(4)?),
+                });
+            }
+        }
+    }
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT record_key, action, actor, timestamp, rationale
+             FROM audit_log WHERE record_key IN rarray(?1) ORDER BY id",
+        )?;
+        let mut rows = stmt.query([key_list])?;
+        while let Some(row) = rows.next()? {
+            if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
+                record.audit_log.push(AuditEntry {
+                    action: parse_enum(row, 1, AuditAction::parse)?,
+                    actor: row.get(2)?,
+                    timestamp: from_micros(row.get(3)?),
+                    rationale: row.get(4)?,
+                });
+            }
+        }
+    }
+    Ok(keys.iter().filter_map(|key| records.remove(key)).collect())
+}
+
+fn record_from_row(row: &Row<'_>) -> Result<MemoryRecord, StoreError> {
+    let layer: i64 = row.get(2)?;
+    let sensitivity: i64 = row.get(3)?;
+    let payload_json: String = row.get(19)?;
+    let payload: Payload = serde_json::from_str(&payload_json).map_err(|e| {
+        StoreError::Corrupt(format!(
+            "payload of record {}: {e}",
+            row.get::<_, String>(1).unwrap_or_default()
+        ))
+    })?;
+    Ok(MemoryRecord {
+        id: row.get(1)?,
+        memory_type: MemoryType::from_layer(layer)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown memory type layer {layer}")))?,
+        sensitivity: Sensitivity::from_rank(sensitivity).ok_or_else(|| {
+            StoreError::Corrupt(format!("unknown sensitivity rank {sensitivity}"))
+        })?,
+        confidence: row.get(4)?,
+        salience: row.get(5)?,
+        scope: row.get(6)?,
+        tags: Vec::new(),
+        status: parse_enum(row, 7, Status::parse)?,
+        created_at: from_micros(row.get(9)?),
+        updated_at: from_micros(row.get(10)?),
+        lifecycle: Lifecycle {
+            decay: DecayProfile {
+                curve: parse_enum(row, 11, DecayCurve::parse)?,
+                half_life_seconds: row.get(12)?,
+                min_salience: row.get(13)?,
+                max_age_seconds: row.get(14)?,
+                reinforcement_gain: row.get(15)?,
+            },
+            last_reinforced_at: from_micros(row.get(16)?),
+            pinned: row.get(17)?,
+            deletion_policy: parse_enum(row, 18, DeletionPolicy::parse)?,
+        },
+        provenance: Provenance {
+            sources: Vec::new(),
+            created_by: row.get(8)?,
+        },
+        relations: Vec::new(),
+        payload,
+        audit_log: Vec::new(),
+    })
+}
+
+fn parse_enum<T>(
+    row: &Row<'_>,
+    column: usize,
+    parse: fn(&str) -> Option<T>,
+) -> Result<T, StoreError> {
+    let text: String = row.get(column)?;
+    parse(&text)
+        .ok_or_else(|| StoreError::Corrupt(format!("unexpected value {text:?} in column {column}")))
+}
+
+/// A candidate row of the visibility query, enough to rank it.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    key: i64,
+    salience: f64,
+    layer: i64,
+    created_at: i64,
+}
+
+/// Records the query allows, best first: salience descending, then layer
+/// order, then newest.
+///
+/// Each (type, sensitivity level[, scope]) combination the caller may see
+/// is one index range already in salience order; each is read up to the
+/// limit and the runs are merged. Records the caller cannot see are never
+/// visited, whatever their number.
+pub fn query_records(
+    conn: &Connection,
+    query: &RecordQuery,
+) -> Result<Vec<MemoryRecord>, StoreError> {
+    let status_clause = if query.include_retracted {
+        ""
+    } else {
+        " AND status <> 'retracted'"
+    };
+    let order = " ORDER BY salience DESC, created_at DESC LIMIT ?4";
+    let unscoped_sql = format!(
+        "SELECT key, salience, layer, created_at FROM records INDEXED BY idx_records_rank
+         WHERE layer = ?1 AND sensitivity = ?2 AND salience >= ?3{status_clause}{order}"
+    );
+    let null_scope_sql = format!(
+        "SELECT key, salience, layer, created_at FROM records INDEXED BY idx_records_scope_rank
+         WHERE scope IS NULL AND layer = ?1 AND sensitivity = ?2 AND salience >= ?3{status_clause}{order}"
+    );
+    let scope_sql = format!(
+        "SELECT key, salience, layer, created_at FROM records INDEXED BY idx_records_scope_rank
+         WHERE scope = ?5 AND layer = ?1 AND sensitivity = ?2 AND salience >= ?3{status_clause}{order}"
+    );
+    let limit = query.limit as i64;
+    let mut ranked: Vec<Ranked> = Vec::new();
+    let read = |stmt: &mut rusqlite::CachedStatement<'_>,
+                params: &[&dyn rusqlite::ToSql],
+                into: &mut Vec<Ranked>|
+     -> Result<(), StoreError> {
+        let mut rows = stmt.query(params)?;
+        while let Some(row) = rows.next()? {
+            into.push(Ranked {
+                key: row.get(0)?,
+                salience: row.get(1)?,
+                layer: row.get(2)?,
+                created_at: row.get(3)?,
+            });
+        }
+        Ok(())
+    };
+    for memory_type in &query.memory_types {
+        let layer = memory_type.layer() as i64;
+        for sensitivity in Sensitivity::ALL
+            .iter()
+            .filter(|s| **s <= query.max_sensitivity)
+        {
+            let rank = sensitivity.rank() as i64;
+            match &query.scopes {
+                None => {
+                    let mut stmt = conn.prepare_cached(&unscoped_sql)?;
+                    read(
+                        &mut stmt,
+                        &[&layer, &rank, &query.min_salience, &limit],
+                        &mut ranked,
+                    )?;
+                }
+                Some(scopes) => {
+                    let mut stmt = conn.prepare_cached(&null_scope_sql)?;
+                    read(
+                        &mut stmt,
+                        &[&layer, &rank, &query.min_salience, &limit],
+                        &mut ranked,
+                    )?;
+                    let mut stmt = conn.prepare_cached(&scope_sql)?;
+                    for scope in scopes {
+                        read(
+                            &mut stmt,
+                            &[&layer, &rank, &query.min_salience, &limit, scope],
+                            &mut ranked,
+                        )?;
+                    }
+                }
+            }
+        }
+    }
+    ranked.sort_by(|a, b| {
+        b.salience
+            .total_cmp(&a.salience)
+            .then(a.layer.cmp(&b.layer))
+            .then(b.created_at.cmp(&a.created_at))
+            .then(b.key.cmp(&a.key))
+    });
+    ranked.truncate(query.limit);
+    let keys: Vec<i64> = ranked.iter().map(|r| r.key).collect();
+    load_records(conn, &keys)
+}
+
+/// Cheap liveness query for readiness checks.
+pub fn ping(conn: &Connection) -> Result<(), StoreError> {
+    conn.prepare_cached("SELECT COUNT(*) FROM schema_migrations")?
+        .query_row([], |row| row.get::<_, i64>(0))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::policy::{NewRecord, Policy};
+    use crate::domain::time::parse_rfc3339;
+    use serde_json::json;
+
+    fn conn() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        rusqlite::vtab::array::load_module(&conn).unwrap();
+        super::super::migrations::run(&mut conn).unwrap();
+        conn
+    }
+
+    fn record(id: &str, body: serde_json::Value) -> MemoryRecord {
+        let new: NewRecord = serde_json::from_value(body).unwrap();
+        let now = parse_rfc3339("2026-01-01T00:00:00.123456Z").unwrap();
+        new.into_record(&Policy::default(), "test", now, || id.to_string())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_record_round_trips_with_all_its_parts() {
+        let conn = conn();
+        let original = record(
+            "r1",
+            json!({
+                "type": "competence", "sensitivity": "high", "scope": "p", "tags": ["z", "a"],
+                "provenance": {"sources": [{"kind": "artifact", "ref": "doc", "hash": "h", "timestamp": "2025-01-01T00:00:00Z"}], "created_by": "me"},
+                "relations": [{"predicate": "supports", "target_id": "other", "weight": 0.5}],
+                "lifecycle": {"decay": {"curve": "linear", "max_age_seconds": 60}, "pinned": true, "deletion_policy": "never"},
+                "payload": {"kind": "competence", "skill_name": "s", "performance": {"success_count": 3, "failure_count": 1}}
+            }),
+        );
+        insert_record(&conn, &original).unwrap();
+        let loaded = get_record(&conn, "r1").unwrap().unwrap();
+        assert_eq!(loaded, original);
+        assert!(matches!(
+            insert_record(&conn, &original),
+            Err(StoreError::AlreadyExists(_))
+        ));
+        assert!(get_record(&conn, "missing").unwrap().is_none());
+    }
+
+    #[test]
+    fn an_update_appends_only_new_audit_entries() {
+        let conn = conn();
+        let mut r = record(
+            "r1",
+            json!({"type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
+        );
+        insert_record(&conn, &r).unwrap();
+        r.salience = 0.5;
+        r.tags = vec!["new".into()];
+        r.audit_log.push(AuditEntry {
+            action: AuditAction::Revise,
+            actor: "x".into(),
+            timestamp: r.updated_at,
+            rationale: "why".into(),
+        });
+        update_record(&conn, &r).unwrap();
+        assert_eq!(get_record(&conn, "r1").unwrap().unwrap(), r);
+    }
+
+    #[test]
+    fn the_visibility_query_filters_and_orders() {
+        let conn = conn();
+        let cases = [
+            ("w", "working", "low", None, 0.5),
+            ("s", "semantic", "low", Some("p1"), 0.5),
+            ("hi", "semantic", "high", None, 0.9),
+            ("other", "semantic", "low", Some("p2"), 0.9),
+            ("top", "working", "public", None, 1.0),
+        ];
+        for (id, kind, sensitivity, scope, salience) in cases {
+            let payload = if kind == "working" {
+                json!({"kind": "working", "thread_id": "t", "state": "done"})
+            } else {
+                json!({"kind": "semantic", "subject": "a", "predicate": "b"})
+            };
+            let r = record(
+                id,
+                json!({"type": kind, "sensitivity": sensitivity, "scope": scope, "salience": salience, "payload": payload}),
+            );
+            insert_record(&conn, &r).unwrap();
+        }
+        let query = RecordQuery {
+            memory_types: MemoryType::ALL.to_vec(),
+            max_sensitivity: Sensitivity::Medium,
+            scopes: Some(vec!["p1".into()]),
+            min_salience: 0.0,
+            limit: 10,
+            include_retracted: false,
+        };
+        let ids: Vec<String> = query_records(&conn, &query)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids, vec!["top", "w", "s"]);
+        let ids: Vec<String> = query_records(
+            &conn,
+            &RecordQuery {
+                limit: 2,
+                ..query.clone()
+            },
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+        assert_eq!(ids, vec!["top", "w"]);
+        let ids: Vec<String> = query_records(
+            &conn,
+            &RecordQuery {
+                min_salience: 0.8,
+                scopes: None,
+                max_sensitivity: Sensitivity::Hyper,
+                ..query
+            },
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+        assert_eq!(ids, vec!["top", "other", "hi"]);
+    }
+}
