@@ -2,9 +2,8 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
-use serde_json::json;
 
-use super::{post, record_response, AppState, JsonBody};
+use super::{post, record_response, records_response, AppState, JsonBody};
 use crate::actors::ingestion::{Ingest, IngestBatch};
 use crate::domain::ingest::{
     BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
@@ -31,7 +30,7 @@ async fn ingest(
         .send(Ingest { item })
         .await
         .map_err(crate::actors::ServiceError::from)??;
-    Ok(record_response(status, record))
+    Ok(record_response(status, &record))
 }
 
 async fn event(
@@ -79,5 +78,5 @@ async fn batch(
         .send(IngestBatch { batch: body.0 })
         .await
         .map_err(crate::actors::ServiceError::from)??;
-    Ok(HttpResponse::Created().json(json!({ "records": records })))
+    Ok(records_response(StatusCode::CREATED, &records))
 }

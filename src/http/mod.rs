@@ -13,7 +13,7 @@ use std::pin::Pin;
 
 use actix::Addr;
 use actix_web::dev::Payload;
-use actix_web::http::header;
+use actix_web::http::{header, StatusCode};
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse, Resource, Responder};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
@@ -22,6 +22,7 @@ use serde_json::error::Category;
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::Retriever;
 use crate::actors::storage::{StorageWriter, StoreReader};
+use crate::domain::record::MemoryRecord;
 use crate::error::{ApiError, Code};
 
 /// What handlers reach the actors through.
@@ -158,12 +159,24 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
+#[derive(serde::Serialize)]
+struct RecordBody<'a> {
+    record: &'a MemoryRecord,
+}
+
+#[derive(serde::Serialize)]
+struct RecordsBody<'a> {
+    records: &'a [MemoryRecord],
+}
+
 /// `{"record": …}` with the given status.
-fn record_response(
-    status: actix_web::http::StatusCode,
-    record: crate::domain::record::MemoryRecord,
-) -> HttpResponse {
-    HttpResponse::build(status).json(serde_json::json!({ "record": record }))
+fn record_response(status: StatusCode, record: &MemoryRecord) -> HttpResponse {
+    HttpResponse::build(status).json(RecordBody { record })
+}
+
+/// `{"records": […]}` with the given status.
+fn records_response(status: StatusCode, records: &[MemoryRecord]) -> HttpResponse {
+    HttpResponse::build(status).json(RecordsBody { records })
 }
 
 #[cfg(test)]

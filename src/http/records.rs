@@ -33,5 +33,5 @@ async fn create(
         .send(CreateRecord { record, actor })
         .await
         .map_err(ServiceError::from)??;
-    Ok(record_response(StatusCode::CREATED, record))
+    Ok(record_response(StatusCode::CREATED, &record))
 }

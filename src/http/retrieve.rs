@@ -42,5 +42,5 @@ async fn retrieve_by_id(
         })
         .await
         .map_err(ServiceError::from)??;
-    Ok(record_response(StatusCode::OK, record))
+    Ok(record_response(StatusCode::OK, &record))
 }

@@ -1,0 +1,182 @@
+use std::time::Duration;
+
+use actix_web::dev::ServerHandle;
+use awc::http::StatusCode;
+use chrono::{DateTime, Utc};
+use engram::clock::{Clock, ManualClock};
+use engram::config::Settings;
+use engram::startup::Application;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+/// Where every test app's clock starts.
+pub const START: &str = "2026-01-01T00:00:00Z";
+
+pub struct TestApp {
+    pub address: String,
+    pub client: awc::Client,
+    pub clock: ManualClock,
+    handle: ServerHandle,
+    server: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
+    dir: TempDir,
+}
+
+pub fn start_time() -> DateTime<Utc> {
+    START.parse().unwrap()
+}
+
+fn test_settings(db_path: &std::path::Path) -> Settings {
+    let mut settings = Settings::embedded();
+    settings.server.listen = "127.0.0.1:0".to_string();
+    settings.server.workers = 1;
+    settings.server.shutdown_timeout_seconds = 1;
+    settings.storage.db_path = db_path.to_path_buf();
+    settings.storage.pool_size = 2;
+    settings.storage.cache_size_kib = 2048;
+    settings
+}
+
+/// Starts the service on a fresh database.
+pub async fn spawn_app() -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    spawn_app_in(dir, |_| {}).await
+}
+
+/// Starts the service on a fresh database with adjusted settings.
+pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    spawn_app_in(dir, adjust).await
+}
+
+/// Starts the service on the database in `dir`, which may hold data.
+pub async fn spawn_app_in(dir: TempDir, adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    if std::env::var_os("TEST_LOG").is_some() {
+        engram::telemetry::init(engram::config::LogFormat::Text);
+    }
+    let db_path = dir.path().join("engram.db");
+    let mut settings = test_settings(&db_path);
+    adjust(&mut settings);
+    let (clock, handle) = Clock::manual(start_time());
+    let app = Application::build(settings, clock)
+        .await
+        .expect("the service starts");
+    let address = format!("http://{}", app.local_addr());
+    let server_handle = app.handle();
+    let server = actix_web::rt::spawn(app.run_until_stopped());
+    TestApp {
+        address,
+        client: awc::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .finish(),
+        clock: handle,
+        handle: server_handle,
+        server,
+        dir,
+    }
+}
+
+impl TestApp {
+    /// POSTs JSON; answers the status and the JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .post(format!("{}{}", self.address, path))
+            .send_json(body)
+            .await
+            .expect("request sent");
+        read(response).await
+    }
+
+    /// POSTs raw bytes as JSON.
+    pub async fn post_raw(&self, path: &str, body: impl Into<Vec<u8>>) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .post(format!("{}{}", self.address, path))
+            .insert_header(("content-type", "application/json"))
+            .send_body(body.into())
+            .await
+            .expect("request sent");
+        read(response).await
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .get(format!("{}{}", self.address, path))
+            .send()
+            .await
+            .expect("request sent");
+        read(response).await
+    }
+
+    /// Every record a fully trusted caller can see, retracted ones too.
+    pub async fn all_records(&self) -> Vec<Value> {
+        let (status, body) = self
+            .post(
+                "/v1/retrieve",
+                &json!({"trust": trust("hyper", &[]), "include_retracted": true}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["records"].as_array().unwrap().clone()
+    }
+
+    pub async fn get_record(&self, id: &str) -> Value {
+        let (status, body) = self
+            .post(
+                &format!("/v1/retrieve/{id}"),
+                &json!({"trust": trust("hyper", &[])}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["record"].clone()
+    }
+
+    /// Stops the server (queued writes finish) and hands back its directory.
+    pub async fn stop(self) -> TempDir {
+        self.handle.stop(true).await;
+        self.server.await.expect("server task").expect("server ran");
+        self.dir
+    }
+}
+
+async fn read<S>(mut response: awc::ClientResponse<S>) -> (StatusCode, Value)
+where
+    S: futures_util::Stream<Item = Result<actix_web::web::Bytes, awc::error::PayloadError>> + Unpin,
+{
+    let status = response.status();
+    let bytes = response
+        .body()
+        .limit(64 * 1024 * 1024)
+        .await
+        .expect("response body");
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+    };
+    (status, body)
+}
+
+pub fn trust(max_sensitivity: &str, scopes: &[&str]) -> Value {
+    json!({"max_sensitivity": max_sensitivity, "authenticated": true, "actor_id": "tester", "scopes": scopes})
+}
+
+/// Asserts an error response: status, code, and a message containing
+/// `needle`.
+#[track_caller]
+pub fn assert_error(response: &(StatusCode, Value), status: StatusCode, code: &str, needle: &str) {
+    let (actual, body) = response;
+    assert_eq!(*actual, status, "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(needle),
+        "message {message:?} lacks {needle:?}"
+    );
+}
+
+pub fn event(source: &str) -> Value {
+    json!({"source": source, "event_kind": "user_input", "ref": "msg-1", "summary": "hello"})
+}

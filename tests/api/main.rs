@@ -1,0 +1,9 @@
+//! Black-box tests: each starts the real server on a random port with a
+//! fresh database in a temporary directory and talks to it over HTTP.
+
+mod health;
+mod helpers;
+mod ingest;
+mod persistence;
+mod records;
+mod retrieve;
