@@ -264,3 +264,107 @@ fn commit_batch(conn: &Connection, batch: &mut [Box<dyn WriteJob>]) -> Result<()
         e.to_string()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::policy::{NewRecord, Policy};
+    use crate::store::migrations;
+    use std::time::Duration;
+
+    fn writer_on(dir: &tempfile::TempDir, capacity: usize) -> (StorageWriter, std::path::PathBuf) {
+        let path = dir.path().join("w.db");
+        let mut conn = Connection::open(&path).unwrap();
+        migrations::run(&mut conn).unwrap();
+        (StorageWriter::start(conn, capacity, 64), path)
+    }
+
+    fn record(id: &str) -> MemoryRecord {
+        let new: NewRecord = serde_json::from_value(serde_json::json!({
+            "id": id, "type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": id, "predicate": "is"}
+        }))
+        .unwrap();
+        new.into_record(
+            &Policy::default(),
+            "t",
+            chrono::Utc::now(),
+            || unreachable!(),
+        )
+        .unwrap()
+    }
+
+    fn stored_ids(path: &std::path::Path) -> Vec<String> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn.prepare("SELECT id FROM records ORDER BY id").unwrap();
+        let ids = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        ids
+    }
+
+    #[actix_web::test]
+    async fn a_failed_write_is_undone_without_touching_the_others_in_its_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, path) = writer_on(&dir, 16);
+        let insert = |id: &'static str, fail: bool| {
+            let writer = writer.clone();
+            async move {
+                writer
+                    .write(move |conn| {
+                        records::insert_record(conn, &record(id))?;
+                        if fail {
+                            return Err(ServiceError::Conflict("refused".into()));
+                        }
+                        Ok(())
+                    })
+                    .await
+            }
+        };
+        let (a, b, c) =
+            futures_util::future::join3(insert("a", false), insert("b", true), insert("c", false))
+                .await;
+        assert!(a.is_ok() && c.is_ok());
+        assert!(matches!(b, Err(ServiceError::Conflict(_))));
+        writer.shutdown();
+        assert_eq!(stored_ids(&path), ["a", "c"]);
+    }
+
+    #[actix_web::test]
+    async fn a_full_queue_answers_overloaded_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, _) = writer_on(&dir, 1);
+        let (started_tx, started) = mpsc::channel::<()>();
+        let (release, wait) = mpsc::channel::<()>();
+        let (started_tx, wait) = (Mutex::new(started_tx), Mutex::new(wait));
+        let busy = writer.clone();
+        let first = actix_web::rt::spawn(async move {
+            busy.write(move |_| {
+                started_tx.lock().unwrap().send(()).unwrap();
+                wait.lock().unwrap().recv().unwrap();
+                Ok(())
+            })
+            .await
+        });
+        // The writer is now stuck in the first job with an empty queue.
+        while started.try_recv().is_err() {
+            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        let queued = writer.clone();
+        let second = actix_web::rt::spawn(async move { queued.write(|_| Ok(())).await });
+        while writer.queue_depth() == 0 {
+            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        let third = writer.write(|_| Ok(())).await;
+        assert!(
+            matches!(third, Err(ServiceError::Overloaded(_))),
+            "{third:?}"
+        );
+        release.send(()).unwrap();
+        assert!(first.await.unwrap().is_ok());
+        assert!(second.await.unwrap().is_ok());
+        writer.shutdown();
+    }
+}
