@@ -61,7 +61,8 @@ pub struct StorageSettings {
     pub db_path: PathBuf,
     pub pool_size: u32,
     pub busy_timeout_ms: u64,
-    pub cache_size_kib: u64,
+    pub writer_cache_size_kib: u64,
+    pub reader_cache_size_kib: u64,
     pub write_queue_capacity: usize,
     pub max_writes_per_transaction: usize,
 }

@@ -9,7 +9,6 @@ use actix::{Actor, SyncArbiter};
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
-use rusqlite::Connection;
 
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::Retriever;
@@ -17,7 +16,7 @@ use crate::actors::storage::{StorageWriter, StoreReader};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::http::{self, AppState};
-use crate::store::{self, configure_connection, migrations, ConnectionOptions, StoreError};
+use crate::store::{self, migrations, ConnectionOptions, StoreError};
 use crate::telemetry;
 
 #[derive(Debug, thiserror::Error)]
@@ -48,24 +47,25 @@ impl Application {
             path: storage.db_path.display().to_string(),
             source,
         };
-        let options = ConnectionOptions {
-            busy_timeout: Duration::from_millis(storage.busy_timeout_ms),
-            cache_size_kib: storage.cache_size_kib,
+        let busy_timeout = Duration::from_millis(storage.busy_timeout_ms);
+        let reader_options = ConnectionOptions {
+            busy_timeout,
+            cache_size_kib: storage.reader_cache_size_kib,
+        };
+        let writer_options = ConnectionOptions {
+            busy_timeout,
+            cache_size_kib: storage.writer_cache_size_kib,
         };
         // The writer connection comes first: it switches the file to WAL
         // and migrates before any reader opens.
-        let pool =
-            store::open_pool(&storage.db_path, storage.pool_size, options).map_err(db_error)?;
-        let mut writer_conn = Connection::open(&storage.db_path)
-            .map_err(StoreError::from)
-            .map_err(db_error)?;
-        configure_connection(&writer_conn, options)
-            .map_err(StoreError::from)
-            .map_err(db_error)?;
+        let mut writer_conn =
+            store::open_connection(&storage.db_path, writer_options).map_err(db_error)?;
         let applied = migrations::run(&mut writer_conn).map_err(db_error)?;
         if !applied.is_empty() {
             tracing::info!(versions = ?applied, "applied schema migrations");
         }
+        let pool = store::open_pool(&storage.db_path, storage.pool_size, reader_options)
+            .map_err(db_error)?;
         let writer = StorageWriter::start(
             writer_conn,
             storage.write_queue_capacity,

@@ -59,16 +59,23 @@ pub fn configure_connection(conn: &Connection, options: ConnectionOptions) -> ru
     Ok(())
 }
 
-/// Opens (creating if needed) the database file and its pool. The
-/// directory is created too, so the embedded default `./data/engram.db`
-/// works on a fresh checkout.
-pub fn open_pool(path: &Path, size: u32, options: ConnectionOptions) -> Result<Pool, StoreError> {
+/// Opens (creating if needed) the database file on a dedicated connection.
+/// The directory is created too, so the embedded default
+/// `./data/engram.db` works on a fresh checkout.
+pub fn open_connection(path: &Path, options: ConnectionOptions) -> Result<Connection, StoreError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| StoreError::Directory {
             path: dir.display().to_string(),
             source,
         })?;
     }
+    let conn = Connection::open(path)?;
+    configure_connection(&conn, options)?;
+    Ok(conn)
+}
+
+/// A pool of connections to an existing database file.
+pub fn open_pool(path: &Path, size: u32, options: ConnectionOptions) -> Result<Pool, StoreError> {
     let manager = SqliteConnectionManager::file(path)
         .with_init(move |conn| configure_connection(conn, options));
     let pool = r2d2::Pool::builder()

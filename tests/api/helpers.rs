@@ -32,7 +32,8 @@ fn test_settings(db_path: &std::path::Path) -> Settings {
     settings.server.shutdown_timeout_seconds = 1;
     settings.storage.db_path = db_path.to_path_buf();
     settings.storage.pool_size = 2;
-    settings.storage.cache_size_kib = 2048;
+    settings.storage.writer_cache_size_kib = 2048;
+    settings.storage.reader_cache_size_kib = 2048;
     settings
 }
 

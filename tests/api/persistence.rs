@@ -32,3 +32,25 @@ async fn records_survive_a_restart_on_the_same_file() {
     }
     assert_eq!(app.all_records().await.len(), stored.len());
 }
+
+#[actix_web::test]
+async fn a_database_from_a_newer_engram_is_refused_at_start() {
+    let app = spawn_app().await;
+    let dir = app.stop().await;
+    let conn = rusqlite::Connection::open(dir.path().join("engram.db")).unwrap();
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 'later')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let mut settings = engram::config::Settings::embedded();
+    settings.server.listen = "127.0.0.1:0".into();
+    settings.storage.db_path = dir.path().join("engram.db");
+    let (clock, _) = engram::clock::Clock::manual(crate::helpers::start_time());
+    let error = match engram::startup::Application::build(settings, clock).await {
+        Ok(_) => panic!("a newer schema must be refused"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("version 999"), "{error}");
+}

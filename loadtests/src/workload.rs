@@ -1,0 +1,170 @@
+//! Deterministic request generation: the same seed gives the same
+//! sequence of requests, so a run can be repeated exactly.
+
+use serde_json::{json, Value};
+
+/// xorshift64*: small, fast and reproducible; statistical quality is
+/// ample for picking request shapes.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        // Zero is a fixed point of xorshift.
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "agent", "deploy", "build", "auth", "module", "refactor", "test", "cache", "query", "index",
+    "latency", "error", "retry", "schema", "token", "user", "session", "plan", "tool", "result",
+];
+const TAGS: &[&str] = &[
+    "ops", "dev", "prod", "auth", "build", "infra", "ui", "db", "perf", "docs",
+];
+const SCOPES: &[&str] = &["project-alpha", "project-beta", "project-gamma"];
+const SENSITIVITIES: &[&str] = &["public", "low", "low", "medium", "high"];
+
+fn sentence(rng: &mut Rng, words: usize) -> String {
+    (0..words)
+        .map(|_| *rng.pick(WORDS))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One ingest request: where it goes, what is sent, and which parts of the
+/// stored record must equal what was sent.
+#[derive(Debug, Clone)]
+pub struct Write {
+    pub path: &'static str,
+    pub body: Value,
+    /// (JSON pointer into the stored record, expected value).
+    pub expect: Vec<(&'static str, Value)>,
+}
+
+/// The `index`-th request of the `ingest` scenario for `seed`: a mix of
+/// events, tool outputs, observations and working states of realistic size
+/// (payloads of a few hundred bytes, three tags).
+pub fn ingest_request(seed: u64, index: u64) -> Write {
+    let mut rng = Rng::new(seed ^ index.wrapping_mul(0xA24B_AED4_963E_E407));
+    let source = format!("load-agent-{}", rng.below(64));
+    let tags: Vec<&str> = (0..3).map(|_| *rng.pick(TAGS)).collect();
+    let mut tags_unique: Vec<&str> = Vec::new();
+    for tag in tags {
+        if !tags_unique.contains(&tag) {
+            tags_unique.push(tag);
+        }
+    }
+    let scope = *rng.pick(SCOPES);
+    let sensitivity = *rng.pick(SENSITIVITIES);
+    let common = |mut body: Value| {
+        let object = body.as_object_mut().expect("object");
+        object.insert("source".into(), json!(source));
+        object.insert("tags".into(), json!(tags_unique));
+        object.insert("scope".into(), json!(scope));
+        object.insert("sensitivity".into(), json!(sensitivity));
+        body
+    };
+    let shared = vec![
+        ("/tags", json!(tags_unique)),
+        ("/scope", json!(scope)),
+        ("/sensitivity", json!(sensitivity)),
+    ];
+    match rng.below(4) {
+        0 => {
+            let reference = format!("msg-{seed}-{index}");
+            let summary = sentence(&mut rng, 40);
+            let mut expect = shared;
+            expect.push(("/payload/timeline/0/ref", json!(reference)));
+            expect.push(("/payload/timeline/0/summary", json!(summary)));
+            Write {
+                path: "/v1/ingest/event",
+                body: common(
+                    json!({"event_kind": "user_input", "ref": reference, "summary": summary}),
+                ),
+                expect,
+            }
+        }
+        1 => {
+            let args = json!({"path": format!("/src/{}.rs", rng.pick(WORDS)), "query": sentence(&mut rng, 8)});
+            let result = json!({"lines": rng.below(5000), "content": sentence(&mut rng, 30)});
+            let tool = format!("tool_{}", rng.pick(WORDS));
+            let mut expect = shared;
+            expect.push(("/payload/tool_graph/0/tool", json!(tool)));
+            expect.push(("/payload/tool_graph/0/args", args.clone()));
+            expect.push(("/payload/tool_graph/0/result", result.clone()));
+            Write {
+                path: "/v1/ingest/tool-output",
+                body: common(json!({"tool_name": tool, "args": args, "result": result})),
+                expect,
+            }
+        }
+        2 => {
+            let subject = format!("{}-{}", rng.pick(WORDS), rng.below(1000));
+            let object = json!({"value": sentence(&mut rng, 30), "n": rng.below(100)});
+            let mut expect = shared;
+            expect.push(("/payload/subject", json!(subject)));
+            expect.push(("/payload/object", object.clone()));
+            Write {
+                path: "/v1/ingest/observation",
+                body: common(
+                    json!({"subject": subject, "predicate": "observed_as", "object": object}),
+                ),
+                expect,
+            }
+        }
+        _ => {
+            let thread = format!("thread-{}", rng.below(256));
+            let summary = sentence(&mut rng, 35);
+            let mut expect = shared;
+            expect.push(("/payload/thread_id", json!(thread)));
+            expect.push(("/payload/context_summary", json!(summary)));
+            Write {
+                path: "/v1/ingest/working-state",
+                body: common(json!({
+                    "thread_id": thread, "state": "executing", "context_summary": summary,
+                    "next_actions": [sentence(&mut rng, 4), sentence(&mut rng, 4)]
+                })),
+                expect,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_gives_the_same_requests() {
+        for i in 0..20 {
+            assert_eq!(ingest_request(7, i).body, ingest_request(7, i).body);
+        }
+        let differ = (0..20).any(|i| ingest_request(7, i).body != ingest_request(8, i).body);
+        assert!(differ);
+    }
+
+    #[test]
+    fn every_request_kind_occurs() {
+        let paths: std::collections::HashSet<&str> =
+            (0..200).map(|i| ingest_request(1, i).path).collect();
+        assert_eq!(paths.len(), 4);
+    }
+}
