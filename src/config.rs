@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::domain::policy::Policy;
-use crate::domain::record::{DeletionPolicy, Sensitivity};
 
 /// The embedded defaults; `config/default.toml` documents each key.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -34,7 +33,7 @@ pub enum ConfigError {
 pub struct Settings {
     pub server: ServerSettings,
     pub storage: StorageSettings,
-    pub policy: PolicySettings,
+    pub policy: Policy,
     pub retrieval: RetrievalSettings,
 }
 
@@ -65,21 +64,6 @@ pub struct StorageSettings {
     pub reader_cache_size_kib: u64,
     pub write_queue_capacity: usize,
     pub max_writes_per_transaction: usize,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicySettings {
-    pub default_sensitivity: Sensitivity,
-    pub initial_salience: f64,
-    pub deletion_policy: DeletionPolicy,
-    pub reinforcement_gain: f64,
-    pub min_salience: f64,
-    pub episodic_half_life_seconds: i64,
-    pub working_half_life_seconds: i64,
-    pub semantic_half_life_seconds: i64,
-    pub competence_half_life_seconds: i64,
-    pub plan_graph_half_life_seconds: i64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -233,22 +217,6 @@ impl Settings {
     pub fn listen_addr(&self) -> SocketAddr {
         self.server.listen.parse().expect("validated at load")
     }
-
-    pub fn policy(&self) -> Policy {
-        let p = &self.policy;
-        Policy {
-            default_sensitivity: p.default_sensitivity,
-            initial_salience: p.initial_salience,
-            deletion_policy: p.deletion_policy,
-            reinforcement_gain: p.reinforcement_gain,
-            min_salience: p.min_salience,
-            episodic_half_life_seconds: p.episodic_half_life_seconds,
-            working_half_life_seconds: p.working_half_life_seconds,
-            semantic_half_life_seconds: p.semantic_half_life_seconds,
-            competence_half_life_seconds: p.competence_half_life_seconds,
-            plan_graph_half_life_seconds: p.plan_graph_half_life_seconds,
-        }
-    }
 }
 
 /// Deep merge: tables merge key by key, anything else is replaced.
@@ -303,7 +271,7 @@ mod tests {
         let settings = Settings::embedded();
         assert_eq!(settings.server.listen, "127.0.0.1:8080");
         assert_eq!(settings.storage.db_path, PathBuf::from("./data/engram.db"));
-        assert_eq!(settings.policy.default_sensitivity, Sensitivity::Low);
+        assert_eq!(settings.policy, Policy::default());
         assert_eq!(settings.policy.episodic_half_life_seconds, 3600);
         assert_eq!(settings.retrieval.selection_confidence_threshold, 0.7);
     }

@@ -74,7 +74,8 @@ impl Application {
         let readers = storage.pool_size as usize;
         let reader_pool = pool.clone();
         let reader = SyncArbiter::start(readers, move || StoreReader::new(reader_pool.clone()));
-        let ingestor = Ingestor::new(settings.policy(), writer.clone(), clock.clone()).start();
+        let ingestor =
+            Ingestor::new(settings.policy.clone(), writer.clone(), clock.clone()).start();
         let retriever = Retriever::new(
             reader.clone(),
             clock,

@@ -58,7 +58,9 @@ impl CandidateKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// Read from the `[policy]` section of the configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Policy {
     pub default_sensitivity: Sensitivity,
     pub initial_salience: f64,

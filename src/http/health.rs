@@ -3,14 +3,14 @@
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
-use super::{get, AppState};
+use super::{resource, AppState};
 use crate::actors::storage::CheckReady;
 use crate::actors::ServiceError;
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(get("/healthz", healthz))
-        .service(get("/readyz", readyz));
+    cfg.service(resource("/healthz", web::get().to(healthz)))
+        .service(resource("/readyz", web::get().to(readyz)));
 }
 
 /// The process is up and serving HTTP.

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::{post, record_response, records_response, AppState, JsonBody};
+use super::{record_response, records_response, resource, AppState, JsonBody};
 use crate::actors::ingestion::{Ingest, IngestBatch};
 use crate::domain::ingest::{
     BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
@@ -12,12 +12,21 @@ use crate::domain::ingest::{
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(post("/v1/ingest/event", event))
-        .service(post("/v1/ingest/tool-output", tool_output))
-        .service(post("/v1/ingest/observation", observation))
-        .service(post("/v1/ingest/outcome", outcome))
-        .service(post("/v1/ingest/working-state", working_state))
-        .service(post("/v1/ingest/batch", batch));
+    cfg.service(resource("/v1/ingest/event", web::post().to(event)))
+        .service(resource(
+            "/v1/ingest/tool-output",
+            web::post().to(tool_output),
+        ))
+        .service(resource(
+            "/v1/ingest/observation",
+            web::post().to(observation),
+        ))
+        .service(resource("/v1/ingest/outcome", web::post().to(outcome)))
+        .service(resource(
+            "/v1/ingest/working-state",
+            web::post().to(working_state),
+        ))
+        .service(resource("/v1/ingest/batch", web::post().to(batch)));
 }
 
 async fn ingest(

@@ -14,7 +14,7 @@ use std::pin::Pin;
 use actix::Addr;
 use actix_web::dev::Payload;
 use actix_web::http::{header, StatusCode};
-use actix_web::{web, FromRequest, HttpRequest, HttpResponse, Resource, Responder};
+use actix_web::{web, FromRequest, HttpRequest, HttpResponse, Resource, Route};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
@@ -57,27 +57,10 @@ async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> 
     ))
 }
 
-/// A resource answering `POST` only; other methods get a JSON 405.
-fn post<F, Args>(path: &str, handler: F) -> Resource
-where
-    F: actix_web::Handler<Args>,
-    Args: FromRequest + 'static,
-    F::Output: Responder + 'static,
-{
+/// A resource with one route; other methods get a JSON 405.
+fn resource(path: &str, route: Route) -> Resource {
     web::resource(path)
-        .route(web::post().to(handler))
-        .default_service(web::to(method_not_allowed))
-}
-
-/// A resource answering `GET` only; other methods get a JSON 405.
-fn get<F, Args>(path: &str, handler: F) -> Resource
-where
-    F: actix_web::Handler<Args>,
-    Args: FromRequest + 'static,
-    F::Output: Responder + 'static,
-{
-    web::resource(path)
-        .route(web::get().to(handler))
+        .route(route)
         .default_service(web::to(method_not_allowed))
 }
 

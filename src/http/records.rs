@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::{post, record_response, AppState, JsonBody};
+use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::ServiceError;
 use crate::domain::policy::NewRecord;
@@ -14,7 +14,7 @@ use crate::error::ApiError;
 const DEFAULT_ACTOR: &str = "api";
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(post("/v1/records", create));
+    cfg.service(resource("/v1/records", web::post().to(create)));
 }
 
 async fn create(

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::{post, record_response, AppState, JsonBody};
+use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::retrieval::{Retrieve, RetrieveById};
 use crate::actors::ServiceError;
 use crate::domain::retrieval::{RetrieveByIdRequest, RetrieveRequest};
@@ -11,8 +11,11 @@ use crate::domain::trust::TrustContext;
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(post("/v1/retrieve", retrieve))
-        .service(post("/v1/retrieve/{id}", retrieve_by_id));
+    cfg.service(resource("/v1/retrieve", web::post().to(retrieve)))
+        .service(resource(
+            "/v1/retrieve/{id}",
+            web::post().to(retrieve_by_id),
+        ));
 }
 
 async fn retrieve(

@@ -48,25 +48,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
         Err(e) => return Err(e.into()),
     }
     let key = conn.last_insert_rowid();
-    let lifecycle = &record.lifecycle;
-    conn.prepare_cached(
-        "INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
-             max_age_seconds, reinforcement_gain, last_reinforced_at, pinned, deletion_policy)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        key,
-        lifecycle.decay.curve.as_str(),
-        lifecycle.decay.half_life_seconds,
-        lifecycle.decay.min_salience,
-        lifecycle.decay.max_age_seconds,
-        lifecycle.decay.reinforcement_gain,
-        to_micros(&lifecycle.last_reinforced_at),
-        lifecycle.pinned,
-        lifecycle.deletion_policy.as_str(),
-    ])?;
-    conn.prepare_cached("INSERT INTO payloads (record_key, payload_json) VALUES (?1, ?2)")?
-        .execute(params![key, payload_json(&record.payload)?])?;
+    write_lifecycle_and_payload(conn, key, record)?;
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
     Ok(key)
@@ -94,26 +76,7 @@ pub fn update_record(conn: &Connection, record: &MemoryRecord) -> Result<(), Sto
         to_micros(&record.created_at),
         to_micros(&record.updated_at),
     ])?;
-    let lifecycle = &record.lifecycle;
-    conn.prepare_cached(
-        "UPDATE decay_profiles SET curve = ?2, half_life_seconds = ?3, min_salience = ?4,
-             max_age_seconds = ?5, reinforcement_gain = ?6, last_reinforced_at = ?7,
-             pinned = ?8, deletion_policy = ?9
-         WHERE record_key = ?1",
-    )?
-    .execute(params![
-        key,
-        lifecycle.decay.curve.as_str(),
-        lifecycle.decay.half_life_seconds,
-        lifecycle.decay.min_salience,
-        lifecycle.decay.max_age_seconds,
-        lifecycle.decay.reinforcement_gain,
-        to_micros(&lifecycle.last_reinforced_at),
-        lifecycle.pinned,
-        lifecycle.deletion_policy.as_str(),
-    ])?;
-    conn.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
-        .execute(params![key, payload_json(&record.payload)?])?;
+    write_lifecycle_and_payload(conn, key, record)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",
@@ -132,6 +95,36 @@ pub fn update_record(conn: &Connection, record: &MemoryRecord) -> Result<(), Sto
         key,
         record.audit_log.get(stored..).unwrap_or_default(),
     )?;
+    Ok(())
+}
+
+/// The one-to-one parts: decay profile and payload, written whole.
+fn write_lifecycle_and_payload(
+    conn: &Connection,
+    key: i64,
+    record: &MemoryRecord,
+) -> Result<(), StoreError> {
+    let lifecycle = &record.lifecycle;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
+             max_age_seconds, reinforcement_gain, last_reinforced_at, pinned, deletion_policy)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        key,
+        lifecycle.decay.curve.as_str(),
+        lifecycle.decay.half_life_seconds,
+        lifecycle.decay.min_salience,
+        lifecycle.decay.max_age_seconds,
+        lifecycle.decay.reinforcement_gain,
+        to_micros(&lifecycle.last_reinforced_at),
+        lifecycle.pinned,
+        lifecycle.deletion_policy.as_str(),
+    ])?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO payloads (record_key, payload_json) VALUES (?1, ?2)",
+    )?
+    .execute(params![key, payload_json(&record.payload)?])?;
     Ok(())
 }
 
