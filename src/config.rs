@@ -172,6 +172,9 @@ impl Settings {
         if !(p.reinforcement_gain.is_finite() && p.reinforcement_gain >= 0.0) {
             return invalid("policy.reinforcement_gain", "must be a finite number >= 0");
         }
+        if !(p.max_salience.is_finite() && p.max_salience > 0.0) {
+            return invalid("policy.max_salience", "must be a finite number > 0");
+        }
         if !(p.min_salience.is_finite() && p.min_salience >= 0.0) {
             return invalid("policy.min_salience", "must be a finite number >= 0");
         }

@@ -12,6 +12,7 @@ use actix_web::{web, App, HttpServer};
 
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::Retriever;
+use crate::actors::revision::Reviser;
 use crate::actors::storage::{StorageWriter, StoreReader};
 use crate::clock::Clock;
 use crate::config::Settings;
@@ -76,6 +77,7 @@ impl Application {
         let reader = SyncArbiter::start(readers, move || StoreReader::new(reader_pool.clone()));
         let ingestor =
             Ingestor::new(settings.policy.clone(), writer.clone(), clock.clone()).start();
+        let reviser = Reviser::new(settings.policy.clone(), writer.clone(), clock.clone()).start();
         let retriever = Retriever::new(
             reader.clone(),
             clock,
@@ -86,6 +88,7 @@ impl Application {
         let state = web::Data::new(AppState {
             ingestor,
             retriever,
+            reviser,
             reader,
             writer: writer.clone(),
             max_limit: settings.retrieval.max_limit,

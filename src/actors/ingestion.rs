@@ -10,7 +10,7 @@ use super::ServiceError;
 use crate::clock::Clock;
 use crate::domain::ingest::{BatchRequest, Candidate, IngestContext, IngestItem, OutcomeUpdate};
 use crate::domain::policy::{NewRecord, Policy};
-use crate::domain::record::MemoryRecord;
+use crate::domain::record::{Attribution, MemoryRecord};
 use crate::store::records;
 
 pub struct Ingestor {
@@ -58,7 +58,7 @@ pub struct IngestBatch {
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct CreateRecord {
     pub record: NewRecord,
-    pub actor: String,
+    pub by: Attribution,
 }
 
 impl Handler<Ingest> for Ingestor {
@@ -115,15 +115,15 @@ impl Handler<CreateRecord> for Ingestor {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
     fn handle(&mut self, msg: CreateRecord, _: &mut Self::Context) -> Self::Result {
-        let record =
-            msg.record
-                .into_record(&self.policy, &msg.actor, self.clock.now(), new_record_id);
+        let record = msg
+            .record
+            .into_record(&self.policy, &msg.by, self.clock.now(), new_record_id);
         let writer = self.writer.clone();
         Box::pin(async move {
             let record = record?;
             writer
                 .write(move |conn| {
-                    check_relation_targets(conn, &record)?;
+                    super::check_relation_targets(conn, &record)?;
                     records::insert_record(conn, &record)?;
                     Ok(record)
                 })
@@ -151,12 +151,7 @@ fn apply_outcome(
     update: &OutcomeUpdate,
     now: crate::domain::time::Timestamp,
 ) -> Result<MemoryRecord, ServiceError> {
-    let mut record = records::get_record(conn, &update.target_record_id)?.ok_or_else(|| {
-        ServiceError::NotFound(format!(
-            "target_record_id: record {} not found",
-            update.target_record_id
-        ))
-    })?;
+    let mut record = super::load_record(conn, "target_record_id", &update.target_record_id)?;
     update.apply(&mut record, now).map_err(|e| {
         ServiceError::FailedPrecondition(format!(
             "target_record_id: record {} is {} memory; outcomes apply only to episodic records",
@@ -165,21 +160,6 @@ fn apply_outcome(
     })?;
     records::update_record(conn, &record)?;
     Ok(record)
-}
-
-/// Relations a client sends must point at stored records.
-fn check_relation_targets(conn: &Connection, record: &MemoryRecord) -> Result<(), ServiceError> {
-    for (i, relation) in record.relations.iter().enumerate() {
-        if relation.target_id != record.id
-            && records::record_key(conn, &relation.target_id)?.is_none()
-        {
-            return Err(ServiceError::NotFound(format!(
-                "relations[{i}].target_id: record {} not found",
-                relation.target_id
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Names the batch item an error came from.

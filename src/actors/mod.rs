@@ -18,10 +18,15 @@
 
 pub mod ingestion;
 pub mod retrieval;
+pub mod revision;
 pub mod storage;
 
+use rusqlite::Connection;
+
+use crate::domain::record::MemoryRecord;
+use crate::domain::revision::RevisionError;
 use crate::domain::validate::ValidationError;
-use crate::store::StoreError;
+use crate::store::{records, StoreError};
 
 /// What an actor answers when a request cannot be served.
 #[derive(Debug, thiserror::Error)]
@@ -60,4 +65,50 @@ impl From<actix::MailboxError> for ServiceError {
     fn from(error: actix::MailboxError) -> Self {
         ServiceError::Unavailable(format!("service is shutting down: {error}"))
     }
+}
+
+impl From<RevisionError> for ServiceError {
+    fn from(error: RevisionError) -> Self {
+        let message = error.to_string();
+        match error {
+            RevisionError::Immutable { .. } => ServiceError::FailedPrecondition(message),
+            RevisionError::NotActive { .. } | RevisionError::NotContested { .. } => {
+                ServiceError::Conflict(message)
+            }
+            RevisionError::TypeMismatch { field, .. } => ServiceError::Invalid(ValidationError {
+                message: message
+                    .trim_start_matches(&format!("{field}: "))
+                    .to_string(),
+                field,
+            }),
+        }
+    }
+}
+
+/// The stored record `id`, or `NotFound` naming the request field.
+pub(crate) fn load_record(
+    conn: &Connection,
+    field: &str,
+    id: &str,
+) -> Result<MemoryRecord, ServiceError> {
+    records::get_record(conn, id)?
+        .ok_or_else(|| ServiceError::NotFound(format!("{field}: record {id} not found")))
+}
+
+/// Relations a client sends must point at stored records.
+pub(crate) fn check_relation_targets(
+    conn: &Connection,
+    record: &MemoryRecord,
+) -> Result<(), ServiceError> {
+    for (i, relation) in record.relations.iter().enumerate() {
+        if relation.target_id != record.id
+            && records::record_key(conn, &relation.target_id)?.is_none()
+        {
+            return Err(ServiceError::NotFound(format!(
+                "relations[{i}].target_id: record {} not found",
+                relation.target_id
+            )));
+        }
+    }
+    Ok(())
 }

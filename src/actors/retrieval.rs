@@ -8,7 +8,7 @@ use actix::{Actor, Addr, Context, Handler, Message, ResponseFuture};
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
-use super::storage::{FetchRecord, QueryRecords, StoreReader};
+use super::storage::{FetchHistory, FetchRecord, QueryRecords, StoreReader};
 use super::ServiceError;
 use crate::clock::Clock;
 use crate::domain::record::MemoryRecord;
@@ -118,6 +118,39 @@ impl Handler<RetrieveById> for Retriever {
                 )));
             }
             Ok(record)
+        })
+    }
+}
+
+/// The supersession chain through a record the caller may see; versions
+/// the caller may not see are left out.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
+pub struct RetrieveHistory {
+    pub id: String,
+    pub trust: TrustContext,
+}
+
+impl Handler<RetrieveHistory> for Retriever {
+    type Result = ResponseFuture<Result<Vec<MemoryRecord>, ServiceError>>;
+
+    fn handle(&mut self, msg: RetrieveHistory, _: &mut Self::Context) -> Self::Result {
+        let permit = self.permit();
+        let reader = self.reader.clone();
+        Box::pin(async move {
+            let _permit = permit?;
+            let chain = reader
+                .send(FetchHistory { id: msg.id.clone() })
+                .await??
+                .ok_or_else(|| ServiceError::NotFound(format!("record {} not found", msg.id)))?;
+            let requested_visible = chain.iter().any(|r| r.id == msg.id && msg.trust.allows(r));
+            if !requested_visible {
+                return Err(ServiceError::PermissionDenied(format!(
+                    "record {} is not visible to this trust context",
+                    msg.id
+                )));
+            }
+            Ok(chain.into_iter().filter(|r| msg.trust.allows(r)).collect())
         })
     }
 }

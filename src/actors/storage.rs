@@ -43,6 +43,13 @@ pub struct QueryRecords {
     pub query: RecordQuery,
 }
 
+/// The supersession chain through a record, oldest first.
+#[derive(Message)]
+#[rtype(result = "Result<Option<Vec<MemoryRecord>>, StoreError>")]
+pub struct FetchHistory {
+    pub id: String,
+}
+
 #[derive(Message)]
 #[rtype(result = "Result<(), StoreError>")]
 pub struct CheckReady;
@@ -60,6 +67,14 @@ impl Handler<QueryRecords> for StoreReader {
 
     fn handle(&mut self, msg: QueryRecords, _: &mut Self::Context) -> Self::Result {
         records::query_records(&*self.pool.get()?, &msg.query)
+    }
+}
+
+impl Handler<FetchHistory> for StoreReader {
+    type Result = Result<Option<Vec<MemoryRecord>>, StoreError>;
+
+    fn handle(&mut self, msg: FetchHistory, _: &mut Self::Context) -> Self::Result {
+        records::supersession_chain(&*self.pool.get()?, &msg.id)
     }
 }
 
@@ -287,7 +302,7 @@ mod tests {
         .unwrap();
         new.into_record(
             &Policy::default(),
-            "t",
+            &crate::domain::record::Attribution::new("t", "test"),
             chrono::Utc::now(),
             || unreachable!(),
         )

@@ -8,6 +8,7 @@ pub mod payload;
 pub mod policy;
 pub mod record;
 pub mod retrieval;
+pub mod revision;
 pub mod selection;
 pub mod time;
 pub mod trust;

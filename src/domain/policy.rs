@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use super::payload::Payload;
 use super::record::{
-    AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
-    MemoryType, Provenance, ProvenanceSource, Relation, Sensitivity, Status,
+    Attribution, AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle,
+    MemoryRecord, MemoryType, Provenance, ProvenanceSource, Relation, Sensitivity, Status,
 };
 use super::time::{rfc3339_option, Timestamp};
 use super::validate::{normalize_tags, null_as_default, optional_string, Validated};
@@ -66,6 +66,8 @@ pub struct Policy {
     pub initial_salience: f64,
     pub deletion_policy: DeletionPolicy,
     pub reinforcement_gain: f64,
+    /// Reinforcement never lifts salience above this.
+    pub max_salience: f64,
     pub min_salience: f64,
     pub episodic_half_life_seconds: i64,
     pub working_half_life_seconds: i64,
@@ -82,6 +84,7 @@ impl Default for Policy {
             initial_salience: 1.0,
             deletion_policy: DeletionPolicy::AutoPrune,
             reinforcement_gain: 0.1,
+            max_salience: 1.0,
             min_salience: 0.0,
             episodic_half_life_seconds: 3600,
             working_half_life_seconds: 86_400,
@@ -212,12 +215,12 @@ pub struct NewRelation {
 }
 
 impl NewRecord {
-    /// Completes the record with policy defaults and validates it. `actor`
-    /// names who created it, for the `create` audit entry the server adds.
+    /// Completes the record with policy defaults and validates it. `by`
+    /// goes into the `create` audit entry the server adds.
     pub fn into_record(
         self,
         policy: &Policy,
-        actor: &str,
+        by: &Attribution,
         now: Timestamp,
         new_id: impl FnOnce() -> String,
     ) -> Validated<MemoryRecord> {
@@ -268,12 +271,7 @@ impl NewRecord {
         };
         let provenance = self.provenance.unwrap_or_default();
         let mut audit_log = self.audit_log;
-        audit_log.push(AuditEntry {
-            action: AuditAction::Create,
-            actor: actor.to_string(),
-            timestamp: now,
-            rationale: "record created".to_string(),
-        });
+        audit_log.push(by.entry(AuditAction::Create, now));
         let record = MemoryRecord {
             id: match self.id {
                 Some(id) => id,
@@ -346,7 +344,12 @@ mod tests {
         }))
         .unwrap();
         let record = new
-            .into_record(&Policy::default(), "agent", now(), || "id-1".into())
+            .into_record(
+                &Policy::default(),
+                &Attribution::new("agent", "test"),
+                now(),
+                || "id-1".into(),
+            )
             .unwrap();
         assert_eq!(record.id, "id-1");
         assert_eq!(record.salience, 0.4);
@@ -381,7 +384,12 @@ mod tests {
         for (body, field) in cases {
             let new: NewRecord = serde_json::from_value(body).unwrap();
             let err = new
-                .into_record(&Policy::default(), "a", now(), || "x".into())
+                .into_record(
+                    &Policy::default(),
+                    &Attribution::new("a", "test"),
+                    now(),
+                    || "x".into(),
+                )
                 .unwrap_err();
             assert_eq!(err.field, field, "{err}");
         }

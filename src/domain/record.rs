@@ -208,6 +208,31 @@ pub struct AuditEntry {
     pub rationale: String,
 }
 
+/// Who did something and why: what every audit entry records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attribution {
+    pub actor: String,
+    pub rationale: String,
+}
+
+impl Attribution {
+    pub fn new(actor: impl Into<String>, rationale: impl Into<String>) -> Self {
+        Attribution {
+            actor: actor.into(),
+            rationale: rationale.into(),
+        }
+    }
+
+    pub fn entry(&self, action: AuditAction, timestamp: Timestamp) -> AuditEntry {
+        AuditEntry {
+            action,
+            actor: self.actor.clone(),
+            timestamp,
+            rationale: self.rationale.clone(),
+        }
+    }
+}
+
 impl MemoryRecord {
     /// Checks the invariants storage relies on. Records built by the
     /// ingestion pipeline satisfy them by construction; records sent whole

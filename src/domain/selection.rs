@@ -159,8 +159,13 @@ mod tests {
 
     fn record(id: &str, body: Value) -> MemoryRecord {
         let new: NewRecord = serde_json::from_value(body).unwrap();
-        new.into_record(&Policy::default(), "t", now(), || id.to_string())
-            .unwrap()
+        new.into_record(
+            &Policy::default(),
+            &crate::domain::record::Attribution::new("t", "test"),
+            now(),
+            || id.to_string(),
+        )
+        .unwrap()
     }
 
     fn skill(id: &str, rate: f64, conditions: Value) -> MemoryRecord {

@@ -7,6 +7,7 @@ mod health;
 mod ingest;
 mod records;
 mod retrieve;
+mod revisions;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,6 +22,7 @@ use serde_json::error::Category;
 
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::Retriever;
+use crate::actors::revision::Reviser;
 use crate::actors::storage::{StorageWriter, StoreReader};
 use crate::domain::record::MemoryRecord;
 use crate::error::{ApiError, Code};
@@ -29,6 +31,7 @@ use crate::error::{ApiError, Code};
 pub struct AppState {
     pub ingestor: Addr<Ingestor>,
     pub retriever: Addr<Retriever>,
+    pub reviser: Addr<Reviser>,
     pub reader: Addr<StoreReader>,
     pub writer: StorageWriter,
     pub max_limit: usize,
@@ -40,6 +43,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     ingest::configure(cfg);
     records::configure(cfg);
     retrieve::configure(cfg);
+    revisions::configure(cfg);
 }
 
 /// Answer for paths no route matches.

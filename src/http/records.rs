@@ -1,12 +1,19 @@
-//! `POST /v1/records`: a whole record, validated and completed by policy.
+//! `POST /v1/records`: a whole record, validated and completed by policy;
+//! and the per-record calls: reinforce, penalize, history.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
+use super::revisions::revise;
 use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::ingestion::CreateRecord;
+use crate::actors::retrieval::RetrieveHistory;
+use crate::actors::revision::RevisionRequest;
 use crate::actors::ServiceError;
 use crate::domain::policy::NewRecord;
+use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::revision::{HistoryRequest, PenalizeRequest, ReinforceRequest};
+use crate::domain::trust::TrustContext;
 use crate::error::ApiError;
 
 /// Actor named in the `create` audit entry when the record names no
@@ -14,7 +21,19 @@ use crate::error::ApiError;
 const DEFAULT_ACTOR: &str = "api";
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/v1/records", web::post().to(create)));
+    cfg.service(resource("/v1/records", web::post().to(create)))
+        .service(resource(
+            "/v1/records/{id}/reinforce",
+            web::post().to(reinforce),
+        ))
+        .service(resource(
+            "/v1/records/{id}/penalize",
+            web::post().to(penalize),
+        ))
+        .service(resource(
+            "/v1/records/{id}/history",
+            web::post().to(history),
+        ));
 }
 
 async fn create(
@@ -30,8 +49,57 @@ async fn create(
         .unwrap_or_else(|| DEFAULT_ACTOR.to_string());
     let record = state
         .ingestor
-        .send(CreateRecord { record, actor })
+        .send(CreateRecord {
+            record,
+            by: Attribution::new(actor, "record created"),
+        })
         .await
         .map_err(ServiceError::from)??;
     Ok(record_response(StatusCode::CREATED, &record))
+}
+
+async fn reinforce(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: JsonBody<ReinforceRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let request = RevisionRequest::Reinforce {
+        id: id.into_inner(),
+        request: body.0,
+    };
+    revise(&state, request, StatusCode::OK).await
+}
+
+async fn penalize(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: JsonBody<PenalizeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let request = RevisionRequest::Penalize {
+        id: id.into_inner(),
+        request: body.0,
+    };
+    revise(&state, request, StatusCode::OK).await
+}
+
+#[derive(serde::Serialize)]
+struct ChainBody {
+    chain: Vec<MemoryRecord>,
+}
+
+async fn history(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: JsonBody<HistoryRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let trust = TrustContext::required(body.0.trust)?;
+    let chain = state
+        .retriever
+        .send(RetrieveHistory {
+            id: id.into_inner(),
+            trust,
+        })
+        .await
+        .map_err(ServiceError::from)??;
+    Ok(HttpResponse::Ok().json(ChainBody { chain }))
 }

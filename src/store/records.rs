@@ -468,6 +468,63 @@ pub fn query_records(
     load_records(conn, &keys)
 }
 
+/// Longest supersession chain walked; a guard against cycles a client
+/// could build with hand-made `supersedes` relations.
+const MAX_CHAIN: usize = 10_000;
+
+/// The supersession chain through record `id`, oldest first: follows
+/// `supersedes` relations back to the first version and forward to the
+/// newest. `None` when there is no such record.
+pub fn supersession_chain(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
+    let Some(key) = record_key(conn, id)? else {
+        return Ok(None);
+    };
+    let mut older = conn.prepare_cached(
+        "SELECT r.key, r.id FROM relations rel JOIN records r ON r.id = rel.target_id
+         WHERE rel.source_key = ?1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
+    )?;
+    let mut newer = conn.prepare_cached(
+        "SELECT r.key, r.id FROM relations rel JOIN records r ON r.key = rel.source_key
+         WHERE rel.target_id = ?1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
+    )?;
+    let mut seen = std::collections::HashSet::from([key]);
+    let mut back = Vec::new();
+    let mut current = key;
+    while let Some((previous, _)) = older
+        .query_row([current], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })
+        .optional()?
+    {
+        if !seen.insert(previous) || seen.len() > MAX_CHAIN {
+            break;
+        }
+        back.push(previous);
+        current = previous;
+    }
+    let mut forward = Vec::new();
+    let mut current_id = id.to_string();
+    while let Some((next, next_id)) = newer
+        .query_row([&current_id], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })
+        .optional()?
+    {
+        if !seen.insert(next) || seen.len() > MAX_CHAIN {
+            break;
+        }
+        forward.push(next);
+        current_id = next_id;
+    }
+    back.reverse();
+    back.push(key);
+    back.extend(forward);
+    Ok(Some(load_records(conn, &back)?))
+}
+
 /// Cheap liveness query for readiness checks.
 pub fn ping(conn: &Connection) -> Result<(), StoreError> {
     conn.prepare_cached("SELECT COUNT(*) FROM schema_migrations")?
@@ -493,8 +550,13 @@ mod tests {
     fn record(id: &str, body: serde_json::Value) -> MemoryRecord {
         let new: NewRecord = serde_json::from_value(body).unwrap();
         let now = parse_rfc3339("2026-01-01T00:00:00.123456Z").unwrap();
-        new.into_record(&Policy::default(), "test", now, || id.to_string())
-            .unwrap()
+        new.into_record(
+            &Policy::default(),
+            &crate::domain::record::Attribution::new("test", "test"),
+            now,
+            || id.to_string(),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -1,0 +1,715 @@
+//! Revision: knowledge changes by explicit, audited operations, never by
+//! silent overwrite. This module holds the requests and the rules; the
+//! revision actor runs them inside one storage transaction each.
+//!
+//! | operation | the record(s) named | the new record |
+//! |---|---|---|
+//! | supersede | retracted, `superseded_by`, audit `revise` | `supersedes` relation, provenance link, audit `create` |
+//! | fork | untouched but for audit `fork` | `derived_from` relation, audit `create` |
+//! | retract | salience 0, status `retracted`, audit `delete` | — |
+//! | merge | each retracted, audit `merge` | one `derived_from` per source, audit `create` naming them |
+//! | contest | status `contested`, optional `contested_by`, audit `revise` | — |
+//!
+//! Episodic records are immutable: none of these applies to them.
+
+use serde::Deserialize;
+
+use super::payload::Payload;
+use super::policy::NewRecord;
+use super::record::{
+    Attribution, AuditAction, MemoryRecord, MemoryType, ProvenanceKind, ProvenanceSource, Relation,
+    Status,
+};
+use super::time::Timestamp;
+use super::trust::TrustContext;
+use super::validate::{check_id, require_string, Validated, ValidationError};
+
+pub const SUPERSEDES: &str = "supersedes";
+pub const DERIVED_FROM: &str = "derived_from";
+pub const CONTESTED_BY: &str = "contested_by";
+
+/// Most sources one merge may name.
+pub const MAX_MERGE_SOURCES: usize = 1000;
+
+/// Why a revision cannot be applied to a stored record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RevisionError {
+    #[error("{field}: record {id} is episodic: episodic memory is immutable")]
+    Immutable { field: String, id: String },
+    #[error("{field}: record {id} is {status}, not active")]
+    NotActive {
+        field: String,
+        id: String,
+        status: Status,
+    },
+    #[error("id: record {id} is not contested")]
+    NotContested { id: String },
+    #[error("{field}: record {id} is {actual} memory but the new record is {expected}")]
+    TypeMismatch {
+        field: String,
+        id: String,
+        actual: MemoryType,
+        expected: MemoryType,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupersedeRequest {
+    #[serde(default)]
+    pub old_id: Option<String>,
+    #[serde(default)]
+    pub new_record: Option<NewRecord>,
+    #[serde(default)]
+    pub actor: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkRequest {
+    #[serde(default)]
+    pub source_id: Option<String>,
+    #[serde(default)]
+    pub forked_record: Option<NewRecord>,
+    #[serde(default)]
+    pub actor: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetractRequest {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub actor: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeRequest {
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+    #[serde(default)]
+    pub merged_record: Option<NewRecord>,
+    #[serde(default)]
+    pub actor: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContestRequest {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub contesting_ref: Option<String>,
+    #[serde(default)]
+    pub actor: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+    /// Clears a contest: the record goes back to active.
+    #[serde(default)]
+    pub resolve: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReinforceRequest {
+    #[serde(default)]
+    pub actor: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PenalizeRequest {
+    #[serde(default)]
+    pub amount: Option<f64>,
+    #[serde(default)]
+    pub actor: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryRequest {
+    #[serde(default)]
+    pub trust: Option<TrustContext>,
+}
+
+/// A checked revision, ready to run against storage.
+#[derive(Debug, Clone)]
+pub enum Revision {
+    Supersede {
+        old_id: String,
+        new_record: Box<MemoryRecord>,
+    },
+    Fork {
+        source_id: String,
+        forked_record: Box<MemoryRecord>,
+    },
+    Retract {
+        id: String,
+    },
+    Merge {
+        ids: Vec<String>,
+        merged_record: Box<MemoryRecord>,
+    },
+    Contest {
+        id: String,
+        contesting_ref: Option<String>,
+    },
+    ResolveContest {
+        id: String,
+    },
+    Reinforce {
+        id: String,
+    },
+    Penalize {
+        id: String,
+        amount: f64,
+    },
+}
+
+/// A revision and who asks for it.
+#[derive(Debug, Clone)]
+pub struct RevisionCommand {
+    pub revision: Revision,
+    pub by: Attribution,
+}
+
+/// What building a new record needs from the caller's context.
+pub struct NewRecordContext<'a> {
+    pub policy: &'a super::policy::Policy,
+    pub now: Timestamp,
+    pub new_id: &'a dyn Fn() -> String,
+}
+
+fn attribution(actor: Option<String>, rationale: Option<String>) -> Validated<Attribution> {
+    Ok(Attribution {
+        actor: require_string("actor", actor, "actor is required")?,
+        rationale: require_string("rationale", rationale, "rationale is required")?,
+    })
+}
+
+fn record_id(field: &str, id: Option<String>) -> Validated<String> {
+    let id = require_string(field, id, &format!("{field} is required"))?;
+    check_id(field, &id)?;
+    Ok(id)
+}
+
+/// A semantic record created by a revision must carry evidence of its own:
+/// a payload evidence entry or a provenance source. Checked on what the
+/// caller sent, before the service adds its link to the old record.
+fn check_evidence(field: &str, record: &NewRecord) -> Validated<()> {
+    let Some(Payload::Semantic(semantic)) = &record.payload else {
+        return Ok(());
+    };
+    let sources = record.provenance.as_ref().map_or(0, |p| p.sources.len());
+    if semantic.evidence.is_empty() && sources == 0 {
+        return Err(ValidationError::new(
+            field,
+            "a semantic record created by a revision needs at least one evidence reference \
+             (payload.evidence or provenance.sources)",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks and completes the new record of a supersede, fork or merge.
+fn revised_record(
+    field: &str,
+    record: Option<NewRecord>,
+    by: &Attribution,
+    cx: &NewRecordContext<'_>,
+) -> Validated<MemoryRecord> {
+    let record =
+        record.ok_or_else(|| ValidationError::new(field, format!("{field} is required")))?;
+    check_evidence(field, &record)?;
+    let mut record = record
+        .into_record(cx.policy, by, cx.now, cx.new_id)
+        .map_err(|e| e.within(field))?;
+    set_status(&mut record, Status::Active);
+    Ok(record)
+}
+
+impl SupersedeRequest {
+    pub fn into_command(self, cx: &NewRecordContext<'_>) -> Validated<RevisionCommand> {
+        let by = attribution(self.actor, self.rationale)?;
+        let old_id = record_id("old_id", self.old_id)?;
+        let new_record = revised_record("new_record", self.new_record, &by, cx)?;
+        Ok(RevisionCommand {
+            revision: Revision::Supersede {
+                old_id,
+                new_record: Box::new(new_record),
+            },
+            by,
+        })
+    }
+}
+
+impl ForkRequest {
+    pub fn into_command(self, cx: &NewRecordContext<'_>) -> Validated<RevisionCommand> {
+        let by = attribution(self.actor, self.rationale)?;
+        let source_id = record_id("source_id", self.source_id)?;
+        let forked_record = revised_record("forked_record", self.forked_record, &by, cx)?;
+        Ok(RevisionCommand {
+            revision: Revision::Fork {
+                source_id,
+                forked_record: Box::new(forked_record),
+            },
+            by,
+        })
+    }
+}
+
+impl RetractRequest {
+    pub fn into_command(self) -> Validated<RevisionCommand> {
+        let by = attribution(self.actor, self.rationale)?;
+        Ok(RevisionCommand {
+            revision: Revision::Retract {
+                id: record_id("id", self.id)?,
+            },
+            by,
+        })
+    }
+}
+
+impl MergeRequest {
+    pub fn into_command(self, cx: &NewRecordContext<'_>) -> Validated<RevisionCommand> {
+        let by = attribution(self.actor, self.rationale)?;
+        let ids = self.ids.unwrap_or_default();
+        if ids.is_empty() {
+            return Err(ValidationError::new(
+                "ids",
+                "at least one record id is required",
+            ));
+        }
+        if ids.len() > MAX_MERGE_SOURCES {
+            return Err(ValidationError::new(
+                "ids",
+                format!(
+                    "too many ids: {} given, maximum is {MAX_MERGE_SOURCES}",
+                    ids.len()
+                ),
+            ));
+        }
+        for (i, id) in ids.iter().enumerate() {
+            check_id(&format!("ids[{i}]"), id)?;
+            if ids[..i].contains(id) {
+                return Err(ValidationError::new(
+                    format!("ids[{i}]"),
+                    format!("record {id} is named twice; merge ids must be distinct"),
+                ));
+            }
+        }
+        let merged_by = Attribution::new(
+            by.actor.clone(),
+            format!("merged from {}: {}", ids.join(", "), by.rationale),
+        );
+        let merged_record = revised_record("merged_record", self.merged_record, &merged_by, cx)?;
+        Ok(RevisionCommand {
+            revision: Revision::Merge {
+                ids,
+                merged_record: Box::new(merged_record),
+            },
+            by,
+        })
+    }
+}
+
+impl ContestRequest {
+    pub fn into_command(self) -> Validated<RevisionCommand> {
+        let by = attribution(self.actor, self.rationale)?;
+        let id = record_id("id", self.id)?;
+        let revision = if self.resolve.unwrap_or(false) {
+            if self.contesting_ref.is_some() {
+                return Err(ValidationError::new(
+                    "contesting_ref",
+                    "contesting_ref cannot be given when resolving a contest",
+                ));
+            }
+            Revision::ResolveContest { id }
+        } else {
+            let contesting_ref = match self.contesting_ref {
+                Some(reference) if !reference.trim().is_empty() => {
+                    check_id("contesting_ref", &reference)?;
+                    Some(reference)
+                }
+                _ => None,
+            };
+            Revision::Contest { id, contesting_ref }
+        };
+        Ok(RevisionCommand { revision, by })
+    }
+}
+
+impl ReinforceRequest {
+    pub fn into_command(self, id: String) -> Validated<RevisionCommand> {
+        let by = attribution(self.actor, self.rationale)?;
+        check_id("id", &id)?;
+        Ok(RevisionCommand {
+            revision: Revision::Reinforce { id },
+            by,
+        })
+    }
+}
+
+impl PenalizeRequest {
+    pub fn into_command(self, id: String) -> Validated<RevisionCommand> {
+        let by = attribution(self.actor, self.rationale)?;
+        check_id("id", &id)?;
+        let amount = self
+            .amount
+            .ok_or_else(|| ValidationError::new("amount", "amount is required"))?;
+        if !(amount.is_finite() && amount > 0.0) {
+            return Err(ValidationError::new(
+                "amount",
+                format!("must be a finite number > 0, got {amount}"),
+            ));
+        }
+        Ok(RevisionCommand {
+            revision: Revision::Penalize { id, amount },
+            by,
+        })
+    }
+}
+
+/// Sets the status, mirrored in a semantic payload.
+pub fn set_status(record: &mut MemoryRecord, status: Status) {
+    record.status = status;
+    if let Payload::Semantic(semantic) = &mut record.payload {
+        semantic.revision.status = status;
+    }
+}
+
+/// The record may be revised: it is not episodic.
+pub fn check_revisable(field: &str, record: &MemoryRecord) -> Result<(), RevisionError> {
+    if record.memory_type == MemoryType::Episodic {
+        return Err(RevisionError::Immutable {
+            field: field.to_string(),
+            id: record.id.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// The record is not retracted (active or contested).
+pub fn check_not_retracted(field: &str, record: &MemoryRecord) -> Result<(), RevisionError> {
+    if record.status == Status::Retracted {
+        return Err(RevisionError::NotActive {
+            field: field.to_string(),
+            id: record.id.clone(),
+            status: record.status,
+        });
+    }
+    Ok(())
+}
+
+/// The new record replaces `old` in kind: same memory type.
+pub fn check_same_type(
+    field: &str,
+    old: &MemoryRecord,
+    new: &MemoryRecord,
+) -> Result<(), RevisionError> {
+    if old.memory_type != new.memory_type {
+        return Err(RevisionError::TypeMismatch {
+            field: field.to_string(),
+            id: old.id.clone(),
+            actual: old.memory_type,
+            expected: new.memory_type,
+        });
+    }
+    Ok(())
+}
+
+/// Withdraws a record: salience 0, status retracted, audited.
+pub fn retract(record: &mut MemoryRecord, action: AuditAction, by: &Attribution, now: Timestamp) {
+    record.salience = 0.0;
+    set_status(record, Status::Retracted);
+    record.audit_log.push(by.entry(action, now));
+    record.updated_at = now;
+}
+
+/// Retracts `old` in favour of `new`, and links the two both ways.
+pub fn supersede(old: &mut MemoryRecord, new: &mut MemoryRecord, by: &Attribution, now: Timestamp) {
+    retract(old, AuditAction::Revise, by, now);
+    if let Payload::Semantic(semantic) = &mut old.payload {
+        semantic.revision.superseded_by = Some(new.id.clone());
+    }
+    new.relations.push(relation(SUPERSEDES, &old.id, now));
+    new.provenance.sources.push(ProvenanceSource {
+        kind: ProvenanceKind::Artifact,
+        reference: old.id.clone(),
+        hash: None,
+        created_by: Some(by.actor.clone()),
+        timestamp: now,
+    });
+    if let Payload::Semantic(semantic) = &mut new.payload {
+        semantic.revision.supersedes = Some(old.id.clone());
+    }
+}
+
+/// Records a fork of `source` on both records; the source stays as it is.
+pub fn fork(
+    source: &mut MemoryRecord,
+    forked: &mut MemoryRecord,
+    by: &Attribution,
+    now: Timestamp,
+) {
+    source.audit_log.push(by.entry(AuditAction::Fork, now));
+    forked
+        .relations
+        .push(relation(DERIVED_FROM, &source.id, now));
+}
+
+/// Retracts every source into `merged`, which derives from each.
+pub fn merge(
+    sources: &mut [MemoryRecord],
+    merged: &mut MemoryRecord,
+    by: &Attribution,
+    now: Timestamp,
+) {
+    for source in sources.iter_mut() {
+        retract(source, AuditAction::Merge, by, now);
+        merged
+            .relations
+            .push(relation(DERIVED_FROM, &source.id, now));
+    }
+}
+
+pub fn contest(
+    record: &mut MemoryRecord,
+    contesting_ref: Option<&str>,
+    by: &Attribution,
+    now: Timestamp,
+) {
+    set_status(record, Status::Contested);
+    if let Some(reference) = contesting_ref {
+        record
+            .relations
+            .push(relation(CONTESTED_BY, reference, now));
+    }
+    record.audit_log.push(by.entry(AuditAction::Revise, now));
+    record.updated_at = now;
+}
+
+pub fn resolve_contest(
+    record: &mut MemoryRecord,
+    by: &Attribution,
+    now: Timestamp,
+) -> Result<(), RevisionError> {
+    if record.status != Status::Contested {
+        return Err(RevisionError::NotContested {
+            id: record.id.clone(),
+        });
+    }
+    set_status(record, Status::Active);
+    record.audit_log.push(by.entry(AuditAction::Revise, now));
+    record.updated_at = now;
+    Ok(())
+}
+
+/// Salience up by the record's reinforcement gain, capped at `max`.
+pub fn reinforce(record: &mut MemoryRecord, max: f64, by: &Attribution, now: Timestamp) {
+    let gain = record.lifecycle.decay.reinforcement_gain;
+    record.salience = (record.salience + gain).min(max.max(record.salience));
+    record.lifecycle.last_reinforced_at = now;
+    record.audit_log.push(by.entry(AuditAction::Reinforce, now));
+    record.updated_at = now;
+}
+
+/// Salience down by `amount`, floored at the record's minimum.
+pub fn penalize(record: &mut MemoryRecord, amount: f64, by: &Attribution, now: Timestamp) {
+    let floor = record.lifecycle.decay.min_salience.min(record.salience);
+    record.salience = (record.salience - amount).max(floor);
+    record.audit_log.push(by.entry(AuditAction::Decay, now));
+    record.updated_at = now;
+}
+
+fn relation(predicate: &str, target_id: &str, now: Timestamp) -> Relation {
+    Relation {
+        predicate: predicate.to_string(),
+        target_id: target_id.to_string(),
+        weight: 1.0,
+        created_at: now,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::policy::Policy;
+    use crate::domain::time::parse_rfc3339;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        parse_rfc3339("2026-04-01T00:00:00Z").unwrap()
+    }
+
+    fn cx<'a>(policy: &'a Policy, id: &'a dyn Fn() -> String) -> NewRecordContext<'a> {
+        NewRecordContext {
+            policy,
+            now: now(),
+            new_id: id,
+        }
+    }
+
+    fn stored(id: &str, body: serde_json::Value) -> MemoryRecord {
+        let new: NewRecord = serde_json::from_value(body).unwrap();
+        new.into_record(
+            &Policy::default(),
+            &Attribution::new("t", "t"),
+            now(),
+            || id.into(),
+        )
+        .unwrap()
+    }
+
+    fn fact(id: &str) -> MemoryRecord {
+        stored(
+            id,
+            json!({"type": "semantic", "sensitivity": "low", "salience": 0.8,
+            "payload": {"kind": "semantic", "subject": "go", "predicate": "version", "object": "1.21"}}),
+        )
+    }
+
+    #[test]
+    fn actor_and_rationale_are_required() {
+        let req: RetractRequest = serde_json::from_value(json!({"id": "x", "actor": "a"})).unwrap();
+        assert_eq!(req.into_command().unwrap_err().field, "rationale");
+        let req: RetractRequest =
+            serde_json::from_value(json!({"id": "x", "rationale": "r", "actor": " "})).unwrap();
+        assert_eq!(req.into_command().unwrap_err().field, "actor");
+    }
+
+    #[test]
+    fn a_semantic_revision_needs_evidence_of_its_own() {
+        let policy = Policy::default();
+        let new_id = || "new".to_string();
+        let bare = json!({"old_id": "old", "actor": "a", "rationale": "r", "new_record": {
+            "type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "go", "predicate": "version", "object": "1.22"}}});
+        let req: SupersedeRequest = serde_json::from_value(bare.clone()).unwrap();
+        let err = req.into_command(&cx(&policy, &new_id)).unwrap_err();
+        assert_eq!(err.field, "new_record");
+        assert!(err.message.contains("evidence"));
+        let mut with_source = bare.clone();
+        with_source["new_record"]["provenance"] = json!({"sources": [{"kind": "observation", "ref": "notes", "timestamp": "2026-01-01T00:00:00Z"}]});
+        let req: SupersedeRequest = serde_json::from_value(with_source).unwrap();
+        assert!(req.into_command(&cx(&policy, &new_id)).is_ok());
+        let mut with_evidence = bare;
+        with_evidence["new_record"]["payload"]["evidence"] =
+            json!([{"source_type": "doc", "source_id": "notes"}]);
+        let req: SupersedeRequest = serde_json::from_value(with_evidence).unwrap();
+        assert!(req.into_command(&cx(&policy, &new_id)).is_ok());
+    }
+
+    #[test]
+    fn merge_ids_must_be_given_and_distinct() {
+        let policy = Policy::default();
+        let new_id = || "m".to_string();
+        let record = json!({"type": "working", "sensitivity": "low",
+            "payload": {"kind": "working", "thread_id": "t", "state": "done"}});
+        let req: MergeRequest = serde_json::from_value(
+            json!({"ids": [], "merged_record": record, "actor": "a", "rationale": "r"}),
+        )
+        .unwrap();
+        assert_eq!(
+            req.into_command(&cx(&policy, &new_id)).unwrap_err().field,
+            "ids"
+        );
+        let req: MergeRequest =
+            serde_json::from_value(json!({"ids": ["a", "b", "a"], "merged_record": record, "actor": "a", "rationale": "r"}))
+                .unwrap();
+        assert_eq!(
+            req.into_command(&cx(&policy, &new_id)).unwrap_err().field,
+            "ids[2]"
+        );
+    }
+
+    #[test]
+    fn supersede_retracts_the_old_and_links_both_ways() {
+        let by = Attribution::new("updater", "Go 1.22 released");
+        let mut old = fact("old");
+        let mut new = fact("new");
+        supersede(&mut old, &mut new, &by, now());
+        assert_eq!(old.salience, 0.0);
+        assert_eq!(old.status, Status::Retracted);
+        let Payload::Semantic(old_payload) = &old.payload else {
+            panic!()
+        };
+        assert_eq!(old_payload.revision.superseded_by.as_deref(), Some("new"));
+        assert_eq!(old_payload.revision.status, Status::Retracted);
+        assert_eq!(old.audit_log.last().unwrap().action, AuditAction::Revise);
+        assert_eq!(old.audit_log.last().unwrap().rationale, "Go 1.22 released");
+        assert_eq!(new.relations[0].predicate, SUPERSEDES);
+        assert_eq!(new.provenance.sources.last().unwrap().reference, "old");
+        let Payload::Semantic(new_payload) = &new.payload else {
+            panic!()
+        };
+        assert_eq!(new_payload.revision.supersedes.as_deref(), Some("old"));
+    }
+
+    #[test]
+    fn episodic_records_are_immutable() {
+        let episode = stored(
+            "e",
+            json!({"type": "episodic", "sensitivity": "low", "payload": {"kind": "episodic"}}),
+        );
+        assert!(matches!(
+            check_revisable("id", &episode),
+            Err(RevisionError::Immutable { .. })
+        ));
+        assert!(check_revisable("id", &fact("f")).is_ok());
+    }
+
+    #[test]
+    fn contest_and_resolve_round_trip() {
+        let by = Attribution::new("checker", "conflicting evidence");
+        let mut record = fact("f");
+        assert!(resolve_contest(&mut record, &by, now()).is_err());
+        contest(&mut record, Some("other"), &by, now());
+        assert_eq!(record.status, Status::Contested);
+        assert_eq!(record.relations[0].predicate, CONTESTED_BY);
+        resolve_contest(&mut record, &by, now()).unwrap();
+        assert_eq!(record.status, Status::Active);
+        assert_eq!(record.audit_log.len(), 3);
+    }
+
+    #[test]
+    fn reinforcement_is_capped_and_penalty_floored() {
+        let by = Attribution::new("a", "r");
+        let mut record = fact("f");
+        reinforce(&mut record, 1.0, &by, now());
+        assert!((record.salience - 0.9).abs() < 1e-12);
+        reinforce(&mut record, 1.0, &by, now());
+        reinforce(&mut record, 1.0, &by, now());
+        assert_eq!(record.salience, 1.0);
+        record.lifecycle.decay.min_salience = 0.3;
+        penalize(&mut record, 0.5, &by, now());
+        assert_eq!(record.salience, 0.5);
+        penalize(&mut record, 5.0, &by, now());
+        assert_eq!(record.salience, 0.3);
+        assert_eq!(record.audit_log.last().unwrap().action, AuditAction::Decay);
+    }
+
+    #[test]
+    fn penalize_needs_a_positive_finite_amount() {
+        for amount in [json!(0), json!(-1), json!(null)] {
+            let req: PenalizeRequest =
+                serde_json::from_value(json!({"amount": amount, "actor": "a", "rationale": "r"}))
+                    .unwrap();
+            assert_eq!(req.into_command("x".into()).unwrap_err().field, "amount");
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! `POST /v1/revisions/*`: supersede, fork, retract, merge, contest.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+
+use super::{record_response, resource, AppState, JsonBody};
+use crate::actors::revision::{Revise, RevisionRequest};
+use crate::actors::ServiceError;
+use crate::domain::revision::{
+    ContestRequest, ForkRequest, MergeRequest, RetractRequest, SupersedeRequest,
+};
+use crate::error::ApiError;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource(
+        "/v1/revisions/supersede",
+        web::post().to(supersede),
+    ))
+    .service(resource("/v1/revisions/fork", web::post().to(fork)))
+    .service(resource("/v1/revisions/retract", web::post().to(retract)))
+    .service(resource("/v1/revisions/merge", web::post().to(merge)))
+    .service(resource("/v1/revisions/contest", web::post().to(contest)));
+}
+
+/// Sends a revision and answers its record with `status`.
+pub(super) async fn revise(
+    state: &AppState,
+    request: RevisionRequest,
+    status: StatusCode,
+) -> Result<HttpResponse, ApiError> {
+    let record = state
+        .reviser
+        .send(Revise { request })
+        .await
+        .map_err(ServiceError::from)??;
+    Ok(record_response(status, &record))
+}
+
+async fn supersede(
+    state: web::Data<AppState>,
+    body: JsonBody<SupersedeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    revise(
+        &state,
+        RevisionRequest::Supersede(body.0),
+        StatusCode::CREATED,
+    )
+    .await
+}
+
+async fn fork(
+    state: web::Data<AppState>,
+    body: JsonBody<ForkRequest>,
+) -> Result<HttpResponse, ApiError> {
+    revise(&state, RevisionRequest::Fork(body.0), StatusCode::CREATED).await
+}
+
+async fn retract(
+    state: web::Data<AppState>,
+    body: JsonBody<RetractRequest>,
+) -> Result<HttpResponse, ApiError> {
+    revise(&state, RevisionRequest::Retract(body.0), StatusCode::OK).await
+}
+
+async fn merge(
+    state: web::Data<AppState>,
+    body: JsonBody<MergeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    revise(&state, RevisionRequest::Merge(body.0), StatusCode::CREATED).await
+}
+
+async fn contest(
+    state: web::Data<AppState>,
+    body: JsonBody<ContestRequest>,
+) -> Result<HttpResponse, ApiError> {
+    revise(&state, RevisionRequest::Contest(body.0), StatusCode::OK).await
+}
