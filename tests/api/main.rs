@@ -7,3 +7,4 @@ mod ingest;
 mod persistence;
 mod records;
 mod retrieve;
+mod revisions;
