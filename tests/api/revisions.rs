@@ -61,7 +61,7 @@ async fn supersede_retracts_the_old_record_and_links_the_new_one() {
     assert_ne!(new_id, old_id);
     assert_eq!(new["status"], "active");
     assert_eq!(new["salience"], 1.0);
-    assert_eq!(relations(new, "supersedes"), [old_id.clone()]);
+    assert_eq!(relations(new, "supersedes"), [old_id.as_str()]);
     assert_eq!(new["payload"]["revision"]["supersedes"], old_id);
     assert_eq!(new["payload"]["revision"]["status"], "active");
     let sources = new["provenance"]["sources"].as_array().unwrap();
@@ -228,7 +228,7 @@ async fn fork_keeps_the_source_and_derives_the_variant() {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let forked = &body["record"];
-    assert_eq!(relations(forked, "derived_from"), [source_id.clone()]);
+    assert_eq!(relations(forked, "derived_from"), [source_id.as_str()]);
     assert_eq!(forked["status"], "active");
     assert_eq!(forked["payload"]["validity"]["mode"], "conditional");
     assert_eq!(last_audit(forked)["action"], "create");
@@ -392,7 +392,7 @@ async fn contest_flags_a_record_and_resolving_clears_it() {
     let record = &body["record"];
     assert_eq!(record["status"], "contested");
     assert_eq!(record["payload"]["revision"]["status"], "contested");
-    assert_eq!(relations(record, "contested_by"), [other.clone()]);
+    assert_eq!(relations(record, "contested_by"), [other.as_str()]);
     assert_eq!(last_audit(record)["action"], "revise");
     assert_eq!(last_audit(record)["actor"], "verifier");
     // Still retrievable, and the status shows.
