@@ -6,6 +6,9 @@
 //! - [`retrieval::Retriever`] turns retrieval requests into storage queries,
 //!   applies the trust context, and runs multi-solution selection; it owns
 //!   the read concurrency bound and the selection threshold.
+//! - [`revision::Reviser`] runs the revision operations (supersede, fork,
+//!   retract, merge, contest, reinforce, penalize), each as one writer job,
+//!   so revisions of one record serialise and apply whole or not at all.
 //! - [`storage::StoreReader`] is a `SyncArbiter` pool of threads, one pooled
 //!   SQLite connection each, for reads.
 //! - [`storage::StorageWriter`] is the single writer: one thread and one
