@@ -151,14 +151,14 @@ fn apply_outcome(
     update: &OutcomeUpdate,
     now: crate::domain::time::Timestamp,
 ) -> Result<MemoryRecord, ServiceError> {
-    let mut record = super::load_record(conn, "target_record_id", &update.target_record_id)?;
+    let mut record = super::load_record(conn, "target_record_id", &update.target_record_id, now)?;
     update.apply(&mut record, now).map_err(|e| {
         ServiceError::FailedPrecondition(format!(
             "target_record_id: record {} is {} memory; outcomes apply only to episodic records",
             e.id, e.actual
         ))
     })?;
-    records::update_record(conn, &record)?;
+    records::update_record(conn, &record, now)?;
     Ok(record)
 }
 

@@ -28,6 +28,7 @@ use rusqlite::Connection;
 
 use crate::domain::record::MemoryRecord;
 use crate::domain::revision::RevisionError;
+use crate::domain::time::Timestamp;
 use crate::domain::validate::ValidationError;
 use crate::store::{records, StoreError};
 
@@ -93,8 +94,9 @@ pub(crate) fn load_record(
     conn: &Connection,
     field: &str,
     id: &str,
+    now: Timestamp,
 ) -> Result<MemoryRecord, ServiceError> {
-    records::get_record(conn, id)?
+    records::get_record(conn, id, now)?
         .ok_or_else(|| ServiceError::NotFound(format!("{field}: record {id} not found")))
 }
 

@@ -90,7 +90,7 @@ impl Handler<Retrieve> for Retriever {
                 task_descriptor = task_descriptor.as_deref().unwrap_or(""),
                 "retrieve"
             );
-            let records = reader.send(QueryRecords { query }).await??;
+            let records = reader.send(QueryRecords { query, now }).await??;
             // Storage filtered by trust already; this guards the contract.
             debug_assert!(records.iter().all(|r| trust.allows(r)));
             let selection = select(&records, context.as_ref(), now, threshold);
@@ -105,10 +105,14 @@ impl Handler<RetrieveById> for Retriever {
     fn handle(&mut self, msg: RetrieveById, _: &mut Self::Context) -> Self::Result {
         let permit = self.permit();
         let reader = self.reader.clone();
+        let now = self.clock.now();
         Box::pin(async move {
             let _permit = permit?;
             let record = reader
-                .send(FetchRecord { id: msg.id.clone() })
+                .send(FetchRecord {
+                    id: msg.id.clone(),
+                    now,
+                })
                 .await??
                 .ok_or_else(|| ServiceError::NotFound(format!("record {} not found", msg.id)))?;
             if !msg.trust.allows(&record) {
@@ -137,10 +141,14 @@ impl Handler<RetrieveHistory> for Retriever {
     fn handle(&mut self, msg: RetrieveHistory, _: &mut Self::Context) -> Self::Result {
         let permit = self.permit();
         let reader = self.reader.clone();
+        let now = self.clock.now();
         Box::pin(async move {
             let _permit = permit?;
             let chain = reader
-                .send(FetchHistory { id: msg.id.clone() })
+                .send(FetchHistory {
+                    id: msg.id.clone(),
+                    now,
+                })
                 .await??
                 .ok_or_else(|| ServiceError::NotFound(format!("record {} not found", msg.id)))?;
             let requested_visible = chain.iter().any(|r| r.id == msg.id && msg.trust.allows(r));

@@ -110,13 +110,13 @@ fn apply(
             old_id,
             mut new_record,
         } => {
-            let mut old = load_record(conn, "old_id", &old_id)?;
+            let mut old = load_record(conn, "old_id", &old_id, now)?;
             check_revisable("old_id", &old)?;
             check_not_retracted("old_id", &old)?;
             check_same_type("new_record.type", &old, &new_record)?;
             check_relation_targets(conn, &new_record)?;
             revision::supersede(&mut old, &mut new_record, &by, now);
-            records::update_record(conn, &old)?;
+            records::update_record(conn, &old, now)?;
             records::insert_record(conn, &new_record)?;
             Ok(*new_record)
         }
@@ -124,21 +124,21 @@ fn apply(
             source_id,
             mut forked_record,
         } => {
-            let mut source = load_record(conn, "source_id", &source_id)?;
+            let mut source = load_record(conn, "source_id", &source_id, now)?;
             check_revisable("source_id", &source)?;
             check_same_type("forked_record.type", &source, &forked_record)?;
             check_relation_targets(conn, &forked_record)?;
             revision::fork(&mut source, &mut forked_record, &by, now);
-            records::update_record(conn, &source)?;
+            records::update_record(conn, &source, now)?;
             records::insert_record(conn, &forked_record)?;
             Ok(*forked_record)
         }
         Revision::Retract { id } => {
-            let mut record = load_record(conn, "id", &id)?;
+            let mut record = load_record(conn, "id", &id, now)?;
             check_revisable("id", &record)?;
             check_not_retracted("id", &record)?;
             revision::retract(&mut record, AuditAction::Delete, &by, now);
-            records::update_record(conn, &record)?;
+            records::update_record(conn, &record, now)?;
             Ok(record)
         }
         Revision::Merge {
@@ -148,7 +148,7 @@ fn apply(
             let mut sources = Vec::with_capacity(ids.len());
             for (i, id) in ids.iter().enumerate() {
                 let field = format!("ids[{i}]");
-                let source = load_record(conn, &field, id)?;
+                let source = load_record(conn, &field, id, now)?;
                 check_revisable(&field, &source)?;
                 check_not_retracted(&field, &source)?;
                 check_same_type("merged_record.type", &source, &merged_record)?;
@@ -157,38 +157,38 @@ fn apply(
             check_relation_targets(conn, &merged_record)?;
             revision::merge(&mut sources, &mut merged_record, &by, now);
             for source in &sources {
-                records::update_record(conn, source)?;
+                records::update_record(conn, source, now)?;
             }
             records::insert_record(conn, &merged_record)?;
             Ok(*merged_record)
         }
         Revision::Contest { id, contesting_ref } => {
-            let mut record = load_record(conn, "id", &id)?;
+            let mut record = load_record(conn, "id", &id, now)?;
             check_revisable("id", &record)?;
             check_not_retracted("id", &record)?;
             revision::contest(&mut record, contesting_ref.as_deref(), &by, now);
-            records::update_record(conn, &record)?;
+            records::update_record(conn, &record, now)?;
             Ok(record)
         }
         Revision::ResolveContest { id } => {
-            let mut record = load_record(conn, "id", &id)?;
+            let mut record = load_record(conn, "id", &id, now)?;
             check_revisable("id", &record)?;
             revision::resolve_contest(&mut record, &by, now)?;
-            records::update_record(conn, &record)?;
+            records::update_record(conn, &record, now)?;
             Ok(record)
         }
         Revision::Reinforce { id } => {
-            let mut record = load_record(conn, "id", &id)?;
+            let mut record = load_record(conn, "id", &id, now)?;
             check_not_retracted("id", &record)?;
             revision::reinforce(&mut record, max_salience, &by, now);
-            records::update_record(conn, &record)?;
+            records::update_record(conn, &record, now)?;
             Ok(record)
         }
         Revision::Penalize { id, amount } => {
-            let mut record = load_record(conn, "id", &id)?;
+            let mut record = load_record(conn, "id", &id, now)?;
             check_not_retracted("id", &record)?;
             revision::penalize(&mut record, amount, &by, now);
-            records::update_record(conn, &record)?;
+            records::update_record(conn, &record, now)?;
             Ok(record)
         }
     }

@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 use super::ServiceError;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::RecordQuery;
+use crate::domain::time::Timestamp;
 use crate::store::{records, Pool, StoreError};
 
 /// Reads, one pooled connection per arbiter thread.
@@ -35,12 +36,14 @@ impl Actor for StoreReader {
 #[rtype(result = "Result<Option<MemoryRecord>, StoreError>")]
 pub struct FetchRecord {
     pub id: String,
+    pub now: Timestamp,
 }
 
 #[derive(Message)]
 #[rtype(result = "Result<Vec<MemoryRecord>, StoreError>")]
 pub struct QueryRecords {
     pub query: RecordQuery,
+    pub now: Timestamp,
 }
 
 /// The supersession chain through a record, oldest first.
@@ -48,6 +51,7 @@ pub struct QueryRecords {
 #[rtype(result = "Result<Option<Vec<MemoryRecord>>, StoreError>")]
 pub struct FetchHistory {
     pub id: String,
+    pub now: Timestamp,
 }
 
 #[derive(Message)]
@@ -58,7 +62,7 @@ impl Handler<FetchRecord> for StoreReader {
     type Result = Result<Option<MemoryRecord>, StoreError>;
 
     fn handle(&mut self, msg: FetchRecord, _: &mut Self::Context) -> Self::Result {
-        records::get_record(&*self.pool.get()?, &msg.id)
+        records::get_record(&*self.pool.get()?, &msg.id, msg.now)
     }
 }
 
@@ -66,7 +70,7 @@ impl Handler<QueryRecords> for StoreReader {
     type Result = Result<Vec<MemoryRecord>, StoreError>;
 
     fn handle(&mut self, msg: QueryRecords, _: &mut Self::Context) -> Self::Result {
-        records::query_records(&*self.pool.get()?, &msg.query)
+        records::query_records(&*self.pool.get()?, &msg.query, msg.now)
     }
 }
 
@@ -74,7 +78,7 @@ impl Handler<FetchHistory> for StoreReader {
     type Result = Result<Option<Vec<MemoryRecord>>, StoreError>;
 
     fn handle(&mut self, msg: FetchHistory, _: &mut Self::Context) -> Self::Result {
-        records::supersession_chain(&*self.pool.get()?, &msg.id)
+        records::supersession_chain(&*self.pool.get()?, &msg.id, msg.now)
     }
 }
 

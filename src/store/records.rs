@@ -8,13 +8,14 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 
 use super::StoreError;
+use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::payload::Payload;
 use crate::domain::record::{
     AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
 use crate::domain::retrieval::RecordQuery;
-use crate::domain::time::{from_micros, to_micros};
+use crate::domain::time::{from_micros, to_micros, Timestamp};
 
 /// Stores a new record with all its parts. `AlreadyExists` when the id is
 /// taken.
@@ -48,7 +49,12 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
         Err(e) => return Err(e.into()),
     }
     let key = conn.last_insert_rowid();
-    write_lifecycle_and_payload(conn, key, record)?;
+    // A new record decays from its last reinforcement (by default, now).
+    let anchor = Anchor {
+        salience: record.salience,
+        at: record.lifecycle.last_reinforced_at,
+    };
+    write_lifecycle_and_payload(conn, key, record, anchor)?;
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
     Ok(key)
@@ -56,9 +62,57 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
 
 /// Rewrites a stored record to match `record`. Audit entries are
 /// append-only: only those beyond what is stored are added.
-pub fn update_record(conn: &Connection, record: &MemoryRecord) -> Result<(), StoreError> {
+///
+/// The decay anchor moves only when salience was changed explicitly: a
+/// reinforcement anchors at `last_reinforced_at`, any other change of the
+/// value (a penalty, a retraction) at `now`; otherwise the record keeps
+/// decaying from where it did.
+pub fn update_record(
+    conn: &Connection,
+    record: &MemoryRecord,
+    now: Timestamp,
+) -> Result<(), StoreError> {
     let key =
         record_key(conn, &record.id)?.ok_or_else(|| StoreError::NotFound(record.id.clone()))?;
+    let (stored_anchor, stored_reinforced_at) = conn
+        .prepare_cached(
+            "SELECT COALESCE(d.anchor_salience, r.salience), COALESCE(d.anchor_at, d.last_reinforced_at),
+                    d.last_reinforced_at
+             FROM decay_profiles d JOIN records r ON r.key = d.record_key WHERE d.record_key = ?1",
+        )?
+        .query_row([key], |row| {
+            Ok((
+                Anchor {
+                    salience: row.get(0)?,
+                    at: from_micros(row.get(1)?),
+                },
+                from_micros(row.get(2)?),
+            ))
+        })?;
+    let anchor = if record.lifecycle.last_reinforced_at != stored_reinforced_at {
+        Anchor {
+            salience: record.salience,
+            at: record.lifecycle.last_reinforced_at,
+        }
+    } else {
+        let expected = salience_at(
+            &DecayState {
+                anchor: stored_anchor,
+                profile: &record.lifecycle.decay,
+                pinned: record.lifecycle.pinned,
+                created_at: record.created_at,
+            },
+            now,
+        );
+        if (expected - record.salience).abs() <= 1e-9 {
+            stored_anchor
+        } else {
+            Anchor {
+                salience: record.salience,
+                at: now,
+            }
+        }
+    };
     conn.prepare_cached(
         "UPDATE records SET layer = ?2, sensitivity = ?3, confidence = ?4, salience = ?5,
              scope = ?6, status = ?7, created_by = ?8, created_at = ?9, updated_at = ?10
@@ -76,7 +130,7 @@ pub fn update_record(conn: &Connection, record: &MemoryRecord) -> Result<(), Sto
         to_micros(&record.created_at),
         to_micros(&record.updated_at),
     ])?;
-    write_lifecycle_and_payload(conn, key, record)?;
+    write_lifecycle_and_payload(conn, key, record, anchor)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",
@@ -103,12 +157,14 @@ fn write_lifecycle_and_payload(
     conn: &Connection,
     key: i64,
     record: &MemoryRecord,
+    anchor: Anchor,
 ) -> Result<(), StoreError> {
     let lifecycle = &record.lifecycle;
     conn.prepare_cached(
         "INSERT OR REPLACE INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
-             max_age_seconds, reinforcement_gain, last_reinforced_at, pinned, deletion_policy)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             max_age_seconds, reinforcement_gain, last_reinforced_at, pinned, deletion_policy,
+             anchor_salience, anchor_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         key,
@@ -120,6 +176,8 @@ fn write_lifecycle_and_payload(
         to_micros(&lifecycle.last_reinforced_at),
         lifecycle.pinned,
         lifecycle.deletion_policy.as_str(),
+        anchor.salience,
+        to_micros(&anchor.at),
     ])?;
     conn.prepare_cached(
         "INSERT OR REPLACE INTO payloads (record_key, payload_json) VALUES (?1, ?2)",
@@ -207,16 +265,26 @@ pub fn record_key(conn: &Connection, id: &str) -> Result<Option<i64>, StoreError
         .optional()?)
 }
 
-pub fn get_record(conn: &Connection, id: &str) -> Result<Option<MemoryRecord>, StoreError> {
+/// The record with `id`, its salience as of `now`.
+pub fn get_record(
+    conn: &Connection,
+    id: &str,
+    now: Timestamp,
+) -> Result<Option<MemoryRecord>, StoreError> {
     match record_key(conn, id)? {
-        Some(key) => Ok(load_records(conn, &[key])?.pop()),
+        Some(key) => Ok(load_records(conn, &[key], now)?.pop()),
         None => Ok(None),
     }
 }
 
 /// The records with these keys, in the order given, each with all its
-/// parts. Child rows are read with one query per table for the whole set.
-pub fn load_records(conn: &Connection, keys: &[i64]) -> Result<Vec<MemoryRecord>, StoreError> {
+/// parts and its salience decayed to `now`. Child rows are read with one
+/// query per table for the whole set.
+pub fn load_records(
+    conn: &Connection,
+    keys: &[i64],
+    now: Timestamp,
+) -> Result<Vec<MemoryRecord>, StoreError> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
@@ -232,7 +300,8 @@ pub fn load_records(conn: &Connection, keys: &[i64]) -> Result<Vec<MemoryRecord>
                     r.status, r.created_by, r.created_at, r.updated_at,
                     d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
                     d.reinforcement_gain, d.last_reinforced_at, d.pinned, d.deletion_policy,
-                    p.payload_json
+                    p.payload_json, COALESCE(d.anchor_salience, r.salience),
+                    COALESCE(d.anchor_at, d.last_reinforced_at)
              FROM records r
              JOIN decay_profiles d ON d.record_key = r.key
              JOIN payloads p ON p.record_key = r.key
@@ -241,7 +310,21 @@ pub fn load_records(conn: &Connection, keys: &[i64]) -> Result<Vec<MemoryRecord>
         let mut rows = stmt.query([key_list.clone()])?;
         while let Some(row) = rows.next()? {
             let key: i64 = row.get(0)?;
-            records.insert(key, record_from_row(row)?);
+            let mut record = record_from_row(row)?;
+            let anchor = Anchor {
+                salience: row.get(20)?,
+                at: from_micros(row.get(21)?),
+            };
+            record.salience = salience_at(
+                &DecayState {
+                    anchor,
+                    profile: &record.lifecycle.decay,
+                    pinned: record.lifecycle.pinned,
+                    created_at: record.created_at,
+                },
+                now,
+            );
+            records.insert(key, record);
         }
     }
     {
@@ -382,9 +465,14 @@ struct Ranked {
 /// is one index range already in salience order; each is read up to the
 /// limit and the runs are merged. Records the caller cannot see are never
 /// visited, whatever their number.
+///
+/// The ranges are ordered by the salience stored at the last decay sweep;
+/// the records found are then given their current salience, filtered by
+/// `min_salience` and ordered again on it.
 pub fn query_records(
     conn: &Connection,
     query: &RecordQuery,
+    now: Timestamp,
 ) -> Result<Vec<MemoryRecord>, StoreError> {
     let status_clause = if query.include_retracted {
         ""
@@ -463,10 +551,27 @@ pub fn query_records(
             .then(b.created_at.cmp(&a.created_at))
             .then(b.key.cmp(&a.key))
     });
-    ranked.truncate(query.limit);
+    // A few more candidates than asked for, so records that decayed below
+    // `min_salience` since the last sweep can be replaced.
+    ranked.truncate(query.limit.saturating_add(RERANK_MARGIN));
     let keys: Vec<i64> = ranked.iter().map(|r| r.key).collect();
-    load_records(conn, &keys)
+    let mut found: Vec<MemoryRecord> = load_records(conn, &keys, now)?
+        .into_iter()
+        .filter(|record| record.salience >= query.min_salience)
+        .collect();
+    // Stable: equal records keep the newest-key-first order of `ranked`.
+    found.sort_by(|a, b| {
+        b.salience
+            .total_cmp(&a.salience)
+            .then(a.memory_type.layer().cmp(&b.memory_type.layer()))
+            .then(b.created_at.cmp(&a.created_at))
+    });
+    found.truncate(query.limit);
+    Ok(found)
 }
+
+/// Extra candidates a retrieval reads beyond its limit.
+const RERANK_MARGIN: usize = 32;
 
 /// Longest supersession chain walked; a guard against cycles a client
 /// could build with hand-made `supersedes` relations.
@@ -478,6 +583,7 @@ const MAX_CHAIN: usize = 10_000;
 pub fn supersession_chain(
     conn: &Connection,
     id: &str,
+    now: Timestamp,
 ) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
     let Some(key) = record_key(conn, id)? else {
         return Ok(None);
@@ -522,7 +628,7 @@ pub fn supersession_chain(
     back.reverse();
     back.push(key);
     back.extend(forward);
-    Ok(Some(load_records(conn, &back)?))
+    Ok(Some(load_records(conn, &back, now)?))
 }
 
 /// Cheap liveness query for readiness checks.
@@ -547,13 +653,16 @@ mod tests {
         conn
     }
 
+    fn now() -> Timestamp {
+        parse_rfc3339("2026-01-01T00:00:00.123456Z").unwrap()
+    }
+
     fn record(id: &str, body: serde_json::Value) -> MemoryRecord {
         let new: NewRecord = serde_json::from_value(body).unwrap();
-        let now = parse_rfc3339("2026-01-01T00:00:00.123456Z").unwrap();
         new.into_record(
             &Policy::default(),
             &crate::domain::record::Attribution::new("test", "test"),
-            now,
+            now(),
             || id.to_string(),
         )
         .unwrap()
@@ -573,13 +682,13 @@ mod tests {
             }),
         );
         insert_record(&conn, &original).unwrap();
-        let loaded = get_record(&conn, "r1").unwrap().unwrap();
+        let loaded = get_record(&conn, "r1", now()).unwrap().unwrap();
         assert_eq!(loaded, original);
         assert!(matches!(
             insert_record(&conn, &original),
             Err(StoreError::AlreadyExists(_))
         ));
-        assert!(get_record(&conn, "missing").unwrap().is_none());
+        assert!(get_record(&conn, "missing", now()).unwrap().is_none());
     }
 
     #[test]
@@ -599,8 +708,8 @@ mod tests {
             timestamp: r.updated_at,
             rationale: "why".into(),
         });
-        update_record(&conn, &r).unwrap();
-        assert_eq!(get_record(&conn, "r1").unwrap().unwrap(), r);
+        update_record(&conn, &r, now()).unwrap();
+        assert_eq!(get_record(&conn, "r1", now()).unwrap().unwrap(), r);
     }
 
     #[test]
@@ -633,7 +742,7 @@ mod tests {
             limit: 10,
             include_retracted: false,
         };
-        let ids: Vec<String> = query_records(&conn, &query)
+        let ids: Vec<String> = query_records(&conn, &query, now())
             .unwrap()
             .into_iter()
             .map(|r| r.id)
@@ -645,6 +754,7 @@ mod tests {
                 limit: 2,
                 ..query.clone()
             },
+            now(),
         )
         .unwrap()
         .into_iter()
@@ -659,6 +769,7 @@ mod tests {
                 max_sensitivity: Sensitivity::Hyper,
                 ..query
             },
+            now(),
         )
         .unwrap()
         .into_iter()

@@ -120,6 +120,7 @@ async fn trust_is_required_and_checked() {
 
 /// D (episodic, 0.9), B (working, 0.5), C (semantic, 0.5, newer), A
 /// (semantic, 0.5, older): salience first, then layer order, then newest.
+/// Pinned, so decay does not separate the ties as the clock moves.
 async fn ordered_fixture(app: &TestApp) {
     let with = |id: &str, kind: &str, salience: f64| {
         let payload = match kind {
@@ -127,7 +128,8 @@ async fn ordered_fixture(app: &TestApp) {
             "episodic" => json!({"kind": "episodic"}),
             _ => json!({"kind": "semantic", "subject": id, "predicate": "is"}),
         };
-        json!({"id": id, "type": kind, "sensitivity": "low", "salience": salience, "payload": payload})
+        json!({"id": id, "type": kind, "sensitivity": "low", "salience": salience,
+               "lifecycle": {"pinned": true}, "payload": payload})
     };
     create(app, with("A", "semantic", 0.5)).await;
     create(app, with("B", "working", 0.5)).await;
@@ -389,4 +391,27 @@ async fn a_clear_winner_needs_nothing_more_and_recency_counts() {
         )
         .await;
     assert_eq!(body["selection"]["scores"][0]["success_rate"], 0.75);
+}
+
+#[actix_web::test]
+async fn retrieval_returns_salience_decayed_to_now() {
+    let app = spawn_app().await;
+    let (_, body) = app
+        .post("/v1/ingest/event", &crate::helpers::event("agent"))
+        .await;
+    let id = body["record"]["id"].as_str().unwrap().to_string();
+    // Episodic memory halves every hour.
+    app.clock.advance(chrono::Duration::hours(1));
+    let (_, found) = app
+        .post("/v1/retrieve", &json!({"trust": trust("low", &[])}))
+        .await;
+    assert!(close(&found["records"][0]["salience"], 0.5), "{found}");
+    assert!(close(&app.get_record(&id).await["salience"], 0.5));
+    let (_, found) = app
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": trust("low", &[]), "min_salience": 0.6}),
+        )
+        .await;
+    assert!(found["records"].as_array().unwrap().is_empty(), "{found}");
 }

@@ -674,7 +674,9 @@ async fn reinforce_and_penalize_move_salience_within_bounds() {
     let app = spawn_app().await;
     let mut record = fact("1", false);
     record["salience"] = json!(0.85);
-    record["lifecycle"] = json!({"decay": {"min_salience": 0.2, "reinforcement_gain": 0.1}});
+    // Pinned: only reinforcement and penalties move it, not the clock.
+    record["lifecycle"] =
+        json!({"pinned": true, "decay": {"min_salience": 0.2, "reinforcement_gain": 0.1}});
     let id = create(&app, record).await;
     app.clock.advance(chrono::Duration::hours(1));
     let (status, body) = app
