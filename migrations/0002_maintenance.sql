@@ -39,3 +39,12 @@ CREATE TABLE consolidation_marks (
     step       TEXT    NOT NULL,
     PRIMARY KEY (record_key, step)
 ) WITHOUT ROWID;
+
+-- Consolidation looks facts up by subject and predicate, and skills by
+-- name; partial expression indexes keep those lookups off full scans.
+CREATE INDEX idx_payload_fact ON payloads (
+    json_extract(payload_json, '$.subject'),
+    json_extract(payload_json, '$.predicate')
+) WHERE json_extract(payload_json, '$.kind') = 'semantic';
+CREATE INDEX idx_payload_skill ON payloads (json_extract(payload_json, '$.skill_name'))
+    WHERE json_extract(payload_json, '$.kind') = 'competence';

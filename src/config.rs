@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::domain::policy::Policy;
+use crate::domain::schedule::Schedule;
 
 /// The embedded defaults; `config/default.toml` documents each key.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -35,6 +36,7 @@ pub struct Settings {
     pub storage: StorageSettings,
     pub policy: Policy,
     pub retrieval: RetrievalSettings,
+    pub jobs: JobsSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -64,6 +66,22 @@ pub struct StorageSettings {
     pub reader_cache_size_kib: u64,
     pub write_queue_capacity: usize,
     pub max_writes_per_transaction: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobsSettings {
+    pub decay_chunk_size: usize,
+    pub compress_after_hours: i64,
+    pub decay: JobSettings,
+    pub consolidation: JobSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSettings {
+    pub schedule: String,
+    pub enabled: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -124,16 +142,20 @@ impl Settings {
             merge(&mut merged, overlay);
         }
         for (name, value) in env {
-            let Some((section, key)) = env_key(&name) else {
+            let Some(path) = env_key(&name) else {
                 continue;
             };
-            let section_table = merged
-                .entry(section.clone())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            let Some(section_table) = section_table.as_table_mut() else {
-                return Err(ConfigError::Invalid(format!("{section} is not a section")));
-            };
-            section_table.insert(key, env_value(&value));
+            let (key, sections) = path.split_last().expect("at least two parts");
+            let mut table = &mut merged;
+            for section in sections {
+                let entry = table
+                    .entry(section.clone())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                table = entry.as_table_mut().ok_or_else(|| {
+                    ConfigError::Invalid(format!("{name}: {section} is a value, not a section"))
+                })?;
+            }
+            table.insert(key.clone(), env_value(&value));
         }
         let settings: Settings = toml::Value::Table(merged)
             .try_into()
@@ -204,6 +226,20 @@ impl Settings {
                 return invalid(key, "must be > 0");
             }
         }
+        if self.jobs.decay_chunk_size == 0 {
+            return invalid("jobs.decay_chunk_size", "must be at least 1");
+        }
+        if self.jobs.compress_after_hours <= 0 {
+            return invalid("jobs.compress_after_hours", "must be > 0");
+        }
+        for (key, job) in [
+            ("jobs.decay.schedule", &self.jobs.decay),
+            ("jobs.consolidation.schedule", &self.jobs.consolidation),
+        ] {
+            if let Err(why) = Schedule::parse(&job.schedule) {
+                return invalid(key, &why);
+            }
+        }
         if self.retrieval.max_limit == 0 {
             return invalid("retrieval.max_limit", "must be at least 1");
         }
@@ -236,13 +272,16 @@ fn merge(base: &mut toml::Table, overlay: toml::Table) {
     }
 }
 
-fn env_key(name: &str) -> Option<(String, String)> {
+/// The key path an environment variable sets: `ENGRAM_JOBS__DECAY__ENABLED`
+/// is `jobs.decay.enabled`. Variables without a `__` are not settings
+/// (except the aliases), so `ENGRAM_CONFIG` is not mistaken for one.
+fn env_key(name: &str) -> Option<Vec<String>> {
     if let Some((_, section, key)) = ENV_ALIASES.iter().find(|(alias, _, _)| *alias == name) {
-        return Some((section.to_string(), key.to_string()));
+        return Some(vec![section.to_string(), key.to_string()]);
     }
     let rest = name.strip_prefix("ENGRAM_")?;
-    let (section, key) = rest.split_once("__")?;
-    Some((section.to_ascii_lowercase(), key.to_ascii_lowercase()))
+    let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+    (path.len() >= 2 && path.iter().all(|part| !part.is_empty())).then_some(path)
 }
 
 /// An environment value is read as a TOML value when it is one (numbers,
@@ -298,6 +337,24 @@ mod tests {
         assert_eq!(settings.storage.db_path, PathBuf::from("/tmp/x.db"));
         assert_eq!(settings.server.listen, "0.0.0.0:9000");
         assert_eq!(settings.retrieval.max_limit, 50);
+    }
+
+    #[test]
+    fn nested_keys_can_be_set_from_the_environment() {
+        let settings = Settings::from_layers(
+            None,
+            env(&[
+                ("ENGRAM_JOBS__DECAY__SCHEDULE", "0 */5 * * * *"),
+                ("ENGRAM_JOBS__CONSOLIDATION__ENABLED", "false"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(settings.jobs.decay.schedule, "0 */5 * * * *");
+        assert!(!settings.jobs.consolidation.enabled);
+        let err = Settings::from_layers(None, env(&[("ENGRAM_JOBS__DECAY__SCHEDULE", "hourly")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("jobs.decay.schedule"), "{err}");
     }
 
     #[test]

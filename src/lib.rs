@@ -10,6 +10,8 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod jobs;
+pub mod metrics;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

@@ -3,6 +3,7 @@
 //! port 0) and the server is ready to accept connections.
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, SyncArbiter};
@@ -10,6 +11,8 @@ use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
+use crate::actors::consolidation::Consolidator;
+use crate::actors::decay::Decayer;
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::Retriever;
 use crate::actors::revision::Reviser;
@@ -17,7 +20,9 @@ use crate::actors::storage::{StorageWriter, StoreReader};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::http::{self, AppState};
-use crate::store::{self, migrations, ConnectionOptions, StoreError};
+use crate::jobs::{Jobs, JobsError};
+use crate::metrics::Metrics;
+use crate::store::{self, maintenance, migrations, ConnectionOptions, StoreError};
 use crate::telemetry;
 
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +34,8 @@ pub enum StartupError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Jobs(#[from] JobsError),
 }
 
 /// Reads allowed in flight per reader thread before retrieval answers 503.
@@ -38,6 +45,7 @@ pub struct Application {
     addr: SocketAddr,
     server: Server,
     writer: StorageWriter,
+    jobs: Jobs,
 }
 
 impl Application {
@@ -65,6 +73,8 @@ impl Application {
         if !applied.is_empty() {
             tracing::info!(versions = ?applied, "applied schema migrations");
         }
+        let stored_jobs = maintenance::job_settings(&writer_conn).map_err(db_error)?;
+        let last_runs = maintenance::last_job_runs(&writer_conn).map_err(db_error)?;
         let pool = store::open_pool(&storage.db_path, storage.pool_size, reader_options)
             .map_err(db_error)?;
         let writer = StorageWriter::start(
@@ -78,9 +88,33 @@ impl Application {
         let ingestor =
             Ingestor::new(settings.policy.clone(), writer.clone(), clock.clone()).start();
         let reviser = Reviser::new(settings.policy.clone(), writer.clone(), clock.clone()).start();
+        let decayer = Decayer::new(
+            reader.clone(),
+            writer.clone(),
+            settings.jobs.decay_chunk_size,
+        )
+        .start();
+        let consolidator = Consolidator::new(
+            settings.policy.clone(),
+            writer.clone(),
+            settings.jobs.compress_after_hours,
+        )
+        .start();
+        let metrics = Arc::new(Metrics::default());
+        let jobs = Jobs::start(
+            &settings.jobs,
+            stored_jobs,
+            last_runs,
+            decayer,
+            consolidator,
+            writer.clone(),
+            clock.clone(),
+            metrics.clone(),
+        )
+        .await?;
         let retriever = Retriever::new(
             reader.clone(),
-            clock,
+            clock.clone(),
             settings.retrieval.selection_confidence_threshold,
             readers * READS_IN_FLIGHT_PER_READER,
         )
@@ -91,6 +125,9 @@ impl Application {
             reviser,
             reader,
             writer: writer.clone(),
+            jobs: jobs.clone(),
+            metrics,
+            clock,
             max_limit: settings.retrieval.max_limit,
             max_body_bytes: settings.server.max_body_bytes,
         });
@@ -121,6 +158,7 @@ impl Application {
             addr: local,
             server,
             writer,
+            jobs,
         })
     }
 
@@ -137,6 +175,7 @@ impl Application {
     /// queued writes commit and checkpoints the database.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
+        self.jobs.shutdown().await;
         let writer = self.writer;
         let _ = actix_web::rt::task::spawn_blocking(move || writer.shutdown()).await;
         result

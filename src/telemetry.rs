@@ -1,6 +1,6 @@
 //! Logging: `tracing` to stderr, text or JSON, filtered by `RUST_LOG`
-//! (default `info`), plus an access-log middleware that leaves health
-//! checks out.
+//! (default `info`), plus a middleware that counts and times every request
+//! for the metrics and logs it (health checks are counted, not logged).
 
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -8,9 +8,11 @@ use std::time::Instant;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
+use actix_web::web;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
+use crate::http::AppState;
 
 /// Installs the global subscriber; a second call is a no-op, so tests may
 /// call it freely.
@@ -33,13 +35,24 @@ pub async fn access_log(
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.path().to_owned();
+    let metrics = req
+        .app_data::<web::Data<AppState>>()
+        .map(|state| state.metrics.clone());
     let response = next.call(req).await?;
+    let elapsed = started.elapsed().as_secs_f64();
+    if let Some(metrics) = metrics {
+        let route = response
+            .request()
+            .match_pattern()
+            .unwrap_or_else(|| "unmatched".to_string());
+        metrics.request_finished(method.as_str(), &route, response.status().as_u16(), elapsed);
+    }
     if path != "/healthz" && path != "/readyz" {
         tracing::info!(
             %method,
             %path,
             status = response.status().as_u16(),
-            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms = elapsed * 1000.0,
             "request"
         );
     }

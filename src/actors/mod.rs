@@ -19,6 +19,8 @@
 //! Only the two storage actors touch SQLite, and nothing blocking runs on
 //! the async executor.
 
+pub mod consolidation;
+pub mod decay;
 pub mod ingestion;
 pub mod retrieval;
 pub mod revision;

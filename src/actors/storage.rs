@@ -15,6 +15,8 @@ use super::ServiceError;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
+use crate::store::maintenance::{self, DecayRow};
+use crate::store::stats::{self, MemoryStats};
 use crate::store::{records, Pool, StoreError};
 
 /// Reads, one pooled connection per arbiter thread.
@@ -46,11 +48,26 @@ pub struct QueryRecords {
     pub now: Timestamp,
 }
 
+/// A chunk of records for the decay sweep, in key order after `after_key`.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<DecayRow>, StoreError>")]
+pub struct ScanForDecay {
+    pub after_key: i64,
+    pub limit: usize,
+}
+
 /// The supersession chain through a record, oldest first.
 #[derive(Message)]
 #[rtype(result = "Result<Option<Vec<MemoryRecord>>, StoreError>")]
 pub struct FetchHistory {
     pub id: String,
+    pub now: Timestamp,
+}
+
+/// Aggregates over all records, for metrics.
+#[derive(Message)]
+#[rtype(result = "Result<MemoryStats, StoreError>")]
+pub struct CollectStats {
     pub now: Timestamp,
 }
 
@@ -79,6 +96,22 @@ impl Handler<FetchHistory> for StoreReader {
 
     fn handle(&mut self, msg: FetchHistory, _: &mut Self::Context) -> Self::Result {
         records::supersession_chain(&*self.pool.get()?, &msg.id, msg.now)
+    }
+}
+
+impl Handler<ScanForDecay> for StoreReader {
+    type Result = Result<Vec<DecayRow>, StoreError>;
+
+    fn handle(&mut self, msg: ScanForDecay, _: &mut Self::Context) -> Self::Result {
+        maintenance::scan_for_decay(&*self.pool.get()?, msg.after_key, msg.limit)
+    }
+}
+
+impl Handler<CollectStats> for StoreReader {
+    type Result = Result<MemoryStats, StoreError>;
+
+    fn handle(&mut self, msg: CollectStats, _: &mut Self::Context) -> Self::Result {
+        stats::memory_stats(&*self.pool.get()?, msg.now)
     }
 }
 

@@ -3,6 +3,7 @@
 //! types are built valid (requests are checked as they are turned into
 //! records) and know nothing of HTTP or SQL.
 
+pub mod consolidation;
 pub mod decay;
 pub mod ingest;
 pub mod payload;
@@ -10,6 +11,7 @@ pub mod policy;
 pub mod record;
 pub mod retrieval;
 pub mod revision;
+pub mod schedule;
 pub mod selection;
 pub mod time;
 pub mod trust;

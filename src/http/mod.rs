@@ -5,6 +5,8 @@
 
 mod health;
 mod ingest;
+mod jobs;
+mod metrics;
 mod records;
 mod retrieve;
 mod revisions;
@@ -34,6 +36,9 @@ pub struct AppState {
     pub reviser: Addr<Reviser>,
     pub reader: Addr<StoreReader>,
     pub writer: StorageWriter,
+    pub jobs: crate::jobs::Jobs,
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    pub clock: crate::clock::Clock,
     pub max_limit: usize,
     pub max_body_bytes: usize,
 }
@@ -41,6 +46,8 @@ pub struct AppState {
 pub fn configure(cfg: &mut web::ServiceConfig) {
     health::configure(cfg);
     ingest::configure(cfg);
+    jobs::configure(cfg);
+    metrics::configure(cfg);
     records::configure(cfg);
     retrieve::configure(cfg);
     revisions::configure(cfg);

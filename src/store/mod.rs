@@ -5,8 +5,11 @@
 //! connection (inside whatever transaction the caller holds), so another
 //! backend could sit behind the same signatures.
 
+pub mod consolidation;
+pub mod maintenance;
 pub mod migrations;
 pub mod records;
+pub mod stats;
 
 use std::path::Path;
 use std::time::Duration;

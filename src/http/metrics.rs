@@ -1,0 +1,37 @@
+//! `GET /v1/metrics` (memory aggregates as JSON) and `GET /metrics`
+//! (everything, in the Prometheus text format).
+
+use actix_web::{web, HttpResponse};
+
+use super::{resource, AppState};
+use crate::actors::storage::CollectStats;
+use crate::actors::ServiceError;
+use crate::error::ApiError;
+use crate::store::stats::MemoryStats;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource("/v1/metrics", web::get().to(memory)))
+        .service(resource("/metrics", web::get().to(prometheus)));
+}
+
+async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
+    let now = state.clock.now();
+    Ok(state
+        .reader
+        .send(CollectStats { now })
+        .await
+        .map_err(ServiceError::from)?
+        .map_err(ServiceError::from)?)
+}
+
+async fn memory(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(collect(&state).await?))
+}
+
+async fn prometheus(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let memory = collect(&state).await?;
+    let text = state.metrics.render(&memory, state.writer.queue_depth());
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(text))
+}

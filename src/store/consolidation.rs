@@ -1,0 +1,153 @@
+//! SQL for consolidation: candidate episodes per step, the marks that make
+//! each step run once per record, and look-ups of what was derived before.
+
+use rusqlite::{params, Connection};
+
+use super::StoreError;
+use crate::domain::time::{to_micros, Timestamp};
+
+/// A consolidation step, recorded per record once it has used it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Compressed,
+    Semantic,
+    Competence,
+    PlanGraph,
+}
+
+impl Step {
+    fn as_str(self) -> &'static str {
+        match self {
+            Step::Compressed => "compressed",
+            Step::Semantic => "semantic",
+            Step::Competence => "competence",
+            Step::PlanGraph => "plan_graph",
+        }
+    }
+
+    /// What an episode needs in its payload to matter to this step.
+    fn payload_filter(self) -> &'static str {
+        match self {
+            Step::Compressed => "1",
+            Step::Semantic => "json_array_length(p.payload_json, '$.timeline') > 0",
+            Step::Competence => {
+                "json_array_length(p.payload_json, '$.tool_graph') > 0
+                 AND json_extract(p.payload_json, '$.outcome') IN ('success', 'failure')"
+            }
+            Step::PlanGraph => "json_array_length(p.payload_json, '$.tool_graph') >= 3",
+        }
+    }
+}
+
+/// Episodes (not retracted, not pinned) that `step` has not used, created
+/// before `created_before`, in key order after `after_key`: `(key, id)`.
+pub fn unmarked_episodes(
+    conn: &Connection,
+    step: Step,
+    created_before: Timestamp,
+    after_key: i64,
+    limit: usize,
+) -> Result<Vec<(i64, String)>, StoreError> {
+    let sql = format!(
+        "SELECT r.key, r.id FROM records r
+         JOIN payloads p ON p.record_key = r.key
+         JOIN decay_profiles d ON d.record_key = r.key
+         WHERE r.layer = 4 AND r.status <> 'retracted' AND d.pinned = 0
+           AND r.created_at < ?1 AND r.key > ?2 AND {}
+           AND NOT EXISTS (SELECT 1 FROM consolidation_marks m WHERE m.record_key = r.key AND m.step = ?3)
+         ORDER BY r.key LIMIT ?4",
+        step.payload_filter()
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(
+        params![
+            to_micros(&created_before),
+            after_key,
+            step.as_str(),
+            limit as i64
+        ],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn mark(conn: &Connection, key: i64, step: Step) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO consolidation_marks (record_key, step) VALUES (?1, ?2)",
+    )?
+    .execute(params![key, step.as_str()])?;
+    Ok(())
+}
+
+/// Active consolidated facts with this subject and predicate: their ids.
+pub fn consolidated_facts(
+    conn: &Connection,
+    subject: &str,
+    predicate: &str,
+) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.id FROM payloads p JOIN records r ON r.key = p.record_key
+         WHERE json_extract(p.payload_json, '$.kind') = 'semantic'
+           AND json_extract(p.payload_json, '$.subject') = ?1
+           AND json_extract(p.payload_json, '$.predicate') = ?2
+           AND r.status = 'active'
+           AND EXISTS (SELECT 1 FROM tags t WHERE t.record_key = r.key AND t.tag = ?3)
+         ORDER BY r.key",
+    )?;
+    let rows = stmt.query_map(
+        params![
+            subject,
+            predicate,
+            crate::domain::consolidation::CONSOLIDATED_TAG
+        ],
+        |row| row.get(0),
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The active consolidated skill with this name, if any.
+pub fn consolidated_skill(
+    conn: &Connection,
+    skill_name: &str,
+) -> Result<Option<String>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.id FROM payloads p JOIN records r ON r.key = p.record_key
+         WHERE json_extract(p.payload_json, '$.kind') = 'competence'
+           AND json_extract(p.payload_json, '$.skill_name') = ?1
+           AND r.status = 'active'
+           AND EXISTS (SELECT 1 FROM tags t WHERE t.record_key = r.key AND t.tag = ?2)
+         ORDER BY r.key LIMIT 1",
+    )?;
+    let mut rows = stmt.query_map(
+        params![skill_name, crate::domain::consolidation::CONSOLIDATED_TAG],
+        |row| row.get(0),
+    )?;
+    Ok(rows.next().transpose()?)
+}
+
+/// Groups of active semantic records with the same subject, predicate,
+/// object and scope, oldest first within each group: their ids.
+pub fn duplicate_fact_groups(conn: &Connection) -> Result<Vec<Vec<String>>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT json_group_array(id) FROM (
+             SELECT r.id AS id,
+                    json_extract(p.payload_json, '$.subject') AS subject,
+                    json_extract(p.payload_json, '$.predicate') AS predicate,
+                    json_type(p.payload_json, '$.object') AS object_type,
+                    json_extract(p.payload_json, '$.object') AS object,
+                    r.scope AS scope
+             FROM records r JOIN payloads p ON p.record_key = r.key
+             WHERE r.layer = 1 AND r.status = 'active'
+             ORDER BY r.key)
+         GROUP BY subject, predicate, object_type, object, scope
+         HAVING COUNT(*) > 1",
+    )?;
+    let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
+    let mut groups = Vec::new();
+    for row in rows {
+        let ids: Vec<String> = serde_json::from_str(&row?)
+            .map_err(|e| StoreError::Corrupt(format!("duplicate group: {e}")))?;
+        groups.push(ids);
+    }
+    Ok(groups)
+}

@@ -1,0 +1,147 @@
+//! Aggregates over the whole memory for `GET /v1/metrics`, computed in SQL
+//! (counts, sums, averages) so nothing is loaded record by record.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, Connection};
+use serde::Serialize;
+
+use super::StoreError;
+use crate::domain::record::MemoryType;
+use crate::domain::time::{to_micros, Timestamp};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryStats {
+    pub total_records: u64,
+    /// Every memory type, zero when there are none.
+    pub records_by_type: BTreeMap<&'static str, u64>,
+    /// Over the salience stored at the last decay sweep.
+    pub avg_salience: f64,
+    pub avg_confidence: f64,
+    /// Records per salience range, each 0.2 wide; the last includes 1.0
+    /// and anything above.
+    pub salience_distribution: BTreeMap<&'static str, u64>,
+    pub active_records: u64,
+    pub pinned_records: u64,
+    pub total_audit_entries: u64,
+    /// Share of records created in the last 24 hours.
+    pub growth_rate: f64,
+    /// Share of audit actions that are reinforcements.
+    pub retrieval_usefulness: f64,
+    /// Successes over all recorded runs of competence records.
+    pub competence_success_rate: f64,
+    /// Mean `metrics.execution_count` of plan graphs.
+    pub plan_reuse_frequency: f64,
+    /// Share of audit actions that revise knowledge (revise, fork, merge,
+    /// delete).
+    pub revision_rate: f64,
+}
+
+pub const SALIENCE_BUCKETS: [&str; 5] = ["0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"];
+
+/// SQL counts are never negative.
+fn count(value: i64) -> u64 {
+    value.max(0) as u64
+}
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, StoreError> {
+    let (total, avg_salience, avg_confidence, active, recent, b0, b1, b2, b3, b4): (
+        i64,
+        f64,
+        f64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+    ) = conn
+        .prepare_cached(
+            "SELECT COUNT(*), COALESCE(AVG(salience), 0), COALESCE(AVG(confidence), 0),
+                COALESCE(SUM(status = 'active'), 0),
+                COALESCE(SUM(created_at >= ?1), 0),
+                COALESCE(SUM(salience < 0.2), 0),
+                COALESCE(SUM(salience >= 0.2 AND salience < 0.4), 0),
+                COALESCE(SUM(salience >= 0.4 AND salience < 0.6), 0),
+                COALESCE(SUM(salience >= 0.6 AND salience < 0.8), 0),
+                COALESCE(SUM(salience >= 0.8), 0)
+         FROM records",
+        )?
+        .query_row(
+            params![to_micros(&(now - chrono::Duration::hours(24)))],
+            |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                    row.get(7)?,
+                    row.get(8)?,
+                    row.get(9)?,
+                ))
+            },
+        )?;
+    let mut records_by_type: BTreeMap<&'static str, u64> =
+        MemoryType::ALL.iter().map(|t| (t.as_str(), 0)).collect();
+    let mut stmt = conn.prepare_cached("SELECT layer, COUNT(*) FROM records GROUP BY layer")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        if let Some(memory_type) = MemoryType::from_layer(row.get(0)?) {
+            records_by_type.insert(memory_type.as_str(), count(row.get(1)?));
+        }
+    }
+    let pinned: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM decay_profiles WHERE pinned = 1")?
+        .query_row([], |row| row.get(0))?;
+    let (audit_total, reinforcements, revisions): (i64, i64, i64) = conn
+        .prepare_cached(
+            "SELECT COUNT(*), COALESCE(SUM(action = 'reinforce'), 0),
+                    COALESCE(SUM(action IN ('revise', 'fork', 'merge', 'delete')), 0)
+             FROM audit_log",
+        )?
+        .query_row([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+    let (successes, failures): (i64, i64) = conn
+        .prepare_cached("SELECT COALESCE(SUM(success_count), 0), COALESCE(SUM(failure_count), 0) FROM competence_stats")?
+        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let plan_reuse: f64 = conn
+        .prepare_cached(
+            "SELECT COALESCE(AVG(COALESCE(json_extract(p.payload_json, '$.metrics.execution_count'), 0)), 0)
+             FROM records r JOIN payloads p ON p.record_key = r.key WHERE r.layer = ?1",
+        )?
+        .query_row([MemoryType::PlanGraph.layer()], |row| row.get(0))?;
+    let (total, recent, active, pinned) =
+        (count(total), count(recent), count(active), count(pinned));
+    let (audit_total, reinforcements, revisions) =
+        (count(audit_total), count(reinforcements), count(revisions));
+    let (successes, failures) = (count(successes), count(failures));
+    Ok(MemoryStats {
+        total_records: total,
+        records_by_type,
+        avg_salience,
+        avg_confidence,
+        salience_distribution: SALIENCE_BUCKETS
+            .into_iter()
+            .zip([b0, b1, b2, b3, b4].map(count))
+            .collect(),
+        active_records: active,
+        pinned_records: pinned,
+        total_audit_entries: audit_total,
+        growth_rate: ratio(recent, total),
+        retrieval_usefulness: ratio(reinforcements, audit_total),
+        competence_success_rate: ratio(successes, successes + failures),
+        plan_reuse_frequency: plan_reuse,
+        revision_rate: ratio(revisions, audit_total),
+    })
+}
