@@ -5,6 +5,7 @@
 //! touches SQLite, through the plain SQL functions in `store`.
 
 pub mod actors;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod domain;

@@ -1,8 +1,10 @@
-//! `engram [serve] [--config PATH]`: runs the service.
+//! `engram [serve] [--config PATH]` runs the service; `engram jobs …`
+//! controls the maintenance jobs of a running one.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use engram::cli;
 use engram::clock::Clock;
 use engram::config::Settings;
 use engram::startup::Application;
@@ -12,6 +14,8 @@ engram: a shared memory service for AI agents
 
 Usage:
   engram [serve] [--config PATH]   run the service (the default)
+  engram jobs list|set|run ...     see or change the maintenance jobs of a
+                                   running service (engram jobs --help)
   engram --help                    show this help
   engram --version                 show the version
 
@@ -21,6 +25,7 @@ ENGRAM_<SECTION>__<KEY> environment variables.";
 
 enum Command {
     Serve { config: Option<PathBuf> },
+    Jobs(Vec<String>),
     Help,
     Version,
 }
@@ -28,8 +33,15 @@ enum Command {
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
     let mut config = None;
     let mut args = args.peekable();
-    if args.peek().map(String::as_str) == Some("serve") {
-        args.next();
+    match args.peek().map(String::as_str) {
+        Some("serve") => {
+            args.next();
+        }
+        Some("jobs") => {
+            args.next();
+            return Ok(Command::Jobs(args.collect()));
+        }
+        _ => {}
     }
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -62,6 +74,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Command::Serve { config }) => config,
+        Ok(Command::Jobs(args)) => return jobs(&args),
         Err(message) => {
             eprintln!("engram: {message}\n\n{USAGE}");
             return ExitCode::from(2);
@@ -85,6 +98,33 @@ fn main() -> ExitCode {
         Err(e) => {
             tracing::error!(error = %e, "engram stopped");
             eprintln!("engram: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn jobs(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{}", cli::JOBS_USAGE);
+        return ExitCode::SUCCESS;
+    }
+    let (command, url) = match cli::parse_jobs(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("engram jobs: {message}\n\n{}", cli::JOBS_USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    match actix_web::rt::System::new().block_on(cli::run_jobs(command, &url)) {
+        Ok(output) => {
+            print!("{output}");
+            if !output.ends_with('\n') {
+                println!();
+            }
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("engram jobs: {message}");
             ExitCode::FAILURE
         }
     }

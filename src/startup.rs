@@ -166,6 +166,11 @@ impl Application {
         self.addr
     }
 
+    /// The single writer, shared with the actors.
+    pub fn writer(&self) -> StorageWriter {
+        self.writer.clone()
+    }
+
     /// Stops the server from elsewhere (tests, signal handlers).
     pub fn handle(&self) -> ServerHandle {
         self.server.handle()

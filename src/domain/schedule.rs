@@ -2,6 +2,7 @@
 //! (`sec min hour day-of-month month day-of-week`), evaluated in UTC — the
 //! form the scheduler runs them in.
 
+use chrono::Timelike;
 use croner::parser::{CronParser, Seconds};
 use croner::Cron;
 
@@ -41,9 +42,10 @@ impl Schedule {
         &self.expression
     }
 
-    /// The first time the schedule fires after `now`.
+    /// The first time the schedule fires after `now`, to the second.
     pub fn next_after(&self, now: Timestamp) -> Option<Timestamp> {
-        self.cron.find_next_occurrence(&now, false).ok()
+        let whole_second = now.with_nanosecond(0).unwrap_or(now);
+        self.cron.find_next_occurrence(&whole_second, false).ok()
     }
 }
 
@@ -55,7 +57,7 @@ mod tests {
     #[test]
     fn six_field_expressions_parse_and_say_when_they_fire_next() {
         let hourly = Schedule::parse("0 0 * * * *").unwrap();
-        let now = parse_rfc3339("2026-01-01T10:15:00Z").unwrap();
+        let now = parse_rfc3339("2026-01-01T10:15:00.250Z").unwrap();
         assert_eq!(
             hourly.next_after(now),
             Some(parse_rfc3339("2026-01-01T11:00:00Z").unwrap())

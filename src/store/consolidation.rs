@@ -53,7 +53,7 @@ pub fn unmarked_episodes(
          JOIN payloads p ON p.record_key = r.key
          JOIN decay_profiles d ON d.record_key = r.key
          WHERE r.layer = 4 AND r.status <> 'retracted' AND d.pinned = 0
-           AND r.created_at < ?1 AND r.key > ?2 AND {}
+           AND r.created_at <= ?1 AND r.key > ?2 AND {}
            AND NOT EXISTS (SELECT 1 FROM consolidation_marks m WHERE m.record_key = r.key AND m.step = ?3)
          ORDER BY r.key LIMIT ?4",
         step.payload_filter()

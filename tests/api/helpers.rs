@@ -16,6 +16,7 @@ pub struct TestApp {
     pub address: String,
     pub client: awc::Client,
     pub clock: ManualClock,
+    pub writer: engram::actors::storage::StorageWriter,
     handle: ServerHandle,
     server: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
     dir: TempDir,
@@ -63,6 +64,7 @@ pub async fn spawn_app_in(dir: TempDir, adjust: impl FnOnce(&mut Settings)) -> T
         .expect("the service starts");
     let address = format!("http://{}", app.local_addr());
     let server_handle = app.handle();
+    let writer = app.writer();
     let server = actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
         address,
@@ -70,6 +72,7 @@ pub async fn spawn_app_in(dir: TempDir, adjust: impl FnOnce(&mut Settings)) -> T
             .timeout(Duration::from_secs(60))
             .finish(),
         clock: handle,
+        writer,
         handle: server_handle,
         server,
         dir,
@@ -98,6 +101,25 @@ impl TestApp {
             .await
             .expect("request sent");
         read(response).await
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .put(format!("{}{}", self.address, path))
+            .send_json(body)
+            .await
+            .expect("request sent");
+        read(response).await
+    }
+
+    /// Runs a maintenance job now and answers its result.
+    pub async fn run_job(&self, name: &str) -> Value {
+        let (status, body) = self
+            .post(&format!("/v1/jobs/{name}/run"), &Value::Null)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["result"].clone()
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {

@@ -1,0 +1,186 @@
+//! `engram jobs …`: operator commands against a running server's job API.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+pub const JOBS_USAGE: &str = "\
+Usage:
+  engram jobs list [--url URL]
+  engram jobs set <name> [--schedule \"<6-field cron>\"] [--enabled true|false] [--url URL]
+  engram jobs run <name> [--url URL]
+
+URL defaults to ENGRAM_URL, or http://127.0.0.1:8080.";
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobsCommand {
+    List,
+    Set {
+        name: String,
+        schedule: Option<String>,
+        enabled: Option<bool>,
+    },
+    Run {
+        name: String,
+    },
+}
+
+/// Parses the words after `engram jobs`; answers the command and the URL.
+pub fn parse_jobs(args: &[String]) -> Result<(JobsCommand, String), String> {
+    let mut url =
+        std::env::var("ENGRAM_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".to_string());
+    let mut positional = Vec::new();
+    let mut schedule = None;
+    let mut enabled = None;
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        let mut value = |flag: &str| words.next().cloned().ok_or(format!("{flag} needs a value"));
+        match word.as_str() {
+            "--url" => url = value("--url")?,
+            "--schedule" => schedule = Some(value("--schedule")?),
+            "--enabled" => {
+                enabled = Some(match value("--enabled")?.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    other => return Err(format!("--enabled takes true or false, got {other:?}")),
+                })
+            }
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag:?}")),
+            _ => positional.push(word.clone()),
+        }
+    }
+    let url = url.trim_end_matches('/').to_string();
+    let command = match positional.as_slice() {
+        [list] if list == "list" => JobsCommand::List,
+        [set, name] if set == "set" => {
+            if schedule.is_none() && enabled.is_none() {
+                return Err("jobs set needs --schedule and/or --enabled".to_string());
+            }
+            JobsCommand::Set {
+                name: name.clone(),
+                schedule,
+                enabled,
+            }
+        }
+        [run, name] if run == "run" => JobsCommand::Run { name: name.clone() },
+        _ => return Err("expected list, set <name> or run <name>".to_string()),
+    };
+    Ok((command, url))
+}
+
+/// Runs the command; answers what to print, or the error to report.
+pub async fn run_jobs(command: JobsCommand, url: &str) -> Result<String, String> {
+    let client = awc::Client::builder()
+        .timeout(Duration::from_secs(3600))
+        .finish();
+    let request = match &command {
+        JobsCommand::List => client.get(format!("{url}/v1/jobs")).send().await,
+        JobsCommand::Set {
+            name,
+            schedule,
+            enabled,
+        } => {
+            let mut body = json!({});
+            if let Some(schedule) = schedule {
+                body["schedule"] = json!(schedule);
+            }
+            if let Some(enabled) = enabled {
+                body["enabled"] = json!(enabled);
+            }
+            client
+                .put(format!("{url}/v1/jobs/{name}"))
+                .send_json(&body)
+                .await
+        }
+        JobsCommand::Run { name } => {
+            client
+                .post(format!("{url}/v1/jobs/{name}/run"))
+                .send()
+                .await
+        }
+    };
+    let mut response = request.map_err(|e| format!("cannot reach {url}: {e}"))?;
+    let status = response.status();
+    let bytes = response
+        .body()
+        .await
+        .map_err(|e| format!("reading the answer: {e}"))?;
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if !status.is_success() {
+        let message = body["error"]["message"].as_str().unwrap_or("no details");
+        return Err(format!("{status}: {message}"));
+    }
+    Ok(match command {
+        JobsCommand::List => render_jobs(&body["jobs"]),
+        JobsCommand::Set { .. } => render_jobs(&json!([body["job"]])),
+        JobsCommand::Run { .. } => serde_json::to_string_pretty(&body).unwrap_or_default(),
+    })
+}
+
+fn render_jobs(jobs: &Value) -> String {
+    let mut out = format!(
+        "{:<15} {:<8} {:<20} {:<28} {}\n",
+        "JOB", "ENABLED", "SCHEDULE", "NEXT RUN", "LAST RUN"
+    );
+    for job in jobs.as_array().into_iter().flatten() {
+        let last = match &job["last_run"] {
+            Value::Null => "never".to_string(),
+            run => match run.get("error") {
+                Some(error) => format!("{} failed: {}", text(&run["finished_at"]), text(error)),
+                None => format!(
+                    "{} ({} ms) {}",
+                    text(&run["finished_at"]),
+                    run["duration_ms"],
+                    run["result"]
+                ),
+            },
+        };
+        out.push_str(&format!(
+            "{:<15} {:<8} {:<20} {:<28} {}\n",
+            text(&job["name"]),
+            job["enabled"],
+            text(&job["schedule"]),
+            text(&job["next_run"]),
+            last
+        ));
+    }
+    out
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn jobs_commands_parse() {
+        let (command, url) = parse_jobs(&words("list --url http://h:1/")).unwrap();
+        assert_eq!(command, JobsCommand::List);
+        assert_eq!(url, "http://h:1");
+        let mut args = words("set decay --enabled false --schedule");
+        args.push("0 */5 * * * *".into());
+        let (command, _) = parse_jobs(&args).unwrap();
+        assert_eq!(
+            command,
+            JobsCommand::Set {
+                name: "decay".into(),
+                schedule: Some("0 */5 * * * *".into()),
+                enabled: Some(false)
+            }
+        );
+        assert!(parse_jobs(&words("set decay")).is_err());
+        assert!(parse_jobs(&words("run")).is_err());
+        assert!(parse_jobs(&words("set decay --enabled maybe")).is_err());
+    }
+}
