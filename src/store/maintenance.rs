@@ -223,8 +223,8 @@ pub fn last_job_runs(conn: &Connection) -> Result<Vec<JobRunRecord>, StoreError>
         let error: Option<String> = row.get(5)?;
         let outcome = match (result, error) {
             (_, Some(error)) => Err(error),
-            (Some(json), None) => serde_json::from_str(&json)
-                .map_err(|e| StoreError::Corrupt(format!("job result: {e}")))?,
+            (Some(json), None) => Ok(serde_json::from_str::<serde_json::Value>(&json)
+                .map_err(|e| StoreError::Corrupt(format!("job result: {e}")))?),
             (None, None) => Ok(serde_json::Value::Null),
         };
         runs.push(JobRunRecord {

@@ -4,6 +4,7 @@
 mod health;
 mod helpers;
 mod ingest;
+mod jobs;
 mod maintenance;
 mod persistence;
 mod records;

@@ -36,7 +36,14 @@ async fn both_curves_floor_max_age_and_pinning_over_http() {
         memo("exp", json!({"decay": {"curve": "exponential"}})),
     )
     .await;
-    create(&app, memo("lin", json!({"decay": {"curve": "linear"}, "deletion_policy": "never"}))).await;
+    create(
+        &app,
+        memo(
+            "lin",
+            json!({"decay": {"curve": "linear"}, "deletion_policy": "never"}),
+        ),
+    )
+    .await;
     create(&app, memo("custom", json!({"decay": {"curve": "custom"}}))).await;
     create(&app, memo("floor", json!({"decay": {"min_salience": 0.3}}))).await;
     create(
@@ -268,7 +275,10 @@ async fn old_episodes_are_compressed_once() {
     assert_eq!(entry["actor"], "engram:scheduler");
     assert!(entry["rationale"].as_str().unwrap().contains("compression"));
     let young = app.get_record("young").await;
-    assert!((young["salience"].as_f64().unwrap() - 0.8).abs() < 1e-3, "{young}");
+    assert!(
+        (young["salience"].as_f64().unwrap() - 0.8).abs() < 1e-3,
+        "{young}"
+    );
     assert_eq!(
         app.run_job("consolidation").await["episodic_compressed"],
         0,

@@ -1,0 +1,320 @@
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
+
+use awc::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, event, spawn_app, spawn_app_in, TestApp};
+
+fn job<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == name)
+        .unwrap_or_else(|| panic!("no job {name} in {list}"))
+}
+
+#[actix_web::test]
+async fn jobs_list_their_configured_schedules() {
+    let app = spawn_app().await;
+    let (status, list) = app.get("/v1/jobs").await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    let decay = job(&list, "decay");
+    assert_eq!(decay["schedule"], "0 0 * * * *");
+    assert_eq!(decay["enabled"], true);
+    assert_eq!(decay["next_run"], "2026-01-01T01:00:00Z");
+    assert_eq!(decay["last_run"], Value::Null);
+    let consolidation = job(&list, "consolidation");
+    assert_eq!(consolidation["schedule"], "0 0 */6 * * *");
+    assert_eq!(consolidation["next_run"], "2026-01-01T06:00:00Z");
+}
+
+#[actix_web::test]
+async fn a_schedule_change_applies_at_once_and_survives_a_restart() {
+    let app = spawn_app().await;
+    let (status, body) = app
+        .put("/v1/jobs/decay", &json!({"schedule": "0 */5 * * * *"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["job"]["schedule"], "0 */5 * * * *");
+    assert_eq!(body["job"]["next_run"], "2026-01-01T00:05:00Z");
+    let (_, body) = app
+        .put("/v1/jobs/consolidation", &json!({"enabled": false}))
+        .await;
+    assert_eq!(body["job"]["enabled"], false);
+    assert_eq!(body["job"]["next_run"], Value::Null);
+    assert_eq!(
+        body["job"]["schedule"], "0 0 */6 * * *",
+        "unchanged when not given"
+    );
+    app.run_job("decay").await;
+    let dir = app.stop().await;
+
+    // The stored change wins over the configuration file.
+    let app = spawn_app_in(dir, |settings| {
+        settings.jobs.decay.schedule = "0 30 * * * *".into()
+    })
+    .await;
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(job(&list, "decay")["schedule"], "0 */5 * * * *");
+    assert_eq!(job(&list, "consolidation")["enabled"], false);
+    assert!(
+        job(&list, "decay")["last_run"]["result"]["scanned"].is_number(),
+        "{list}"
+    );
+}
+
+#[actix_web::test]
+async fn a_bad_schedule_is_refused_with_the_reason() {
+    let app = spawn_app().await;
+    let cases = [
+        (
+            json!({"schedule": "0 * * * *"}),
+            "schedule: a schedule has 6 fields",
+        ),
+        (
+            json!({"schedule": "0 61 * * * *"}),
+            "is not a valid cron expression",
+        ),
+        (json!({"schedule": ""}), "schedule:"),
+        (json!({"schedule": 5}), "schedule: invalid type"),
+        (json!({"enabled": "yes"}), "enabled: invalid type"),
+        (json!({"every": "hour"}), "unknown field `every`"),
+    ];
+    for (body, message) in cases {
+        assert_error(
+            &app.put("/v1/jobs/decay", &body).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            message,
+        );
+    }
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(job(&list, "decay")["schedule"], "0 0 * * * *");
+    assert_error(
+        &app.put("/v1/jobs/vacuum", &json!({"enabled": true})).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "vacuum",
+    );
+    assert_error(
+        &app.post("/v1/jobs/vacuum/run", &Value::Null).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "vacuum",
+    );
+}
+
+#[actix_web::test]
+async fn a_disabled_job_still_runs_on_demand() {
+    let app = spawn_app().await;
+    app.put("/v1/jobs/decay", &json!({"enabled": false})).await;
+    let (status, body) = app.post("/v1/jobs/decay/run", &Value::Null).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["job"], "decay");
+    assert_eq!(
+        body["result"],
+        json!({"scanned": 0, "decayed": 0, "pruned": 0, "chunks": 0})
+    );
+    assert_eq!(body["started_at"], "2026-01-01T00:00:00Z");
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(job(&list, "decay")["last_run"]["result"], body["result"]);
+}
+
+/// Holds the single writer until the returned sender is dropped or sent to.
+async fn block_writer(app: &TestApp) -> mpsc::Sender<()> {
+    let (release, wait) = mpsc::channel::<()>();
+    let (started, is_started) = mpsc::channel::<()>();
+    let wait = Mutex::new(wait);
+    let started = Mutex::new(started);
+    let writer = app.writer.clone();
+    actix_web::rt::spawn(async move {
+        let _ = writer
+            .write(move |_| {
+                let _ = started.lock().unwrap().send(());
+                let _ = wait.lock().unwrap().recv();
+                Ok(())
+            })
+            .await;
+    });
+    while is_started.try_recv().is_err() {
+        actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+    }
+    release
+}
+
+#[actix_web::test]
+async fn a_run_never_overlaps_another_run_of_the_same_job() {
+    let app = spawn_app().await;
+    let release = block_writer(&app).await;
+    // The first run gets as far as storing its result, and waits there.
+    let client = app.client.clone();
+    let url = format!("{}/v1/jobs/decay/run", app.address);
+    let first =
+        actix_web::rt::spawn(async move { client.post(url).send().await.map(|r| r.status()) });
+    loop {
+        let (_, list) = app.get("/v1/jobs").await;
+        if job(&list, "decay")["running"] == true {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_error(
+        &app.post("/v1/jobs/decay/run", &Value::Null).await,
+        StatusCode::CONFLICT,
+        "conflict",
+        "already running",
+    );
+    // Another job is free to run meanwhile.
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(job(&list, "consolidation")["running"], false);
+    release.send(()).unwrap();
+    assert_eq!(first.await.unwrap().unwrap(), StatusCode::OK);
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(job(&list, "decay")["running"], false);
+    app.run_job("decay").await;
+}
+
+#[actix_web::test]
+async fn memory_metrics_are_aggregated() {
+    let app = spawn_app().await;
+    for _ in 0..2 {
+        app.post("/v1/ingest/event", &event("a")).await;
+    }
+    let (_, fact) = app
+        .post(
+            "/v1/ingest/observation",
+            &json!({"source": "a", "subject": "s", "predicate": "p"}),
+        )
+        .await;
+    let id = fact["record"]["id"].as_str().unwrap();
+    app.post(
+        &format!("/v1/records/{id}/reinforce"),
+        &json!({"actor": "a", "rationale": "useful"}),
+    )
+    .await;
+    app.post(
+        "/v1/records",
+        &json!({"type": "competence", "sensitivity": "low", "lifecycle": {"pinned": true},
+                "payload": {"kind": "competence", "skill_name": "k", "performance": {"success_count": 3, "failure_count": 1}}}),
+    )
+    .await;
+    app.post(
+        "/v1/records",
+        &json!({"type": "plan_graph", "sensitivity": "low", "salience": 0.1,
+                "payload": {"kind": "plan_graph", "plan_id": "p", "metrics": {"execution_count": 4}}}),
+    )
+    .await;
+    let (status, stats) = app.get("/v1/metrics").await;
+    assert_eq!(status, StatusCode::OK, "{stats}");
+    assert_eq!(stats["total_records"], 5);
+    assert_eq!(
+        stats["records_by_type"],
+        json!({"competence": 1, "episodic": 2, "plan_graph": 1, "semantic": 1, "working": 0})
+    );
+    assert_eq!(stats["active_records"], 5);
+    assert_eq!(stats["pinned_records"], 1);
+    assert_eq!(stats["total_audit_entries"], 6);
+    assert_eq!(stats["salience_distribution"]["0.0-0.2"], 1);
+    assert_eq!(stats["salience_distribution"]["0.8-1.0"], 4);
+    assert_eq!(stats["growth_rate"], 1.0);
+    assert!((stats["retrieval_usefulness"].as_f64().unwrap() - 1.0 / 6.0).abs() < 1e-9);
+    assert_eq!(stats["competence_success_rate"], 0.75);
+    assert_eq!(stats["plan_reuse_frequency"], 4.0);
+    assert_eq!(stats["revision_rate"], 0.0);
+    assert!(
+        (stats["avg_confidence"].as_f64().unwrap() - (0.8 + 0.8 + 0.7 + 1.0 + 1.0) / 5.0).abs()
+            < 1e-9
+    );
+}
+
+#[actix_web::test]
+async fn prometheus_metrics_cover_requests_jobs_and_the_writer() {
+    let app = spawn_app().await;
+    app.post("/v1/ingest/event", &event("a")).await;
+    app.post("/v1/ingest/event", &event("a")).await;
+    app.post("/v1/ingest/event", &json!({})).await;
+    app.post(
+        "/v1/retrieve/some-id",
+        &json!({"trust": {"max_sensitivity": "low"}}),
+    )
+    .await;
+    app.run_job("decay").await;
+    let mut response = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = String::from_utf8(response.body().await.unwrap().to_vec()).unwrap();
+    for line in [
+        "engram_http_requests_total{method=\"POST\",route=\"/v1/ingest/event\",status=\"201\"} 2",
+        "engram_http_requests_total{method=\"POST\",route=\"/v1/ingest/event\",status=\"400\"} 1",
+        "engram_http_requests_total{method=\"POST\",route=\"/v1/retrieve/{id}\",status=\"404\"} 1",
+        "engram_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/ingest/event\"} 3",
+        "engram_job_runs_total{job=\"decay\",outcome=\"succeeded\"} 1",
+        "engram_writer_queue_depth 0",
+        "engram_records 2",
+        "engram_records_by_type{type=\"episodic\"} 2",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+}
+
+async fn engram_cli(args: Vec<String>) -> std::process::Output {
+    actix_web::rt::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(args)
+            .output()
+            .expect("the engram binary runs")
+    })
+    .await
+    .unwrap()
+}
+
+#[actix_web::test]
+async fn the_operator_cli_lists_changes_and_runs_jobs() {
+    let app = spawn_app().await;
+    let args = |words: &[&str]| -> Vec<String> {
+        let mut all: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        all.extend(["--url".to_string(), app.address.clone()]);
+        all
+    };
+    let out = engram_cli(args(&[
+        "jobs",
+        "set",
+        "decay",
+        "--schedule",
+        "0 */10 * * * *",
+    ]))
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = engram_cli(args(&["jobs", "list"])).await;
+    let listing = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success());
+    assert!(
+        listing.contains("decay") && listing.contains("0 */10 * * * *"),
+        "{listing}"
+    );
+    assert!(listing.contains("consolidation"), "{listing}");
+    let out = engram_cli(args(&["jobs", "run", "consolidation"])).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["result"]["episodic_compressed"], 0);
+    let out = engram_cli(args(&["jobs", "set", "decay", "--schedule", "often"])).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("6 fields"));
+}
