@@ -9,6 +9,10 @@
 //! - [`revision::Reviser`] runs the revision operations (supersede, fork,
 //!   retract, merge, contest, reinforce, penalize), each as one writer job,
 //!   so revisions of one record serialise and apply whole or not at all.
+//! - [`decay::Decayer`] sweeps salience down to its decayed value and prunes
+//!   what decayed away, one chunk per writer job.
+//! - [`consolidation::Consolidator`] distils episodes into facts, skills and
+//!   plans, compresses old episodes and merges duplicate facts.
 //! - [`storage::StoreReader`] is a `SyncArbiter` pool of threads, one pooled
 //!   SQLite connection each, for reads.
 //! - [`storage::StorageWriter`] is the single writer: one thread and one
