@@ -39,10 +39,10 @@ const WORDS: &[&str] = &[
 const TAGS: &[&str] = &[
     "ops", "dev", "prod", "auth", "build", "infra", "ui", "db", "perf", "docs",
 ];
-const SCOPES: &[&str] = &["project-alpha", "project-beta", "project-gamma"];
-const SENSITIVITIES: &[&str] = &["public", "low", "low", "medium", "high"];
+pub const SCOPES: &[&str] = &["project-alpha", "project-beta", "project-gamma"];
+pub const SENSITIVITIES: &[&str] = &["public", "low", "low", "medium", "high"];
 
-fn sentence(rng: &mut Rng, words: usize) -> String {
+pub fn sentence(rng: &mut Rng, words: usize) -> String {
     (0..words)
         .map(|_| *rng.pick(WORDS))
         .collect::<Vec<_>>()
@@ -148,6 +148,65 @@ pub fn ingest_request(seed: u64, index: u64) -> Write {
     }
 }
 
+/// A batch of `size` ingest items; item `j` expects what
+/// `ingest_request(seed, first + j)` expects.
+pub fn batch_request(seed: u64, first: u64, size: u64) -> (Value, Vec<Vec<(&'static str, Value)>>) {
+    let mut items = Vec::with_capacity(size as usize);
+    let mut expects = Vec::with_capacity(size as usize);
+    for index in first..first + size {
+        let write = ingest_request(seed, index);
+        let kind = match write.path {
+            "/v1/ingest/event" => "event",
+            "/v1/ingest/tool-output" => "tool_output",
+            "/v1/ingest/observation" => "observation",
+            _ => "working_state",
+        };
+        let mut item = write.body;
+        item["kind"] = json!(kind);
+        items.push(item);
+        expects.push(write.expect);
+    }
+    (json!({ "items": items }), expects)
+}
+
+/// A retrieval under a varied trust context: any sensitivity ceiling, and
+/// no scopes, one, or two of them.
+pub fn varied_retrieval(rng: &mut Rng) -> Value {
+    let ceiling = *rng.pick(&["public", "low", "medium", "high", "hyper"]);
+    let scopes: Vec<&str> = match rng.below(3) {
+        0 => vec![],
+        1 => vec![*rng.pick(SCOPES)],
+        _ => vec![SCOPES[0], *rng.pick(&SCOPES[1..])],
+    };
+    json!({
+        "trust": {"max_sensitivity": ceiling, "authenticated": true, "actor_id": "loadtests", "scopes": scopes},
+        "limit": 20,
+        "min_salience": 0.0
+    })
+}
+
+/// The retrieval of the retrieval target: limit 20, a trust context that
+/// sees about a tenth of what `ingest_request` writes (public records of
+/// two of the three scopes: 1/5 x 2/3).
+pub fn narrow_retrieval() -> Value {
+    json!({
+        "trust": {"max_sensitivity": "public", "authenticated": true, "actor_id": "loadtests",
+                  "scopes": [SCOPES[0], SCOPES[1]]},
+        "limit": 20
+    })
+}
+
+/// A fact the `revise` scenario keeps superseding: topic `topic`,
+/// version `version`.
+pub fn topic_fact(topic: usize, version: u64) -> Value {
+    json!({
+        "type": "semantic", "sensitivity": "low", "scope": SCOPES[topic % SCOPES.len()],
+        "payload": {"kind": "semantic", "subject": format!("topic-{topic}"), "predicate": "version",
+                    "object": version,
+                    "evidence": [{"source_type": "loadtest", "source_id": format!("topic-{topic}-v{version}")}]}
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +218,14 @@ mod tests {
         }
         let differ = (0..20).any(|i| ingest_request(7, i).body != ingest_request(8, i).body);
         assert!(differ);
+    }
+
+    #[test]
+    fn a_batch_is_the_same_writes_with_a_kind() {
+        let (body, expects) = batch_request(3, 10, 4);
+        assert_eq!(body["items"].as_array().unwrap().len(), 4);
+        assert_eq!(expects[2], ingest_request(3, 12).expect);
+        assert!(body["items"][0]["kind"].is_string());
     }
 
     #[test]
