@@ -40,6 +40,19 @@ CREATE TABLE consolidation_marks (
     PRIMARY KEY (record_key, step)
 ) WITHOUT ROWID;
 
+-- What consolidation has seen so far, grouped by what it would extract (a
+-- fact, a tool sequence): each episode is read once, and a group becomes a
+-- fact or skill once it has been seen often enough, however many runs that
+-- took.
+CREATE TABLE consolidation_sightings (
+    step       TEXT    NOT NULL,
+    group_key  TEXT    NOT NULL,
+    record_key INTEGER NOT NULL REFERENCES records (key) ON DELETE CASCADE,
+    detail     TEXT,
+    PRIMARY KEY (step, group_key, record_key)
+) WITHOUT ROWID;
+CREATE INDEX idx_sightings_record ON consolidation_sightings (record_key);
+
 -- Consolidation looks facts up by subject and predicate, and skills by
 -- name; partial expression indexes keep those lookups off full scans.
 CREATE INDEX idx_payload_fact ON payloads (

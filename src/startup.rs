@@ -96,6 +96,7 @@ impl Application {
         .start();
         let consolidator = Consolidator::new(
             settings.policy.clone(),
+            reader.clone(),
             writer.clone(),
             settings.jobs.compress_after_hours,
         )

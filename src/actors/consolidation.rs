@@ -2,18 +2,21 @@
 //! plans, compresses old episodes and merges duplicate facts, by the rules
 //! in `domain::consolidation`.
 //!
-//! Each step runs as writer jobs; every episode a step uses is marked, so
+//! Each step works through the episodes it has not seen yet a page at a
+//! time, one writer job per page, so ingests keep flowing between pages.
+//! What a step has seen is kept (marks, and sightings grouped by the fact or
+//! tool sequence they show), so every episode is read once per step and
 //! running consolidation again on unchanged data changes nothing.
 
 use std::collections::BTreeMap;
 
-use actix::{Actor, Context, Handler, Message, ResponseFuture};
+use actix::{Actor, Addr, Context, Handler, Message, ResponseFuture};
 use chrono::Duration;
 use rusqlite::Connection;
 use serde::Serialize;
 
 use super::ingestion::new_record_id;
-use super::storage::StorageWriter;
+use super::storage::{FindDuplicateFacts, StorageWriter, StoreReader};
 use super::{load_record, ServiceError};
 use crate::domain::consolidation::{
     compress, derived_visibility, observed_facts, plan_from, tool_sequence, widen_visibility,
@@ -39,14 +42,21 @@ const PAGE: usize = 1000;
 
 pub struct Consolidator {
     policy: Policy,
+    reader: Addr<StoreReader>,
     writer: StorageWriter,
     compress_after: Duration,
 }
 
 impl Consolidator {
-    pub fn new(policy: Policy, writer: StorageWriter, compress_after_hours: i64) -> Self {
+    pub fn new(
+        policy: Policy,
+        reader: Addr<StoreReader>,
+        writer: StorageWriter,
+        compress_after_hours: i64,
+    ) -> Self {
         Consolidator {
             policy,
+            reader,
             writer,
             compress_after: Duration::hours(compress_after_hours),
         }
@@ -84,6 +94,7 @@ impl Handler<Consolidate> for Consolidator {
         let policy = self.policy.clone();
         let now = msg.now;
         let compress_before = now - self.compress_after;
+        let reader = self.reader.clone();
         Box::pin(async move {
             let mut report = ConsolidationReport::default();
             loop {
@@ -95,25 +106,52 @@ impl Handler<Consolidate> for Consolidator {
                 }
                 report.episodic_compressed += compressed;
             }
-            let p = policy.clone();
-            report.semantic_extracted = writer
-                .write(move |conn| extract_facts(conn, &p, now))
-                .await?;
-            let p = policy.clone();
-            report.competence_extracted = writer
-                .write(move |conn| extract_skills(conn, &p, now))
-                .await?;
-            let p = policy;
-            report.plan_graphs_extracted = writer
-                .write(move |conn| extract_plans(conn, &p, now))
-                .await?;
-            report.duplicates_resolved = writer
-                .write(move |conn| resolve_duplicates(conn, now))
-                .await?;
+            loop {
+                let p = policy.clone();
+                let (seen, extracted) = writer
+                    .write(move |conn| extract_facts(conn, &p, now))
+                    .await?;
+                report.semantic_extracted += extracted;
+                if seen == 0 {
+                    break;
+                }
+            }
+            loop {
+                let p = policy.clone();
+                let (seen, extracted) = writer
+                    .write(move |conn| extract_skills(conn, &p, now))
+                    .await?;
+                report.competence_extracted += extracted;
+                if seen == 0 {
+                    break;
+                }
+            }
+            loop {
+                let p = policy.clone();
+                let (seen, extracted) = writer
+                    .write(move |conn| extract_plans(conn, &p, now))
+                    .await?;
+                report.plan_graphs_extracted += extracted;
+                if seen == 0 {
+                    break;
+                }
+            }
+            // Finding duplicates reads every active fact: done on a read
+            // connection, then merged a few groups per writer job.
+            let groups = reader.send(FindDuplicateFacts).await??;
+            for chunk in groups.chunks(DUPLICATE_GROUPS_PER_WRITE) {
+                let chunk = chunk.to_vec();
+                report.duplicates_resolved += writer
+                    .write(move |conn| resolve_duplicates(conn, chunk, now))
+                    .await?;
+            }
             Ok(report)
         })
     }
 }
+
+/// Duplicate groups merged per writer job.
+const DUPLICATE_GROUPS_PER_WRITE: usize = 50;
 
 fn scheduler_entry(action: AuditAction, rationale: String, now: Timestamp) -> AuditEntry {
     AuditEntry {
@@ -150,23 +188,26 @@ fn compress_episodes(
     Ok(candidates.len() as u64)
 }
 
-/// Every unmarked episode `step` applies to, loaded, oldest first.
-fn episodes_for(
+/// The next page of episodes `step` has not seen, loaded, oldest first.
+fn next_page(
     conn: &Connection,
     step: Step,
     now: Timestamp,
 ) -> Result<Vec<(i64, MemoryRecord)>, ServiceError> {
-    let mut found = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = sql::unmarked_episodes(conn, step, now, after, PAGE)?;
-        let Some((last, _)) = page.last() else { break };
-        after = *last;
-        let keys: Vec<i64> = page.iter().map(|(key, _)| *key).collect();
-        let loaded = records::load_records(conn, &keys, now)?;
-        found.extend(keys.into_iter().zip(loaded));
-    }
-    Ok(found)
+    let page = sql::unmarked_episodes(conn, step, now, 0, PAGE)?;
+    let keys: Vec<i64> = page.iter().map(|(key, _)| *key).collect();
+    let loaded = records::load_records(conn, &keys, now)?;
+    Ok(keys.into_iter().zip(loaded).collect())
+}
+
+/// Loads the episodes behind sightings.
+fn sighted(
+    conn: &Connection,
+    sightings: &[(i64, Option<String>)],
+    now: Timestamp,
+) -> Result<Vec<MemoryRecord>, ServiceError> {
+    let keys: Vec<i64> = sightings.iter().map(|(key, _)| *key).collect();
+    Ok(records::load_records(conn, &keys, now)?)
 }
 
 fn source_link(source: &MemoryRecord, now: Timestamp) -> ProvenanceSource {
@@ -248,41 +289,53 @@ fn reinforce_with(
         .push(scheduler_entry(AuditAction::Reinforce, rationale, now));
 }
 
-/// Facts from events seen in at least two episodes; answers how many facts
-/// were created or reinforced.
-fn extract_facts(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<u64, ServiceError> {
-    let episodes = episodes_for(conn, Step::Semantic, now)?;
-    let mut by_fact: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
-    for (i, (_, episode)) in episodes.iter().enumerate() {
+/// Facts from events seen in at least two episodes, for one page of
+/// episodes; answers (episodes seen, facts created or reinforced).
+fn extract_facts(
+    conn: &Connection,
+    policy: &Policy,
+    now: Timestamp,
+) -> Result<(u64, u64), ServiceError> {
+    let episodes = next_page(conn, Step::Semantic, now)?;
+    let mut touched: BTreeMap<String, (String, String, Vec<usize>)> = BTreeMap::new();
+    for (i, (key, episode)) in episodes.iter().enumerate() {
         if let Payload::Episodic(payload) = &episode.payload {
-            for fact in observed_facts(payload) {
-                by_fact.entry(fact).or_default().push(i);
+            for (subject, object) in observed_facts(payload) {
+                let group = serde_json::json!([subject, object]).to_string();
+                sql::add_sighting(conn, Step::Semantic, &group, *key, None)?;
+                touched
+                    .entry(group)
+                    .or_insert_with(|| (subject, object, Vec::new()))
+                    .2
+                    .push(i);
             }
         }
+        sql::mark(conn, *key, Step::Semantic)?;
     }
     let mut extracted = 0;
-    let mut used = std::collections::BTreeSet::new();
-    for ((subject, object), members) in by_fact {
-        let sources: Vec<&MemoryRecord> = members.iter().map(|&i| &episodes[i].1).collect();
-        let evidence: Vec<Evidence> = sources
-            .iter()
-            .map(|s| Evidence {
-                source_type: "episodic".to_string(),
-                source_id: s.id.clone(),
-                timestamp: Some(s.created_at),
-            })
-            .collect();
-        let object_value = serde_json::Value::String(object.clone());
+    for (group, (subject, object, new)) in touched {
+        let object_value = serde_json::Value::String(object);
         let existing = sql::consolidated_facts(conn, &subject, OBSERVED)?
             .into_iter()
             .map(|id| load_record(conn, "id", &id, now))
             .collect::<Result<Vec<_>, _>>()?
             .into_iter()
             .find(|r| matches!(&r.payload, Payload::Semantic(f) if f.object == object_value));
+        let evidence = |sources: &[&MemoryRecord]| -> Vec<Evidence> {
+            sources
+                .iter()
+                .map(|s| Evidence {
+                    source_type: "episodic".to_string(),
+                    source_id: s.id.clone(),
+                    timestamp: Some(s.created_at),
+                })
+                .collect()
+        };
         match existing {
             Some(mut fact) => {
+                let sources: Vec<&MemoryRecord> = new.iter().map(|&i| &episodes[i].1).collect();
                 if let Payload::Semantic(payload) = &mut fact.payload {
-                    payload.evidence.extend(evidence);
+                    payload.evidence.extend(evidence(&sources));
                 }
                 reinforce_with(
                     &mut fact,
@@ -295,13 +348,19 @@ fn extract_facts(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<u
                 );
                 records::update_record(conn, &fact, now)?;
             }
-            None if sources.len() >= MIN_REPETITIONS => {
+            None => {
+                let seen = sql::sightings(conn, Step::Semantic, &group)?;
+                if seen.len() < MIN_REPETITIONS {
+                    continue;
+                }
+                let all = sighted(conn, &seen, now)?;
+                let sources: Vec<&MemoryRecord> = all.iter().collect();
                 let payload = Payload::Semantic(SemanticPayload {
-                    subject: subject.clone(),
+                    subject,
                     predicate: OBSERVED.to_string(),
                     object: object_value,
                     validity: Validity::default(),
-                    evidence,
+                    evidence: evidence(&sources),
                     revision_policy: "replace".to_string(),
                     revision: RevisionState::default(),
                 });
@@ -316,49 +375,49 @@ fn extract_facts(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<u
                 );
                 records::insert_record(conn, &fact)?;
             }
-            None => continue,
         }
         extracted += 1;
-        used.extend(members);
     }
-    for i in used {
-        sql::mark(conn, episodes[i].0, Step::Semantic)?;
-    }
-    Ok(extracted)
+    Ok((episodes.len() as u64, extracted))
 }
 
-/// Skills from tool sequences that succeeded at least twice; answers how
-/// many skills were created or reinforced.
-fn extract_skills(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<u64, ServiceError> {
-    let episodes = episodes_for(conn, Step::Competence, now)?;
-    // sequence -> (successful episodes, failed episodes)
-    let mut by_sequence: BTreeMap<String, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
-    for (i, (_, episode)) in episodes.iter().enumerate() {
+/// Skills from tool sequences that succeeded at least twice, for one page
+/// of episodes; answers (episodes seen, skills created or reinforced).
+fn extract_skills(
+    conn: &Connection,
+    policy: &Policy,
+    now: Timestamp,
+) -> Result<(u64, u64), ServiceError> {
+    let episodes = next_page(conn, Step::Competence, now)?;
+    // sequence -> (new successful episodes, new failed episodes)
+    let mut touched: BTreeMap<String, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    for (i, (key, episode)) in episodes.iter().enumerate() {
+        sql::mark(conn, *key, Step::Competence)?;
         let Payload::Episodic(payload) = &episode.payload else {
             continue;
         };
         let Some(sequence) = tool_sequence(payload) else {
             continue;
         };
-        let entry = by_sequence.entry(sequence).or_default();
-        match payload.outcome {
-            Some(OutcomeStatus::Success) => entry.0.push(i),
-            Some(OutcomeStatus::Failure) => entry.1.push(i),
-            _ => {}
+        let outcome = match payload.outcome {
+            Some(OutcomeStatus::Success) => SUCCESS,
+            Some(OutcomeStatus::Failure) => FAILURE,
+            _ => continue,
+        };
+        sql::add_sighting(conn, Step::Competence, &sequence, *key, Some(outcome))?;
+        let entry = touched.entry(sequence).or_default();
+        if outcome == SUCCESS {
+            entry.0.push(i);
+        } else {
+            entry.1.push(i);
         }
     }
     let mut extracted = 0;
-    for (sequence, (successes, failures)) in by_sequence {
-        let wins: Vec<&MemoryRecord> = successes.iter().map(|&i| &episodes[i].1).collect();
-        let existing = match sql::consolidated_skill(conn, &sequence)? {
-            Some(id) => Some(load_record(conn, "id", &id, now)?),
-            None => None,
-        };
-        match existing {
-            Some(mut skill) => {
-                if wins.is_empty() && failures.is_empty() {
-                    continue;
-                }
+    for (sequence, (successes, failures)) in touched {
+        match sql::consolidated_skill(conn, &sequence)? {
+            Some(id) => {
+                let mut skill = load_record(conn, "id", &id, now)?;
+                let wins: Vec<&MemoryRecord> = successes.iter().map(|&i| &episodes[i].1).collect();
                 if let Payload::Competence(payload) = &mut skill.payload {
                     let performance = payload.performance.get_or_insert_with(Performance::default);
                     performance.success_count += wins.len() as u64;
@@ -374,19 +433,26 @@ fn extract_skills(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<
                     &wins,
                     format!(
                         "consolidation: sequence seen in {} more episode(s)",
-                        wins.len() + failures.len()
+                        successes.len() + failures.len()
                     ),
                     now,
                 );
                 records::update_record(conn, &skill, now)?;
             }
-            None if wins.len() >= MIN_REPETITIONS => {
+            None => {
+                let seen = sql::sightings(conn, Step::Competence, &sequence)?;
+                let (won, lost): (Vec<_>, Vec<_>) = seen
+                    .into_iter()
+                    .partition(|(_, detail)| detail.as_deref() == Some(SUCCESS));
+                if won.len() < MIN_REPETITIONS {
+                    continue;
+                }
+                let winners = sighted(conn, &won, now)?;
+                let wins: Vec<&MemoryRecord> = winners.iter().collect();
                 let tools: Vec<String> = sequence.split(" > ").map(str::to_string).collect();
-                let mut required_tools = tools.clone();
-                required_tools.dedup();
                 let mut performance = Performance {
                     success_count: wins.len() as u64,
-                    failure_count: failures.len() as u64,
+                    failure_count: lost.len() as u64,
                     last_used_at: Some(now),
                     ..Performance::default()
                 };
@@ -403,7 +469,7 @@ fn extract_skills(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<
                             validation: None,
                         })
                         .collect(),
-                    required_tools: unique(required_tools),
+                    required_tools: unique(tools.clone()),
                     failure_modes: Vec::new(),
                     fallbacks: Vec::new(),
                     performance: Some(performance),
@@ -412,7 +478,7 @@ fn extract_skills(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<
                 let mut skill = derived_record(
                     policy,
                     MemoryType::Competence,
-                    success_rate_of(wins.len(), failures.len()),
+                    success_rate_of(wins.len(), lost.len()),
                     &wins,
                     payload,
                     format!(
@@ -424,15 +490,15 @@ fn extract_skills(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<
                 skill.relations = wins.iter().map(|s| derived_from(s, now)).collect();
                 records::insert_record(conn, &skill)?;
             }
-            None => continue,
         }
         extracted += 1;
-        for i in successes.iter().chain(&failures) {
-            sql::mark(conn, episodes[*i].0, Step::Competence)?;
-        }
     }
-    Ok(extracted)
+    Ok((episodes.len() as u64, extracted))
 }
+
+/// Sighting details of the competence step.
+const SUCCESS: &str = "success";
+const FAILURE: &str = "failure";
 
 fn success_rate(performance: &Performance) -> f64 {
     success_rate_of(
@@ -456,10 +522,14 @@ fn unique(mut items: Vec<String>) -> Vec<String> {
     items
 }
 
-/// A plan from every episode with three or more tool calls, once each;
-/// answers how many plans were created.
-fn extract_plans(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<u64, ServiceError> {
-    let episodes = episodes_for(conn, Step::PlanGraph, now)?;
+/// A plan from every episode with three or more tool calls, once each,
+/// for one page of episodes; answers (episodes seen, plans created).
+fn extract_plans(
+    conn: &Connection,
+    policy: &Policy,
+    now: Timestamp,
+) -> Result<(u64, u64), ServiceError> {
+    let episodes = next_page(conn, Step::PlanGraph, now)?;
     let mut created = 0;
     for (key, episode) in &episodes {
         if let Some(plan) = plan_from(episode) {
@@ -478,19 +548,46 @@ fn extract_plans(conn: &Connection, policy: &Policy, now: Timestamp) -> Result<u
         }
         sql::mark(conn, *key, Step::PlanGraph)?;
     }
-    Ok(created)
+    Ok((episodes.len() as u64, created))
+}
+
+/// Same subject, predicate, object and scope.
+fn same_fact(a: &MemoryRecord, b: &MemoryRecord) -> bool {
+    match (&a.payload, &b.payload) {
+        (Payload::Semantic(x), Payload::Semantic(y)) => {
+            x.subject == y.subject
+                && x.predicate == y.predicate
+                && x.object == y.object
+                && a.scope == b.scope
+        }
+        _ => false,
+    }
 }
 
 /// Merges identical active facts into the oldest of each group, which
 /// keeps the provenance and evidence of all; answers how many duplicates
 /// were retracted.
-fn resolve_duplicates(conn: &Connection, now: Timestamp) -> Result<u64, ServiceError> {
+/// The groups were found on a read connection, so each is checked again
+/// here: only records still there, active and identical are merged.
+fn resolve_duplicates(
+    conn: &Connection,
+    groups: Vec<Vec<String>>,
+    now: Timestamp,
+) -> Result<u64, ServiceError> {
     let mut resolved = 0;
-    for ids in sql::duplicate_fact_groups(conn)? {
-        let mut group = ids
-            .iter()
-            .map(|id| load_record(conn, "id", id, now))
-            .collect::<Result<Vec<_>, _>>()?;
+    for ids in groups {
+        let mut group: Vec<MemoryRecord> = Vec::new();
+        for id in &ids {
+            if let Some(record) = records::get_record(conn, id, now)? {
+                let same = group.first().is_none_or(|first| same_fact(first, &record));
+                if record.status == Status::Active && same {
+                    group.push(record);
+                }
+            }
+        }
+        if group.len() < 2 {
+            continue;
+        }
         group.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         let mut duplicates = group.split_off(1);
         let mut survivor = group.pop().expect("a group has two or more records");

@@ -15,6 +15,7 @@ use super::ServiceError;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
+use crate::store::consolidation;
 use crate::store::maintenance::{self, DecayRow};
 use crate::store::stats::{self, MemoryStats};
 use crate::store::{records, Pool, StoreError};
@@ -64,6 +65,11 @@ pub struct FetchHistory {
     pub now: Timestamp,
 }
 
+/// Groups of identical active facts (ids), for consolidation.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<Vec<String>>, StoreError>")]
+pub struct FindDuplicateFacts;
+
 /// Aggregates over all records, for metrics.
 #[derive(Message)]
 #[rtype(result = "Result<MemoryStats, StoreError>")]
@@ -104,6 +110,14 @@ impl Handler<ScanForDecay> for StoreReader {
 
     fn handle(&mut self, msg: ScanForDecay, _: &mut Self::Context) -> Self::Result {
         maintenance::scan_for_decay(&*self.pool.get()?, msg.after_key, msg.limit)
+    }
+}
+
+impl Handler<FindDuplicateFacts> for StoreReader {
+    type Result = Result<Vec<Vec<String>>, StoreError>;
+
+    fn handle(&mut self, _: FindDuplicateFacts, _: &mut Self::Context) -> Self::Result {
+        consolidation::duplicate_fact_groups(&*self.pool.get()?)
     }
 }
 

@@ -71,6 +71,38 @@ pub fn unmarked_episodes(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Records that episode `key` belongs to group `group_key` of `step`.
+pub fn add_sighting(
+    conn: &Connection,
+    step: Step,
+    group_key: &str,
+    key: i64,
+    detail: Option<&str>,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO consolidation_sightings (step, group_key, record_key, detail)
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![step.as_str(), group_key, key, detail])?;
+    Ok(())
+}
+
+/// Every episode seen in a group so far: `(key, detail)`, oldest first.
+pub fn sightings(
+    conn: &Connection,
+    step: Step,
+    group_key: &str,
+) -> Result<Vec<(i64, Option<String>)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT record_key, detail FROM consolidation_sightings
+         WHERE step = ?1 AND group_key = ?2 ORDER BY record_key",
+    )?;
+    let rows = stmt.query_map(params![step.as_str(), group_key], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 pub fn mark(conn: &Connection, key: i64, step: Step) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT OR IGNORE INTO consolidation_marks (record_key, step) VALUES (?1, ?2)",
