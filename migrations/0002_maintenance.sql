@@ -57,7 +57,8 @@ CREATE INDEX idx_sightings_record ON consolidation_sightings (record_key);
 -- name; partial expression indexes keep those lookups off full scans.
 CREATE INDEX idx_payload_fact ON payloads (
     json_extract(payload_json, '$.subject'),
-    json_extract(payload_json, '$.predicate')
+    json_extract(payload_json, '$.predicate'),
+    json_extract(payload_json, '$.object')
 ) WHERE json_extract(payload_json, '$.kind') = 'semantic';
 CREATE INDEX idx_payload_skill ON payloads (json_extract(payload_json, '$.skill_name'))
     WHERE json_extract(payload_json, '$.kind') = 'competence';

@@ -38,7 +38,7 @@ use crate::store::maintenance::SCHEDULER_ACTOR;
 use crate::store::records;
 
 /// Episodes a step reads per query.
-const PAGE: usize = 1000;
+const PAGE: usize = 250;
 
 pub struct Consolidator {
     policy: Policy,
@@ -151,7 +151,7 @@ impl Handler<Consolidate> for Consolidator {
 }
 
 /// Duplicate groups merged per writer job.
-const DUPLICATE_GROUPS_PER_WRITE: usize = 50;
+const DUPLICATE_GROUPS_PER_WRITE: usize = 20;
 
 fn scheduler_entry(action: AuditAction, rationale: String, now: Timestamp) -> AuditEntry {
     AuditEntry {
@@ -314,13 +314,11 @@ fn extract_facts(
     }
     let mut extracted = 0;
     for (group, (subject, object, new)) in touched {
+        let existing = match sql::consolidated_fact(conn, &subject, OBSERVED, &object)? {
+            Some(id) => Some(load_record(conn, "id", &id, now)?),
+            None => None,
+        };
         let object_value = serde_json::Value::String(object);
-        let existing = sql::consolidated_facts(conn, &subject, OBSERVED)?
-            .into_iter()
-            .map(|id| load_record(conn, "id", &id, now))
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .find(|r| matches!(&r.payload, Payload::Semantic(f) if f.object == object_value));
         let evidence = |sources: &[&MemoryRecord]| -> Vec<Evidence> {
             sources
                 .iter()

@@ -111,30 +111,35 @@ pub fn mark(conn: &Connection, key: i64, step: Step) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Active consolidated facts with this subject and predicate: their ids.
-pub fn consolidated_facts(
+/// The active consolidated fact with this subject, predicate and string
+/// object, if any.
+pub fn consolidated_fact(
     conn: &Connection,
     subject: &str,
     predicate: &str,
-) -> Result<Vec<String>, StoreError> {
+    object: &str,
+) -> Result<Option<String>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT r.id FROM payloads p JOIN records r ON r.key = p.record_key
          WHERE json_extract(p.payload_json, '$.kind') = 'semantic'
            AND json_extract(p.payload_json, '$.subject') = ?1
            AND json_extract(p.payload_json, '$.predicate') = ?2
+           AND json_extract(p.payload_json, '$.object') = ?3
+           AND json_type(p.payload_json, '$.object') = 'text'
            AND r.status = 'active'
-           AND EXISTS (SELECT 1 FROM tags t WHERE t.record_key = r.key AND t.tag = ?3)
-         ORDER BY r.key",
+           AND EXISTS (SELECT 1 FROM tags t WHERE t.record_key = r.key AND t.tag = ?4)
+         ORDER BY r.key LIMIT 1",
     )?;
-    let rows = stmt.query_map(
+    let mut rows = stmt.query_map(
         params![
             subject,
             predicate,
+            object,
             crate::domain::consolidation::CONSOLIDATED_TAG
         ],
         |row| row.get(0),
     )?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    Ok(rows.next().transpose()?)
 }
 
 /// The active consolidated skill with this name, if any.
