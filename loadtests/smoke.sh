@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A few seconds of load against a throwaway server, so the load tool is
-# exercised on every CI run. Uses the debug build; figures from it mean
-# nothing, only that every acknowledged write is read back intact.
+# A few seconds of every load scenario against a throwaway server, and two
+# crash cycles, so the load tool is exercised on every CI run. Uses the
+# debug build: figures from it mean nothing, only that every request
+# succeeded and every acknowledged write is read back intact (the tool
+# exits non-zero otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,4 +25,13 @@ if [ -z "${addr:-}" ]; then
   cat "$work/server.log" >&2
   exit 1
 fi
-target/debug/loadtests ingest --url "http://$addr" --clients 8 --requests 400 --seed 7
+run() { target/debug/loadtests "$@" --url "http://$addr" --quiet; }
+run ingest --clients 8 --requests 400 --seed 7
+run batch --clients 4 --requests 20 --batch-size 50 --seed 8
+run mixed --clients 8 --requests 300 --read-ratio 0.5 --seed 9
+run retrieve --clients 2 --requests 100
+run revise --clients 8 --requests 150 --topics 3
+run ingest --rate 200 --requests 200 --clients 4 --seed 10
+run during-maintenance --clients 4 --duration 2 --maintenance-every 1 --seed 11
+target/debug/loadtests crash --engram target/debug/engram --cycles 2 --clients 4 >/dev/null
+echo "smoke: every scenario ran, every acknowledged write was read back, crash cycles lost nothing"

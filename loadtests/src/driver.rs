@@ -29,8 +29,9 @@ pub enum Scenario {
     Retrieve,
     /// Many clients superseding the same few facts.
     Revise { topics: usize },
-    /// Ingests while decay and consolidation runs are triggered.
-    DuringMaintenance { every: Duration },
+    /// Ingests while runs of these jobs (decay, consolidation) are
+    /// triggered.
+    DuringMaintenance { every: Duration, jobs: Vec<String> },
 }
 
 impl Scenario {
@@ -648,9 +649,10 @@ pub async fn run_collecting(
         .then(|| actix_rt::spawn(progress(run.clone())));
     let stop = Rc::new(RefCell::new(false));
     let maintenance = match &scenario {
-        Scenario::DuringMaintenance { every } => Some(actix_rt::spawn(trigger_maintenance(
+        Scenario::DuringMaintenance { every, jobs } => Some(actix_rt::spawn(trigger_maintenance(
             options.url.clone(),
             *every,
+            jobs.clone(),
             options.headers.clone(),
             stop.clone(),
         ))),

@@ -50,6 +50,8 @@ Options:
   --read-ratio R          share of reads in mixed (default 0.5)
   --topics N              facts revised concurrently in revise (default 8)
   --maintenance-every S   seconds between job runs (default 2)
+  --jobs a,b              jobs during-maintenance triggers
+                          (default decay,consolidation)
   --json                  print the report as JSON on stdout
   --no-verify             skip reading acknowledged writes back
   --quiet                 no progress lines
@@ -67,6 +69,7 @@ struct Args {
     read_ratio: f64,
     topics: usize,
     maintenance_every: u64,
+    jobs: Vec<String>,
     records: u64,
     per_transaction: u64,
     db: Option<PathBuf>,
@@ -98,6 +101,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         read_ratio: 0.5,
         topics: 8,
         maintenance_every: 2,
+        jobs: vec!["decay".to_string(), "consolidation".to_string()],
         records: 50_000,
         per_transaction: 64,
         db: None,
@@ -159,6 +163,13 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.maintenance_every =
                     number(value("--maintenance-every")?, "--maintenance-every")?
             }
+            "--jobs" => {
+                parsed.jobs = value("--jobs")?
+                    .split(',')
+                    .map(|j| j.trim().to_string())
+                    .filter(|j| !j.is_empty())
+                    .collect();
+            }
             "--json" => parsed.json = true,
             "--no-verify" => parsed.load.verify = false,
             "--quiet" => parsed.load.progress = false,
@@ -203,6 +214,7 @@ async fn run(args: Args) -> bool {
         }),
         "during-maintenance" => Some(Scenario::DuringMaintenance {
             every: Duration::from_secs(args.maintenance_every),
+            jobs: args.jobs.clone(),
         }),
         _ => None,
     };
