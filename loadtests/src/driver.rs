@@ -392,17 +392,18 @@ pub struct MaintenanceRuns {
     pub longest_consolidation_ms: i64,
 }
 
-/// Triggers decay and consolidation runs every `every` until `stop`.
+/// Triggers runs of `jobs` every `every` until `stop`.
 async fn trigger_maintenance(
     url: String,
     every: Duration,
+    jobs: Vec<String>,
     headers: Vec<(String, String)>,
     stop: Rc<RefCell<bool>>,
 ) -> MaintenanceRuns {
     let client = client(&headers);
     let mut runs = MaintenanceRuns::default();
     while !*stop.borrow() {
-        for job in ["decay", "consolidation"] {
+        for job in &jobs {
             if let Ok((200, body)) =
                 post(&client, &format!("{url}/v1/jobs/{job}/run"), &Value::Null).await
             {
