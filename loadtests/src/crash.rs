@@ -28,7 +28,7 @@ pub struct Server {
 impl Server {
     pub fn start(engram: &Path, db: &Path, log: &Path) -> Result<Server, String> {
         let log_file = std::fs::File::create(log).map_err(|e| format!("log file: {e}"))?;
-        let child = Command::new(engram)
+        let mut child = Command::new(engram)
             .env("ENGRAM_LISTEN", "127.0.0.1:0")
             .env("ENGRAM_DB_PATH", db)
             .env("RUST_LOG", "info")
@@ -50,6 +50,8 @@ impl Server {
                 });
             }
             if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
                 return Err(format!("engram did not start; its log:\n{text}"));
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -16,7 +16,7 @@ struct Server {
 }
 
 fn start(db: &Path, log: &Path) -> Server {
-    let child = Command::new(env!("CARGO_BIN_EXE_engram"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
         .env("ENGRAM_LISTEN", "127.0.0.1:0")
         .env("ENGRAM_DB_PATH", db)
         .env("RUST_LOG", "info")
