@@ -37,10 +37,11 @@ fn start(db: &Path, log: &Path) -> Server {
                 url: format!("http://{addr}"),
             };
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "engram did not start:\n{text}"
-        );
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("engram did not start:\n{text}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
