@@ -15,6 +15,8 @@ struct Server {
     url: String,
 }
 
+// The child is handed to the caller, which kills and reaps it.
+#[allow(clippy::zombie_processes)]
 fn start(db: &Path, log: &Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
         .env("ENGRAM_LISTEN", "127.0.0.1:0")
