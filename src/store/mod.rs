@@ -57,6 +57,8 @@ pub fn configure_connection(conn: &Connection, options: ConnectionOptions) -> ru
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "cache_size", -(options.cache_size_kib as i64))?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // A WAL that grew under load is cut back to this size once reset.
+    conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
     conn.set_prepared_statement_cache_capacity(64);
     rusqlite::vtab::array::load_module(conn)?;
     Ok(())
