@@ -97,45 +97,25 @@ impl Handler<Consolidate> for Consolidator {
         let reader = self.reader.clone();
         Box::pin(async move {
             let mut report = ConsolidationReport::default();
-            loop {
-                let compressed = writer
-                    .write(move |conn| compress_episodes(conn, compress_before, now))
-                    .await?;
-                if compressed == 0 {
-                    break;
-                }
-                report.episodic_compressed += compressed;
-            }
-            loop {
-                let p = policy.clone();
-                let (seen, extracted) = writer
-                    .write(move |conn| extract_facts(conn, &p, now))
-                    .await?;
-                report.semantic_extracted += extracted;
-                if seen == 0 {
-                    break;
-                }
-            }
-            loop {
-                let p = policy.clone();
-                let (seen, extracted) = writer
-                    .write(move |conn| extract_skills(conn, &p, now))
-                    .await?;
-                report.competence_extracted += extracted;
-                if seen == 0 {
-                    break;
-                }
-            }
-            loop {
-                let p = policy.clone();
-                let (seen, extracted) = writer
-                    .write(move |conn| extract_plans(conn, &p, now))
-                    .await?;
-                report.plan_graphs_extracted += extracted;
-                if seen == 0 {
-                    break;
-                }
-            }
+            report.episodic_compressed = run_pages(&writer, move |conn, after| {
+                compress_episodes(conn, compress_before, now, after)
+            })
+            .await?;
+            let p = policy.clone();
+            report.semantic_extracted = run_pages(&writer, move |conn, after| {
+                extract_facts(conn, &p, now, after)
+            })
+            .await?;
+            let p = policy.clone();
+            report.competence_extracted = run_pages(&writer, move |conn, after| {
+                extract_skills(conn, &p, now, after)
+            })
+            .await?;
+            let p = policy;
+            report.plan_graphs_extracted = run_pages(&writer, move |conn, after| {
+                extract_plans(conn, &p, now, after)
+            })
+            .await?;
             // Finding duplicates reads every active fact: done on a read
             // connection, then merged a few groups per writer job.
             let groups = reader.send(FindDuplicateFacts).await??;
@@ -147,6 +127,26 @@ impl Handler<Consolidate> for Consolidator {
             }
             Ok(report)
         })
+    }
+}
+
+/// Runs a step a page per writer job, each page after the last key the
+/// previous one saw, until a page comes back empty; answers the step's
+/// total.
+async fn run_pages<F>(writer: &StorageWriter, step: F) -> Result<u64, ServiceError>
+where
+    F: Fn(&Connection, i64) -> Result<(Option<i64>, u64), ServiceError> + Clone + Send + 'static,
+{
+    let mut after = 0;
+    let mut total = 0;
+    loop {
+        let page = step.clone();
+        let (last, count) = writer.write(move |conn| page(conn, after)).await?;
+        total += count;
+        match last {
+            Some(key) => after = key,
+            None => return Ok(total),
+        }
     }
 }
 
@@ -162,13 +162,15 @@ fn scheduler_entry(action: AuditAction, rationale: String, now: Timestamp) -> Au
     }
 }
 
-/// Halves the salience of up to one page of old episodes; answers how many.
+/// Halves the salience of up to one page of old episodes; answers the
+/// last key seen and how many.
 fn compress_episodes(
     conn: &Connection,
     before: Timestamp,
     now: Timestamp,
-) -> Result<u64, ServiceError> {
-    let candidates = sql::unmarked_episodes(conn, Step::Compressed, before, 0, PAGE)?;
+    after: i64,
+) -> Result<(Option<i64>, u64), ServiceError> {
+    let candidates = sql::unmarked_episodes(conn, Step::Compressed, before, after, PAGE)?;
     for (key, id) in &candidates {
         let mut record = load_record(conn, "id", id, now)?;
         let was = record.salience;
@@ -185,7 +187,10 @@ fn compress_episodes(
         records::update_record(conn, &record, now)?;
         sql::mark(conn, *key, Step::Compressed)?;
     }
-    Ok(candidates.len() as u64)
+    Ok((
+        candidates.last().map(|(key, _)| *key),
+        candidates.len() as u64,
+    ))
 }
 
 /// The next page of episodes `step` has not seen, loaded, oldest first.
@@ -193,8 +198,9 @@ fn next_page(
     conn: &Connection,
     step: Step,
     now: Timestamp,
+    after: i64,
 ) -> Result<Vec<(i64, MemoryRecord)>, ServiceError> {
-    let page = sql::unmarked_episodes(conn, step, now, 0, PAGE)?;
+    let page = sql::unmarked_episodes(conn, step, now, after, PAGE)?;
     let keys: Vec<i64> = page.iter().map(|(key, _)| *key).collect();
     let loaded = records::load_records(conn, &keys, now)?;
     Ok(keys.into_iter().zip(loaded).collect())
@@ -290,13 +296,14 @@ fn reinforce_with(
 }
 
 /// Facts from events seen in at least two episodes, for one page of
-/// episodes; answers (episodes seen, facts created or reinforced).
+/// episodes; answers (the last key seen, facts created or reinforced).
 fn extract_facts(
     conn: &Connection,
     policy: &Policy,
     now: Timestamp,
-) -> Result<(u64, u64), ServiceError> {
-    let episodes = next_page(conn, Step::Semantic, now)?;
+    after: i64,
+) -> Result<(Option<i64>, u64), ServiceError> {
+    let episodes = next_page(conn, Step::Semantic, now, after)?;
     let mut touched: BTreeMap<String, (String, String, Vec<usize>)> = BTreeMap::new();
     for (i, (key, episode)) in episodes.iter().enumerate() {
         if let Payload::Episodic(payload) = &episode.payload {
@@ -376,17 +383,18 @@ fn extract_facts(
         }
         extracted += 1;
     }
-    Ok((episodes.len() as u64, extracted))
+    Ok((episodes.last().map(|(key, _)| *key), extracted))
 }
 
 /// Skills from tool sequences that succeeded at least twice, for one page
-/// of episodes; answers (episodes seen, skills created or reinforced).
+/// of episodes; answers (the last key seen, skills created or reinforced).
 fn extract_skills(
     conn: &Connection,
     policy: &Policy,
     now: Timestamp,
-) -> Result<(u64, u64), ServiceError> {
-    let episodes = next_page(conn, Step::Competence, now)?;
+    after: i64,
+) -> Result<(Option<i64>, u64), ServiceError> {
+    let episodes = next_page(conn, Step::Competence, now, after)?;
     // sequence -> (new successful episodes, new failed episodes)
     let mut touched: BTreeMap<String, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
     for (i, (key, episode)) in episodes.iter().enumerate() {
@@ -491,7 +499,7 @@ fn extract_skills(
         }
         extracted += 1;
     }
-    Ok((episodes.len() as u64, extracted))
+    Ok((episodes.last().map(|(key, _)| *key), extracted))
 }
 
 /// Sighting details of the competence step.
@@ -521,13 +529,14 @@ fn unique(mut items: Vec<String>) -> Vec<String> {
 }
 
 /// A plan from every episode with three or more tool calls, once each,
-/// for one page of episodes; answers (episodes seen, plans created).
+/// for one page of episodes; answers (the last key seen, plans created).
 fn extract_plans(
     conn: &Connection,
     policy: &Policy,
     now: Timestamp,
-) -> Result<(u64, u64), ServiceError> {
-    let episodes = next_page(conn, Step::PlanGraph, now)?;
+    after: i64,
+) -> Result<(Option<i64>, u64), ServiceError> {
+    let episodes = next_page(conn, Step::PlanGraph, now, after)?;
     let mut created = 0;
     for (key, episode) in &episodes {
         if let Some(plan) = plan_from(episode) {
@@ -546,7 +555,7 @@ fn extract_plans(
         }
         sql::mark(conn, *key, Step::PlanGraph)?;
     }
-    Ok((episodes.len() as u64, created))
+    Ok((episodes.last().map(|(key, _)| *key), created))
 }
 
 /// Same subject, predicate, object and scope.
