@@ -96,35 +96,42 @@ impl Handler<Consolidate> for Consolidator {
         let compress_before = now - self.compress_after;
         let reader = self.reader.clone();
         Box::pin(async move {
-            let mut report = ConsolidationReport::default();
-            report.episodic_compressed = run_pages(&writer, move |conn, after| {
+            let episodic_compressed = run_pages(&writer, move |conn, after| {
                 compress_episodes(conn, compress_before, now, after)
             })
             .await?;
             let p = policy.clone();
-            report.semantic_extracted = run_pages(&writer, move |conn, after| {
+            let semantic_extracted = run_pages(&writer, move |conn, after| {
                 extract_facts(conn, &p, now, after)
             })
             .await?;
             let p = policy.clone();
-            report.competence_extracted = run_pages(&writer, move |conn, after| {
+            let competence_extracted = run_pages(&writer, move |conn, after| {
                 extract_skills(conn, &p, now, after)
             })
             .await?;
             let p = policy;
-            report.plan_graphs_extracted = run_pages(&writer, move |conn, after| {
+            let plan_graphs_extracted = run_pages(&writer, move |conn, after| {
                 extract_plans(conn, &p, now, after)
             })
             .await?;
             // Finding duplicates reads every active fact: done on a read
             // connection, then merged a few groups per writer job.
             let groups = reader.send(FindDuplicateFacts).await??;
+            let mut duplicates_resolved = 0;
             for chunk in groups.chunks(DUPLICATE_GROUPS_PER_WRITE) {
                 let chunk = chunk.to_vec();
-                report.duplicates_resolved += writer
+                duplicates_resolved += writer
                     .write(move |conn| resolve_duplicates(conn, chunk, now))
                     .await?;
             }
+            let report = ConsolidationReport {
+                episodic_compressed,
+                semantic_extracted,
+                competence_extracted,
+                plan_graphs_extracted,
+                duplicates_resolved,
+            };
             Ok(report)
         })
     }
