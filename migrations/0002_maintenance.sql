@@ -11,9 +11,6 @@ UPDATE decay_profiles
 SET anchor_salience = (SELECT salience FROM records WHERE records.key = decay_profiles.record_key),
     anchor_at = last_reinforced_at;
 
--- Growth metrics and episodic compression look records up by age.
-CREATE INDEX idx_records_created ON records (created_at);
-
 -- Operator changes to job schedules; they win over the configuration file.
 CREATE TABLE job_settings (
     name       TEXT    PRIMARY KEY,
@@ -53,12 +50,13 @@ CREATE TABLE consolidation_sightings (
 ) WITHOUT ROWID;
 CREATE INDEX idx_sightings_record ON consolidation_sightings (record_key);
 
--- Consolidation looks facts up by subject and predicate, and skills by
--- name; partial expression indexes keep those lookups off full scans.
-CREATE INDEX idx_payload_fact ON payloads (
-    json_extract(payload_json, '$.subject'),
-    json_extract(payload_json, '$.predicate'),
-    json_extract(payload_json, '$.object')
-) WHERE json_extract(payload_json, '$.kind') = 'semantic';
-CREATE INDEX idx_payload_skill ON payloads (json_extract(payload_json, '$.skill_name'))
-    WHERE json_extract(payload_json, '$.kind') = 'competence';
+-- What consolidation made of each group (the fact for an observed event,
+-- the skill for a tool sequence), so later sightings find it by key. Kept
+-- apart from the records so ingest pays nothing for it.
+CREATE TABLE consolidation_outputs (
+    step       TEXT    NOT NULL,
+    group_key  TEXT    NOT NULL,
+    record_key INTEGER NOT NULL REFERENCES records (key) ON DELETE CASCADE,
+    PRIMARY KEY (step, group_key)
+) WITHOUT ROWID;
+CREATE INDEX idx_outputs_record ON consolidation_outputs (record_key);

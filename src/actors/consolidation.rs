@@ -328,7 +328,7 @@ fn extract_facts(
     }
     let mut extracted = 0;
     for (group, (subject, object, new)) in touched {
-        let existing = match sql::consolidated_fact(conn, &subject, OBSERVED, &object)? {
+        let existing = match sql::output(conn, Step::Semantic, &group)? {
             Some(id) => Some(load_record(conn, "id", &id, now)?),
             None => None,
         };
@@ -386,6 +386,7 @@ fn extract_facts(
                     now,
                 );
                 records::insert_record(conn, &fact)?;
+                sql::set_output(conn, Step::Semantic, &group, &fact.id)?;
             }
         }
         extracted += 1;
@@ -427,7 +428,7 @@ fn extract_skills(
     }
     let mut extracted = 0;
     for (sequence, (successes, failures)) in touched {
-        match sql::consolidated_skill(conn, &sequence)? {
+        match sql::output(conn, Step::Competence, &sequence)? {
             Some(id) => {
                 let mut skill = load_record(conn, "id", &id, now)?;
                 let wins: Vec<&MemoryRecord> = successes.iter().map(|&i| &episodes[i].1).collect();
@@ -502,6 +503,7 @@ fn extract_skills(
                 );
                 skill.relations = wins.iter().map(|s| derived_from(s, now)).collect();
                 records::insert_record(conn, &skill)?;
+                sql::set_output(conn, Step::Competence, &sequence, &skill.id)?;
             }
         }
         extracted += 1;
@@ -639,6 +641,7 @@ fn resolve_duplicates(
         for duplicate in &mut duplicates {
             retract(duplicate, AuditAction::Merge, &by, now);
             records::update_record(conn, duplicate, now)?;
+            sql::move_outputs(conn, &duplicate.id, &survivor.id)?;
         }
         records::update_record(conn, &survivor, now)?;
         resolved += duplicates.len() as u64;

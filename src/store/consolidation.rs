@@ -111,55 +111,44 @@ pub fn mark(conn: &Connection, key: i64, step: Step) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The active consolidated fact with this subject, predicate and string
-/// object, if any.
-pub fn consolidated_fact(
+/// The active record consolidation made of a group, if any: its id.
+pub fn output(
     conn: &Connection,
-    subject: &str,
-    predicate: &str,
-    object: &str,
+    step: Step,
+    group_key: &str,
 ) -> Result<Option<String>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT r.id FROM payloads p JOIN records r ON r.key = p.record_key
-         WHERE json_extract(p.payload_json, '$.kind') = 'semantic'
-           AND json_extract(p.payload_json, '$.subject') = ?1
-           AND json_extract(p.payload_json, '$.predicate') = ?2
-           AND json_extract(p.payload_json, '$.object') = ?3
-           AND json_type(p.payload_json, '$.object') = 'text'
-           AND r.status = 'active'
-           AND EXISTS (SELECT 1 FROM tags t WHERE t.record_key = r.key AND t.tag = ?4)
-         ORDER BY r.key LIMIT 1",
+        "SELECT r.id FROM consolidation_outputs o JOIN records r ON r.key = o.record_key
+         WHERE o.step = ?1 AND o.group_key = ?2 AND r.status = 'active'",
     )?;
-    let mut rows = stmt.query_map(
-        params![
-            subject,
-            predicate,
-            object,
-            crate::domain::consolidation::CONSOLIDATED_TAG
-        ],
-        |row| row.get(0),
-    )?;
+    let mut rows = stmt.query_map(params![step.as_str(), group_key], |row| row.get(0))?;
     Ok(rows.next().transpose()?)
 }
 
-/// The active consolidated skill with this name, if any.
-pub fn consolidated_skill(
+/// Records that group `group_key` of `step` became record `id`.
+pub fn set_output(
     conn: &Connection,
-    skill_name: &str,
-) -> Result<Option<String>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT r.id FROM payloads p JOIN records r ON r.key = p.record_key
-         WHERE json_extract(p.payload_json, '$.kind') = 'competence'
-           AND json_extract(p.payload_json, '$.skill_name') = ?1
-           AND r.status = 'active'
-           AND EXISTS (SELECT 1 FROM tags t WHERE t.record_key = r.key AND t.tag = ?2)
-         ORDER BY r.key LIMIT 1",
-    )?;
-    let mut rows = stmt.query_map(
-        params![skill_name, crate::domain::consolidation::CONSOLIDATED_TAG],
-        |row| row.get(0),
-    )?;
-    Ok(rows.next().transpose()?)
+    step: Step,
+    group_key: &str,
+    id: &str,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO consolidation_outputs (step, group_key, record_key)
+         SELECT ?1, ?2, key FROM records WHERE id = ?3",
+    )?
+    .execute(params![step.as_str(), group_key, id])?;
+    Ok(())
+}
+
+/// A record merged into another hands its groups over to it.
+pub fn move_outputs(conn: &Connection, from_id: &str, to_id: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "UPDATE consolidation_outputs
+         SET record_key = (SELECT key FROM records WHERE id = ?2)
+         WHERE record_key = (SELECT key FROM records WHERE id = ?1)",
+    )?
+    .execute(params![from_id, to_id])?;
+    Ok(())
 }
 
 /// Groups of active semantic records with the same subject, predicate,

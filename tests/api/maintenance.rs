@@ -585,3 +585,48 @@ async fn identical_facts_merge_into_the_oldest_keeping_all_provenance() {
     );
     assert_eq!(app.run_job("consolidation").await["duplicates_resolved"], 0);
 }
+
+#[actix_web::test]
+async fn a_consolidated_fact_merged_into_an_older_one_hands_it_later_sightings() {
+    let app = spawn_app().await;
+    create(
+        &app,
+        json!({"id": "known", "type": "semantic", "sensitivity": "low", "salience": 0.5,
+               "provenance": {"sources": [{"kind": "observation", "ref": "ops-notes", "timestamp": NOW}]},
+               "payload": {"kind": "semantic", "subject": "error", "predicate": "observed", "object": "disk full"}}),
+    )
+    .await;
+    app.clock.advance(Duration::seconds(1));
+    create(
+        &app,
+        episode("e1", None, "low", NOW, event_payload("error", "disk full")),
+    )
+    .await;
+    create(
+        &app,
+        episode("e2", None, "low", NOW, event_payload("error", "disk full")),
+    )
+    .await;
+    let report = app.run_job("consolidation").await;
+    assert_eq!(report["semantic_extracted"], 1, "{report}");
+    assert_eq!(report["duplicates_resolved"], 1, "{report}");
+    create(
+        &app,
+        episode("e3", None, "low", NOW, event_payload("error", "disk full")),
+    )
+    .await;
+    let report = app.run_job("consolidation").await;
+    assert_eq!(report["semantic_extracted"], 1, "{report}");
+    let active: Vec<Value> = records_of(&app, "semantic")
+        .await
+        .into_iter()
+        .filter(|r| r["status"] == "active")
+        .collect();
+    assert_eq!(active.len(), 1);
+    assert_eq!(active[0]["id"], "known");
+    assert!(
+        active[0]["salience"].as_f64().unwrap() > 0.55,
+        "reinforced: {}",
+        active[0]["salience"]
+    );
+}

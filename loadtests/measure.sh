@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Reproduces the figures in loadtests/README.md on this machine: the write
+# targets against the bare baseline, then, as the database grows to 10k,
+# 100k and 1M records, ingest, retrieval, a decay sweep with ingests
+# running during it, and the server's resident memory.
+# Release build; takes several minutes and a few GB of disk under $TMPDIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release --quiet -p engram -p loadtests
+work=$(mktemp -d)
+trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DB_PATH="$work/engram.db" RUST_LOG=info \
+  target/release/engram >"$work/server.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do
+  addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/server.log" | head -n 1 | cut -d= -f2 || true)
+  [ -n "$addr" ] && break
+  sleep 0.1
+done
+url="http://$addr"
+lt() { target/release/loadtests "$@" --url "$url" --quiet; }
+records() { curl -s "$url/v1/metrics" | grep -o '"total_records":[0-9]*' | cut -d: -f2; }
+rss_mb() { echo $(( $(ps -o rss= -p "$server") / 1024 )); }
+
+echo "== write targets (fresh database)"
+lt targets --duration 20 --records 50000
+
+for size in 10000 100000 1000000; do
+  have=$(records)
+  if [ "$have" -lt "$size" ]; then
+    lt batch --clients 8 --batch-size 100 --requests $(( (size - have + 99) / 100 )) --no-verify >/dev/null
+  fi
+  echo
+  echo "== $(records) records"
+  echo "-- ingest, 64 clients, 5 s"
+  lt ingest --clients 64 --duration 5 --seed "$size" | grep -E 'throughput|latency|errors'
+  echo "-- retrieve (limit 20, ~10% visible), 1 client, 3000 requests"
+  lt retrieve --clients 1 --requests 3000 | grep -E 'throughput|latency|errors'
+  echo "-- retrieve, 16 clients, 5 s"
+  lt retrieve --clients 16 --duration 5 | grep -E 'throughput|latency|errors'
+  echo "-- ingest, 16 clients, while decay sweeps run back to back"
+  lt during-maintenance --jobs decay --maintenance-every 0 --clients 16 --duration 15 --seed $(( size + 1 )) \
+    | grep -E 'throughput|latency|errors|maintenance|verification'
+  echo "-- resident memory: $(rss_mb) MB"
+done
