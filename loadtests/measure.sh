@@ -9,23 +9,39 @@ cd "$(dirname "$0")/.."
 
 cargo build --release --quiet -p engram -p loadtests
 work=$(mktemp -d)
-trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DB_PATH="$work/engram.db" RUST_LOG=info \
-  target/release/engram >"$work/server.log" 2>&1 &
-server=$!
-for _ in $(seq 1 100); do
-  addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/server.log" | head -n 1 | cut -d= -f2 || true)
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-url="http://$addr"
+server=
+trap 'stop; rm -rf "$work"' EXIT
+
+stop() {
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  server=
+}
+
+# Starts a release engram on a new database in $work/$1; sets $url.
+start() {
+  stop
+  mkdir -p "$work/$1"
+  ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DB_PATH="$work/$1/engram.db" RUST_LOG=info \
+    target/release/engram >"$work/$1/server.log" 2>&1 &
+  server=$!
+  addr=
+  for _ in $(seq 1 100); do
+    addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/$1/server.log" | head -n 1 | cut -d= -f2 || true)
+    [ -n "$addr" ] && break
+    sleep 0.1
+  done
+  url="http://$addr"
+}
+
 lt() { target/release/loadtests "$@" --url "$url" --quiet; }
 records() { curl -s "$url/v1/metrics" | grep -o '"total_records":[0-9]*' | cut -d: -f2; }
 rss_mb() { echo $(( $(ps -o rss= -p "$server") / 1024 )); }
 
-echo "== write targets (fresh database)"
-lt targets --duration 20 --records 50000
+echo "== write targets (new database)"
+start targets
+lt targets --duration 10 --records 50000
 
+start growth
 for size in 10000 100000 1000000; do
   have=$(records)
   if [ "$have" -lt "$size" ]; then
@@ -33,12 +49,12 @@ for size in 10000 100000 1000000; do
   fi
   echo
   echo "== $(records) records"
-  echo "-- ingest, 64 clients, 5 s"
-  lt ingest --clients 64 --duration 5 --seed "$size" | grep -E 'throughput|latency|errors'
   echo "-- retrieve (limit 20, ~10% visible), 1 client, 3000 requests"
   lt retrieve --clients 1 --requests 3000 | grep -E 'throughput|latency|errors'
   echo "-- retrieve, 16 clients, 5 s"
   lt retrieve --clients 16 --duration 5 | grep -E 'throughput|latency|errors'
+  echo "-- ingest, 64 clients, 20000 requests"
+  lt ingest --clients 64 --requests 20000 --seed "$size" | grep -E 'throughput|latency|errors'
   echo "-- ingest, 16 clients, while decay sweeps run back to back"
   lt during-maintenance --jobs decay --maintenance-every 0 --clients 16 --duration 15 --seed $(( size + 1 )) \
     | grep -E 'throughput|latency|errors|maintenance|verification'

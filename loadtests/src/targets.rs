@@ -27,7 +27,7 @@ fn scratch_dir() -> std::path::PathBuf {
 }
 
 /// Runs the baselines (1, 64 and 1,000 records per transaction), then
-/// single-record ingest at 64 clients and batches against the server.
+/// batches and single-record ingest at 64 clients against the server.
 pub async fn run(options: TargetOptions) -> Result<Value, String> {
     let dir = scratch_dir();
     let mut baselines = Vec::new();
@@ -55,20 +55,21 @@ pub async fn run(options: TargetOptions) -> Result<Value, String> {
             .map_or(0.0, |b| b.records_per_second())
     };
 
-    let ingest = driver::run(
-        Scenario::Ingest,
-        LoadOptions {
-            clients: 64,
-            ..options.load.clone()
-        },
-    )
-    .await?;
+    // Batches first: the database is smallest then, as for the baseline.
     let batch = driver::run(
         Scenario::Batch {
             size: options.batch_size,
         },
         LoadOptions {
             clients: options.batch_clients,
+            ..options.load.clone()
+        },
+    )
+    .await?;
+    let ingest = driver::run(
+        Scenario::Ingest,
+        LoadOptions {
+            clients: 64,
             ..options.load.clone()
         },
     )
