@@ -155,6 +155,30 @@ impl TestApp {
         body["record"].clone()
     }
 
+    /// Holds the single writer until the returned sender is dropped or sent
+    /// to.
+    pub async fn block_writer(&self) -> std::sync::mpsc::Sender<()> {
+        use std::sync::{mpsc, Mutex};
+        let (release, wait) = mpsc::channel::<()>();
+        let (started, is_started) = mpsc::channel::<()>();
+        let wait = Mutex::new(wait);
+        let started = Mutex::new(started);
+        let writer = self.writer.clone();
+        actix_web::rt::spawn(async move {
+            let _ = writer
+                .write(move |_| {
+                    let _ = started.lock().unwrap().send(());
+                    let _ = wait.lock().unwrap().recv();
+                    Ok(())
+                })
+                .await;
+        });
+        while is_started.try_recv().is_err() {
+            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        release
+    }
+
     /// Stops the server (queued writes finish) and hands back its directory.
     pub async fn stop(self) -> TempDir {
         self.handle.stop(true).await;

@@ -512,3 +512,57 @@ async fn concurrent_ingests_are_all_stored() {
         .1;
     assert_eq!(stored["records"].as_array().unwrap().len(), 50);
 }
+
+#[actix_web::test]
+async fn a_full_write_queue_answers_503_and_reads_keep_flowing() {
+    let app = crate::helpers::spawn_app_with(|s| s.storage.write_queue_capacity = 2).await;
+    let (_, stored) = app.post("/v1/ingest/event", &event("before")).await;
+    let release = app.block_writer().await;
+    // Two writes fill the queue behind the blocked writer...
+    let queued: Vec<_> = (0..2)
+        .map(|i| {
+            let client = app.client.clone();
+            let url = format!("{}/v1/ingest/event", app.address);
+            actix_web::rt::spawn(async move {
+                client
+                    .post(url)
+                    .send_json(&event(&format!("queued-{i}")))
+                    .await
+                    .map(|r| r.status())
+            })
+        })
+        .collect();
+    while app.writer.queue_depth() < 2 {
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // ...the next is refused at once, with a hint when to retry.
+    let mut refused = app
+        .client
+        .post(format!("{}/v1/ingest/event", app.address))
+        .send_json(&event("refused"))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.headers().get("retry-after").unwrap(), "1");
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "overloaded");
+    // Reads do not wait for the writer.
+    let id = stored["record"]["id"].as_str().unwrap();
+    assert_eq!(app.get_record(id).await["id"], id);
+    let (status, _) = app
+        .post("/v1/retrieve", &json!({"trust": trust("hyper", &[])}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    release.send(()).unwrap();
+    for write in queued {
+        assert_eq!(write.await.unwrap().unwrap(), StatusCode::CREATED);
+    }
+    let sources: Vec<String> = app
+        .all_records()
+        .await
+        .iter()
+        .map(|r| r["provenance"]["created_by"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(sources.len(), 3, "{sources:?}");
+    assert!(!sources.contains(&"refused".to_string()));
+}

@@ -1,4 +1,3 @@
-use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use awc::http::StatusCode;
@@ -122,32 +121,10 @@ async fn a_disabled_job_still_runs_on_demand() {
     assert_eq!(job(&list, "decay")["last_run"]["result"], body["result"]);
 }
 
-/// Holds the single writer until the returned sender is dropped or sent to.
-async fn block_writer(app: &TestApp) -> mpsc::Sender<()> {
-    let (release, wait) = mpsc::channel::<()>();
-    let (started, is_started) = mpsc::channel::<()>();
-    let wait = Mutex::new(wait);
-    let started = Mutex::new(started);
-    let writer = app.writer.clone();
-    actix_web::rt::spawn(async move {
-        let _ = writer
-            .write(move |_| {
-                let _ = started.lock().unwrap().send(());
-                let _ = wait.lock().unwrap().recv();
-                Ok(())
-            })
-            .await;
-    });
-    while is_started.try_recv().is_err() {
-        actix_web::rt::time::sleep(Duration::from_millis(5)).await;
-    }
-    release
-}
-
 #[actix_web::test]
 async fn a_run_never_overlaps_another_run_of_the_same_job() {
     let app = spawn_app().await;
-    let release = block_writer(&app).await;
+    let release = app.block_writer().await;
     // The first run gets as far as storing its result, and waits there.
     let client = app.client.clone();
     let url = format!("{}/v1/jobs/decay/run", app.address);
