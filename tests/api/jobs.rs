@@ -3,7 +3,7 @@ use std::time::Duration;
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, event, spawn_app, spawn_app_in, TestApp};
+use crate::helpers::{assert_error, event, spawn_app, spawn_app_in};
 
 fn job<'a>(list: &'a Value, name: &str) -> &'a Value {
     list["jobs"]
