@@ -327,70 +327,86 @@ pub fn load_records(
             records.insert(key, record);
         }
     }
-    {
-        let mut stmt = conn.prepare_cached(
-            "SELECT record_key, tag FROM tags WHERE record_key IN rarray(?1) ORDER BY record_key, position",
-        )?;
-        let mut rows = stmt.query([key_list.clone()])?;
-        while let Some(row) = rows.next()? {
-            if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
-                record.tags.push(row.get(1)?);
-            }
-        }
-    }
-    {
-        let mut stmt = conn.prepare_cached(
-            "SELECT record_key, kind, ref, hash, created_by, timestamp
-             FROM provenance_sources WHERE record_key IN rarray(?1) ORDER BY id",
-        )?;
-        let mut rows = stmt.query([key_list.clone()])?;
-        while let Some(row) = rows.next()? {
-            if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
-                record.provenance.sources.push(ProvenanceSource {
-                    kind: parse_enum(row, 1, ProvenanceKind::parse)?,
-                    reference: row.get(2)?,
-                    hash: row.get(3)?,
-                    created_by: row.get(4)?,
-                    timestamp: from_micros(row.get(5)?),
-                });
-            }
-        }
-    }
-    {
-        let mut stmt = conn.prepare_cached(
-            "SELECT source_key, predicate, target_id, weight, created_at
-             FROM relations WHERE source_key IN rarray(?1) ORDER BY id",
-        )?;
-        let mut rows = stmt.query([key_list.clone()])?;
-        while let Some(row) = rows.next()? {
-            if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
-                record.relations.push(Relation {
-                    predicate: row.get(1)?,
-                    target_id: row.get(2)?,
-                    weight: row.get(3)?,
-                    created_at: from_micros(row.get(4)?),
-                });
-            }
-        }
-    }
-    {
-        let mut stmt = conn.prepare_cached(
-            "SELECT record_key, action, actor, timestamp, rationale
-             FROM audit_log WHERE record_key IN rarray(?1) ORDER BY id",
-        )?;
-        let mut rows = stmt.query([key_list])?;
-        while let Some(row) = rows.next()? {
-            if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
-                record.audit_log.push(AuditEntry {
-                    action: parse_enum(row, 1, AuditAction::parse)?,
-                    actor: row.get(2)?,
-                    timestamp: from_micros(row.get(3)?),
-                    rationale: row.get(4)?,
-                });
-            }
-        }
-    }
+    let key_list = &key_list;
+    for_each_child(
+        conn,
+        "SELECT record_key, tag FROM tags WHERE record_key IN rarray(?1) ORDER BY record_key, position",
+        key_list,
+        &mut records,
+        |record, row| {
+            record.tags.push(row.get(1)?);
+            Ok(())
+        },
+    )?;
+    for_each_child(
+        conn,
+        "SELECT record_key, kind, ref, hash, created_by, timestamp
+         FROM provenance_sources WHERE record_key IN rarray(?1) ORDER BY id",
+        key_list,
+        &mut records,
+        |record, row| {
+            record.provenance.sources.push(ProvenanceSource {
+                kind: parse_enum(row, 1, ProvenanceKind::parse)?,
+                reference: row.get(2)?,
+                hash: row.get(3)?,
+                created_by: row.get(4)?,
+                timestamp: from_micros(row.get(5)?),
+            });
+            Ok(())
+        },
+    )?;
+    for_each_child(
+        conn,
+        "SELECT source_key, predicate, target_id, weight, created_at
+         FROM relations WHERE source_key IN rarray(?1) ORDER BY id",
+        key_list,
+        &mut records,
+        |record, row| {
+            record.relations.push(Relation {
+                predicate: row.get(1)?,
+                target_id: row.get(2)?,
+                weight: row.get(3)?,
+                created_at: from_micros(row.get(4)?),
+            });
+            Ok(())
+        },
+    )?;
+    for_each_child(
+        conn,
+        "SELECT record_key, action, actor, timestamp, rationale
+         FROM audit_log WHERE record_key IN rarray(?1) ORDER BY id",
+        key_list,
+        &mut records,
+        |record, row| {
+            record.audit_log.push(AuditEntry {
+                action: parse_enum(row, 1, AuditAction::parse)?,
+                actor: row.get(2)?,
+                timestamp: from_micros(row.get(3)?),
+                rationale: row.get(4)?,
+            });
+            Ok(())
+        },
+    )?;
     Ok(keys.iter().filter_map(|key| records.remove(key)).collect())
+}
+
+/// Runs a child-table query (first column: the record key, `?1`: the key
+/// list) and hands each row to `apply` with the record it belongs to.
+fn for_each_child(
+    conn: &Connection,
+    sql: &str,
+    keys: &Rc<Vec<SqlValue>>,
+    records: &mut HashMap<i64, MemoryRecord>,
+    mut apply: impl FnMut(&mut MemoryRecord, &Row<'_>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query([keys.clone()])?;
+    while let Some(row) = rows.next()? {
+        if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
+            apply(record, row)?;
+        }
+    }
+    Ok(())
 }
 
 fn record_from_row(row: &Row<'_>) -> Result<MemoryRecord, StoreError> {
