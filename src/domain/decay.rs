@@ -12,7 +12,7 @@
 //! value as of the last sweep for ordering, and reads compute the current
 //! value, so what a client sees is never staler than the clock.
 
-use super::record::{DecayCurve, DecayProfile, DeletionPolicy, MemoryRecord, Status};
+use super::record::{DecayCurve, DecayProfile, DeletionPolicy, Status};
 use super::time::Timestamp;
 
 /// Below this, a decayed record may be pruned.
@@ -68,15 +68,6 @@ pub fn prunable(salience: f64, policy: DeletionPolicy, pinned: bool, status: Sta
         && policy == DeletionPolicy::AutoPrune
         && !pinned
         && status != Status::Retracted
-}
-
-/// The anchor of a record as it is now: used when a revision or ingest
-/// changes salience explicitly.
-pub fn anchor_of(record: &MemoryRecord) -> Anchor {
-    Anchor {
-        salience: record.salience,
-        at: record.updated_at,
-    }
 }
 
 #[cfg(test)]
