@@ -6,7 +6,9 @@ COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY config ./config
 COPY migrations ./migrations
-RUN cargo build --release --locked --bin engram
+# A workspace member; its manifest must be there for the workspace to load.
+COPY loadtests ./loadtests
+RUN cargo build --release --locked -p engram --bin engram
 
 # Runtime stage: a slim image with the binary, its config, and a volume for
 # the database, run as an unprivileged user.
