@@ -28,7 +28,7 @@ use crate::domain::payload::{
 };
 use crate::domain::policy::{CandidateKind, Policy};
 use crate::domain::record::{
-    AuditAction, AuditEntry, MemoryRecord, MemoryType, Provenance, ProvenanceKind,
+    Attribution, AuditAction, AuditEntry, MemoryRecord, MemoryType, Provenance, ProvenanceKind,
     ProvenanceSource, Relation, Sensitivity, Status,
 };
 use crate::domain::revision::{retract, DERIVED_FROM};
@@ -161,12 +161,7 @@ where
 const DUPLICATE_GROUPS_PER_WRITE: usize = 20;
 
 fn scheduler_entry(action: AuditAction, rationale: String, now: Timestamp) -> AuditEntry {
-    AuditEntry {
-        action,
-        actor: SCHEDULER_ACTOR.to_string(),
-        timestamp: now,
-        rationale,
-    }
+    Attribution::new(SCHEDULER_ACTOR, rationale).entry(action, now)
 }
 
 /// Halves the salience of up to one page of old episodes; answers the
@@ -608,10 +603,7 @@ fn resolve_duplicates(
         let mut duplicates = group.split_off(1);
         let mut survivor = group.pop().expect("a group has two or more records");
         let names: Vec<&str> = duplicates.iter().map(|d| d.id.as_str()).collect();
-        let by = crate::domain::record::Attribution::new(
-            SCHEDULER_ACTOR,
-            format!("duplicate of {}", survivor.id),
-        );
+        let by = Attribution::new(SCHEDULER_ACTOR, format!("duplicate of {}", survivor.id));
         let mut sensitivity: Sensitivity = survivor.sensitivity;
         for duplicate in &duplicates {
             sensitivity = sensitivity.max(duplicate.sensitivity);

@@ -15,7 +15,7 @@ use super::payload::{
 };
 use super::policy::{CandidateKind, Policy};
 use super::record::{
-    AuditAction, AuditEntry, MemoryRecord, Provenance, ProvenanceKind, ProvenanceSource,
+    Attribution, AuditAction, MemoryRecord, Provenance, ProvenanceKind, ProvenanceSource,
     Sensitivity, Status,
 };
 use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
@@ -315,12 +315,10 @@ fn new_record(
         },
         relations: Vec::new(),
         payload,
-        audit_log: vec![AuditEntry {
-            action: AuditAction::Create,
-            actor: common.source,
-            timestamp: cx.now,
-            rationale: format!("ingested {}", kind_name(kind)),
-        }],
+        audit_log: vec![
+            Attribution::new(common.source, format!("ingested {}", kind_name(kind)))
+                .entry(AuditAction::Create, cx.now),
+        ],
     }
 }
 
@@ -539,12 +537,11 @@ impl OutcomeUpdate {
             created_by: Some(self.source.clone()),
             timestamp: self.timestamp,
         });
-        record.audit_log.push(AuditEntry {
-            action: AuditAction::Revise,
-            actor: self.source.clone(),
-            timestamp: now,
-            rationale: format!("outcome reported: {}", outcome_name(self.status)),
-        });
+        let by = Attribution::new(
+            self.source.clone(),
+            format!("outcome reported: {}", outcome_name(self.status)),
+        );
+        record.audit_log.push(by.entry(AuditAction::Revise, now));
         record.updated_at = now;
         Ok(())
     }
