@@ -127,6 +127,13 @@ impl From<ServiceError> for ApiError {
     }
 }
 
+/// An actor that cannot be reached (the service is stopping).
+impl From<actix::MailboxError> for ApiError {
+    fn from(error: actix::MailboxError) -> Self {
+        ServiceError::from(error).into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,6 @@ async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
             tracing::warn!(error = %e, "readiness check failed");
             Err(ServiceError::Unavailable("database is not available".to_string()).into())
         }
-        Err(e) => Err(ServiceError::from(e).into()),
+        Err(e) => Err(e.into()),
     }
 }

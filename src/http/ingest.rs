@@ -34,11 +34,7 @@ async fn ingest(
     item: IngestItem,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let record = state
-        .ingestor
-        .send(Ingest { item })
-        .await
-        .map_err(crate::actors::ServiceError::from)??;
+    let record = state.ingestor.send(Ingest { item }).await??;
     Ok(record_response(status, &record))
 }
 
@@ -82,10 +78,6 @@ async fn batch(
     state: web::Data<AppState>,
     body: JsonBody<BatchRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let records = state
-        .ingestor
-        .send(IngestBatch { batch: body.0 })
-        .await
-        .map_err(crate::actors::ServiceError::from)??;
+    let records = state.ingestor.send(IngestBatch { batch: body.0 }).await??;
     Ok(records_response(StatusCode::CREATED, &records))
 }

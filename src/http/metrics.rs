@@ -19,8 +19,7 @@ async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
     Ok(state
         .reader
         .send(CollectStats { now })
-        .await
-        .map_err(ServiceError::from)?
+        .await?
         .map_err(ServiceError::from)?)
 }
 

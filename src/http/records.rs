@@ -9,7 +9,6 @@ use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::retrieval::RetrieveHistory;
 use crate::actors::revision::RevisionRequest;
-use crate::actors::ServiceError;
 use crate::domain::policy::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
 use crate::domain::revision::{HistoryRequest, PenalizeRequest, ReinforceRequest};
@@ -53,8 +52,7 @@ async fn create(
             record,
             by: Attribution::new(actor, "record created"),
         })
-        .await
-        .map_err(ServiceError::from)??;
+        .await??;
     Ok(record_response(StatusCode::CREATED, &record))
 }
 
@@ -99,7 +97,6 @@ async fn history(
             id: id.into_inner(),
             trust,
         })
-        .await
-        .map_err(ServiceError::from)??;
+        .await??;
     Ok(HttpResponse::Ok().json(ChainBody { chain }))
 }

@@ -5,7 +5,6 @@ use actix_web::{web, HttpResponse};
 
 use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::retrieval::{Retrieve, RetrieveById};
-use crate::actors::ServiceError;
 use crate::domain::retrieval::{RetrieveByIdRequest, RetrieveRequest};
 use crate::domain::trust::TrustContext;
 use crate::error::ApiError;
@@ -23,11 +22,7 @@ async fn retrieve(
     body: JsonBody<RetrieveRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let retrieval = body.0.into_retrieval(state.max_limit)?;
-    let result = state
-        .retriever
-        .send(Retrieve { retrieval })
-        .await
-        .map_err(ServiceError::from)??;
+    let result = state.retriever.send(Retrieve { retrieval }).await??;
     Ok(HttpResponse::Ok().json(result))
 }
 
@@ -43,7 +38,6 @@ async fn retrieve_by_id(
             id: id.into_inner(),
             trust,
         })
-        .await
-        .map_err(ServiceError::from)??;
+        .await??;
     Ok(record_response(StatusCode::OK, &record))
 }

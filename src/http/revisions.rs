@@ -5,7 +5,6 @@ use actix_web::{web, HttpResponse};
 
 use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::revision::{Revise, RevisionRequest};
-use crate::actors::ServiceError;
 use crate::domain::revision::{
     ContestRequest, ForkRequest, MergeRequest, RetractRequest, SupersedeRequest,
 };
@@ -28,11 +27,7 @@ pub(super) async fn revise(
     request: RevisionRequest,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let record = state
-        .reviser
-        .send(Revise { request })
-        .await
-        .map_err(ServiceError::from)??;
+    let record = state.reviser.send(Revise { request }).await??;
     Ok(record_response(status, &record))
 }
 
