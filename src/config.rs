@@ -66,6 +66,8 @@ pub struct StorageSettings {
     pub reader_cache_size_kib: u64,
     pub write_queue_capacity: usize,
     pub max_writes_per_transaction: usize,
+    pub write_timeout_ms: u64,
+    pub read_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -89,6 +91,7 @@ pub struct JobSettings {
 pub struct RetrievalSettings {
     pub max_limit: usize,
     pub selection_confidence_threshold: f64,
+    pub max_reads_in_flight: usize,
 }
 
 /// Environment variables that name a key directly, besides the generic
@@ -187,6 +190,12 @@ impl Settings {
         if self.storage.max_writes_per_transaction == 0 {
             return invalid("storage.max_writes_per_transaction", "must be at least 1");
         }
+        if self.storage.write_timeout_ms == 0 {
+            return invalid("storage.write_timeout_ms", "must be at least 1");
+        }
+        if self.storage.read_timeout_ms == 0 {
+            return invalid("storage.read_timeout_ms", "must be at least 1");
+        }
         let p = &self.policy;
         if !(p.initial_salience.is_finite() && p.initial_salience >= 0.0) {
             return invalid("policy.initial_salience", "must be a finite number >= 0");
@@ -199,6 +208,12 @@ impl Settings {
         }
         if !(p.min_salience.is_finite() && p.min_salience >= 0.0) {
             return invalid("policy.min_salience", "must be a finite number >= 0");
+        }
+        if p.initial_salience > p.max_salience {
+            return invalid(
+                "policy.initial_salience",
+                "must not be above policy.max_salience",
+            );
         }
         for (key, value) in [
             (
@@ -242,6 +257,9 @@ impl Settings {
         }
         if self.retrieval.max_limit == 0 {
             return invalid("retrieval.max_limit", "must be at least 1");
+        }
+        if self.retrieval.max_reads_in_flight == 0 {
+            return invalid("retrieval.max_reads_in_flight", "must be at least 1");
         }
         let threshold = self.retrieval.selection_confidence_threshold;
         if !(0.0..=1.0).contains(&threshold) {

@@ -6,51 +6,51 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::actors::ServiceError;
 use crate::domain::validate::ValidationError;
+use crate::service::ServiceError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
-    InvalidArgument,
-    PermissionDenied,
-    NotFound,
-    MethodNotAllowed,
-    Conflict,
-    FailedPrecondition,
-    PayloadTooLarge,
-    Overloaded,
-    Unavailable,
-    Internal,
+/// Declares the codes with their status and name in one table, so a new
+/// code cannot be added without both, and `Code::ALL` lists every one.
+macro_rules! codes {
+    ($($(#[$doc:meta])* $variant:ident => ($status:ident, $name:literal),)+) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Code {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl Code {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)+];
+
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(Code::$variant => StatusCode::$status,)+
+                }
+            }
+
+            /// The stable snake_case name clients match on.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $name,)+
+                }
+            }
+        }
+    };
 }
 
-impl Code {
-    pub fn status(self) -> StatusCode {
-        match self {
-            Code::InvalidArgument => StatusCode::BAD_REQUEST,
-            Code::PermissionDenied => StatusCode::FORBIDDEN,
-            Code::NotFound => StatusCode::NOT_FOUND,
-            Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Code::Conflict | Code::FailedPrecondition => StatusCode::CONFLICT,
-            Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Code::Overloaded | Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Code::InvalidArgument => "invalid_argument",
-            Code::PermissionDenied => "permission_denied",
-            Code::NotFound => "not_found",
-            Code::MethodNotAllowed => "method_not_allowed",
-            Code::Conflict => "conflict",
-            Code::FailedPrecondition => "failed_precondition",
-            Code::PayloadTooLarge => "payload_too_large",
-            Code::Overloaded => "overloaded",
-            Code::Unavailable => "unavailable",
-            Code::Internal => "internal",
-        }
-    }
+codes! {
+    InvalidArgument => (BAD_REQUEST, "invalid_argument"),
+    PermissionDenied => (FORBIDDEN, "permission_denied"),
+    NotFound => (NOT_FOUND, "not_found"),
+    MethodNotAllowed => (METHOD_NOT_ALLOWED, "method_not_allowed"),
+    Conflict => (CONFLICT, "conflict"),
+    /// The request is valid but the record's state forbids it.
+    FailedPrecondition => (CONFLICT, "failed_precondition"),
+    PayloadTooLarge => (PAYLOAD_TOO_LARGE, "payload_too_large"),
+    /// A queue or bound is full; retry after `Retry-After`.
+    Overloaded => (SERVICE_UNAVAILABLE, "overloaded"),
+    Unavailable => (SERVICE_UNAVAILABLE, "unavailable"),
+    Internal => (INTERNAL_SERVER_ERROR, "internal"),
 }
 
 /// Seconds a client is asked to wait after a 503.
@@ -118,6 +118,10 @@ impl From<ServiceError> for ApiError {
             ServiceError::FailedPrecondition(m) => ApiError::new(Code::FailedPrecondition, m),
             ServiceError::Overloaded(m) => ApiError::new(Code::Overloaded, m),
             ServiceError::Unavailable(m) => ApiError::new(Code::Unavailable, m),
+            ServiceError::Internal(m) => {
+                tracing::error!(error = %m, "internal failure");
+                ApiError::new(Code::Internal, "internal error")
+            }
             ServiceError::Store(e) => {
                 // The client learns that it failed; the log learns why.
                 tracing::error!(error = %e, "storage failure");
@@ -130,7 +134,10 @@ impl From<ServiceError> for ApiError {
 /// An actor that cannot be reached (the service is stopping).
 impl From<actix::MailboxError> for ApiError {
     fn from(error: actix::MailboxError) -> Self {
-        ServiceError::from(error).into()
+        ApiError::new(
+            Code::Unavailable,
+            format!("service is shutting down: {error}"),
+        )
     }
 }
 
@@ -139,19 +146,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_code_is_documented_with_its_status() {
+        let docs = include_str!("../docs/api.md");
+        for code in Code::ALL {
+            let row = format!("| {} | `{}` |", code.status().as_u16(), code.name());
+            assert!(
+                docs.contains(&row),
+                "docs/api.md has no error table row starting {row:?}"
+            );
+        }
+    }
+
+    #[test]
     fn every_code_has_a_distinct_name() {
-        let codes = [
-            Code::InvalidArgument,
-            Code::PermissionDenied,
-            Code::NotFound,
-            Code::MethodNotAllowed,
-            Code::Conflict,
-            Code::FailedPrecondition,
-            Code::PayloadTooLarge,
-            Code::Overloaded,
-            Code::Unavailable,
-            Code::Internal,
-        ];
+        let codes = Code::ALL;
         let mut names: Vec<&str> = codes.iter().map(|c| c.name()).collect();
         names.sort();
         names.dedup();

@@ -1,8 +1,10 @@
 //! engram: a memory service that many agents share over HTTP.
 //!
-//! Requests enter through `http`, which parses them into `domain` types and
-//! sends messages to the `actors`; the storage actors are the only code that
-//! touches SQLite, through the plain SQL functions in `store`.
+//! Requests enter through `http`, which parses them and sends messages to
+//! the `actors`; the actors validate them into `domain` types and run the
+//! memory operations of `service` on the storage threads, against the
+//! `store` trait, whose SQLite implementation is the only code that knows
+//! SQL. docs/architecture.md walks through it.
 
 pub mod actors;
 pub mod cli;
@@ -11,8 +13,8 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
-pub mod jobs;
 pub mod metrics;
+pub mod service;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

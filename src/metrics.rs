@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use crate::store::stats::MemoryStats;
+use crate::store::MemoryStats;
 
 /// Upper bounds of the latency histogram, in seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -79,7 +79,12 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition of everything.
-    pub fn render(&self, memory: &MemoryStats, writer_queue_depth: usize) -> String {
+    pub fn render(
+        &self,
+        memory: &MemoryStats,
+        writer_queue_depth: usize,
+        reads_in_flight: usize,
+    ) -> String {
         let mut out = String::new();
         let gauge = |out: &mut String, name: &str, help: &str, value: f64| {
             let _ = writeln!(
@@ -172,6 +177,12 @@ impl Metrics {
             "engram_writer_queue_depth",
             "Writes waiting for the writer.",
             writer_queue_depth as f64,
+        );
+        gauge(
+            &mut out,
+            "engram_reads_in_flight",
+            "Reads in progress (retrievals, lookups by id, histories).",
+            reads_in_flight as f64,
         );
 
         let _ = writeln!(out, "# HELP engram_http_requests_total HTTP requests by route and status.\n# TYPE engram_http_requests_total counter");

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, SyncArbiter};
+use actix::{Actor, Addr, SyncArbiter};
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
@@ -14,15 +14,16 @@ use actix_web::{web, App, HttpServer};
 use crate::actors::consolidation::Consolidator;
 use crate::actors::decay::Decayer;
 use crate::actors::ingestion::Ingestor;
-use crate::actors::retrieval::Retriever;
+use crate::actors::retrieval::{ReadGate, Retriever};
 use crate::actors::revision::Reviser;
-use crate::actors::storage::{StorageWriter, StoreReader};
+use crate::actors::scheduler::{JobsError, Scheduler, SchedulerDeps, StopSchedule};
+use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
+use crate::actors::workers::{WorkerArbiters, Workers};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::http::{self, AppState};
-use crate::jobs::{Jobs, JobsError};
 use crate::metrics::Metrics;
-use crate::store::{self, maintenance, migrations, ConnectionOptions, StoreError};
+use crate::store::{self, ConnectionOptions, StoreError};
 use crate::telemetry;
 
 #[derive(Debug, thiserror::Error)]
@@ -38,14 +39,22 @@ pub enum StartupError {
     Jobs(#[from] JobsError),
 }
 
-/// Reads allowed in flight per reader thread before retrieval answers 503.
-const READS_IN_FLIGHT_PER_READER: usize = 256;
-
 pub struct Application {
     addr: SocketAddr,
     server: Server,
     writer: StorageWriter,
-    jobs: Jobs,
+    reader: Reader,
+    read_gate: ReadGate,
+    scheduler: Addr<Scheduler>,
+    arbiters: WorkerArbiters,
+}
+
+/// Threads for the request actors: as many as HTTP workers.
+fn worker_count(settings: &Settings) -> usize {
+    match settings.server.workers {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    }
 }
 
 impl Application {
@@ -57,37 +66,61 @@ impl Application {
             source,
         };
         let busy_timeout = Duration::from_millis(storage.busy_timeout_ms);
-        let reader_options = ConnectionOptions {
-            busy_timeout,
-            cache_size_kib: storage.reader_cache_size_kib,
-        };
-        let writer_options = ConnectionOptions {
-            busy_timeout,
-            cache_size_kib: storage.writer_cache_size_kib,
-        };
-        // The writer connection comes first: it switches the file to WAL
-        // and migrates before any reader opens.
-        let mut writer_conn =
-            store::open_connection(&storage.db_path, writer_options).map_err(db_error)?;
-        let applied = migrations::run(&mut writer_conn).map_err(db_error)?;
-        if !applied.is_empty() {
-            tracing::info!(versions = ?applied, "applied schema migrations");
+        let opened = store::open(
+            &storage.db_path,
+            storage.pool_size,
+            ConnectionOptions {
+                busy_timeout,
+                cache_size_kib: storage.writer_cache_size_kib,
+            },
+            ConnectionOptions {
+                busy_timeout,
+                cache_size_kib: storage.reader_cache_size_kib,
+            },
+        )
+        .map_err(db_error)?;
+        if !opened.applied_migrations.is_empty() {
+            tracing::info!(versions = ?opened.applied_migrations, "applied schema migrations");
         }
-        let stored_jobs = maintenance::job_settings(&writer_conn).map_err(db_error)?;
-        let last_runs = maintenance::last_job_runs(&writer_conn).map_err(db_error)?;
-        let pool = store::open_pool(&storage.db_path, storage.pool_size, reader_options)
+        let mut writer_conn = opened.writer;
+        let stored_jobs = writer_conn.transaction().job_settings().map_err(db_error)?;
+        let last_runs = writer_conn
+            .transaction()
+            .last_job_runs()
             .map_err(db_error)?;
         let writer = StorageWriter::start(
             writer_conn,
-            storage.write_queue_capacity,
-            storage.max_writes_per_transaction,
+            WriterOptions {
+                capacity: storage.write_queue_capacity,
+                max_per_transaction: storage.max_writes_per_transaction,
+                timeout: Duration::from_millis(storage.write_timeout_ms),
+            },
         );
-        let readers = storage.pool_size as usize;
-        let reader_pool = pool.clone();
-        let reader = SyncArbiter::start(readers, move || StoreReader::new(reader_pool.clone()));
-        let ingestor =
-            Ingestor::new(settings.policy.clone(), writer.clone(), clock.clone()).start();
-        let reviser = Reviser::new(settings.policy.clone(), writer.clone(), clock.clone()).start();
+        let pool = opened.readers;
+        let reader_addr = SyncArbiter::start(storage.pool_size as usize, move || {
+            StoreReader::new(pool.clone())
+        });
+        let reader = Reader::new(reader_addr, Duration::from_millis(storage.read_timeout_ms));
+
+        let arbiters = WorkerArbiters::start(worker_count(&settings));
+        let (policy, w, c) = (settings.policy.clone(), writer.clone(), clock.clone());
+        let ingestor = Workers::start(&arbiters, move || {
+            Ingestor::new(policy.clone(), w.clone(), c.clone())
+        });
+        let (policy, w, c) = (settings.policy.clone(), writer.clone(), clock.clone());
+        let reviser = Workers::start(&arbiters, move || {
+            Reviser::new(policy.clone(), w.clone(), c.clone())
+        });
+        let read_gate = ReadGate::new(settings.retrieval.max_reads_in_flight);
+        let retriever_prototype = Retriever::new(
+            reader.clone(),
+            clock.clone(),
+            read_gate.clone(),
+            settings.retrieval.max_limit,
+            settings.retrieval.selection_confidence_threshold,
+        );
+        let retriever = Workers::start(&arbiters, move || retriever_prototype.clone());
+
         let decayer = Decayer::new(
             reader.clone(),
             writer.clone(),
@@ -102,34 +135,29 @@ impl Application {
         )
         .start();
         let metrics = Arc::new(Metrics::default());
-        let jobs = Jobs::start(
+        let scheduler = Scheduler::start(
             &settings.jobs,
             stored_jobs,
             last_runs,
-            decayer,
-            consolidator,
-            writer.clone(),
-            clock.clone(),
-            metrics.clone(),
+            SchedulerDeps {
+                decayer,
+                consolidator,
+                writer: writer.clone(),
+                clock: clock.clone(),
+                metrics: metrics.clone(),
+            },
         )
         .await?;
-        let retriever = Retriever::new(
-            reader.clone(),
-            clock.clone(),
-            settings.retrieval.selection_confidence_threshold,
-            readers * READS_IN_FLIGHT_PER_READER,
-        )
-        .start();
         let state = web::Data::new(AppState {
             ingestor,
             retriever,
             reviser,
-            reader,
+            reader: reader.clone(),
+            read_gate: read_gate.clone(),
             writer: writer.clone(),
-            jobs: jobs.clone(),
+            scheduler: scheduler.clone(),
             metrics,
             clock,
-            max_limit: settings.retrieval.max_limit,
             max_body_bytes: settings.server.max_body_bytes,
         });
 
@@ -159,7 +187,10 @@ impl Application {
             addr: local,
             server,
             writer,
-            jobs,
+            reader,
+            read_gate,
+            scheduler,
+            arbiters,
         })
     }
 
@@ -172,6 +203,16 @@ impl Application {
         self.writer.clone()
     }
 
+    /// The way to the read pool, shared with the actors.
+    pub fn reader(&self) -> Reader {
+        self.reader.clone()
+    }
+
+    /// The bound on reads in flight, shared with the retrievers.
+    pub fn read_gate(&self) -> ReadGate {
+        self.read_gate.clone()
+    }
+
     /// Stops the server from elsewhere (tests, signal handlers).
     pub fn handle(&self) -> ServerHandle {
         self.server.handle()
@@ -181,9 +222,14 @@ impl Application {
     /// queued writes commit and checkpoints the database.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
-        self.jobs.shutdown().await;
+        let _ = self.scheduler.send(StopSchedule).await;
         let writer = self.writer;
-        let _ = actix_web::rt::task::spawn_blocking(move || writer.shutdown()).await;
+        let arbiters = self.arbiters;
+        let _ = actix_web::rt::task::spawn_blocking(move || {
+            arbiters.stop();
+            writer.shutdown();
+        })
+        .await;
         result
     }
 }

@@ -1,17 +1,16 @@
-//! The ingestion actor: classification, policy and record construction
-//! happen here, on validated domain requests; the result goes to the writer
-//! as one atomic write.
+//! The ingestion actor: validates what agents send into records
+//! (classification, policy, the record builder) on its worker arbiter, then
+//! stores them through one service call on the writer.
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
-use rusqlite::Connection;
 
 use super::storage::StorageWriter;
-use super::ServiceError;
 use crate::clock::Clock;
-use crate::domain::ingest::{BatchRequest, Candidate, IngestContext, IngestItem, OutcomeUpdate};
+use crate::domain::ingest::{BatchRequest, IngestContext, IngestItem};
 use crate::domain::policy::{NewRecord, Policy};
-use crate::domain::record::{Attribution, MemoryRecord};
-use crate::store::records;
+use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
+use crate::domain::trust::Caller;
+use crate::service::{self, ServiceError};
 
 pub struct Ingestor {
     policy: Policy,
@@ -33,16 +32,11 @@ impl Actor for Ingestor {
     type Context = Context<Self>;
 }
 
-/// New ids are UUIDv7: time-ordered, so inserts land at the end of the id
-/// index instead of all over it.
-pub fn new_record_id() -> String {
-    uuid::Uuid::now_v7().to_string()
-}
-
 /// One ingest call: a new record, or an outcome on an existing one.
 #[derive(Message)]
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct Ingest {
+    pub caller: Caller,
     pub item: IngestItem,
 }
 
@@ -50,6 +44,7 @@ pub struct Ingest {
 #[derive(Message)]
 #[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
 pub struct IngestBatch {
+    pub caller: Caller,
     pub batch: BatchRequest,
 }
 
@@ -57,6 +52,7 @@ pub struct IngestBatch {
 #[derive(Message)]
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct CreateRecord {
+    pub caller: Caller,
     pub record: NewRecord,
     pub by: Attribution,
 }
@@ -73,10 +69,11 @@ impl Handler<Ingest> for Ingestor {
         };
         let candidate = msg.item.into_candidate(&cx);
         let writer = self.writer.clone();
+        let caller = msg.caller;
         Box::pin(async move {
             let candidate = candidate?;
             writer
-                .write(move |conn| store_candidate(conn, candidate, now))
+                .write(move |tx| service::ingest::ingest(tx, &caller, now, candidate))
                 .await
         })
     }
@@ -94,18 +91,11 @@ impl Handler<IngestBatch> for Ingestor {
         };
         let candidates = msg.batch.into_candidates(&cx);
         let writer = self.writer.clone();
+        let caller = msg.caller;
         Box::pin(async move {
             let candidates = candidates?;
             writer
-                .write(move |conn| {
-                    candidates
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, candidate)| {
-                            store_candidate(conn, candidate, now).map_err(|e| in_item(e, i))
-                        })
-                        .collect()
-                })
+                .write(move |tx| service::ingest::ingest_batch(tx, &caller, now, candidates))
                 .await
         })
     }
@@ -119,56 +109,12 @@ impl Handler<CreateRecord> for Ingestor {
             .record
             .into_record(&self.policy, &msg.by, self.clock.now(), new_record_id);
         let writer = self.writer.clone();
+        let caller = msg.caller;
         Box::pin(async move {
             let record = record?;
             writer
-                .write(move |conn| {
-                    super::check_relation_targets(conn, &record)?;
-                    records::insert_record(conn, &record)?;
-                    Ok(record)
-                })
+                .write(move |tx| service::ingest::create_record(tx, &caller, record))
                 .await
         })
-    }
-}
-
-fn store_candidate(
-    conn: &Connection,
-    candidate: Candidate,
-    now: crate::domain::time::Timestamp,
-) -> Result<MemoryRecord, ServiceError> {
-    match candidate {
-        Candidate::Create(record) => {
-            records::insert_record(conn, &record)?;
-            Ok(*record)
-        }
-        Candidate::Outcome(update) => apply_outcome(conn, &update, now),
-    }
-}
-
-fn apply_outcome(
-    conn: &Connection,
-    update: &OutcomeUpdate,
-    now: crate::domain::time::Timestamp,
-) -> Result<MemoryRecord, ServiceError> {
-    let mut record = super::load_record(conn, "target_record_id", &update.target_record_id, now)?;
-    update.apply(&mut record, now).map_err(|e| {
-        ServiceError::FailedPrecondition(format!(
-            "target_record_id: record {} is {} memory; outcomes apply only to episodic records",
-            e.id, e.actual
-        ))
-    })?;
-    records::update_record(conn, &record, now)?;
-    Ok(record)
-}
-
-/// Names the batch item an error came from.
-fn in_item(error: ServiceError, index: usize) -> ServiceError {
-    let prefix = |message: String| format!("items[{index}].{message}");
-    match error {
-        ServiceError::NotFound(m) => ServiceError::NotFound(prefix(m)),
-        ServiceError::FailedPrecondition(m) => ServiceError::FailedPrecondition(prefix(m)),
-        ServiceError::Conflict(m) => ServiceError::Conflict(prefix(m)),
-        other => other,
     }
 }

@@ -1,32 +1,47 @@
-//! The storage actors: pooled readers on a `SyncArbiter`, and the single
-//! group-committing writer thread.
+//! The storage actors: [`StoreReader`], a `SyncArbiter` pool of threads
+//! running reads on pooled connections, and [`StorageWriter`], the single
+//! group-committing writer thread. Both run service functions given as
+//! closures over a [`Transaction`]; neither knows which backend is behind
+//! it. Every call to either has a deadline.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use actix::{Actor, Handler, Message, SyncContext};
-use rusqlite::Connection;
+use actix::{Actor, Addr, Handler, MailboxError, Message, SyncContext};
 use tokio::sync::oneshot;
 
-use super::ServiceError;
-use crate::domain::record::MemoryRecord;
-use crate::domain::retrieval::RecordQuery;
-use crate::domain::time::Timestamp;
-use crate::store::consolidation;
-use crate::store::maintenance::{self, DecayRow};
-use crate::store::stats::{self, MemoryStats};
-use crate::store::{records, Pool, StoreError};
+use crate::service::ServiceError;
+use crate::store::{ReadPool, Transaction, WriteConnection};
+
+/// Work for a storage actor: a service function bound to its arguments.
+type Work<T> = Box<dyn FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send>;
+
+/// Runs `work`, turning a panic into an error so the thread survives it.
+fn run_guarded<T>(work: Work<T>, tx: &mut dyn Transaction) -> Result<T, ServiceError> {
+    catch_unwind(AssertUnwindSafe(|| work(tx))).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        tracing::error!(panic = %what, "a storage job panicked");
+        Err(ServiceError::Internal(format!(
+            "a storage job panicked: {what}"
+        )))
+    })
+}
 
 /// Reads, one pooled connection per arbiter thread.
 pub struct StoreReader {
-    pool: Pool,
+    pool: ReadPool,
 }
 
 impl StoreReader {
-    pub fn new(pool: Pool) -> Self {
+    pub fn new(pool: ReadPool) -> Self {
         StoreReader { pool }
     }
 }
@@ -35,137 +50,81 @@ impl Actor for StoreReader {
     type Context = SyncContext<Self>;
 }
 
-#[derive(Message)]
-#[rtype(result = "Result<Option<MemoryRecord>, StoreError>")]
-pub struct FetchRecord {
-    pub id: String,
-    pub now: Timestamp,
+/// A read: runs on a pooled connection, outside any write transaction.
+pub struct Read<T>(Work<T>);
+
+impl<T: Send + 'static> Message for Read<T> {
+    type Result = Result<T, ServiceError>;
 }
 
-#[derive(Message)]
-#[rtype(result = "Result<Vec<MemoryRecord>, StoreError>")]
-pub struct QueryRecords {
-    pub query: RecordQuery,
-    pub now: Timestamp,
-}
+impl<T: Send + 'static> Handler<Read<T>> for StoreReader {
+    type Result = Result<T, ServiceError>;
 
-/// A chunk of records for the decay sweep, in key order after `after_key`.
-#[derive(Message)]
-#[rtype(result = "Result<Vec<DecayRow>, StoreError>")]
-pub struct ScanForDecay {
-    pub after_key: i64,
-    pub limit: usize,
-}
-
-/// The supersession chain through a record, oldest first.
-#[derive(Message)]
-#[rtype(result = "Result<Option<Vec<MemoryRecord>>, StoreError>")]
-pub struct FetchHistory {
-    pub id: String,
-    pub now: Timestamp,
-}
-
-/// Groups of identical active facts (ids), for consolidation.
-#[derive(Message)]
-#[rtype(result = "Result<Vec<Vec<String>>, StoreError>")]
-pub struct FindDuplicateFacts;
-
-/// Aggregates over all records, for metrics.
-#[derive(Message)]
-#[rtype(result = "Result<MemoryStats, StoreError>")]
-pub struct CollectStats {
-    pub now: Timestamp,
-}
-
-#[derive(Message)]
-#[rtype(result = "Result<(), StoreError>")]
-pub struct CheckReady;
-
-impl Handler<FetchRecord> for StoreReader {
-    type Result = Result<Option<MemoryRecord>, StoreError>;
-
-    fn handle(&mut self, msg: FetchRecord, _: &mut Self::Context) -> Self::Result {
-        records::get_record(&*self.pool.get()?, &msg.id, msg.now)
+    fn handle(&mut self, msg: Read<T>, _: &mut Self::Context) -> Self::Result {
+        self.pool.read(|tx| run_guarded(msg.0, tx))?
     }
 }
 
-impl Handler<QueryRecords> for StoreReader {
-    type Result = Result<Vec<MemoryRecord>, StoreError>;
-
-    fn handle(&mut self, msg: QueryRecords, _: &mut Self::Context) -> Self::Result {
-        records::query_records(&*self.pool.get()?, &msg.query, msg.now)
-    }
+/// The way to the readers: each read is answered within `timeout` or
+/// fails with `Unavailable`.
+#[derive(Clone)]
+pub struct Reader {
+    addr: Addr<StoreReader>,
+    timeout: Duration,
 }
 
-impl Handler<FetchHistory> for StoreReader {
-    type Result = Result<Option<Vec<MemoryRecord>>, StoreError>;
-
-    fn handle(&mut self, msg: FetchHistory, _: &mut Self::Context) -> Self::Result {
-        records::supersession_chain(&*self.pool.get()?, &msg.id, msg.now)
+impl Reader {
+    pub fn new(addr: Addr<StoreReader>, timeout: Duration) -> Self {
+        Reader { addr, timeout }
     }
-}
 
-impl Handler<ScanForDecay> for StoreReader {
-    type Result = Result<Vec<DecayRow>, StoreError>;
-
-    fn handle(&mut self, msg: ScanForDecay, _: &mut Self::Context) -> Self::Result {
-        maintenance::scan_for_decay(&*self.pool.get()?, msg.after_key, msg.limit)
-    }
-}
-
-impl Handler<FindDuplicateFacts> for StoreReader {
-    type Result = Result<Vec<Vec<String>>, StoreError>;
-
-    fn handle(&mut self, _: FindDuplicateFacts, _: &mut Self::Context) -> Self::Result {
-        consolidation::duplicate_fact_groups(&*self.pool.get()?)
-    }
-}
-
-impl Handler<CollectStats> for StoreReader {
-    type Result = Result<MemoryStats, StoreError>;
-
-    fn handle(&mut self, msg: CollectStats, _: &mut Self::Context) -> Self::Result {
-        stats::memory_stats(&*self.pool.get()?, msg.now)
-    }
-}
-
-impl Handler<CheckReady> for StoreReader {
-    type Result = Result<(), StoreError>;
-
-    fn handle(&mut self, _: CheckReady, _: &mut Self::Context) -> Self::Result {
-        records::ping(&*self.pool.get()?)
+    pub async fn read<T, F>(&self, work: F) -> Result<T, ServiceError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
+    {
+        self.addr
+            .send(Read(Box::new(work)))
+            .timeout(self.timeout)
+            .await
+            .map_err(|e| match e {
+                MailboxError::Timeout => ServiceError::Unavailable(format!(
+                    "the read did not complete within {} ms; retry shortly",
+                    self.timeout.as_millis()
+                )),
+                MailboxError::Closed => {
+                    ServiceError::Unavailable("the service is shutting down".to_string())
+                }
+            })?
     }
 }
 
 /// A unit of work for the writer: runs inside the shared transaction, and
 /// is answered once that transaction's fate is known.
 trait WriteJob: Send {
+    /// Its caller stopped waiting: the job is answered without being run.
+    fn expired(&self, now: Instant) -> bool;
     /// Runs the work; false when it failed and its changes must be undone.
-    fn run(&mut self, conn: &Connection) -> bool;
+    fn run(&mut self, tx: &mut dyn Transaction) -> bool;
     /// Sends the answer: the work's result if the transaction committed.
     fn finish(self: Box<Self>, commit: Result<(), String>);
 }
 
-struct PendingWrite<T, F> {
-    work: Option<F>,
+struct PendingWrite<T> {
+    work: Option<Work<T>>,
+    deadline: Instant,
     result: Option<Result<T, ServiceError>>,
     reply: oneshot::Sender<Result<T, ServiceError>>,
 }
 
-impl<T, F> WriteJob for PendingWrite<T, F>
-where
-    T: Send,
-    F: FnOnce(&Connection) -> Result<T, ServiceError> + Send,
-{
-    fn run(&mut self, conn: &Connection) -> bool {
+impl<T: Send> WriteJob for PendingWrite<T> {
+    fn expired(&self, now: Instant) -> bool {
+        now >= self.deadline
+    }
+
+    fn run(&mut self, tx: &mut dyn Transaction) -> bool {
         let work = self.work.take().expect("a write job runs once");
-        // A panicking job must not take the writer (and every later write)
-        // down with it.
-        let result = catch_unwind(AssertUnwindSafe(|| work(conn))).unwrap_or_else(|_| {
-            Err(ServiceError::Store(StoreError::Corrupt(
-                "write job panicked".to_string(),
-            )))
-        });
+        let result = run_guarded(work, tx);
         let ok = result.is_ok();
         self.result = Some(result);
         ok
@@ -178,7 +137,10 @@ where
             (Err(e), _) => Err(ServiceError::Unavailable(format!(
                 "write not committed: {e}"
             ))),
-            (Ok(()), None) => Err(ServiceError::Unavailable("write was not run".to_string())),
+            (Ok(()), None) => Err(ServiceError::Unavailable(
+                "the write waited too long in the queue and was not applied; retry shortly"
+                    .to_string(),
+            )),
         };
         // The caller may have gone away; its write stands regardless.
         let _ = self.reply.send(result);
@@ -196,22 +158,36 @@ pub struct StorageWriter {
     queue: SyncSender<WriterMessage>,
     depth: Arc<AtomicUsize>,
     thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    timeout: Duration,
+}
+
+/// How the writer works: its queue, its transactions, its deadline.
+#[derive(Debug, Clone, Copy)]
+pub struct WriterOptions {
+    /// Writes that may wait; past that, `Overloaded`.
+    pub capacity: usize,
+    /// Most writes committed in one transaction.
+    pub max_per_transaction: usize,
+    /// How long a caller waits for its write to commit.
+    pub timeout: Duration,
 }
 
 impl StorageWriter {
     /// Starts the writer thread on its own connection.
-    pub fn start(conn: Connection, capacity: usize, max_per_transaction: usize) -> StorageWriter {
-        let (queue, inbox) = mpsc::sync_channel(capacity);
+    pub fn start(conn: Box<dyn WriteConnection>, options: WriterOptions) -> StorageWriter {
+        let (queue, inbox) = mpsc::sync_channel(options.capacity);
         let depth = Arc::new(AtomicUsize::new(0));
         let thread_depth = depth.clone();
+        let max = options.max_per_transaction.max(1);
         let thread = std::thread::Builder::new()
             .name("engram-writer".to_string())
-            .spawn(move || write_loop(conn, inbox, thread_depth, max_per_transaction))
+            .spawn(move || write_loop(conn, inbox, thread_depth, max))
             .expect("spawn the writer thread");
         StorageWriter {
             queue,
             depth,
             thread: Arc::new(Mutex::new(Some(thread))),
+            timeout: options.timeout,
         }
     }
 
@@ -221,17 +197,22 @@ impl StorageWriter {
     }
 
     /// Queues `work` and waits for its commit. `work` runs on the writer
-    /// thread inside a transaction shared with other queued writes, isolated
-    /// from them by a savepoint: if it fails, only its own changes are
-    /// undone and its error is returned.
+    /// thread inside a transaction shared with other queued writes,
+    /// isolated from them by a savepoint: if it fails, only its own changes
+    /// are undone and its error is returned.
+    ///
+    /// A caller waits at most the writer's timeout and is then answered
+    /// `Unavailable`. A write still queued at that moment is dropped
+    /// unapplied; one already running when it passes may still commit.
     pub async fn write<T, F>(&self, work: F) -> Result<T, ServiceError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, ServiceError> + Send + 'static,
+        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingWrite {
-            work: Some(work),
+            work: Some(Box::new(work)),
+            deadline: Instant::now() + self.timeout,
             result: None,
             reply,
         });
@@ -251,14 +232,19 @@ impl StorageWriter {
                 ));
             }
         }
-        answer.await.unwrap_or_else(|_| {
-            Err(ServiceError::Unavailable(
+        match actix_web::rt::time::timeout(self.timeout, answer).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(ServiceError::Unavailable(
                 "the writer has stopped".to_string(),
-            ))
-        })
+            )),
+            Err(_) => Err(ServiceError::Unavailable(format!(
+                "the write did not complete within {} ms; retry shortly",
+                self.timeout.as_millis()
+            ))),
+        }
     }
 
-    /// Lets queued writes finish, checkpoints the WAL, and stops the thread.
+    /// Lets queued writes finish, flushes the backend, and stops the thread.
     /// Blocks; call it off the async executor or after the server stopped.
     pub fn shutdown(&self) {
         let Some(thread) = self.thread.lock().expect("writer lock").take() else {
@@ -272,7 +258,7 @@ impl StorageWriter {
 }
 
 fn write_loop(
-    conn: Connection,
+    mut conn: Box<dyn WriteConnection>,
     inbox: Receiver<WriterMessage>,
     depth: Arc<AtomicUsize>,
     max_per_transaction: usize,
@@ -295,7 +281,7 @@ fn write_loop(
             }
         }
         depth.fetch_sub(batch.len(), Ordering::Relaxed);
-        let commit = commit_batch(&conn, &mut batch);
+        let commit = commit_batch(conn.as_mut(), &mut batch);
         if let Err(e) = &commit {
             tracing::error!(error = %e, writes = batch.len(), "group commit failed");
         }
@@ -303,30 +289,36 @@ fn write_loop(
             job.finish(commit.clone());
         }
     }
-    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
-        tracing::warn!(error = %e, "final WAL checkpoint failed");
+    if let Err(e) = conn.close() {
+        tracing::warn!(error = %e, "closing the writer connection failed");
     }
     tracing::info!("writer stopped");
 }
 
-fn commit_batch(conn: &Connection, batch: &mut [Box<dyn WriteJob>]) -> Result<(), String> {
-    conn.execute_batch("BEGIN IMMEDIATE")
-        .map_err(|e| e.to_string())?;
+fn commit_batch(
+    conn: &mut dyn WriteConnection,
+    batch: &mut [Box<dyn WriteJob>],
+) -> Result<(), String> {
+    conn.begin().map_err(|e| e.to_string())?;
+    let now = Instant::now();
     for job in batch.iter_mut() {
-        let step = conn.execute_batch("SAVEPOINT write_job").and_then(|()| {
-            if job.run(conn) {
-                conn.execute_batch("RELEASE write_job")
+        if job.expired(now) {
+            continue;
+        }
+        let step = conn.savepoint().and_then(|()| {
+            if job.run(conn.transaction()) {
+                conn.release()
             } else {
-                conn.execute_batch("ROLLBACK TO write_job; RELEASE write_job")
+                conn.rollback_to_savepoint()
             }
         });
         if let Err(e) = step {
-            let _ = conn.execute_batch("ROLLBACK");
+            conn.rollback();
             return Err(e.to_string());
         }
     }
-    conn.execute_batch("COMMIT").map_err(|e| {
-        let _ = conn.execute_batch("ROLLBACK");
+    conn.commit().map_err(|e| {
+        conn.rollback();
         e.to_string()
     })
 }
@@ -335,14 +327,31 @@ fn commit_batch(conn: &Connection, batch: &mut [Box<dyn WriteJob>]) -> Result<()
 mod tests {
     use super::*;
     use crate::domain::policy::{NewRecord, Policy};
-    use crate::store::migrations;
-    use std::time::Duration;
+    use crate::domain::record::MemoryRecord;
+    use crate::store::{self, ConnectionOptions};
 
-    fn writer_on(dir: &tempfile::TempDir, capacity: usize) -> (StorageWriter, std::path::PathBuf) {
-        let path = dir.path().join("w.db");
-        let mut conn = Connection::open(&path).unwrap();
-        migrations::run(&mut conn).unwrap();
-        (StorageWriter::start(conn, capacity, 64), path)
+    fn options() -> ConnectionOptions {
+        ConnectionOptions {
+            busy_timeout: Duration::from_secs(5),
+            cache_size_kib: 1024,
+        }
+    }
+
+    fn writer_on(
+        dir: &tempfile::TempDir,
+        capacity: usize,
+        timeout: Duration,
+    ) -> (StorageWriter, ReadPool) {
+        let opened = store::open(&dir.path().join("w.db"), 1, options(), options()).unwrap();
+        let writer = StorageWriter::start(
+            opened.writer,
+            WriterOptions {
+                capacity,
+                max_per_transaction: 64,
+                timeout,
+            },
+        );
+        (writer, opened.readers)
     }
 
     fn record(id: &str) -> MemoryRecord {
@@ -360,27 +369,20 @@ mod tests {
         .unwrap()
     }
 
-    fn stored_ids(path: &std::path::Path) -> Vec<String> {
-        let conn = Connection::open(path).unwrap();
-        let mut stmt = conn.prepare("SELECT id FROM records ORDER BY id").unwrap();
-        let ids = stmt
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        ids
+    fn stored(readers: &ReadPool, id: &str) -> bool {
+        readers.read(|tx| tx.record_exists(id)).unwrap().unwrap()
     }
 
     #[actix_web::test]
     async fn a_failed_write_is_undone_without_touching_the_others_in_its_transaction() {
         let dir = tempfile::tempdir().unwrap();
-        let (writer, path) = writer_on(&dir, 16);
+        let (writer, readers) = writer_on(&dir, 16, Duration::from_secs(30));
         let insert = |id: &'static str, fail: bool| {
             let writer = writer.clone();
             async move {
                 writer
-                    .write(move |conn| {
-                        records::insert_record(conn, &record(id))?;
+                    .write(move |tx| {
+                        tx.insert_record(&record(id))?;
                         if fail {
                             return Err(ServiceError::Conflict("refused".into()));
                         }
@@ -395,32 +397,51 @@ mod tests {
         assert!(a.is_ok() && c.is_ok());
         assert!(matches!(b, Err(ServiceError::Conflict(_))));
         writer.shutdown();
-        assert_eq!(stored_ids(&path), ["a", "c"]);
+        assert!(stored(&readers, "a") && stored(&readers, "c"));
+        assert!(!stored(&readers, "b"));
+    }
+
+    /// Holds the writer in a job until `release` is sent to.
+    async fn hold(
+        writer: &StorageWriter,
+    ) -> (mpsc::Sender<()>, actix_web::rt::task::JoinHandle<()>) {
+        let (started_tx, started) = mpsc::channel::<()>();
+        let (release, wait) = mpsc::channel::<()>();
+        let (started_tx, wait) = (Mutex::new(started_tx), Mutex::new(wait));
+        let busy = writer.clone();
+        let task = actix_web::rt::spawn(async move {
+            let _ = busy
+                .write(move |_| {
+                    started_tx.lock().unwrap().send(()).unwrap();
+                    let _ = wait.lock().unwrap().recv();
+                    Ok(())
+                })
+                .await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while started.try_recv().is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the writer never started the job"
+            );
+            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        (release, task)
     }
 
     #[actix_web::test]
     async fn a_full_queue_answers_overloaded_at_once() {
         let dir = tempfile::tempdir().unwrap();
-        let (writer, _) = writer_on(&dir, 1);
-        let (started_tx, started) = mpsc::channel::<()>();
-        let (release, wait) = mpsc::channel::<()>();
-        let (started_tx, wait) = (Mutex::new(started_tx), Mutex::new(wait));
-        let busy = writer.clone();
-        let first = actix_web::rt::spawn(async move {
-            busy.write(move |_| {
-                started_tx.lock().unwrap().send(()).unwrap();
-                wait.lock().unwrap().recv().unwrap();
-                Ok(())
-            })
-            .await
-        });
-        // The writer is now stuck in the first job with an empty queue.
-        while started.try_recv().is_err() {
-            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
-        }
+        let (writer, _) = writer_on(&dir, 1, Duration::from_secs(30));
+        let (release, first) = hold(&writer).await;
         let queued = writer.clone();
         let second = actix_web::rt::spawn(async move { queued.write(|_| Ok(())).await });
+        let deadline = Instant::now() + Duration::from_secs(10);
         while writer.queue_depth() == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the second write was never queued"
+            );
             actix_web::rt::time::sleep(Duration::from_millis(5)).await;
         }
         let third = writer.write(|_| Ok(())).await;
@@ -429,8 +450,57 @@ mod tests {
             "{third:?}"
         );
         release.send(()).unwrap();
-        assert!(first.await.unwrap().is_ok());
+        first.await.unwrap();
         assert!(second.await.unwrap().is_ok());
+        writer.shutdown();
+    }
+
+    #[actix_web::test]
+    async fn a_write_past_its_deadline_is_answered_and_never_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, readers) = writer_on(&dir, 16, Duration::from_millis(200));
+        let (release, first) = hold(&writer).await;
+        let late = writer
+            .write(|tx| {
+                tx.insert_record(&record("late"))?;
+                Ok(())
+            })
+            .await;
+        assert!(
+            matches!(&late, Err(ServiceError::Unavailable(m)) if m.contains("within 200 ms")),
+            "{late:?}"
+        );
+        release.send(()).unwrap();
+        first.await.unwrap();
+        // The writer is free again and the timed-out insert was dropped.
+        writer.write(|_| Ok(())).await.unwrap();
+        assert!(!stored(&readers, "late"));
+        writer.shutdown();
+    }
+
+    #[actix_web::test]
+    async fn a_panicking_job_is_an_internal_error_and_the_writer_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, readers) = writer_on(&dir, 16, Duration::from_secs(30));
+        let panicked = writer
+            .write(|tx| -> Result<(), ServiceError> {
+                tx.insert_record(&record("half"))?;
+                panic!("boom")
+            })
+            .await;
+        assert!(
+            matches!(panicked, Err(ServiceError::Internal(_))),
+            "{panicked:?}"
+        );
+        writer
+            .write(|tx| {
+                tx.insert_record(&record("after"))?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        assert!(!stored(&readers, "half"));
+        assert!(stored(&readers, "after"));
         writer.shutdown();
     }
 }

@@ -16,12 +16,27 @@
 //! - Duplicate resolution: active facts with the same subject, predicate,
 //!   object and scope are merged into the oldest.
 //!
+//! The planners here are pure: given the records a step read, they say
+//! what to store (a new record built through [`RecordDraft`], or a changed
+//! one); the runner in `service::consolidation` reads and writes.
+//!
 //! A derived record is never more visible than its sources: it takes their
 //! highest sensitivity, and their scope when they share one, otherwise the
 //! dedicated scope [`MIXED_SCOPE`].
 
-use super::payload::{EdgeKind, EpisodicPayload, Payload, PlanEdge, PlanGraphPayload, PlanNode};
-use super::record::{MemoryRecord, Sensitivity};
+use super::builder::RecordDraft;
+use super::payload::{
+    CompetencePayload, EdgeKind, EpisodicPayload, Evidence, Payload, Performance, PlanEdge,
+    PlanGraphPayload, PlanNode, RecipeStep, RevisionState, SemanticPayload, Validity,
+};
+use super::policy::{CandidateKind, Policy};
+use super::record::{
+    Attribution, AuditAction, AuditEntry, MemoryRecord, MemoryType, Provenance, ProvenanceKind,
+    ProvenanceSource, Relation, Sensitivity, Status, SCHEDULER_ACTOR,
+};
+use super::revision::{retract, DERIVED_FROM};
+use super::time::Timestamp;
+use super::validate::Validated;
 
 /// Scope of records derived from sources in different scopes. Only callers
 /// whose trust context allows every scope, or names this one, see them.
@@ -166,6 +181,371 @@ pub fn widen_visibility(
         Some(MIXED_SCOPE.to_string())
     };
     (sensitivity, scope)
+}
+
+/// The group key of a fact: its subject and object.
+pub fn fact_group(subject: &str, object: &str) -> String {
+    serde_json::json!([subject, object]).to_string()
+}
+
+/// Sighting details of the competence step.
+pub const SUCCESS: &str = "success";
+pub const FAILURE: &str = "failure";
+
+fn scheduler_entry(action: AuditAction, rationale: String, now: Timestamp) -> AuditEntry {
+    Attribution::new(SCHEDULER_ACTOR, rationale).entry(action, now)
+}
+
+fn source_link(source: &MemoryRecord, now: Timestamp) -> ProvenanceSource {
+    ProvenanceSource {
+        kind: ProvenanceKind::Event,
+        reference: source.id.clone(),
+        hash: None,
+        created_by: Some(SCHEDULER_ACTOR.to_string()),
+        timestamp: now,
+    }
+}
+
+fn derived_from(source: &MemoryRecord, now: Timestamp) -> Relation {
+    Relation {
+        predicate: DERIVED_FROM.to_string(),
+        target_id: source.id.clone(),
+        weight: 1.0,
+        created_at: now,
+    }
+}
+
+fn evidence(sources: &[&MemoryRecord]) -> Vec<Evidence> {
+    sources
+        .iter()
+        .map(|s| Evidence {
+            source_type: "episodic".to_string(),
+            source_id: s.id.clone(),
+            timestamp: Some(s.created_at),
+        })
+        .collect()
+}
+
+/// What a derived record is made of besides its sources.
+struct Derivation {
+    memory_type: MemoryType,
+    confidence: f64,
+    payload: Payload,
+    relations: Vec<Relation>,
+    rationale: String,
+}
+
+/// A record consolidation derives from `sources`: policy defaults,
+/// visibility no wider than the sources', a provenance link to each.
+fn derived_record(
+    policy: &Policy,
+    derivation: Derivation,
+    sources: &[&MemoryRecord],
+    now: Timestamp,
+    new_id: impl FnOnce() -> String,
+) -> Validated<MemoryRecord> {
+    let Derivation {
+        memory_type,
+        confidence,
+        payload,
+        relations,
+        rationale,
+    } = derivation;
+    let (sensitivity, scope) =
+        derived_visibility(sources.iter().map(|s| (s.sensitivity, s.scope.as_deref())));
+    let draft = RecordDraft {
+        scope,
+        tags: vec![CONSOLIDATED_TAG.to_string()],
+        provenance: Provenance {
+            sources: sources.iter().map(|s| source_link(s, now)).collect(),
+            created_by: Some(SCHEDULER_ACTOR.to_string()),
+        },
+        relations,
+        audit_log: vec![scheduler_entry(AuditAction::Create, rationale, now)],
+        ..RecordDraft::new(memory_type, sensitivity, confidence, payload)
+    };
+    draft.build(policy, now, new_id)
+}
+
+/// Strengthens a consolidated record seen again in `sources`: salience up
+/// by [`REINFORCEMENT`] (never above `policy.max_salience`), visibility no
+/// wider than the new sources allow.
+fn reinforce_with(
+    record: &mut MemoryRecord,
+    policy: &Policy,
+    sources: &[&MemoryRecord],
+    rationale: String,
+    now: Timestamp,
+) {
+    let joining = derived_visibility(sources.iter().map(|s| (s.sensitivity, s.scope.as_deref())));
+    let (sensitivity, scope) =
+        widen_visibility((record.sensitivity, record.scope.as_deref()), joining);
+    record.sensitivity = sensitivity;
+    record.scope = scope;
+    record.salience =
+        (record.salience + REINFORCEMENT).min(policy.max_salience.max(record.salience));
+    record.lifecycle.last_reinforced_at = now;
+    record.updated_at = now;
+    record
+        .provenance
+        .sources
+        .extend(sources.iter().map(|s| source_link(s, now)));
+    record
+        .audit_log
+        .push(scheduler_entry(AuditAction::Reinforce, rationale, now));
+}
+
+/// Halves an old episode's salience once, audited.
+pub fn compress_episode(record: &mut MemoryRecord, now: Timestamp) {
+    let was = record.salience;
+    record.salience = compress(was);
+    record.updated_at = now;
+    record.audit_log.push(scheduler_entry(
+        AuditAction::Decay,
+        format!(
+            "consolidation: episodic compression, salience {was:.4} -> {:.4}",
+            record.salience
+        ),
+        now,
+    ));
+}
+
+/// The fact `{subject, observed, object}` first seen in `sources`.
+pub fn new_fact(
+    policy: &Policy,
+    subject: String,
+    object: String,
+    sources: &[&MemoryRecord],
+    now: Timestamp,
+    new_id: impl FnOnce() -> String,
+) -> Validated<MemoryRecord> {
+    let payload = Payload::Semantic(SemanticPayload {
+        subject,
+        predicate: OBSERVED.to_string(),
+        object: serde_json::Value::String(object),
+        validity: Validity::default(),
+        evidence: evidence(sources),
+        revision_policy: "replace".to_string(),
+        revision: RevisionState::default(),
+    });
+    let derivation = Derivation {
+        memory_type: MemoryType::Semantic,
+        confidence: CandidateKind::Observation.confidence(),
+        payload,
+        relations: Vec::new(),
+        rationale: format!("consolidation: observed in {} episodes", sources.len()),
+    };
+    derived_record(policy, derivation, sources, now, new_id)
+}
+
+/// A fact seen again in `sources`: their evidence added, reinforced.
+pub fn reinforce_fact(
+    fact: &mut MemoryRecord,
+    policy: &Policy,
+    sources: &[&MemoryRecord],
+    now: Timestamp,
+) {
+    if let Payload::Semantic(payload) = &mut fact.payload {
+        payload.evidence.extend(evidence(sources));
+    }
+    reinforce_with(
+        fact,
+        policy,
+        sources,
+        format!(
+            "consolidation: observed again in {} episode(s)",
+            sources.len()
+        ),
+        now,
+    );
+}
+
+fn success_rate(performance: &Performance) -> f64 {
+    success_rate_of(
+        performance.success_count as usize,
+        performance.failure_count as usize,
+    )
+}
+
+fn success_rate_of(successes: usize, failures: usize) -> f64 {
+    let total = successes + failures;
+    if total == 0 {
+        0.0
+    } else {
+        successes as f64 / total as f64
+    }
+}
+
+fn unique(mut items: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    items.retain(|item| seen.insert(item.clone()));
+    items
+}
+
+/// The skill a tool `sequence` ("read > edit") describes, from the
+/// episodes it succeeded in (`wins`) and the number it failed in.
+pub fn new_skill(
+    policy: &Policy,
+    sequence: &str,
+    wins: &[&MemoryRecord],
+    failures: usize,
+    now: Timestamp,
+    new_id: impl FnOnce() -> String,
+) -> Validated<MemoryRecord> {
+    let tools: Vec<String> = sequence.split(" > ").map(str::to_string).collect();
+    let mut performance = Performance {
+        success_count: wins.len() as u64,
+        failure_count: failures as u64,
+        last_used_at: Some(now),
+        ..Performance::default()
+    };
+    performance.success_rate = Some(success_rate(&performance));
+    let payload = Payload::Competence(CompetencePayload {
+        skill_name: sequence.to_string(),
+        triggers: Vec::new(),
+        recipe: tools
+            .iter()
+            .map(|tool| RecipeStep {
+                step: format!("run {tool}"),
+                tool: Some(tool.clone()),
+                args_schema: None,
+                validation: None,
+            })
+            .collect(),
+        required_tools: unique(tools.clone()),
+        failure_modes: Vec::new(),
+        fallbacks: Vec::new(),
+        performance: Some(performance),
+        version: None,
+    });
+    let derivation = Derivation {
+        memory_type: MemoryType::Competence,
+        confidence: success_rate_of(wins.len(), failures),
+        payload,
+        relations: wins.iter().map(|s| derived_from(s, now)).collect(),
+        rationale: format!(
+            "consolidation: tool sequence succeeded in {} episodes",
+            wins.len()
+        ),
+    };
+    derived_record(policy, derivation, wins, now, new_id)
+}
+
+/// A skill whose sequence was seen again: `wins` more successes,
+/// `failures` more failures.
+pub fn reinforce_skill(
+    skill: &mut MemoryRecord,
+    policy: &Policy,
+    wins: &[&MemoryRecord],
+    failures: usize,
+    now: Timestamp,
+) {
+    if let Payload::Competence(payload) = &mut skill.payload {
+        let performance = payload.performance.get_or_insert_with(Performance::default);
+        performance.success_count += wins.len() as u64;
+        performance.failure_count += failures as u64;
+        performance.success_rate = Some(success_rate(performance));
+        performance.last_used_at = Some(now);
+    }
+    skill
+        .relations
+        .extend(wins.iter().map(|s| derived_from(s, now)));
+    reinforce_with(
+        skill,
+        policy,
+        wins,
+        format!(
+            "consolidation: sequence seen in {} more episode(s)",
+            wins.len() + failures
+        ),
+        now,
+    );
+}
+
+/// The plan an episode's tool graph describes, as a record; `None` when
+/// the graph is too small.
+pub fn new_plan(
+    policy: &Policy,
+    episode: &MemoryRecord,
+    now: Timestamp,
+    new_id: impl FnOnce() -> String,
+) -> Option<Validated<MemoryRecord>> {
+    let derivation = Derivation {
+        memory_type: MemoryType::PlanGraph,
+        confidence: episode.confidence,
+        payload: Payload::PlanGraph(plan_from(episode)?),
+        relations: vec![derived_from(episode, now)],
+        rationale: "consolidation: plan from an episode's tool graph".to_string(),
+    };
+    Some(derived_record(policy, derivation, &[episode], now, new_id))
+}
+
+/// Same subject, predicate, object and scope.
+pub fn same_fact(a: &MemoryRecord, b: &MemoryRecord) -> bool {
+    match (&a.payload, &b.payload) {
+        (Payload::Semantic(x), Payload::Semantic(y)) => {
+            x.subject == y.subject
+                && x.predicate == y.predicate
+                && x.object == y.object
+                && a.scope == b.scope
+        }
+        _ => false,
+    }
+}
+
+/// Identical active facts merged: the oldest survives and keeps the
+/// provenance and evidence of all and the highest sensitivity; the others
+/// are retracted into it. `group` holds the facts as read, in any order;
+/// those no longer active or no longer the same fact as the first are
+/// left alone. `None` when fewer than two remain.
+pub fn merge_duplicates(
+    group: Vec<MemoryRecord>,
+    now: Timestamp,
+) -> Option<(MemoryRecord, Vec<MemoryRecord>)> {
+    let mut kept: Vec<MemoryRecord> = Vec::new();
+    for record in group {
+        let same = kept.first().is_none_or(|first| same_fact(first, &record));
+        if record.status == Status::Active && same {
+            kept.push(record);
+        }
+    }
+    if kept.len() < 2 {
+        return None;
+    }
+    kept.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+    let mut duplicates = kept.split_off(1);
+    let mut survivor = kept.pop().expect("a group has two or more records");
+    let names: Vec<&str> = duplicates.iter().map(|d| d.id.as_str()).collect();
+    let names = names.join(", ");
+    let by = Attribution::new(SCHEDULER_ACTOR, format!("duplicate of {}", survivor.id));
+    for duplicate in &duplicates {
+        survivor.sensitivity = survivor.sensitivity.max(duplicate.sensitivity);
+        for source in &duplicate.provenance.sources {
+            if !survivor.provenance.sources.contains(source) {
+                survivor.provenance.sources.push(source.clone());
+            }
+        }
+        if let (Payload::Semantic(kept), Payload::Semantic(gone)) =
+            (&mut survivor.payload, &duplicate.payload)
+        {
+            for evidence in &gone.evidence {
+                if !kept.evidence.contains(evidence) {
+                    kept.evidence.push(evidence.clone());
+                }
+            }
+        }
+        survivor.relations.push(derived_from(duplicate, now));
+    }
+    survivor.updated_at = now;
+    survivor.audit_log.push(scheduler_entry(
+        AuditAction::Merge,
+        format!("consolidation: merged duplicates {names}"),
+        now,
+    ));
+    for duplicate in &mut duplicates {
+        retract(duplicate, AuditAction::Merge, &by, now);
+    }
+    Some((survivor, duplicates))
 }
 
 #[cfg(test)]

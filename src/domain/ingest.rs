@@ -9,6 +9,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::builder::RecordDraft;
 use super::payload::{
     empty_array, EpisodicPayload, Evidence, OutcomeStatus, Payload, RevisionState, SemanticPayload,
     TaskState, TimelineEvent, ToolNode, Validity, WorkingPayload,
@@ -16,7 +17,7 @@ use super::payload::{
 use super::policy::{CandidateKind, Policy};
 use super::record::{
     Attribution, AuditAction, MemoryRecord, Provenance, ProvenanceKind, ProvenanceSource,
-    Sensitivity, Status,
+    Sensitivity,
 };
 use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
 use super::validate::{
@@ -289,20 +290,10 @@ fn new_record(
     common: Common,
     reference: String,
     payload: Payload,
-) -> MemoryRecord {
-    let memory_type = kind.memory_type();
-    MemoryRecord {
-        id: (cx.new_id)(),
-        memory_type,
-        sensitivity: common.sensitivity,
-        confidence: kind.confidence(),
-        salience: cx.policy.initial_salience,
+) -> Validated<MemoryRecord> {
+    let draft = RecordDraft {
         scope: common.scope,
         tags: common.tags,
-        status: Status::Active,
-        created_at: cx.now,
-        updated_at: cx.now,
-        lifecycle: cx.policy.lifecycle(memory_type, cx.now),
         provenance: Provenance {
             sources: vec![ProvenanceSource {
                 kind: kind.provenance_kind(),
@@ -313,13 +304,18 @@ fn new_record(
             }],
             created_by: Some(common.source.clone()),
         },
-        relations: Vec::new(),
-        payload,
         audit_log: vec![
             Attribution::new(common.source, format!("ingested {}", kind_name(kind)))
                 .entry(AuditAction::Create, cx.now),
         ],
-    }
+        ..RecordDraft::new(
+            kind.memory_type(),
+            common.sensitivity,
+            kind.confidence(),
+            payload,
+        )
+    };
+    draft.build(cx.policy, cx.now, cx.new_id)
 }
 
 fn kind_name(kind: CandidateKind) -> &'static str {
@@ -361,13 +357,7 @@ fn build_event(req: EventRequest, cx: &IngestContext<'_>) -> Validated<MemoryRec
         }],
         ..EpisodicPayload::default()
     });
-    Ok(new_record(
-        cx,
-        CandidateKind::Event,
-        common,
-        reference,
-        payload,
-    ))
+    new_record(cx, CandidateKind::Event, common, reference, payload)
 }
 
 fn build_tool_output(req: ToolOutputRequest, cx: &IngestContext<'_>) -> Validated<MemoryRecord> {
@@ -401,13 +391,7 @@ fn build_tool_output(req: ToolOutputRequest, cx: &IngestContext<'_>) -> Validate
         }],
         ..EpisodicPayload::default()
     });
-    Ok(new_record(
-        cx,
-        CandidateKind::ToolOutput,
-        common,
-        node_id,
-        payload,
-    ))
+    new_record(cx, CandidateKind::ToolOutput, common, node_id, payload)
 }
 
 fn build_observation(req: ObservationRequest, cx: &IngestContext<'_>) -> Validated<MemoryRecord> {
@@ -445,13 +429,7 @@ fn build_observation(req: ObservationRequest, cx: &IngestContext<'_>) -> Validat
         revision: RevisionState::default(),
     });
     let reference = common.source.clone();
-    Ok(new_record(
-        cx,
-        CandidateKind::Observation,
-        common,
-        reference,
-        payload,
-    ))
+    new_record(cx, CandidateKind::Observation, common, reference, payload)
 }
 
 fn build_working_state(
@@ -489,13 +467,7 @@ fn build_working_state(
         open_questions: req.open_questions,
         context_summary: optional_string("context_summary", req.context_summary)?,
     });
-    Ok(new_record(
-        cx,
-        CandidateKind::WorkingState,
-        common,
-        thread_id,
-        payload,
-    ))
+    new_record(cx, CandidateKind::WorkingState, common, thread_id, payload)
 }
 
 fn build_outcome(req: OutcomeRequest, cx: &IngestContext<'_>) -> Validated<OutcomeUpdate> {

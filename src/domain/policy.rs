@@ -4,6 +4,7 @@
 
 use serde::Deserialize;
 
+use super::builder::RecordDraft;
 use super::payload::Payload;
 use super::record::{
     Attribution, AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle,
@@ -246,46 +247,36 @@ impl NewRecord {
             Payload::Semantic(semantic) => semantic.revision.status,
             _ => status,
         };
-        let defaults = policy.lifecycle(memory_type, now);
-        let lifecycle = match self.lifecycle {
-            None => defaults,
-            Some(given) => {
-                let decay = given.decay.unwrap_or_default();
-                Lifecycle {
-                    decay: DecayProfile {
-                        curve: decay.curve.unwrap_or(defaults.decay.curve),
-                        half_life_seconds: decay
-                            .half_life_seconds
-                            .unwrap_or(defaults.decay.half_life_seconds),
-                        min_salience: decay.min_salience.unwrap_or(defaults.decay.min_salience),
-                        max_age_seconds: decay.max_age_seconds,
-                        reinforcement_gain: decay
-                            .reinforcement_gain
-                            .unwrap_or(defaults.decay.reinforcement_gain),
-                    },
-                    last_reinforced_at: given.last_reinforced_at.unwrap_or(now),
-                    pinned: given.pinned.unwrap_or(false),
-                    deletion_policy: given.deletion_policy.unwrap_or(defaults.deletion_policy),
-                }
+        let lifecycle = self.lifecycle.map(|given| {
+            let defaults = policy.lifecycle(memory_type, now);
+            let decay = given.decay.unwrap_or_default();
+            Lifecycle {
+                decay: DecayProfile {
+                    curve: decay.curve.unwrap_or(defaults.decay.curve),
+                    half_life_seconds: decay
+                        .half_life_seconds
+                        .unwrap_or(defaults.decay.half_life_seconds),
+                    min_salience: decay.min_salience.unwrap_or(defaults.decay.min_salience),
+                    max_age_seconds: decay.max_age_seconds,
+                    reinforcement_gain: decay
+                        .reinforcement_gain
+                        .unwrap_or(defaults.decay.reinforcement_gain),
+                },
+                last_reinforced_at: given.last_reinforced_at.unwrap_or(now),
+                pinned: given.pinned.unwrap_or(false),
+                deletion_policy: given.deletion_policy.unwrap_or(defaults.deletion_policy),
             }
-        };
+        });
         let provenance = self.provenance.unwrap_or_default();
         let mut audit_log = self.audit_log;
         audit_log.push(by.entry(AuditAction::Create, now));
-        let record = MemoryRecord {
-            id: match self.id {
-                Some(id) => id,
-                None => new_id(),
-            },
-            memory_type,
-            sensitivity,
-            confidence: self.confidence.unwrap_or(1.0),
-            salience: self.salience.unwrap_or(policy.initial_salience),
+        let draft = RecordDraft {
+            id: self.id,
+            salience: self.salience,
             scope: optional_string("scope", self.scope)?,
             tags: normalize_tags("tags", self.tags)?,
             status,
-            created_at: self.created_at.unwrap_or(now),
-            updated_at: now,
+            created_at: self.created_at,
             lifecycle,
             provenance: Provenance {
                 sources: provenance.sources,
@@ -301,11 +292,15 @@ impl NewRecord {
                     created_at: relation.created_at.unwrap_or(now),
                 })
                 .collect(),
-            payload,
             audit_log,
+            ..RecordDraft::new(
+                memory_type,
+                sensitivity,
+                self.confidence.unwrap_or(1.0),
+                payload,
+            )
         };
-        record.validate()?;
-        Ok(record)
+        draft.build(policy, now, new_id)
     }
 }
 

@@ -208,6 +208,15 @@ pub struct AuditEntry {
     pub rationale: String,
 }
 
+/// A new record id: a UUIDv7, time-ordered, so inserts land at the end of
+/// the id index instead of all over it.
+pub fn new_record_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// Actor named in audit entries the scheduled maintenance writes.
+pub const SCHEDULER_ACTOR: &str = "engram:scheduler";
+
 /// Who did something and why: what every audit entry records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attribution {

@@ -46,17 +46,36 @@ pub struct RecordQuery {
     pub include_retracted: bool,
 }
 
-/// A checked retrieval.
+/// A checked retrieval: what to read, before the caller's trust narrows
+/// it to what may be seen.
 #[derive(Debug, Clone)]
 pub struct Retrieval {
-    pub trust: TrustContext,
     pub task_descriptor: Option<String>,
-    pub query: RecordQuery,
+    /// In layer order, without repeats.
+    pub memory_types: Vec<MemoryType>,
+    pub min_salience: f64,
+    pub limit: usize,
+    pub include_retracted: bool,
     pub context: Option<Map<String, Value>>,
 }
 
+impl Retrieval {
+    /// The storage query for a caller with `trust`.
+    pub fn query_for(&self, trust: &TrustContext) -> RecordQuery {
+        RecordQuery {
+            memory_types: self.memory_types.clone(),
+            max_sensitivity: trust.max_sensitivity,
+            scopes: trust.scope_filter(),
+            min_salience: self.min_salience,
+            limit: self.limit,
+            include_retracted: self.include_retracted,
+        }
+    }
+}
+
 impl RetrieveRequest {
-    pub fn into_retrieval(self, max_limit: usize) -> Validated<Retrieval> {
+    /// The trust the request presents, and the retrieval it asks for.
+    pub fn into_retrieval(self, max_limit: usize) -> Validated<(TrustContext, Retrieval)> {
         let trust = TrustContext::required(self.trust)?;
         let mut memory_types = match self.memory_types {
             Some(types) if !types.is_empty() => types,
@@ -92,19 +111,15 @@ impl RetrieveRequest {
                 ))
             }
         };
-        Ok(Retrieval {
-            query: RecordQuery {
-                memory_types,
-                max_sensitivity: trust.max_sensitivity,
-                scopes: trust.scope_filter(),
-                min_salience,
-                limit,
-                include_retracted: self.include_retracted.unwrap_or(false),
-            },
-            trust,
+        let retrieval = Retrieval {
             task_descriptor: optional_string("task_descriptor", self.task_descriptor)?,
+            memory_types,
+            min_salience,
+            limit,
+            include_retracted: self.include_retracted.unwrap_or(false),
             context,
-        })
+        };
+        Ok((trust, retrieval))
     }
 }
 
@@ -113,26 +128,27 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn retrieval(body: Value) -> Validated<Retrieval> {
+    fn retrieval(body: Value) -> Validated<RecordQuery> {
         serde_json::from_value::<RetrieveRequest>(body)
             .unwrap()
             .into_retrieval(1000)
+            .map(|(trust, retrieval)| retrieval.query_for(&trust))
     }
 
     #[test]
     fn defaults_query_every_layer_in_order_up_to_the_maximum() {
         let r = retrieval(json!({"trust": {"max_sensitivity": "low"}})).unwrap();
-        assert_eq!(r.query.memory_types, MemoryType::ALL.to_vec());
-        assert_eq!(r.query.limit, 1000);
-        assert_eq!(r.query.scopes, None);
-        assert!(!r.query.include_retracted);
+        assert_eq!(r.memory_types, MemoryType::ALL.to_vec());
+        assert_eq!(r.limit, 1000);
+        assert_eq!(r.scopes, None);
+        assert!(!r.include_retracted);
     }
 
     #[test]
     fn memory_types_are_put_in_layer_order() {
         let r = retrieval(json!({"trust": {"max_sensitivity": "low"}, "memory_types": ["episodic", "working", "episodic"]})).unwrap();
         assert_eq!(
-            r.query.memory_types,
+            r.memory_types,
             vec![MemoryType::Working, MemoryType::Episodic]
         );
     }

@@ -74,6 +74,51 @@ impl TrustContext {
     }
 }
 
+/// Who asks for an operation, and what it may see: every service
+/// operation takes one. Today reads take their trust from the request and
+/// writes are unrestricted; an authenticated deployment builds callers
+/// from API keys instead, and the operations stay as they are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// For logs and attribution; `None` when the caller is anonymous.
+    pub identity: Option<String>,
+    /// The effective trust: what the caller may see and touch.
+    pub trust: TrustContext,
+}
+
+impl Caller {
+    /// A caller that presented `trust` with its request.
+    pub fn with_trust(trust: TrustContext) -> Caller {
+        Caller {
+            identity: trust.actor_id.clone(),
+            trust,
+        }
+    }
+
+    /// A caller that may see and change everything: writes while the
+    /// service has no authentication, and the service's own jobs.
+    pub fn unrestricted(identity: Option<String>) -> Caller {
+        Caller {
+            trust: TrustContext {
+                max_sensitivity: Sensitivity::Hyper,
+                authenticated: false,
+                actor_id: identity.clone(),
+                scopes: Vec::new(),
+            },
+            identity,
+        }
+    }
+
+    /// Sees every sensitivity in every scope.
+    pub fn is_unrestricted(&self) -> bool {
+        self.trust.max_sensitivity == Sensitivity::Hyper && self.trust.scopes.is_empty()
+    }
+
+    pub fn may_see(&self, record: &MemoryRecord) -> bool {
+        self.trust.allows(record)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +148,17 @@ mod tests {
         assert!(!listed.allows_parts(Sensitivity::Low, Some("p2")));
         let open = trust(Sensitivity::Hyper, &[]);
         assert!(open.allows_parts(Sensitivity::Low, Some("anything")));
+    }
+
+    #[test]
+    fn an_unrestricted_caller_sees_every_record() {
+        let caller = Caller::unrestricted(Some("engram:scheduler".into()));
+        for s in Sensitivity::ALL {
+            assert!(caller.trust.allows_parts(*s, Some("any")));
+        }
+        let limited = Caller::with_trust(trust(Sensitivity::Low, &["p"]));
+        assert_eq!(limited.identity.as_deref(), Some("a"));
+        assert!(!limited.trust.allows_parts(Sensitivity::High, None));
     }
 
     #[test]

@@ -4,9 +4,8 @@ use actix_web::{web, HttpResponse};
 use serde_json::json;
 
 use super::{resource, AppState};
-use crate::actors::storage::CheckReady;
-use crate::actors::ServiceError;
 use crate::error::ApiError;
+use crate::service::ServiceError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/healthz", web::get().to(healthz)))
@@ -20,12 +19,11 @@ async fn healthz() -> HttpResponse {
 
 /// The database answers a query.
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    match state.reader.send(CheckReady).await {
-        Ok(Ok(())) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
-        Ok(Err(e)) => {
+    match state.reader.read(|tx| Ok(tx.ping()?)).await {
+        Ok(()) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
+        Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
             Err(ServiceError::Unavailable("database is not available".to_string()).into())
         }
-        Err(e) => Err(e.into()),
     }
 }

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::{record_response, records_response, resource, AppState, JsonBody};
+use super::{record_response, records_response, resource, writer_caller, AppState, JsonBody};
 use crate::actors::ingestion::{Ingest, IngestBatch};
 use crate::domain::ingest::{
     BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
@@ -34,7 +34,12 @@ async fn ingest(
     item: IngestItem,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let record = state.ingestor.send(Ingest { item }).await??;
+    let caller = writer_caller();
+    let record = state
+        .ingestor
+        .next()
+        .send(Ingest { caller, item })
+        .await??;
     Ok(record_response(status, &record))
 }
 
@@ -78,6 +83,13 @@ async fn batch(
     state: web::Data<AppState>,
     body: JsonBody<BatchRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let records = state.ingestor.send(IngestBatch { batch: body.0 }).await??;
+    let records = state
+        .ingestor
+        .next()
+        .send(IngestBatch {
+            caller: writer_caller(),
+            batch: body.0,
+        })
+        .await??;
     Ok(records_response(StatusCode::CREATED, &records))
 }

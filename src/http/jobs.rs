@@ -4,8 +4,8 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::{resource, AppState, JsonBody};
+use crate::actors::scheduler::{JobName, JobView, ListJobs, RunJob, RunView, UpdateJob};
 use crate::error::{ApiError, Code};
-use crate::jobs::{JobName, JobView, RunView};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/v1/jobs", web::get().to(list)))
@@ -32,7 +32,7 @@ struct RunBody<'a> {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct UpdateJob {
+struct UpdateJobBody {
     #[serde(default)]
     schedule: Option<String>,
     #[serde(default)]
@@ -49,22 +49,25 @@ fn job_name(name: &str) -> Result<JobName, ApiError> {
     })
 }
 
-async fn list(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(JobsBody {
-        jobs: state.jobs.list(),
-    })
+async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let jobs = state.scheduler.send(ListJobs).await?;
+    Ok(HttpResponse::Ok().json(JobsBody { jobs }))
 }
 
 async fn update(
     state: web::Data<AppState>,
     name: web::Path<String>,
-    body: JsonBody<UpdateJob>,
+    body: JsonBody<UpdateJobBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = job_name(&name)?;
     let job = state
-        .jobs
-        .update(name, body.0.schedule, body.0.enabled)
-        .await?;
+        .scheduler
+        .send(UpdateJob {
+            name,
+            schedule: body.0.schedule,
+            enabled: body.0.enabled,
+        })
+        .await??;
     Ok(HttpResponse::Ok().json(JobBody { job }))
 }
 
@@ -73,7 +76,7 @@ async fn run(
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = job_name(&name)?;
-    let run = state.jobs.run(name).await?;
+    let run = state.scheduler.send(RunJob { name }).await??;
     Ok(HttpResponse::Ok().json(RunBody {
         job: name.as_str(),
         run,

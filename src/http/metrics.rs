@@ -4,10 +4,8 @@
 use actix_web::{web, HttpResponse};
 
 use super::{resource, AppState};
-use crate::actors::storage::CollectStats;
-use crate::actors::ServiceError;
 use crate::error::ApiError;
-use crate::store::stats::MemoryStats;
+use crate::store::MemoryStats;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/v1/metrics", web::get().to(memory)))
@@ -18,9 +16,8 @@ async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
     let now = state.clock.now();
     Ok(state
         .reader
-        .send(CollectStats { now })
-        .await?
-        .map_err(ServiceError::from)?)
+        .read(move |tx| Ok(tx.memory_stats(now)?))
+        .await?)
 }
 
 async fn memory(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -29,7 +26,11 @@ async fn memory(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 
 async fn prometheus(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let memory = collect(&state).await?;
-    let text = state.metrics.render(&memory, state.writer.queue_depth());
+    let text = state.metrics.render(
+        &memory,
+        state.writer.queue_depth(),
+        state.read_gate.in_flight(),
+    );
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(text))

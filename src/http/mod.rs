@@ -14,7 +14,6 @@ mod revisions;
 use std::future::Future;
 use std::pin::Pin;
 
-use actix::Addr;
 use actix_web::dev::Payload;
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse, Resource, Route};
@@ -23,24 +22,33 @@ use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
 use crate::actors::ingestion::Ingestor;
-use crate::actors::retrieval::Retriever;
+use crate::actors::retrieval::{ReadGate, Retriever};
 use crate::actors::revision::Reviser;
-use crate::actors::storage::{StorageWriter, StoreReader};
+use crate::actors::scheduler::Scheduler;
+use crate::actors::storage::{Reader, StorageWriter};
+use crate::actors::workers::Workers;
 use crate::domain::record::MemoryRecord;
+use crate::domain::trust::Caller;
 use crate::error::{ApiError, Code};
 
 /// What handlers reach the actors through.
 pub struct AppState {
-    pub ingestor: Addr<Ingestor>,
-    pub retriever: Addr<Retriever>,
-    pub reviser: Addr<Reviser>,
-    pub reader: Addr<StoreReader>,
+    pub ingestor: Workers<Ingestor>,
+    pub retriever: Workers<Retriever>,
+    pub reviser: Workers<Reviser>,
+    pub reader: Reader,
+    pub read_gate: ReadGate,
     pub writer: StorageWriter,
-    pub jobs: crate::jobs::Jobs,
+    pub scheduler: actix::Addr<Scheduler>,
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     pub clock: crate::clock::Clock,
-    pub max_limit: usize,
     pub max_body_bytes: usize,
+}
+
+/// The caller of a write. Until requests are authenticated, writes are
+/// unrestricted and attributed by the fields of the request itself.
+fn writer_caller() -> Caller {
+    Caller::unrestricted(None)
 }
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

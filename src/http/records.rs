@@ -5,14 +5,13 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::revisions::revise;
-use super::{record_response, resource, AppState, JsonBody};
+use super::{record_response, resource, writer_caller, AppState, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::retrieval::RetrieveHistory;
 use crate::actors::revision::RevisionRequest;
 use crate::domain::policy::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
 use crate::domain::revision::{HistoryRequest, PenalizeRequest, ReinforceRequest};
-use crate::domain::trust::TrustContext;
 use crate::error::ApiError;
 
 /// Actor named in the `create` audit entry when the record names no
@@ -48,7 +47,9 @@ async fn create(
         .unwrap_or_else(|| DEFAULT_ACTOR.to_string());
     let record = state
         .ingestor
+        .next()
         .send(CreateRecord {
+            caller: writer_caller(),
             record,
             by: Attribution::new(actor, "record created"),
         })
@@ -90,12 +91,12 @@ async fn history(
     id: web::Path<String>,
     body: JsonBody<HistoryRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let trust = TrustContext::required(body.0.trust)?;
     let chain = state
         .retriever
+        .next()
         .send(RetrieveHistory {
             id: id.into_inner(),
-            trust,
+            request: body.0,
         })
         .await??;
     Ok(HttpResponse::Ok().json(ChainBody { chain }))

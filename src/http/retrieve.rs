@@ -6,7 +6,6 @@ use actix_web::{web, HttpResponse};
 use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::retrieval::{Retrieve, RetrieveById};
 use crate::domain::retrieval::{RetrieveByIdRequest, RetrieveRequest};
-use crate::domain::trust::TrustContext;
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -21,8 +20,11 @@ async fn retrieve(
     state: web::Data<AppState>,
     body: JsonBody<RetrieveRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let retrieval = body.0.into_retrieval(state.max_limit)?;
-    let result = state.retriever.send(Retrieve { retrieval }).await??;
+    let result = state
+        .retriever
+        .next()
+        .send(Retrieve { request: body.0 })
+        .await??;
     Ok(HttpResponse::Ok().json(result))
 }
 
@@ -31,12 +33,12 @@ async fn retrieve_by_id(
     id: web::Path<String>,
     body: JsonBody<RetrieveByIdRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let trust = TrustContext::required(body.0.trust)?;
     let record = state
         .retriever
+        .next()
         .send(RetrieveById {
             id: id.into_inner(),
-            trust,
+            request: body.0,
         })
         .await??;
     Ok(record_response(StatusCode::OK, &record))

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::{record_response, resource, AppState, JsonBody};
+use super::{record_response, resource, writer_caller, AppState, JsonBody};
 use crate::actors::revision::{Revise, RevisionRequest};
 use crate::domain::revision::{
     ContestRequest, ForkRequest, MergeRequest, RetractRequest, SupersedeRequest,
@@ -27,7 +27,12 @@ pub(super) async fn revise(
     request: RevisionRequest,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let record = state.reviser.send(Revise { request }).await??;
+    let caller = writer_caller();
+    let record = state
+        .reviser
+        .next()
+        .send(Revise { caller, request })
+        .await??;
     Ok(record_response(status, &record))
 }
 

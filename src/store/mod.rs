@@ -1,24 +1,28 @@
-//! SQLite storage: the connection pool and its PRAGMAs, the migrations
-//! runner, and the SQL itself as plain functions over a `&Connection`.
+//! Storage: what the service asks of a database, as one trait
+//! ([`Transaction`]), and its SQLite implementation in [`sqlite`].
 //!
-//! Nothing outside this module writes SQL, and the functions take a bare
-//! connection (inside whatever transaction the caller holds), so another
-//! backend could sit behind the same signatures.
+//! The service layer sees only [`Transaction`], [`WriteConnection`] (the
+//! writer's control of group-committed transactions) and [`ReadPool`]; no
+//! SQL and no SQLite type leaves this module. Every guarantee the service
+//! relies on is part of the trait's contract rather than of there being
+//! one writer: [`Transaction::update_record`] refuses a record that changed
+//! since it was read (row version), the decay writes are conditional on the
+//! version their scan saw, and audit entries are appended as given, never
+//! by counting what is stored. A second backend with several writers keeps
+//! them by implementing the same statements.
 
-pub mod consolidation;
-pub mod maintenance;
-pub mod migrations;
-pub mod records;
-pub mod stats;
+pub mod sqlite;
 
-use std::path::Path;
-use std::time::Duration;
+use std::collections::BTreeMap;
 
-use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::Connection;
+use serde::Serialize;
 
-pub type Pool = r2d2::Pool<SqliteConnectionManager>;
-pub type PooledConnection = r2d2::PooledConnection<SqliteConnectionManager>;
+use crate::domain::decay::Anchor;
+use crate::domain::record::{DecayProfile, DeletionPolicy, MemoryRecord, Status};
+use crate::domain::retrieval::RecordQuery;
+use crate::domain::time::Timestamp;
+
+pub use sqlite::{open, ConnectionOptions, ReadPool};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -26,10 +30,13 @@ pub enum StoreError {
     NotFound(String),
     #[error("a record with id {0} already exists")]
     AlreadyExists(String),
+    /// A conditional write found the record changed since it was read.
+    #[error("record {0} was changed by another operation since it was read")]
+    Changed(String),
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Database(String),
     #[error("connection pool error: {0}")]
-    Pool(#[from] r2d2::Error),
+    Pool(String),
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
     #[error("{0}")]
@@ -41,51 +48,247 @@ pub enum StoreError {
     },
 }
 
-/// Connection settings applied to every connection, pooled or not.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnectionOptions {
-    pub busy_timeout: Duration,
-    pub cache_size_kib: u64,
+/// Where a record stands in storage when it is read for a change: its key,
+/// its row version, and how many audit entries it had. An update names it,
+/// so storage can refuse the update if the record changed meanwhile and
+/// append exactly the audit entries the change added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    pub key: i64,
+    pub number: i64,
+    pub audit_len: usize,
 }
 
-/// WAL so readers never wait on the writer; NORMAL sync is durable at each
-/// WAL commit except across power loss during a checkpoint.
-pub fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqlite::Result<()> {
-    conn.busy_timeout(options.busy_timeout)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "foreign_keys", "ON")?;
-    conn.pragma_update(None, "cache_size", -(options.cache_size_kib as i64))?;
-    conn.pragma_update(None, "temp_store", "MEMORY")?;
-    // A WAL that grew under load is cut back to this size once reset.
-    conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
-    conn.set_prepared_statement_cache_capacity(64);
-    rusqlite::vtab::array::load_module(conn)?;
-    Ok(())
+/// A record read for a change, with the version the change is made against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub record: MemoryRecord,
+    pub version: Version,
 }
 
-/// Opens (creating if needed) the database file on a dedicated connection.
-/// The directory is created too, so the embedded default
-/// `./data/engram.db` works on a fresh checkout.
-pub fn open_connection(path: &Path, options: ConnectionOptions) -> Result<Connection, StoreError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::Directory {
-            path: dir.display().to_string(),
-            source,
-        })?;
+/// What a change did to salience, which decides where decay is measured
+/// from afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SalienceChange {
+    /// Salience was not touched: the record keeps decaying from its anchor.
+    Unchanged,
+    /// Salience was set (reinforced, penalised, retracted, compressed): the
+    /// record now decays from its new value, starting at this moment.
+    SetAt(Timestamp),
+}
+
+/// What the decay sweep needs of one record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecayRow {
+    pub key: i64,
+    /// The row version the scan saw; writes for this row are conditional
+    /// on it.
+    pub version: i64,
+    pub stored_salience: f64,
+    pub status: Status,
+    pub created_at: Timestamp,
+    pub profile: DecayProfile,
+    pub pinned: bool,
+    pub deletion_policy: DeletionPolicy,
+    pub anchor: Anchor,
+}
+
+/// A stored salience to move to its decayed value, or a record to prune,
+/// as of the row version the scan saw: if the record changed since, the
+/// write is skipped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecayChange {
+    pub key: i64,
+    pub version: i64,
+    pub salience: f64,
+}
+
+/// A consolidation step, recorded per record once it has used it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Compressed,
+    Semantic,
+    Competence,
+    PlanGraph,
+}
+
+impl Step {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Compressed => "compressed",
+            Step::Semantic => "semantic",
+            Step::Competence => "competence",
+            Step::PlanGraph => "plan_graph",
+        }
     }
-    let conn = Connection::open(path)?;
-    configure_connection(&conn, options)?;
-    Ok(conn)
 }
 
-/// A pool of connections to an existing database file.
-pub fn open_pool(path: &Path, size: u32, options: ConnectionOptions) -> Result<Pool, StoreError> {
-    let manager = SqliteConnectionManager::file(path)
-        .with_init(move |conn| configure_connection(conn, options));
-    let pool = r2d2::Pool::builder()
-        .max_size(size)
-        .connection_timeout(Duration::from_secs(10))
-        .build(manager)?;
-    Ok(pool)
+/// A schedule an operator set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSetting {
+    pub name: String,
+    pub schedule: String,
+    pub enabled: bool,
+}
+
+/// The outcome of one job run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRunRecord {
+    pub name: String,
+    pub started_at: Timestamp,
+    pub finished_at: Timestamp,
+    pub duration_ms: i64,
+    /// The result JSON, or the error message.
+    pub outcome: Result<serde_json::Value, String>,
+}
+
+/// Aggregates over the whole memory for `GET /v1/metrics`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryStats {
+    pub total_records: u64,
+    /// Every memory type, zero when there are none.
+    pub records_by_type: BTreeMap<&'static str, u64>,
+    /// Over the salience stored at the last decay sweep.
+    pub avg_salience: f64,
+    pub avg_confidence: f64,
+    /// Records per salience range, each 0.2 wide; the last includes 1.0
+    /// and anything above.
+    pub salience_distribution: BTreeMap<&'static str, u64>,
+    pub active_records: u64,
+    pub pinned_records: u64,
+    pub total_audit_entries: u64,
+    /// Share of records created in the last 24 hours.
+    pub growth_rate: f64,
+    /// Share of audit actions that are reinforcements.
+    pub retrieval_usefulness: f64,
+    /// Successes over all recorded runs of competence records.
+    pub competence_success_rate: f64,
+    /// Mean `metrics.execution_count` of plan graphs.
+    pub plan_reuse_frequency: f64,
+    /// Share of audit actions that revise knowledge (revise, fork, merge,
+    /// delete).
+    pub revision_rate: f64,
+}
+
+pub const SALIENCE_BUCKETS: [&str; 5] = ["0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"];
+
+/// One unit of work against the database: the writer's shared transaction
+/// (each job isolated in a savepoint), or a pooled read connection.
+/// Saliences returned are decayed to the `now` given.
+pub trait Transaction {
+    // Records.
+
+    /// The record `id`, or `None`.
+    fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError>;
+    /// The record `id` with the version a change must be made against.
+    fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError>;
+    /// The records with these keys, in the order given (missing ones left out).
+    fn load_records(
+        &mut self,
+        keys: &[i64],
+        now: Timestamp,
+    ) -> Result<Vec<MemoryRecord>, StoreError>;
+    fn record_exists(&mut self, id: &str) -> Result<bool, StoreError>;
+    /// Stores a new record with all its parts; `AlreadyExists` when the id
+    /// is taken.
+    fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError>;
+    /// Rewrites a record read at `version`, appending the audit entries
+    /// beyond those it had then; `Changed` if another change was made to it
+    /// since, `NotFound` if it is gone.
+    fn update_record(
+        &mut self,
+        version: &Version,
+        record: &MemoryRecord,
+        salience: SalienceChange,
+    ) -> Result<(), StoreError>;
+    /// Visible records of the query, best first.
+    fn query_records(
+        &mut self,
+        query: &RecordQuery,
+        now: Timestamp,
+    ) -> Result<Vec<MemoryRecord>, StoreError>;
+    /// The supersession chain through `id`, oldest first; `None` when there
+    /// is no such record. Stops at a cycle.
+    fn supersession_chain(
+        &mut self,
+        id: &str,
+        now: Timestamp,
+    ) -> Result<Option<Vec<MemoryRecord>>, StoreError>;
+    fn memory_stats(&mut self, now: Timestamp) -> Result<MemoryStats, StoreError>;
+    /// A cheap query that proves the database answers.
+    fn ping(&mut self) -> Result<(), StoreError>;
+
+    // Decay.
+
+    /// Up to `limit` records after `after_key`, in key order.
+    fn scan_for_decay(&mut self, after_key: i64, limit: usize)
+        -> Result<Vec<DecayRow>, StoreError>;
+    /// Writes decayed saliences of rows still at the scanned version, with
+    /// one scheduler `decay` audit entry per stretch of decay (the last
+    /// entry is updated when it is already one). Answers how many changed.
+    fn apply_decay(&mut self, changes: &[DecayChange], now: Timestamp)
+        -> Result<usize, StoreError>;
+    /// Deletes the candidates still at the scanned version that are no part
+    /// of a revision chain. Answers how many were deleted.
+    fn prune(&mut self, candidates: &[DecayChange]) -> Result<usize, StoreError>;
+
+    // Consolidation.
+
+    /// Episodes (not retracted, not pinned) `step` has not used, created
+    /// before `created_before`, after `after_key` in key order: `(key, id)`.
+    fn unmarked_episodes(
+        &mut self,
+        step: Step,
+        created_before: Timestamp,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String)>, StoreError>;
+    fn mark(&mut self, key: i64, step: Step) -> Result<(), StoreError>;
+    /// Records that episode `key` belongs to group `group_key` of `step`.
+    fn add_sighting(
+        &mut self,
+        step: Step,
+        group_key: &str,
+        key: i64,
+        detail: Option<&str>,
+    ) -> Result<(), StoreError>;
+    /// Every episode seen in a group: `(key, detail)`, oldest first.
+    fn sightings(
+        &mut self,
+        step: Step,
+        group_key: &str,
+    ) -> Result<Vec<(i64, Option<String>)>, StoreError>;
+    /// The active record consolidation made of a group, if any: its id.
+    fn output(&mut self, step: Step, group_key: &str) -> Result<Option<String>, StoreError>;
+    fn set_output(&mut self, step: Step, group_key: &str, id: &str) -> Result<(), StoreError>;
+    /// A record merged into another hands its groups over to it.
+    fn move_outputs(&mut self, from_id: &str, to_id: &str) -> Result<(), StoreError>;
+    /// Groups of active facts with the same subject, predicate, object and
+    /// scope, oldest first within each: their ids.
+    fn duplicate_fact_groups(&mut self) -> Result<Vec<Vec<String>>, StoreError>;
+
+    // Jobs.
+
+    fn job_settings(&mut self) -> Result<Vec<JobSetting>, StoreError>;
+    fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError>;
+    fn last_job_runs(&mut self) -> Result<Vec<JobRunRecord>, StoreError>;
+    fn save_job_run(&mut self, run: &JobRunRecord) -> Result<(), StoreError>;
+}
+
+/// The writer's connection: group-committed transactions, each job in a
+/// savepoint of its own so a failed job is undone alone.
+pub trait WriteConnection: Send {
+    fn begin(&mut self) -> Result<(), StoreError>;
+    fn savepoint(&mut self) -> Result<(), StoreError>;
+    /// Keeps what was done since the savepoint.
+    fn release(&mut self) -> Result<(), StoreError>;
+    /// Undoes what was done since the savepoint.
+    fn rollback_to_savepoint(&mut self) -> Result<(), StoreError>;
+    fn commit(&mut self) -> Result<(), StoreError>;
+    fn rollback(&mut self);
+    /// The open transaction, for the jobs to run in.
+    fn transaction(&mut self) -> &mut dyn Transaction;
+    /// Called once when the writer stops: flush whatever the backend keeps
+    /// aside (SQLite's WAL).
+    fn close(&mut self) -> Result<(), StoreError>;
 }

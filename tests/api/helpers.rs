@@ -17,6 +17,8 @@ pub struct TestApp {
     pub client: awc::Client,
     pub clock: ManualClock,
     pub writer: engram::actors::storage::StorageWriter,
+    pub reader: engram::actors::storage::Reader,
+    pub read_gate: engram::actors::retrieval::ReadGate,
     handle: ServerHandle,
     server: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
     dir: TempDir,
@@ -35,7 +37,59 @@ fn test_settings(db_path: &std::path::Path) -> Settings {
     settings.storage.pool_size = 2;
     settings.storage.writer_cache_size_kib = 2048;
     settings.storage.reader_cache_size_kib = 2048;
+    // No scheduled run may land in the middle of a test; the tests about
+    // the schedule turn it back on, and the others run jobs on demand.
+    settings.jobs.decay.enabled = false;
+    settings.jobs.consolidation.enabled = false;
     settings
+}
+
+/// A deadline for a poll loop: `wait` sleeps a moment, or fails the test
+/// with what was being waited for once the time is up.
+pub struct Deadline {
+    until: std::time::Instant,
+    what: &'static str,
+}
+
+impl Deadline {
+    pub fn after(seconds: u64, what: &'static str) -> Self {
+        Deadline {
+            until: std::time::Instant::now() + Duration::from_secs(seconds),
+            what,
+        }
+    }
+
+    #[track_caller]
+    pub fn wait(&self) -> impl std::future::Future<Output = ()> {
+        assert!(
+            std::time::Instant::now() < self.until,
+            "gave up waiting for {}",
+            self.what
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(5))
+    }
+}
+
+/// Stores a whole record; answers it as stored.
+pub async fn create(app: &TestApp, body: Value) -> Value {
+    let (status, created) = app.post("/v1/records", &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    created["record"].clone()
+}
+
+/// Stores a whole record; answers its id.
+pub async fn create_id(app: &TestApp, body: Value) -> String {
+    create(app, body).await["id"].as_str().unwrap().to_string()
+}
+
+/// Within 1e-9.
+pub fn close(actual: &Value, expected: f64) -> bool {
+    (actual.as_f64().unwrap_or(f64::NAN) - expected).abs() < 1e-9
+}
+
+/// Within 1e-6, for values that went through decay arithmetic.
+pub fn near(actual: &Value, expected: f64) -> bool {
+    (actual.as_f64().unwrap_or(f64::NAN) - expected).abs() < 1e-6
 }
 
 /// Starts the service on a fresh database.
@@ -65,6 +119,8 @@ pub async fn spawn_app_in(dir: TempDir, adjust: impl FnOnce(&mut Settings)) -> T
     let address = format!("http://{}", app.local_addr());
     let server_handle = app.handle();
     let writer = app.writer();
+    let reader = app.reader();
+    let read_gate = app.read_gate();
     let server = actix_web::rt::spawn(app.run_until_stopped());
     TestApp {
         address,
@@ -73,6 +129,8 @@ pub async fn spawn_app_in(dir: TempDir, adjust: impl FnOnce(&mut Settings)) -> T
             .finish(),
         clock: handle,
         writer,
+        reader,
+        read_gate,
         handle: server_handle,
         server,
         dir,
@@ -173,8 +231,9 @@ impl TestApp {
                 })
                 .await;
         });
+        let deadline = Deadline::after(10, "the writer to take the blocking job");
         while is_started.try_recv().is_err() {
-            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+            deadline.wait().await;
         }
         release
     }

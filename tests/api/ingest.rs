@@ -532,8 +532,9 @@ async fn a_full_write_queue_answers_503_and_reads_keep_flowing() {
             })
         })
         .collect();
+    let deadline = crate::helpers::Deadline::after(10, "two writes queued behind the writer");
     while app.writer.queue_depth() < 2 {
-        actix_web::rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        deadline.wait().await;
     }
     // ...the next is refused at once, with a hint when to retry.
     let mut refused = app

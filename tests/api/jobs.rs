@@ -1,9 +1,18 @@
-use std::time::Duration;
-
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, event, spawn_app, spawn_app_in};
+use crate::helpers::{
+    assert_error, event, spawn_app, spawn_app_in, spawn_app_with, Deadline, TestApp,
+};
+
+/// A service with the configured cron schedules on, as in production.
+async fn spawn_scheduled_app() -> TestApp {
+    spawn_app_with(|settings| {
+        settings.jobs.decay.enabled = true;
+        settings.jobs.consolidation.enabled = true;
+    })
+    .await
+}
 
 fn job<'a>(list: &'a Value, name: &str) -> &'a Value {
     list["jobs"]
@@ -16,7 +25,7 @@ fn job<'a>(list: &'a Value, name: &str) -> &'a Value {
 
 #[actix_web::test]
 async fn jobs_list_their_configured_schedules() {
-    let app = spawn_app().await;
+    let app = spawn_scheduled_app().await;
     let (status, list) = app.get("/v1/jobs").await;
     assert_eq!(status, StatusCode::OK, "{list}");
     let decay = job(&list, "decay");
@@ -31,7 +40,7 @@ async fn jobs_list_their_configured_schedules() {
 
 #[actix_web::test]
 async fn a_schedule_change_applies_at_once_and_survives_a_restart() {
-    let app = spawn_app().await;
+    let app = spawn_scheduled_app().await;
     let (status, body) = app
         .put("/v1/jobs/decay", &json!({"schedule": "0 */5 * * * *"}))
         .await;
@@ -130,12 +139,13 @@ async fn a_run_never_overlaps_another_run_of_the_same_job() {
     let url = format!("{}/v1/jobs/decay/run", app.address);
     let first =
         actix_web::rt::spawn(async move { client.post(url).send().await.map(|r| r.status()) });
+    let deadline = Deadline::after(10, "the decay run to show as running");
     loop {
         let (_, list) = app.get("/v1/jobs").await;
         if job(&list, "decay")["running"] == true {
             break;
         }
-        actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        deadline.wait().await;
     }
     assert_error(
         &app.post("/v1/jobs/decay/run", &Value::Null).await,

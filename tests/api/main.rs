@@ -11,3 +11,4 @@ mod persistence;
 mod records;
 mod retrieve;
 mod revisions;
+mod storage;

@@ -2,17 +2,7 @@ use awc::http::StatusCode;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, trust, TestApp};
-
-async fn create(app: &TestApp, record: Value) -> String {
-    let (status, body) = app.post("/v1/records", &record).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["record"]["id"].as_str().unwrap().to_string()
-}
-
-fn close(actual: &Value, expected: f64) -> bool {
-    (actual.as_f64().unwrap_or(f64::NAN) - expected).abs() < 1e-6
-}
+use crate::helpers::{create_id, near, spawn_app, trust, TestApp};
 
 /// A working record with a one-hour half-life and the given lifecycle.
 fn memo(id: &str, lifecycle: Value) -> Value {
@@ -31,12 +21,12 @@ async fn stored_average(app: &TestApp) -> f64 {
 #[actix_web::test]
 async fn both_curves_floor_max_age_and_pinning_over_http() {
     let app = spawn_app().await;
-    create(
+    create_id(
         &app,
         memo("exp", json!({"decay": {"curve": "exponential"}})),
     )
     .await;
-    create(
+    create_id(
         &app,
         memo(
             "lin",
@@ -44,9 +34,9 @@ async fn both_curves_floor_max_age_and_pinning_over_http() {
         ),
     )
     .await;
-    create(&app, memo("custom", json!({"decay": {"curve": "custom"}}))).await;
-    create(&app, memo("floor", json!({"decay": {"min_salience": 0.3}}))).await;
-    create(
+    create_id(&app, memo("custom", json!({"decay": {"curve": "custom"}}))).await;
+    create_id(&app, memo("floor", json!({"decay": {"min_salience": 0.3}}))).await;
+    create_id(
         &app,
         memo(
             "aged",
@@ -54,7 +44,7 @@ async fn both_curves_floor_max_age_and_pinning_over_http() {
         ),
     )
     .await;
-    create(&app, memo("pinned", json!({"pinned": true}))).await;
+    create_id(&app, memo("pinned", json!({"pinned": true}))).await;
     app.clock.advance(Duration::minutes(30));
     let report = app.run_job("decay").await;
     assert_eq!(report["scanned"], 6);
@@ -69,7 +59,7 @@ async fn both_curves_floor_max_age_and_pinning_over_http() {
     for (id, salience) in expect {
         let record = app.get_record(id).await;
         assert!(
-            close(&record["salience"], salience),
+            near(&record["salience"], salience),
             "{id}: {}",
             record["salience"]
         );
@@ -77,14 +67,14 @@ async fn both_curves_floor_max_age_and_pinning_over_http() {
     app.clock.advance(Duration::hours(3));
     app.run_job("decay").await;
     assert!(
-        close(&app.get_record("floor").await["salience"], 0.3),
+        near(&app.get_record("floor").await["salience"], 0.3),
         "floored"
     );
     assert!(
-        close(&app.get_record("lin").await["salience"], 0.0),
+        near(&app.get_record("lin").await["salience"], 0.0),
         "linear reaches zero"
     );
-    assert!(close(&app.get_record("pinned").await["salience"], 1.0));
+    assert!(near(&app.get_record("pinned").await["salience"], 1.0));
     // What the sweep stored agrees with what reads compute.
     let stored = stored_average(&app).await;
     let mut computed = 0.0;
@@ -101,7 +91,7 @@ async fn both_curves_floor_max_age_and_pinning_over_http() {
 #[actix_web::test]
 async fn a_decay_change_is_audited_once_per_stretch_of_decay() {
     let app = spawn_app().await;
-    create(&app, memo("m", json!({}))).await;
+    create_id(&app, memo("m", json!({}))).await;
     for _ in 0..3 {
         app.clock.advance(Duration::minutes(20));
         app.run_job("decay").await;
@@ -144,7 +134,7 @@ async fn a_decay_change_is_audited_once_per_stretch_of_decay() {
 #[actix_web::test]
 async fn reinforcement_and_penalties_restart_decay_from_the_new_value() {
     let app = spawn_app().await;
-    create(&app, memo("m", json!({}))).await;
+    create_id(&app, memo("m", json!({}))).await;
     app.clock.advance(Duration::hours(1));
     let (_, body) = app
         .post(
@@ -153,37 +143,37 @@ async fn reinforcement_and_penalties_restart_decay_from_the_new_value() {
         )
         .await;
     assert!(
-        close(&body["record"]["salience"], 0.25),
+        near(&body["record"]["salience"], 0.25),
         "0.5 decayed, minus 0.25: {}",
         body["record"]["salience"]
     );
     app.clock.advance(Duration::hours(1));
-    assert!(close(&app.get_record("m").await["salience"], 0.125));
+    assert!(near(&app.get_record("m").await["salience"], 0.125));
     let (_, body) = app
         .post(
             "/v1/records/m/reinforce",
             &json!({"actor": "a", "rationale": "r"}),
         )
         .await;
-    assert!(close(&body["record"]["salience"], 0.225));
+    assert!(near(&body["record"]["salience"], 0.225));
     app.clock.advance(Duration::hours(1));
     app.run_job("decay").await;
-    assert!(close(&app.get_record("m").await["salience"], 0.1125));
+    assert!(near(&app.get_record("m").await["salience"], 0.1125));
 }
 
 #[actix_web::test]
 async fn pruning_follows_the_deletion_policy_and_spares_history() {
     let app = spawn_app().await;
-    create(&app, memo("auto", json!({}))).await;
-    create(
+    create_id(&app, memo("auto", json!({}))).await;
+    create_id(
         &app,
         memo("manual", json!({"deletion_policy": "manual_only"})),
     )
     .await;
-    create(&app, memo("never", json!({"deletion_policy": "never"}))).await;
-    create(&app, memo("pinned", json!({"pinned": true}))).await;
-    create(&app, memo("retracted", json!({}))).await;
-    create(&app, memo("source", json!({}))).await;
+    create_id(&app, memo("never", json!({"deletion_policy": "never"}))).await;
+    create_id(&app, memo("pinned", json!({"pinned": true}))).await;
+    create_id(&app, memo("retracted", json!({}))).await;
+    create_id(&app, memo("source", json!({}))).await;
     let (status, _) = app
         .post(
             "/v1/revisions/retract",
@@ -260,8 +250,8 @@ fn lasting_episode(id: &str, salience: f64, created_at: &str) -> Value {
 #[actix_web::test]
 async fn old_episodes_are_compressed_once() {
     let app = spawn_app().await;
-    create(&app, lasting_episode("old", 0.8, NOW)).await;
-    create(&app, lasting_episode("young", 0.8, "2026-01-01T20:00:00Z")).await;
+    create_id(&app, lasting_episode("old", 0.8, NOW)).await;
+    create_id(&app, lasting_episode("young", 0.8, "2026-01-01T20:00:00Z")).await;
     app.clock.advance(Duration::hours(25));
     let report = app.run_job("consolidation").await;
     assert_eq!(report["episodic_compressed"], 1, "{report}");
@@ -290,8 +280,8 @@ async fn old_episodes_are_compressed_once() {
 #[actix_web::test]
 async fn compression_halves_salience_down_to_the_floor() {
     let app = spawn_app().await;
-    create(&app, lasting_episode("high", 0.8, NOW)).await;
-    create(&app, lasting_episode("low", 0.06, NOW)).await;
+    create_id(&app, lasting_episode("high", 0.8, NOW)).await;
+    create_id(&app, lasting_episode("low", 0.06, NOW)).await;
     app.clock.advance(Duration::hours(25));
     assert_eq!(app.run_job("consolidation").await["episodic_compressed"], 2);
     assert!((app.get_record("high").await["salience"].as_f64().unwrap() - 0.4).abs() < 1e-4);
@@ -301,7 +291,7 @@ async fn compression_halves_salience_down_to_the_floor() {
 #[actix_web::test]
 async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
     let app = spawn_app().await;
-    create(
+    create_id(
         &app,
         episode(
             "e1",
@@ -317,7 +307,7 @@ async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
         0,
         "seen once is not a fact yet"
     );
-    create(
+    create_id(
         &app,
         episode(
             "e2",
@@ -328,7 +318,7 @@ async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
         ),
     )
     .await;
-    create(
+    create_id(
         &app,
         episode(
             "other",
@@ -372,8 +362,8 @@ async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
             &json!({"amount": 0.5, "actor": "a", "rationale": "r"}),
         )
         .await;
-    assert!(close(&body["record"]["salience"], 0.5));
-    create(
+    assert!(near(&body["record"]["salience"], 0.5));
+    create_id(
         &app,
         episode(
             "e3",
@@ -387,7 +377,7 @@ async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
     assert_eq!(app.run_job("consolidation").await["semantic_extracted"], 1);
     let reinforced = app.get_record(id).await;
     assert!(
-        close(&reinforced["salience"], 0.6),
+        near(&reinforced["salience"], 0.6),
         "{}",
         reinforced["salience"]
     );
@@ -397,7 +387,7 @@ async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
 #[actix_web::test]
 async fn successful_tool_sequences_become_a_skill() {
     let app = spawn_app().await;
-    create(
+    create_id(
         &app,
         episode(
             "s1",
@@ -408,7 +398,7 @@ async fn successful_tool_sequences_become_a_skill() {
         ),
     )
     .await;
-    create(
+    create_id(
         &app,
         episode(
             "s2",
@@ -419,7 +409,7 @@ async fn successful_tool_sequences_become_a_skill() {
         ),
     )
     .await;
-    create(
+    create_id(
         &app,
         episode(
             "f1",
@@ -430,7 +420,7 @@ async fn successful_tool_sequences_become_a_skill() {
         ),
     )
     .await;
-    create(
+    create_id(
         &app,
         episode(
             "lone",
@@ -454,7 +444,7 @@ async fn successful_tool_sequences_become_a_skill() {
     assert_eq!(skill["payload"]["recipe"][1]["tool"], "file_edit");
     assert_eq!(skill["payload"]["performance"]["success_count"], 2);
     assert_eq!(skill["payload"]["performance"]["failure_count"], 1);
-    assert!(close(
+    assert!(near(
         &skill["payload"]["performance"]["success_rate"],
         2.0 / 3.0
     ));
@@ -473,7 +463,7 @@ async fn successful_tool_sequences_become_a_skill() {
         0,
         "idempotent"
     );
-    create(
+    create_id(
         &app,
         episode(
             "s3",
@@ -496,7 +486,7 @@ async fn successful_tool_sequences_become_a_skill() {
 #[actix_web::test]
 async fn a_tool_graph_of_three_or_more_calls_becomes_a_plan_once() {
     let app = spawn_app().await;
-    create(
+    create_id(
         &app,
         episode(
             "long",
@@ -507,7 +497,7 @@ async fn a_tool_graph_of_three_or_more_calls_becomes_a_plan_once() {
         ),
     )
     .await;
-    create(
+    create_id(
         &app,
         episode(
             "short",
@@ -556,10 +546,10 @@ async fn identical_facts_merge_into_the_oldest_keeping_all_provenance() {
                "provenance": {"sources": [{"kind": "observation", "ref": source, "timestamp": NOW}]},
                "payload": {"kind": "semantic", "subject": "user", "predicate": "prefers", "object": {"editor": "vim"}}})
     };
-    create(&app, fact("first", "obs-1", Some("p"), "low")).await;
+    create_id(&app, fact("first", "obs-1", Some("p"), "low")).await;
     app.clock.advance(Duration::seconds(1));
-    create(&app, fact("second", "obs-2", Some("p"), "high")).await;
-    create(&app, fact("elsewhere", "obs-3", Some("q"), "low")).await;
+    create_id(&app, fact("second", "obs-2", Some("p"), "high")).await;
+    create_id(&app, fact("elsewhere", "obs-3", Some("q"), "low")).await;
     let report = app.run_job("consolidation").await;
     assert_eq!(report["duplicates_resolved"], 1, "{report}");
     let survivor = app.get_record("first").await;
@@ -589,7 +579,7 @@ async fn identical_facts_merge_into_the_oldest_keeping_all_provenance() {
 #[actix_web::test]
 async fn a_consolidated_fact_merged_into_an_older_one_hands_it_later_sightings() {
     let app = spawn_app().await;
-    create(
+    create_id(
         &app,
         json!({"id": "known", "type": "semantic", "sensitivity": "low", "salience": 0.5,
                "provenance": {"sources": [{"kind": "observation", "ref": "ops-notes", "timestamp": NOW}]},
@@ -597,12 +587,12 @@ async fn a_consolidated_fact_merged_into_an_older_one_hands_it_later_sightings()
     )
     .await;
     app.clock.advance(Duration::seconds(1));
-    create(
+    create_id(
         &app,
         episode("e1", None, "low", NOW, event_payload("error", "disk full")),
     )
     .await;
-    create(
+    create_id(
         &app,
         episode("e2", None, "low", NOW, event_payload("error", "disk full")),
     )
@@ -610,7 +600,7 @@ async fn a_consolidated_fact_merged_into_an_older_one_hands_it_later_sightings()
     let report = app.run_job("consolidation").await;
     assert_eq!(report["semantic_extracted"], 1, "{report}");
     assert_eq!(report["duplicates_resolved"], 1, "{report}");
-    create(
+    create_id(
         &app,
         episode("e3", None, "low", NOW, event_payload("error", "disk full")),
     )

@@ -54,3 +54,59 @@ async fn a_database_from_a_newer_engram_is_refused_at_start() {
     };
     assert!(error.contains("version 999"), "{error}");
 }
+
+#[actix_web::test]
+async fn a_schema_one_database_is_migrated_and_its_records_keep_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("engram.db")).unwrap();
+    conn.execute_batch(include_str!("../../migrations/0001_init.sql"))
+        .unwrap();
+    // A record as version 1 stored it: salience in the record row, no
+    // decay anchor, no row version.
+    conn.execute_batch(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
+         INSERT INTO schema_migrations VALUES (1, 'init', '2025-12-01T00:00:00Z');
+         INSERT INTO records (key, id, layer, sensitivity, confidence, salience, scope, status, created_by, created_at, updated_at)
+             VALUES (1, 'old-fact', 1, 1, 0.7, 0.5, NULL, 'active', 'agent', 1767225600000000, 1767225600000000);
+         INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience, reinforcement_gain, last_reinforced_at, pinned, deletion_policy)
+             VALUES (1, 'exponential', 3600, 0, 0.1, 1767225600000000, 1, 'auto_prune');
+         INSERT INTO payloads VALUES (1, '{\"kind\":\"semantic\",\"subject\":\"go\",\"predicate\":\"version\",\"object\":\"1.21\"}');
+         INSERT INTO tags VALUES (1, 'lang', 0);
+         INSERT INTO audit_log (record_key, action, actor, timestamp, rationale)
+             VALUES (1, 'create', 'agent', 1767225600000000, 'stored by version 1');",
+    )
+    .unwrap();
+    drop(conn);
+
+    let app = crate::helpers::spawn_app_in(dir, |_| {}).await;
+    let record = app.get_record("old-fact").await;
+    assert_eq!(record["salience"], 0.5, "{record}");
+    assert_eq!(record["tags"], json!(["lang"]));
+    assert_eq!(record["payload"]["object"], "1.21");
+    assert_eq!(record["audit_log"][0]["rationale"], "stored by version 1");
+
+    // Revisions need the row version the migration added.
+    let (status, body) = app
+        .post(
+            "/v1/revisions/supersede",
+            &json!({"old_id": "old-fact", "actor": "a", "rationale": "newer release",
+                    "new_record": {"type": "semantic", "sensitivity": "low",
+                        "provenance": {"sources": [{"kind": "observation", "ref": "notes", "timestamp": "2026-01-01T00:00:00Z"}]},
+                        "payload": {"kind": "semantic", "subject": "go", "predicate": "version", "object": "1.22"}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let old = app.get_record("old-fact").await;
+    assert_eq!(old["status"], "retracted");
+    assert_eq!(old["audit_log"].as_array().unwrap().len(), 2, "{old}");
+    let dir = app.stop().await;
+    let conn = rusqlite::Connection::open(dir.path().join("engram.db")).unwrap();
+    let versions: Vec<i64> = conn
+        .prepare("SELECT version FROM schema_migrations ORDER BY version")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(versions, [1, 2, 3]);
+}

@@ -3,15 +3,9 @@ use std::collections::BTreeSet;
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, spawn_app_with, trust, TestApp};
+use crate::helpers::{assert_error, close, create, spawn_app, spawn_app_with, trust, TestApp};
 
 const SENSITIVITIES: [&str; 5] = ["public", "low", "medium", "high", "hyper"];
-
-async fn create(app: &TestApp, body: Value) -> Value {
-    let (status, created) = app.post("/v1/records", &body).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    created["record"].clone()
-}
 
 fn fact(id: &str, sensitivity: &str, scope: Option<&str>) -> Value {
     json!({"id": id, "type": "semantic", "sensitivity": sensitivity, "scope": scope,
@@ -297,10 +291,6 @@ fn skill(id: &str, confidence: f64, success_rate: f64, conditions: Value) -> Val
            "payload": {"kind": "competence", "skill_name": id,
                        "triggers": [{"signal": "error", "conditions": conditions}],
                        "performance": {"success_count": 1, "failure_count": 0, "success_rate": success_rate}}})
-}
-
-fn close(actual: &Value, expected: f64) -> bool {
-    (actual.as_f64().unwrap() - expected).abs() < 1e-9
 }
 
 #[actix_web::test]

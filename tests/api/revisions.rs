@@ -1,7 +1,7 @@
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, event, spawn_app, trust, TestApp};
+use crate::helpers::{assert_error, create_id, event, spawn_app, trust, TestApp};
 
 /// A semantic record as `POST /v1/records` and the revision calls take it.
 fn fact(object: &str, evidence: bool) -> Value {
@@ -13,12 +13,6 @@ fn fact(object: &str, evidence: bool) -> Value {
         record["provenance"] = json!({"sources": [{"kind": "observation", "ref": format!("notes-{object}"), "timestamp": "2026-01-01T00:00:00Z"}]});
     }
     record
-}
-
-async fn create(app: &TestApp, record: Value) -> String {
-    let (status, body) = app.post("/v1/records", &record).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body["record"]["id"].as_str().unwrap().to_string()
 }
 
 async fn episode(app: &TestApp) -> String {
@@ -52,7 +46,7 @@ async fn supersede(app: &TestApp, old: &str, object: &str) -> (StatusCode, Value
 #[actix_web::test]
 async fn supersede_retracts_the_old_record_and_links_the_new_one() {
     let app = spawn_app().await;
-    let old_id = create(&app, fact("1.21", true)).await;
+    let old_id = create_id(&app, fact("1.21", true)).await;
     app.clock.advance(chrono::Duration::seconds(10));
     let (status, body) = supersede(&app, &old_id, "1.22").await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -108,7 +102,7 @@ async fn supersede_retracts_the_old_record_and_links_the_new_one() {
 #[actix_web::test]
 async fn a_chain_of_three_supersedes_is_walked_both_ways() {
     let app = spawn_app().await;
-    let a = create(&app, fact("1.20", true)).await;
+    let a = create_id(&app, fact("1.20", true)).await;
     let (_, b) = supersede(&app, &a, "1.21").await;
     let b = b["record"]["id"].as_str().unwrap().to_string();
     let (_, c) = supersede(&app, &b, "1.22").await;
@@ -146,7 +140,7 @@ async fn a_chain_of_three_supersedes_is_walked_both_ways() {
         .collect();
     assert_eq!(statuses, ["retracted", "retracted", "retracted", "active"]);
     // A record never revised is a chain of one.
-    let lone = create(&app, fact("x", false)).await;
+    let lone = create_id(&app, fact("x", false)).await;
     let (_, body) = app
         .post(
             &format!("/v1/records/{lone}/history"),
@@ -161,7 +155,7 @@ async fn history_is_trust_gated() {
     let app = spawn_app().await;
     let mut secret = fact("1.0", true);
     secret["sensitivity"] = json!("high");
-    let old = create(&app, secret).await;
+    let old = create_id(&app, secret).await;
     let (_, new) = supersede(&app, &old, "2.0").await;
     let new = new["record"]["id"].as_str().unwrap().to_string();
     let (status, body) = app
@@ -216,7 +210,7 @@ async fn fork_keeps_the_source_and_derives_the_variant() {
     let app = spawn_app().await;
     let mut source = fact("PostgreSQL", true);
     source["salience"] = json!(0.7);
-    let source_id = create(&app, source).await;
+    let source_id = create_id(&app, source).await;
     let mut variant = fact("SQLite", true);
     variant["payload"]["validity"] =
         json!({"mode": "conditional", "conditions": {"env": "development"}});
@@ -243,7 +237,7 @@ async fn fork_keeps_the_source_and_derives_the_variant() {
 #[actix_web::test]
 async fn retract_is_a_soft_delete() {
     let app = spawn_app().await;
-    let id = create(&app, fact("wrong", false)).await;
+    let id = create_id(&app, fact("wrong", false)).await;
     let (status, body) = app
         .post(
             "/v1/revisions/retract",
@@ -288,9 +282,9 @@ async fn retract_is_a_soft_delete() {
 async fn merge_retracts_every_source_into_one_record() {
     let app = spawn_app().await;
     let ids = vec![
-        create(&app, fact("vim", false)).await,
-        create(&app, fact("neovim", false)).await,
-        create(&app, fact("editor", false)).await,
+        create_id(&app, fact("vim", false)).await,
+        create_id(&app, fact("neovim", false)).await,
+        create_id(&app, fact("editor", false)).await,
     ];
     let (status, body) = app
         .post(
@@ -322,8 +316,8 @@ async fn merge_retracts_every_source_into_one_record() {
 #[actix_web::test]
 async fn a_merge_whose_last_id_is_missing_changes_nothing() {
     let app = spawn_app().await;
-    let a = create(&app, fact("a", false)).await;
-    let b = create(&app, fact("b", false)).await;
+    let a = create_id(&app, fact("a", false)).await;
+    let b = create_id(&app, fact("b", false)).await;
     let before = (app.get_record(&a).await, app.get_record(&b).await);
     let response = app
         .post(
@@ -360,7 +354,7 @@ async fn a_merge_whose_last_id_is_missing_changes_nothing() {
 #[actix_web::test]
 async fn merge_ids_must_be_present_and_distinct() {
     let app = spawn_app().await;
-    let a = create(&app, fact("a", false)).await;
+    let a = create_id(&app, fact("a", false)).await;
     let body = |ids: Value| json!({"ids": ids, "merged_record": fact("m", true), "actor": "m", "rationale": "r"});
     assert_error(
         &app.post("/v1/revisions/merge", &body(json!([]))).await,
@@ -380,8 +374,8 @@ async fn merge_ids_must_be_present_and_distinct() {
 #[actix_web::test]
 async fn contest_flags_a_record_and_resolving_clears_it() {
     let app = spawn_app().await;
-    let id = create(&app, fact("dark mode", false)).await;
-    let other = create(&app, fact("light mode", false)).await;
+    let id = create_id(&app, fact("dark mode", false)).await;
+    let other = create_id(&app, fact("light mode", false)).await;
     let (status, body) = app
         .post(
             "/v1/revisions/contest",
@@ -431,8 +425,8 @@ async fn contest_flags_a_record_and_resolving_clears_it() {
 #[actix_web::test]
 async fn a_contested_record_can_be_superseded_or_retracted() {
     let app = spawn_app().await;
-    let first = create(&app, fact("1", true)).await;
-    let second = create(&app, fact("2", true)).await;
+    let first = create_id(&app, fact("1", true)).await;
+    let second = create_id(&app, fact("2", true)).await;
     for id in [&first, &second] {
         let (status, _) = app
             .post(
@@ -528,7 +522,7 @@ async fn episodic_records_are_immutable_for_every_revision() {
 #[actix_web::test]
 async fn semantic_revisions_need_evidence_of_their_own() {
     let app = spawn_app().await;
-    let old = create(&app, fact("1", true)).await;
+    let old = create_id(&app, fact("1", true)).await;
     let cases = [
         (
             "/v1/revisions/supersede",
@@ -566,7 +560,7 @@ async fn semantic_revisions_need_evidence_of_their_own() {
 #[actix_web::test]
 async fn revision_requests_are_checked_before_anything_changes() {
     let app = spawn_app().await;
-    let id = create(&app, fact("1", true)).await;
+    let id = create_id(&app, fact("1", true)).await;
     let working = json!({"type": "working", "sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}});
     let cases = [
         (
@@ -677,7 +671,7 @@ async fn reinforce_and_penalize_move_salience_within_bounds() {
     // Pinned: only reinforcement and penalties move it, not the clock.
     record["lifecycle"] =
         json!({"pinned": true, "decay": {"min_salience": 0.2, "reinforcement_gain": 0.1}});
-    let id = create(&app, record).await;
+    let id = create_id(&app, record).await;
     app.clock.advance(chrono::Duration::hours(1));
     let (status, body) = app
         .post(
@@ -726,7 +720,7 @@ async fn reinforce_and_penalize_move_salience_within_bounds() {
 #[actix_web::test]
 async fn concurrent_supersedes_of_one_record_have_exactly_one_winner() {
     let app = spawn_app().await;
-    let old = create(&app, fact("base", true)).await;
+    let old = create_id(&app, fact("base", true)).await;
     let attempts = (0..24).map(|i| {
         let app = &app;
         let old = old.clone();

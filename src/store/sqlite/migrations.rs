@@ -18,12 +18,17 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "init",
-        sql: include_str!("../../migrations/0001_init.sql"),
+        sql: include_str!("../../../migrations/0001_init.sql"),
     },
     Migration {
         version: 2,
         name: "maintenance",
-        sql: include_str!("../../migrations/0002_maintenance.sql"),
+        sql: include_str!("../../../migrations/0002_maintenance.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "versions",
+        sql: include_str!("../../../migrations/0003_versions.sql"),
     },
 ];
 
@@ -73,7 +78,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), vec![1, 2]);
+        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3]);
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

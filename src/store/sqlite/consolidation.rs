@@ -3,39 +3,19 @@
 
 use rusqlite::{params, Connection};
 
-use super::StoreError;
 use crate::domain::time::{to_micros, Timestamp};
+use crate::store::{Step, StoreError};
 
-/// A consolidation step, recorded per record once it has used it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Compressed,
-    Semantic,
-    Competence,
-    PlanGraph,
-}
-
-impl Step {
-    fn as_str(self) -> &'static str {
-        match self {
-            Step::Compressed => "compressed",
-            Step::Semantic => "semantic",
-            Step::Competence => "competence",
-            Step::PlanGraph => "plan_graph",
+/// What an episode needs in its payload to matter to a step.
+fn payload_filter(step: Step) -> &'static str {
+    match step {
+        Step::Compressed => "1",
+        Step::Semantic => "json_array_length(p.payload_json, '$.timeline') > 0",
+        Step::Competence => {
+            "json_array_length(p.payload_json, '$.tool_graph') > 0
+             AND json_extract(p.payload_json, '$.outcome') IN ('success', 'failure')"
         }
-    }
-
-    /// What an episode needs in its payload to matter to this step.
-    fn payload_filter(self) -> &'static str {
-        match self {
-            Step::Compressed => "1",
-            Step::Semantic => "json_array_length(p.payload_json, '$.timeline') > 0",
-            Step::Competence => {
-                "json_array_length(p.payload_json, '$.tool_graph') > 0
-                 AND json_extract(p.payload_json, '$.outcome') IN ('success', 'failure')"
-            }
-            Step::PlanGraph => "json_array_length(p.payload_json, '$.tool_graph') >= 3",
-        }
+        Step::PlanGraph => "json_array_length(p.payload_json, '$.tool_graph') >= 3",
     }
 }
 
@@ -56,7 +36,7 @@ pub fn unmarked_episodes(
            AND r.created_at <= ?1 AND r.key > ?2 AND {}
            AND NOT EXISTS (SELECT 1 FROM consolidation_marks m WHERE m.record_key = r.key AND m.step = ?3)
          ORDER BY r.key LIMIT ?4",
-        step.payload_filter()
+        payload_filter(step)
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(

@@ -2,28 +2,14 @@
 //! write back in chunks), pruning, and the job settings and run history
 //! operators see.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
-use super::StoreError;
 use crate::domain::decay::Anchor;
-use crate::domain::record::{AuditAction, DecayCurve, DecayProfile, DeletionPolicy, Status};
+use crate::domain::record::{
+    AuditAction, DecayCurve, DecayProfile, DeletionPolicy, Status, SCHEDULER_ACTOR,
+};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-
-/// Actor named in audit entries the scheduler writes.
-pub const SCHEDULER_ACTOR: &str = "engram:scheduler";
-
-/// What the decay sweep needs of one record.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DecayRow {
-    pub key: i64,
-    pub stored_salience: f64,
-    pub status: Status,
-    pub created_at: Timestamp,
-    pub profile: DecayProfile,
-    pub pinned: bool,
-    pub deletion_policy: DeletionPolicy,
-    pub anchor: Anchor,
-}
+use crate::store::{DecayChange, DecayRow, JobRunRecord, JobSetting, StoreError};
 
 /// Up to `limit` records after `after_key`, in key order.
 pub fn scan_for_decay(
@@ -32,7 +18,7 @@ pub fn scan_for_decay(
     limit: usize,
 ) -> Result<Vec<DecayRow>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT r.key, r.salience, r.status, r.created_at,
+        "SELECT r.key, r.version, r.salience, r.status, r.created_at,
                 d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds, d.reinforcement_gain,
                 d.pinned, d.deletion_policy,
                 COALESCE(d.anchor_salience, r.salience), COALESCE(d.anchor_at, d.last_reinforced_at)
@@ -47,108 +33,90 @@ pub fn scan_for_decay(
             |what: &str, value: String| StoreError::Corrupt(format!("unexpected {what} {value:?}"));
         found.push(DecayRow {
             key: row.get(0)?,
-            stored_salience: row.get(1)?,
-            status: Status::parse(&text(2)?)
-                .ok_or_else(|| corrupt("status", text(2).unwrap_or_default()))?,
-            created_at: from_micros(row.get(3)?),
+            version: row.get(1)?,
+            stored_salience: row.get(2)?,
+            status: Status::parse(&text(3)?)
+                .ok_or_else(|| corrupt("status", text(3).unwrap_or_default()))?,
+            created_at: from_micros(row.get(4)?),
             profile: DecayProfile {
-                curve: DecayCurve::parse(&text(4)?)
-                    .ok_or_else(|| corrupt("curve", text(4).unwrap_or_default()))?,
-                half_life_seconds: row.get(5)?,
-                min_salience: row.get(6)?,
-                max_age_seconds: row.get(7)?,
-                reinforcement_gain: row.get(8)?,
+                curve: DecayCurve::parse(&text(5)?)
+                    .ok_or_else(|| corrupt("curve", text(5).unwrap_or_default()))?,
+                half_life_seconds: row.get(6)?,
+                min_salience: row.get(7)?,
+                max_age_seconds: row.get(8)?,
+                reinforcement_gain: row.get(9)?,
             },
-            pinned: row.get(9)?,
-            deletion_policy: DeletionPolicy::parse(&text(10)?)
-                .ok_or_else(|| corrupt("deletion policy", text(10).unwrap_or_default()))?,
+            pinned: row.get(10)?,
+            deletion_policy: DeletionPolicy::parse(&text(11)?)
+                .ok_or_else(|| corrupt("deletion policy", text(11).unwrap_or_default()))?,
             anchor: Anchor {
-                salience: row.get(11)?,
-                at: from_micros(row.get(12)?),
+                salience: row.get(12)?,
+                at: from_micros(row.get(13)?),
             },
         });
     }
     Ok(found)
 }
 
-/// A stored salience to move to its decayed value. `anchor_at` guards
-/// against a change made since the scan: if the record was reinforced or
-/// penalised meanwhile, its anchor moved and the change is skipped.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DecayChange {
-    pub key: i64,
-    pub anchor_at: Timestamp,
-    pub salience: f64,
-}
-
-/// Writes decayed saliences, each with one `decay` audit entry. A record
-/// whose latest audit entry is already the scheduler's `decay` entry gets
-/// that entry updated instead of a new one, so however many sweeps run, a
-/// record carries one decay entry per stretch of undisturbed decay.
-/// Answers how many records changed.
+/// Writes decayed saliences of rows still at the version scanned, each
+/// with one `decay` audit entry. A record whose latest audit entry is
+/// already the scheduler's `decay` entry gets that entry updated instead of
+/// a new one, so however many sweeps run, a record carries one decay entry
+/// per stretch of undisturbed decay. The sweep does not move the version:
+/// the stored salience is a cache of what the anchor gives. Answers how
+/// many records changed.
 pub fn apply_decay(
     conn: &Connection,
     changes: &[DecayChange],
     now: Timestamp,
 ) -> Result<usize, StoreError> {
-    let mut update = conn.prepare_cached(
-        "UPDATE records SET salience = ?2
-         WHERE key = ?1
-           AND (SELECT COALESCE(anchor_at, last_reinforced_at) FROM decay_profiles WHERE record_key = ?1) = ?3",
+    let mut update =
+        conn.prepare_cached("UPDATE records SET salience = ?3 WHERE key = ?1 AND version = ?2")?;
+    // One statement each, so the check of the last entry and the change
+    // to it cannot be split by another writer's append.
+    let mut fold = conn.prepare_cached(
+        "UPDATE audit_log SET timestamp = ?2, rationale = ?3
+         WHERE id = (SELECT MAX(id) FROM audit_log WHERE record_key = ?1)
+           AND action = ?4 AND actor = ?5",
     )?;
-    let mut last_entry = conn.prepare_cached(
-        "SELECT id, action, actor FROM audit_log WHERE record_key = ?1 ORDER BY id DESC LIMIT 1",
-    )?;
-    let mut fold =
-        conn.prepare_cached("UPDATE audit_log SET timestamp = ?2, rationale = ?3 WHERE id = ?1")?;
     let mut append = conn.prepare_cached(
         "INSERT INTO audit_log (record_key, action, actor, timestamp, rationale) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
     let mut changed = 0;
     for change in changes {
-        if update.execute(params![
-            change.key,
-            change.salience,
-            to_micros(&change.anchor_at)
-        ])? == 0
-        {
+        if update.execute(params![change.key, change.version, change.salience])? == 0 {
             continue;
         }
         changed += 1;
         let rationale = format!("scheduled decay: salience now {:.4}", change.salience);
-        let last: Option<(i64, String, String)> = last_entry
-            .query_row([change.key], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-            })
-            .optional()?;
-        match last {
-            Some((id, action, actor))
-                if action == AuditAction::Decay.as_str() && actor == SCHEDULER_ACTOR =>
-            {
-                fold.execute(params![id, to_micros(&now), rationale])?;
-            }
-            _ => {
-                append.execute(params![
-                    change.key,
-                    AuditAction::Decay.as_str(),
-                    SCHEDULER_ACTOR,
-                    to_micros(&now),
-                    rationale
-                ])?;
-            }
+        let folded = fold.execute(params![
+            change.key,
+            to_micros(&now),
+            rationale,
+            AuditAction::Decay.as_str(),
+            SCHEDULER_ACTOR
+        ])?;
+        if folded == 0 {
+            append.execute(params![
+                change.key,
+                AuditAction::Decay.as_str(),
+                SCHEDULER_ACTOR,
+                to_micros(&now),
+                rationale
+            ])?;
         }
     }
     Ok(changed)
 }
 
-/// Deletes, with all their parts, the records among `candidates` that are
-/// still as scanned (same anchor) and are not part of a revision chain.
-/// Answers how many were deleted.
+/// Deletes, with all their parts, the records among `candidates` still at
+/// the version scanned (an explicit "changed since read" check, whoever
+/// changed them) that are not part of a revision chain. Answers how many
+/// were deleted.
 pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, StoreError> {
     let mut delete = conn.prepare_cached(
         "DELETE FROM records
-         WHERE key = ?1
-           AND (SELECT COALESCE(anchor_at, last_reinforced_at) FROM decay_profiles WHERE record_key = ?1) = ?2
+         WHERE key = ?1 AND version = ?2
            AND NOT EXISTS (SELECT 1 FROM relations
                            WHERE source_key = ?1 AND predicate IN ('supersedes', 'derived_from', 'contested_by'))
            AND NOT EXISTS (SELECT 1 FROM relations
@@ -156,17 +124,9 @@ pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, Sto
     )?;
     let mut deleted = 0;
     for candidate in candidates {
-        deleted += delete.execute(params![candidate.key, to_micros(&candidate.anchor_at)])?;
+        deleted += delete.execute(params![candidate.key, candidate.version])?;
     }
     Ok(deleted)
-}
-
-/// A schedule an operator set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobSetting {
-    pub name: String,
-    pub schedule: String,
-    pub enabled: bool,
 }
 
 pub fn job_settings(conn: &Connection) -> Result<Vec<JobSetting>, StoreError> {
@@ -199,17 +159,6 @@ pub fn save_job_setting(
         to_micros(&now)
     ])?;
     Ok(())
-}
-
-/// The outcome of one job run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobRunRecord {
-    pub name: String,
-    pub started_at: Timestamp,
-    pub finished_at: Timestamp,
-    pub duration_ms: i64,
-    /// The result JSON, or the error message.
-    pub outcome: Result<serde_json::Value, String>,
 }
 
 pub fn last_job_runs(conn: &Connection) -> Result<Vec<JobRunRecord>, StoreError> {

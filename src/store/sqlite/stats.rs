@@ -4,40 +4,10 @@
 use std::collections::BTreeMap;
 
 use rusqlite::{params, Connection};
-use serde::Serialize;
 
-use super::StoreError;
 use crate::domain::record::MemoryType;
 use crate::domain::time::{to_micros, Timestamp};
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MemoryStats {
-    pub total_records: u64,
-    /// Every memory type, zero when there are none.
-    pub records_by_type: BTreeMap<&'static str, u64>,
-    /// Over the salience stored at the last decay sweep.
-    pub avg_salience: f64,
-    pub avg_confidence: f64,
-    /// Records per salience range, each 0.2 wide; the last includes 1.0
-    /// and anything above.
-    pub salience_distribution: BTreeMap<&'static str, u64>,
-    pub active_records: u64,
-    pub pinned_records: u64,
-    pub total_audit_entries: u64,
-    /// Share of records created in the last 24 hours.
-    pub growth_rate: f64,
-    /// Share of audit actions that are reinforcements.
-    pub retrieval_usefulness: f64,
-    /// Successes over all recorded runs of competence records.
-    pub competence_success_rate: f64,
-    /// Mean `metrics.execution_count` of plan graphs.
-    pub plan_reuse_frequency: f64,
-    /// Share of audit actions that revise knowledge (revise, fork, merge,
-    /// delete).
-    pub revision_rate: f64,
-}
-
-pub const SALIENCE_BUCKETS: [&str; 5] = ["0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"];
+use crate::store::{MemoryStats, StoreError, SALIENCE_BUCKETS};
 
 /// SQL counts are never negative.
 fn count(value: i64) -> u64 {

@@ -7,7 +7,6 @@ use std::rc::Rc;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 
-use super::StoreError;
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::payload::Payload;
 use crate::domain::record::{
@@ -16,6 +15,7 @@ use crate::domain::record::{
 };
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
 /// Stores a new record with all its parts. `AlreadyExists` when the id is
 /// taken.
@@ -54,83 +54,64 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
         salience: record.salience,
         at: record.lifecycle.last_reinforced_at,
     };
-    write_lifecycle_and_payload(conn, key, record, anchor)?;
+    write_lifecycle(conn, key, record, Some(anchor))?;
+    write_payload(conn, key, record)?;
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
     Ok(key)
 }
 
-/// Rewrites a stored record to match `record`. Audit entries are
-/// append-only: only those beyond what is stored are added.
+/// Rewrites a record read at `version` to match `record`, moving the
+/// version on. The `UPDATE` is conditional on the version read, so a change
+/// made since (by anyone) makes this one fail with `Changed` instead of
+/// being overwritten. Audit entries are append-only: those the change
+/// added (beyond the count read) are appended.
 ///
-/// The decay anchor moves only when salience was changed explicitly: a
-/// reinforcement anchors at `last_reinforced_at`, any other change of the
-/// value (a penalty, a retraction) at `now`; otherwise the record keeps
-/// decaying from where it did.
+/// The decay anchor moves only when the change set salience; otherwise
+/// the record keeps decaying from where it did.
 pub fn update_record(
     conn: &Connection,
+    version: &Version,
     record: &MemoryRecord,
-    now: Timestamp,
+    salience: SalienceChange,
 ) -> Result<(), StoreError> {
-    let key =
-        record_key(conn, &record.id)?.ok_or_else(|| StoreError::NotFound(record.id.clone()))?;
-    let (stored_anchor, stored_reinforced_at) = conn
+    let key = version.key;
+    let updated = conn
         .prepare_cached(
-            "SELECT COALESCE(d.anchor_salience, r.salience), COALESCE(d.anchor_at, d.last_reinforced_at),
-                    d.last_reinforced_at
-             FROM decay_profiles d JOIN records r ON r.key = d.record_key WHERE d.record_key = ?1",
+            "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5, salience = ?6,
+                 scope = ?7, status = ?8, created_by = ?9, created_at = ?10, updated_at = ?11,
+                 version = version + 1
+             WHERE key = ?1 AND version = ?2",
         )?
-        .query_row([key], |row| {
-            Ok((
-                Anchor {
-                    salience: row.get(0)?,
-                    at: from_micros(row.get(1)?),
-                },
-                from_micros(row.get(2)?),
-            ))
-        })?;
-    let anchor = if record.lifecycle.last_reinforced_at != stored_reinforced_at {
-        Anchor {
-            salience: record.salience,
-            at: record.lifecycle.last_reinforced_at,
-        }
-    } else {
-        let expected = salience_at(
-            &DecayState {
-                anchor: stored_anchor,
-                profile: &record.lifecycle.decay,
-                pinned: record.lifecycle.pinned,
-                created_at: record.created_at,
-            },
-            now,
-        );
-        if (expected - record.salience).abs() <= 1e-9 {
-            stored_anchor
+        .execute(params![
+            key,
+            version.number,
+            record.memory_type.layer(),
+            record.sensitivity.rank(),
+            record.confidence,
+            record.salience,
+            record.scope,
+            record.status.as_str(),
+            record.provenance.created_by,
+            to_micros(&record.created_at),
+            to_micros(&record.updated_at),
+        ])?;
+    if updated == 0 {
+        return Err(if record_key(conn, &record.id)?.is_some() {
+            StoreError::Changed(record.id.clone())
         } else {
-            Anchor {
-                salience: record.salience,
-                at: now,
-            }
-        }
+            StoreError::NotFound(record.id.clone())
+        });
+    }
+    let anchor = match salience {
+        SalienceChange::Unchanged => None,
+        SalienceChange::SetAt(at) => Some(Anchor {
+            salience: record.salience,
+            at,
+        }),
     };
-    conn.prepare_cached(
-        "UPDATE records SET layer = ?2, sensitivity = ?3, confidence = ?4, salience = ?5,
-             scope = ?6, status = ?7, created_by = ?8, created_at = ?9, updated_at = ?10
-         WHERE key = ?1",
-    )?
-    .execute(params![
-        key,
-        record.memory_type.layer(),
-        record.sensitivity.rank(),
-        record.confidence,
-        record.salience,
-        record.scope,
-        record.status.as_str(),
-        record.provenance.created_by,
-        to_micros(&record.created_at),
-        to_micros(&record.updated_at),
-    ])?;
-    write_lifecycle_and_payload(conn, key, record, anchor)?;
+    write_lifecycle(conn, key, record, anchor)?;
+    write_payload(conn, key, record)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",
@@ -140,31 +121,38 @@ pub fn update_record(
         conn.prepare_cached(table)?.execute([key])?;
     }
     insert_children(conn, key, record)?;
-    let stored: i64 = conn
-        .prepare_cached("SELECT COUNT(*) FROM audit_log WHERE record_key = ?1")?
-        .query_row([key], |row| row.get(0))?;
-    let stored = usize::try_from(stored).unwrap_or(usize::MAX);
     append_audit(
         conn,
         key,
-        record.audit_log.get(stored..).unwrap_or_default(),
+        record
+            .audit_log
+            .get(version.audit_len..)
+            .unwrap_or_default(),
     )?;
     Ok(())
 }
 
-/// The one-to-one parts: decay profile and payload, written whole.
-fn write_lifecycle_and_payload(
+/// The decay profile. `anchor` is `None` to keep the stored anchor.
+fn write_lifecycle(
     conn: &Connection,
     key: i64,
     record: &MemoryRecord,
-    anchor: Anchor,
+    anchor: Option<Anchor>,
 ) -> Result<(), StoreError> {
     let lifecycle = &record.lifecycle;
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
+        "INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
              max_age_seconds, reinforcement_gain, last_reinforced_at, pinned, deletion_policy,
              anchor_salience, anchor_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         ON CONFLICT (record_key) DO UPDATE SET curve = excluded.curve,
+             half_life_seconds = excluded.half_life_seconds, min_salience = excluded.min_salience,
+             max_age_seconds = excluded.max_age_seconds,
+             reinforcement_gain = excluded.reinforcement_gain,
+             last_reinforced_at = excluded.last_reinforced_at, pinned = excluded.pinned,
+             deletion_policy = excluded.deletion_policy,
+             anchor_salience = COALESCE(excluded.anchor_salience, decay_profiles.anchor_salience),
+             anchor_at = COALESCE(excluded.anchor_at, decay_profiles.anchor_at)",
     )?
     .execute(params![
         key,
@@ -176,9 +164,13 @@ fn write_lifecycle_and_payload(
         to_micros(&lifecycle.last_reinforced_at),
         lifecycle.pinned,
         lifecycle.deletion_policy.as_str(),
-        anchor.salience,
-        to_micros(&anchor.at),
+        anchor.map(|a| a.salience),
+        anchor.map(|a| to_micros(&a.at)),
     ])?;
+    Ok(())
+}
+
+fn write_payload(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT OR REPLACE INTO payloads (record_key, payload_json) VALUES (?1, ?2)",
     )?
@@ -263,6 +255,31 @@ pub fn record_key(conn: &Connection, id: &str) -> Result<Option<i64>, StoreError
         .prepare_cached("SELECT key FROM records WHERE id = ?1")?
         .query_row([id], |row| row.get(0))
         .optional()?)
+}
+
+/// The record with `id` and the version a change is made against.
+pub fn get_for_update(
+    conn: &Connection,
+    id: &str,
+    now: Timestamp,
+) -> Result<Option<Loaded>, StoreError> {
+    let Some((key, number)) = conn
+        .prepare_cached("SELECT key, version FROM records WHERE id = ?1")?
+        .query_row([id], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
+        })
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    Ok(load_records(conn, &[key], now)?.pop().map(|record| Loaded {
+        version: Version {
+            key,
+            number,
+            audit_len: record.audit_log.len(),
+        },
+        record,
+    }))
 }
 
 /// The record with `id`, its salience as of `now`.
@@ -710,12 +727,17 @@ mod tests {
     #[test]
     fn an_update_appends_only_new_audit_entries() {
         let conn = conn();
-        let mut r = record(
+        let r = record(
             "r1",
             json!({"type": "semantic", "sensitivity": "low",
             "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
         );
         insert_record(&conn, &r).unwrap();
+        let Loaded {
+            record: mut r,
+            version,
+        } = get_for_update(&conn, "r1", now()).unwrap().unwrap();
+        assert_eq!((version.number, version.audit_len), (0, 1));
         r.salience = 0.5;
         r.tags = vec!["new".into()];
         r.audit_log.push(AuditEntry {
@@ -724,8 +746,84 @@ mod tests {
             timestamp: r.updated_at,
             rationale: "why".into(),
         });
-        update_record(&conn, &r, now()).unwrap();
+        update_record(&conn, &version, &r, SalienceChange::SetAt(now())).unwrap();
         assert_eq!(get_record(&conn, "r1", now()).unwrap().unwrap(), r);
+        assert_eq!(
+            get_for_update(&conn, "r1", now())
+                .unwrap()
+                .unwrap()
+                .version
+                .number,
+            1
+        );
+    }
+
+    #[test]
+    fn an_update_against_a_version_that_moved_on_is_refused() {
+        let conn = conn();
+        let r = record(
+            "r1",
+            json!({"type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
+        );
+        insert_record(&conn, &r).unwrap();
+        let first = get_for_update(&conn, "r1", now()).unwrap().unwrap();
+        let second = get_for_update(&conn, "r1", now()).unwrap().unwrap();
+        update_record(
+            &conn,
+            &first.version,
+            &first.record,
+            SalienceChange::Unchanged,
+        )
+        .unwrap();
+        let err = update_record(
+            &conn,
+            &second.version,
+            &second.record,
+            SalienceChange::Unchanged,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, StoreError::Changed(ref id) if id == "r1"),
+            "{err}"
+        );
+        conn.execute("DELETE FROM records", []).unwrap();
+        let err = update_record(
+            &conn,
+            &first.version,
+            &first.record,
+            SalienceChange::Unchanged,
+        )
+        .unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{err}");
+    }
+
+    #[test]
+    fn a_supersession_cycle_is_walked_once() {
+        let conn = conn();
+        // c supersedes b supersedes a supersedes c: only storage written by
+        // hand can hold this, but the walk must end on it.
+        for (id, older) in [("a", "c"), ("b", "a"), ("c", "b")] {
+            let r = record(
+                id,
+                json!({"type": "semantic", "sensitivity": "low",
+                "payload": {"kind": "semantic", "subject": id, "predicate": "is"}}),
+            );
+            insert_record(&conn, &r).unwrap();
+            conn.execute(
+                "INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
+                 SELECT key, 'supersedes', ?2, 1.0, 0 FROM records WHERE id = ?1",
+                params![id, older],
+            )
+            .unwrap();
+        }
+        for start in ["a", "b", "c"] {
+            let chain = supersession_chain(&conn, start, now()).unwrap().unwrap();
+            let mut ids: Vec<String> = chain.into_iter().map(|r| r.id).collect();
+            assert_eq!(ids.len(), 3, "from {start}: {ids:?}");
+            ids.sort();
+            assert_eq!(ids, ["a", "b", "c"]);
+        }
     }
 
     #[test]

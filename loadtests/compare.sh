@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The figures to compare two builds of engram on this machine: the write
+# targets against the bare baseline, then retrieval at 1 and 16 clients
+# with 100k records. Uses target/release unless ENGRAM_BIN / LOADTESTS_BIN
+# name other binaries (e.g. copies built from an earlier commit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+engram=${ENGRAM_BIN:-target/release/engram}
+loadtests=${LOADTESTS_BIN:-target/release/loadtests}
+if [ -z "${ENGRAM_BIN:-}" ] || [ -z "${LOADTESTS_BIN:-}" ]; then
+  cargo build --release --quiet -p engram -p loadtests
+fi
+work=$(mktemp -d)
+server=
+trap 'stop; rm -rf "$work"' EXIT
+
+stop() {
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  server=
+}
+
+start() {
+  stop
+  mkdir -p "$work/$1"
+  ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DB_PATH="$work/$1/engram.db" RUST_LOG=info \
+    "$engram" >"$work/$1/server.log" 2>&1 &
+  server=$!
+  addr=
+  for _ in $(seq 1 100); do
+    addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/$1/server.log" | head -n 1 | cut -d= -f2 || true)
+    [ -n "$addr" ] && break
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { echo "engram did not start:"; cat "$work/$1/server.log"; exit 1; }
+  url="http://$addr"
+}
+
+lt() { "$loadtests" "$@" --url "$url" --quiet; }
+
+echo "== write targets (new database)"
+start targets
+lt targets --duration 10 --records 50000
+
+echo
+echo "== retrieval with 100k records"
+start retrieval
+lt batch --clients 8 --batch-size 100 --requests 1000 --no-verify >/dev/null
+echo "-- retrieve (limit 20, ~10% visible), 1 client, 3000 requests"
+lt retrieve --clients 1 --requests 3000 | grep -E 'throughput|latency|errors'
+echo "-- retrieve, 16 clients, 10 s"
+lt retrieve --clients 16 --duration 10 | grep -E 'throughput|latency|errors'

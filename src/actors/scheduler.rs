@@ -1,0 +1,471 @@
+//! The scheduler actor: owns the cron schedule of the maintenance jobs,
+//! their settings and which of them is running, and sends each run to the
+//! decay or consolidation actor.
+//!
+//! Schedules come from the configuration unless an operator changed them
+//! through the API; such changes are stored in the database and win from
+//! then on, across restarts. A job never runs twice at once: a scheduled
+//! tick that finds its job running is skipped, and a manual run is refused.
+//! Schedule changes are handled one at a time (the actor waits for the cron
+//! scheduler before its next message), runs are not: a long run leaves the
+//! actor free to answer.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::{
+    Actor, ActorFutureExt, Addr, AsyncContext, AtomicResponse, Context, Handler, Message,
+    MessageResult, ResponseActFuture, WrapFuture,
+};
+use serde::Serialize;
+use serde_json::Value;
+use tokio_cron_scheduler::{Job, JobScheduler};
+use uuid::Uuid;
+
+use super::consolidation::{Consolidate, Consolidator};
+use super::decay::{ApplyDecay, Decayer};
+use super::storage::StorageWriter;
+use crate::clock::Clock;
+use crate::config::JobsSettings;
+use crate::domain::schedule::Schedule;
+use crate::domain::time::{format_rfc3339, Timestamp};
+use crate::domain::validate::ValidationError;
+use crate::metrics::Metrics;
+use crate::service::ServiceError;
+use crate::store::{JobRunRecord, JobSetting};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum JobName {
+    Decay,
+    Consolidation,
+}
+
+impl JobName {
+    pub const ALL: [JobName; 2] = [JobName::Decay, JobName::Consolidation];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobName::Decay => "decay",
+            JobName::Consolidation => "consolidation",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<JobName> {
+        JobName::ALL.into_iter().find(|job| job.as_str() == name)
+    }
+}
+
+/// A job as `GET /v1/jobs` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobView {
+    pub name: &'static str,
+    pub schedule: String,
+    pub enabled: bool,
+    pub running: bool,
+    pub next_run: Option<String>,
+    pub last_run: Option<RunView>,
+}
+
+/// One finished run: its result, or the error that stopped it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl From<&JobRunRecord> for RunView {
+    fn from(run: &JobRunRecord) -> Self {
+        RunView {
+            started_at: format_rfc3339(&run.started_at),
+            finished_at: format_rfc3339(&run.finished_at),
+            duration_ms: run.duration_ms,
+            result: run.outcome.as_ref().ok().cloned(),
+            error: run.outcome.as_ref().err().cloned(),
+        }
+    }
+}
+
+struct JobState {
+    schedule: Schedule,
+    enabled: bool,
+    /// The cron scheduler's id for the entry, while enabled.
+    entry: Option<Uuid>,
+    running: bool,
+    last_run: Option<JobRunRecord>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobsError {
+    #[error("job scheduler: {0}")]
+    Scheduler(String),
+    #[error("stored schedule for job {name} is invalid: {reason}")]
+    StoredSchedule { name: String, reason: String },
+}
+
+/// What the scheduler sends runs to, and records them with.
+pub struct SchedulerDeps {
+    pub decayer: Addr<Decayer>,
+    pub consolidator: Addr<Consolidator>,
+    pub writer: StorageWriter,
+    pub clock: Clock,
+    pub metrics: Arc<Metrics>,
+}
+
+pub struct Scheduler {
+    cron: JobScheduler,
+    jobs: BTreeMap<JobName, JobState>,
+    deps: Arc<SchedulerDeps>,
+}
+
+impl Actor for Scheduler {
+    type Context = Context<Self>;
+}
+
+impl Scheduler {
+    /// Starts the scheduler with the configured schedules, overridden by
+    /// those stored in the database, and the last runs stored there.
+    pub async fn start(
+        settings: &JobsSettings,
+        stored: Vec<JobSetting>,
+        last_runs: Vec<JobRunRecord>,
+        deps: SchedulerDeps,
+    ) -> Result<Addr<Scheduler>, JobsError> {
+        let mut jobs = BTreeMap::new();
+        for name in JobName::ALL {
+            let configured = match name {
+                JobName::Decay => &settings.decay,
+                JobName::Consolidation => &settings.consolidation,
+            };
+            let (expression, enabled) = match stored.iter().find(|s| s.name == name.as_str()) {
+                Some(setting) => (setting.schedule.clone(), setting.enabled),
+                None => (configured.schedule.clone(), configured.enabled),
+            };
+            let schedule =
+                Schedule::parse(&expression).map_err(|reason| JobsError::StoredSchedule {
+                    name: name.as_str().to_string(),
+                    reason,
+                })?;
+            let last_run = last_runs.iter().find(|r| r.name == name.as_str()).cloned();
+            jobs.insert(
+                name,
+                JobState {
+                    schedule,
+                    enabled,
+                    entry: None,
+                    running: false,
+                    last_run,
+                },
+            );
+        }
+        let cron = JobScheduler::new()
+            .await
+            .map_err(|e| JobsError::Scheduler(e.to_string()))?;
+        let addr = Scheduler {
+            cron: cron.clone(),
+            jobs,
+            deps: Arc::new(deps),
+        }
+        .start();
+        for name in JobName::ALL {
+            addr.send(Arm { name })
+                .await
+                .map_err(|e| JobsError::Scheduler(e.to_string()))?
+                .map_err(|e| JobsError::Scheduler(e.to_string()))?;
+        }
+        cron.start()
+            .await
+            .map_err(|e| JobsError::Scheduler(e.to_string()))?;
+        Ok(addr)
+    }
+
+    fn view(&self, name: JobName) -> JobView {
+        let job = &self.jobs[&name];
+        let now = self.deps.clock.now();
+        JobView {
+            name: name.as_str(),
+            schedule: job.schedule.expression().to_string(),
+            enabled: job.enabled,
+            running: job.running,
+            next_run: job
+                .enabled
+                .then(|| job.schedule.next_after(now))
+                .flatten()
+                .map(|t| format_rfc3339(&t)),
+            last_run: job.last_run.as_ref().map(RunView::from),
+        }
+    }
+}
+
+/// A cron entry that asks the scheduler for a run of `name`.
+fn cron_entry(addr: Addr<Scheduler>, name: JobName, expression: &str) -> Result<Job, String> {
+    Job::new_async(expression, move |_, _| {
+        let addr = addr.clone();
+        Box::pin(async move {
+            match addr.send(RunJob { name }).await {
+                Ok(Ok(_)) | Err(_) => {}
+                Ok(Err(ServiceError::Conflict(_))) => tracing::info!(
+                    job = name.as_str(),
+                    "scheduled run skipped: the job is still running"
+                ),
+                Ok(Err(e)) => {
+                    tracing::error!(job = name.as_str(), error = %e, "scheduled run failed")
+                }
+            }
+        })
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Puts the cron entry of a job in line with its settings.
+#[derive(Message)]
+#[rtype(result = "Result<(), ServiceError>")]
+struct Arm {
+    name: JobName,
+}
+
+impl Handler<Arm> for Scheduler {
+    type Result = AtomicResponse<Self, Result<(), ServiceError>>;
+
+    fn handle(&mut self, msg: Arm, ctx: &mut Self::Context) -> Self::Result {
+        AtomicResponse::new(self.rearm(msg.name, ctx))
+    }
+}
+
+impl Scheduler {
+    /// Replaces the cron entry of `name` by one for its current settings
+    /// (none while disabled).
+    fn rearm(
+        &mut self,
+        name: JobName,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<(), ServiceError>> {
+        let job = self.jobs.get_mut(&name).expect("every job has a state");
+        let old = job.entry.take();
+        let entry = job
+            .enabled
+            .then(|| cron_entry(ctx.address(), name, job.schedule.expression()));
+        let cron = self.cron.clone();
+        Box::pin(
+            async move {
+                let scheduler_error =
+                    |e: String| ServiceError::Unavailable(format!("job scheduler: {e}"));
+                if let Some(old) = old {
+                    cron.remove(&old)
+                        .await
+                        .map_err(|e| scheduler_error(e.to_string()))?;
+                }
+                match entry {
+                    None => Ok::<_, ServiceError>(None),
+                    Some(entry) => {
+                        let entry = entry.map_err(scheduler_error)?;
+                        let id = cron
+                            .add(entry)
+                            .await
+                            .map_err(|e| scheduler_error(e.to_string()))?;
+                        Ok(Some(id))
+                    }
+                }
+            }
+            .into_actor(self)
+            .map(move |armed, act, _| {
+                act.jobs
+                    .get_mut(&name)
+                    .expect("every job has a state")
+                    .entry = armed?;
+                Ok(())
+            }),
+        )
+    }
+}
+
+/// Every job as operators see it.
+#[derive(Message)]
+#[rtype(result = "Vec<JobView>")]
+pub struct ListJobs;
+
+impl Handler<ListJobs> for Scheduler {
+    type Result = MessageResult<ListJobs>;
+
+    fn handle(&mut self, _: ListJobs, _: &mut Self::Context) -> Self::Result {
+        MessageResult(JobName::ALL.iter().map(|name| self.view(*name)).collect())
+    }
+}
+
+/// Changes a job's schedule and/or enabled flag, stores the change, and
+/// applies it to the cron schedule at once.
+#[derive(Message)]
+#[rtype(result = "Result<JobView, ServiceError>")]
+pub struct UpdateJob {
+    pub name: JobName,
+    pub schedule: Option<String>,
+    pub enabled: Option<bool>,
+}
+
+impl Handler<UpdateJob> for Scheduler {
+    type Result = AtomicResponse<Self, Result<JobView, ServiceError>>;
+
+    fn handle(&mut self, msg: UpdateJob, _: &mut Self::Context) -> Self::Result {
+        let name = msg.name;
+        let job = &self.jobs[&name];
+        let schedule = match msg.schedule {
+            Some(expression) => match Schedule::parse(&expression) {
+                Ok(schedule) => schedule,
+                Err(why) => {
+                    let error = ValidationError::new("schedule", why).into();
+                    return AtomicResponse::new(Box::pin(actix::fut::ready(Err(error))));
+                }
+            },
+            None => job.schedule.clone(),
+        };
+        let enabled = msg.enabled.unwrap_or(job.enabled);
+        let setting = JobSetting {
+            name: name.as_str().to_string(),
+            schedule: schedule.expression().to_string(),
+            enabled,
+        };
+        let now = self.deps.clock.now();
+        let writer = self.deps.writer.clone();
+        AtomicResponse::new(Box::pin(
+            async move {
+                writer
+                    .write(move |tx| Ok(tx.save_job_setting(&setting, now)?))
+                    .await
+            }
+            .into_actor(self)
+            .map(move |saved, act, _| {
+                saved?;
+                let job = act.jobs.get_mut(&name).expect("every job has a state");
+                job.schedule = schedule;
+                job.enabled = enabled;
+                tracing::info!(
+                    job = name.as_str(),
+                    schedule = job.schedule.expression(),
+                    enabled,
+                    "job schedule changed"
+                );
+                Ok(())
+            })
+            .then(
+                move |saved: Result<(), ServiceError>, act, ctx| match saved {
+                    Ok(()) => act.rearm(name, ctx),
+                    Err(e) => Box::pin(actix::fut::ready(Err(e))),
+                },
+            )
+            .map(move |armed, act, _| armed.map(|()| act.view(name))),
+        ))
+    }
+}
+
+/// Runs a job now, whether or not it is enabled; refused while a run of
+/// the same job is in progress.
+#[derive(Message)]
+#[rtype(result = "Result<RunView, ServiceError>")]
+pub struct RunJob {
+    pub name: JobName,
+}
+
+impl Handler<RunJob> for Scheduler {
+    type Result = ResponseActFuture<Self, Result<RunView, ServiceError>>;
+
+    fn handle(&mut self, msg: RunJob, _: &mut Self::Context) -> Self::Result {
+        let name = msg.name;
+        let job = self.jobs.get_mut(&name).expect("every job has a state");
+        if job.running {
+            let refused =
+                ServiceError::Conflict(format!("job {} is already running", name.as_str()));
+            return Box::pin(actix::fut::ready(Err(refused)));
+        }
+        job.running = true;
+        let deps = self.deps.clone();
+        Box::pin(
+            async move {
+                let started_at = deps.clock.now();
+                let timer = Instant::now();
+                let outcome = execute(&deps, name, started_at).await;
+                let elapsed = timer.elapsed();
+                let record = JobRunRecord {
+                    name: name.as_str().to_string(),
+                    started_at,
+                    finished_at: deps.clock.now().max(started_at),
+                    duration_ms: elapsed.as_millis() as i64,
+                    outcome: outcome.as_ref().map(Clone::clone).map_err(ToString::to_string),
+                };
+                deps.metrics
+                    .job_finished(name.as_str(), outcome.is_ok(), elapsed.as_secs_f64());
+                let stored = record.clone();
+                if let Err(e) = deps
+                    .writer
+                    .write(move |tx| Ok(tx.save_job_run(&stored)?))
+                    .await
+                {
+                    tracing::warn!(job = name.as_str(), error = %e, "could not store the job run");
+                }
+                match &outcome {
+                    Ok(result) => {
+                        tracing::info!(job = name.as_str(), duration_ms = record.duration_ms, %result, "job finished")
+                    }
+                    Err(e) => tracing::error!(job = name.as_str(), error = %e, "job failed"),
+                }
+                (outcome, record)
+            }
+            .into_actor(self)
+            .map(move |(outcome, record), act, _| {
+                let view = RunView::from(&record);
+                let job = act.jobs.get_mut(&name).expect("every job has a state");
+                job.running = false;
+                job.last_run = Some(record);
+                outcome.map(|_| view)
+            }),
+        )
+    }
+}
+
+async fn execute(
+    deps: &SchedulerDeps,
+    name: JobName,
+    now: Timestamp,
+) -> Result<Value, ServiceError> {
+    let unreachable = |_| ServiceError::Unavailable("the service is shutting down".to_string());
+    let result = match name {
+        JobName::Decay => serde_json::to_value(
+            deps.decayer
+                .send(ApplyDecay { now })
+                .await
+                .map_err(unreachable)??,
+        ),
+        JobName::Consolidation => serde_json::to_value(
+            deps.consolidator
+                .send(Consolidate { now })
+                .await
+                .map_err(unreachable)??,
+        ),
+    };
+    Ok(result.expect("reports serialise"))
+}
+
+/// Stops scheduling; runs in progress finish on their own.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopSchedule;
+
+impl Handler<StopSchedule> for Scheduler {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _: StopSchedule, _: &mut Self::Context) -> Self::Result {
+        let mut cron = self.cron.clone();
+        AtomicResponse::new(Box::pin(
+            async move {
+                if let Err(e) = cron.shutdown().await {
+                    tracing::warn!(error = %e, "job scheduler did not shut down cleanly");
+                }
+            }
+            .into_actor(self),
+        ))
+    }
+}

@@ -1,0 +1,271 @@
+//! The consolidation steps, each a page of episodes per call, by the
+//! planners in `domain::consolidation`: this runner reads what a planner
+//! needs, and writes what it decided, marks and sightings included, all in
+//! the caller's transaction. Each call answers the last key it saw (`None`
+//! when the step is done) and how many records it created or changed.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{load, ServiceError};
+use crate::domain::consolidation::{
+    self as rules, fact_group, observed_facts, tool_sequence, FAILURE, MIN_REPETITIONS, SUCCESS,
+};
+use crate::domain::payload::{OutcomeStatus, Payload};
+use crate::domain::policy::Policy;
+use crate::domain::record::{new_record_id, MemoryRecord};
+use crate::domain::time::Timestamp;
+use crate::domain::trust::Caller;
+use crate::store::{SalienceChange, Step, Transaction};
+
+/// Episodes a step reads per call.
+pub const PAGE: usize = 250;
+
+/// What one consolidation run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ConsolidationReport {
+    pub episodic_compressed: u64,
+    /// Facts created or reinforced.
+    pub semantic_extracted: u64,
+    /// Skills created or reinforced.
+    pub competence_extracted: u64,
+    pub plan_graphs_extracted: u64,
+    /// Duplicate facts merged into another.
+    pub duplicates_resolved: u64,
+}
+
+/// One page of a step: the last key seen and how many records it made or
+/// changed.
+pub type Page = (Option<i64>, u64);
+
+/// Halves the salience of up to one page of episodes created before
+/// `before`.
+pub fn compress_episodes(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    before: Timestamp,
+    after: i64,
+) -> Result<Page, ServiceError> {
+    let candidates = tx.unmarked_episodes(Step::Compressed, before, after, PAGE)?;
+    for (key, id) in &candidates {
+        let mut loaded = load(tx, caller, "id", id, now)?;
+        rules::compress_episode(&mut loaded.record, now);
+        tx.update_record(&loaded.version, &loaded.record, SalienceChange::SetAt(now))?;
+        tx.mark(*key, Step::Compressed)?;
+    }
+    Ok((
+        candidates.last().map(|(key, _)| *key),
+        candidates.len() as u64,
+    ))
+}
+
+/// The next page of episodes `step` has not seen, loaded, oldest first.
+fn next_page(
+    tx: &mut dyn Transaction,
+    step: Step,
+    now: Timestamp,
+    after: i64,
+) -> Result<Vec<(i64, MemoryRecord)>, ServiceError> {
+    let page = tx.unmarked_episodes(step, now, after, PAGE)?;
+    let keys: Vec<i64> = page.iter().map(|(key, _)| *key).collect();
+    let loaded = tx.load_records(&keys, now)?;
+    Ok(keys.into_iter().zip(loaded).collect())
+}
+
+/// Loads the episodes behind sightings.
+fn sighted(
+    tx: &mut dyn Transaction,
+    sightings: &[(i64, Option<String>)],
+    now: Timestamp,
+) -> Result<Vec<MemoryRecord>, ServiceError> {
+    let keys: Vec<i64> = sightings.iter().map(|(key, _)| *key).collect();
+    Ok(tx.load_records(&keys, now)?)
+}
+
+/// Facts from events seen in at least two episodes, for one page.
+pub fn extract_facts(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    policy: &Policy,
+    after: i64,
+) -> Result<Page, ServiceError> {
+    let episodes = next_page(tx, Step::Semantic, now, after)?;
+    let mut touched: BTreeMap<String, (String, String, Vec<usize>)> = BTreeMap::new();
+    for (i, (key, episode)) in episodes.iter().enumerate() {
+        if let Payload::Episodic(payload) = &episode.payload {
+            for (subject, object) in observed_facts(payload) {
+                let group = fact_group(&subject, &object);
+                tx.add_sighting(Step::Semantic, &group, *key, None)?;
+                touched
+                    .entry(group)
+                    .or_insert_with(|| (subject, object, Vec::new()))
+                    .2
+                    .push(i);
+            }
+        }
+        tx.mark(*key, Step::Semantic)?;
+    }
+    let mut extracted = 0;
+    for (group, (subject, object, new)) in touched {
+        match tx.output(Step::Semantic, &group)? {
+            Some(id) => {
+                let mut fact = load(tx, caller, "id", &id, now)?;
+                let sources: Vec<&MemoryRecord> = new.iter().map(|&i| &episodes[i].1).collect();
+                rules::reinforce_fact(&mut fact.record, policy, &sources, now);
+                tx.update_record(&fact.version, &fact.record, SalienceChange::SetAt(now))?;
+            }
+            None => {
+                let seen = tx.sightings(Step::Semantic, &group)?;
+                if seen.len() < MIN_REPETITIONS {
+                    continue;
+                }
+                let all = sighted(tx, &seen, now)?;
+                let sources: Vec<&MemoryRecord> = all.iter().collect();
+                let fact = rules::new_fact(policy, subject, object, &sources, now, new_record_id)?;
+                tx.insert_record(&fact)?;
+                tx.set_output(Step::Semantic, &group, &fact.id)?;
+            }
+        }
+        extracted += 1;
+    }
+    Ok((episodes.last().map(|(key, _)| *key), extracted))
+}
+
+/// Skills from tool sequences that succeeded at least twice, for one page.
+pub fn extract_skills(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    policy: &Policy,
+    after: i64,
+) -> Result<Page, ServiceError> {
+    let episodes = next_page(tx, Step::Competence, now, after)?;
+    // sequence -> (new successful episodes, new failed episodes)
+    let mut touched: BTreeMap<String, (Vec<usize>, usize)> = BTreeMap::new();
+    for (i, (key, episode)) in episodes.iter().enumerate() {
+        tx.mark(*key, Step::Competence)?;
+        let Payload::Episodic(payload) = &episode.payload else {
+            continue;
+        };
+        let Some(sequence) = tool_sequence(payload) else {
+            continue;
+        };
+        let outcome = match payload.outcome {
+            Some(OutcomeStatus::Success) => SUCCESS,
+            Some(OutcomeStatus::Failure) => FAILURE,
+            _ => continue,
+        };
+        tx.add_sighting(Step::Competence, &sequence, *key, Some(outcome))?;
+        let entry = touched.entry(sequence).or_default();
+        if outcome == SUCCESS {
+            entry.0.push(i);
+        } else {
+            entry.1 += 1;
+        }
+    }
+    let mut extracted = 0;
+    for (sequence, (successes, failures)) in touched {
+        match tx.output(Step::Competence, &sequence)? {
+            Some(id) => {
+                let mut skill = load(tx, caller, "id", &id, now)?;
+                let wins: Vec<&MemoryRecord> = successes.iter().map(|&i| &episodes[i].1).collect();
+                rules::reinforce_skill(&mut skill.record, policy, &wins, failures, now);
+                tx.update_record(&skill.version, &skill.record, SalienceChange::SetAt(now))?;
+            }
+            None => {
+                let seen = tx.sightings(Step::Competence, &sequence)?;
+                let (won, lost): (Vec<_>, Vec<_>) = seen
+                    .into_iter()
+                    .partition(|(_, detail)| detail.as_deref() == Some(SUCCESS));
+                if won.len() < MIN_REPETITIONS {
+                    continue;
+                }
+                let winners = sighted(tx, &won, now)?;
+                let wins: Vec<&MemoryRecord> = winners.iter().collect();
+                let skill =
+                    rules::new_skill(policy, &sequence, &wins, lost.len(), now, new_record_id)?;
+                tx.insert_record(&skill)?;
+                tx.set_output(Step::Competence, &sequence, &skill.id)?;
+            }
+        }
+        extracted += 1;
+    }
+    Ok((episodes.last().map(|(key, _)| *key), extracted))
+}
+
+/// A plan from every episode with three or more tool calls, once each,
+/// for one page.
+pub fn extract_plans(
+    tx: &mut dyn Transaction,
+    now: Timestamp,
+    policy: &Policy,
+    after: i64,
+) -> Result<Page, ServiceError> {
+    let episodes = next_page(tx, Step::PlanGraph, now, after)?;
+    let mut created = 0;
+    for (key, episode) in &episodes {
+        if let Some(plan) = rules::new_plan(policy, episode, now, new_record_id) {
+            tx.insert_record(&plan?)?;
+            created += 1;
+        }
+        tx.mark(*key, Step::PlanGraph)?;
+    }
+    Ok((episodes.last().map(|(key, _)| *key), created))
+}
+
+/// Groups of identical active facts (their ids), to merge.
+pub fn find_duplicate_facts(tx: &mut dyn Transaction) -> Result<Vec<Vec<String>>, ServiceError> {
+    Ok(tx.duplicate_fact_groups()?)
+}
+
+/// Merges each group of identical facts into its oldest; answers how many
+/// duplicates were retracted. The groups were found earlier, so each is
+/// read again here and only records still there, active and identical are
+/// merged.
+pub fn resolve_duplicates(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    groups: &[Vec<String>],
+) -> Result<u64, ServiceError> {
+    let mut resolved = 0;
+    for ids in groups {
+        let mut loaded = Vec::new();
+        for id in ids {
+            if let Some(found) = tx.get_for_update(id, now)? {
+                if caller.may_see(&found.record) {
+                    loaded.push(found);
+                }
+            }
+        }
+        let records = loaded.iter().map(|l| l.record.clone()).collect();
+        let Some((survivor, duplicates)) = rules::merge_duplicates(records, now) else {
+            continue;
+        };
+        let version_of = |id: &str| {
+            loaded
+                .iter()
+                .find(|l| l.record.id == id)
+                .map(|l| l.version)
+                .expect("merged records were loaded")
+        };
+        for duplicate in &duplicates {
+            tx.update_record(
+                &version_of(&duplicate.id),
+                duplicate,
+                SalienceChange::SetAt(now),
+            )?;
+            tx.move_outputs(&duplicate.id, &survivor.id)?;
+        }
+        tx.update_record(
+            &version_of(&survivor.id),
+            &survivor,
+            SalienceChange::Unchanged,
+        )?;
+        resolved += duplicates.len() as u64;
+    }
+    Ok(resolved)
+}

@@ -1,0 +1,90 @@
+//! Ingest: new records from the five ingest kinds, batches of them, whole
+//! records, and outcomes reported on episodes.
+
+use super::{check_may_write, check_relation_targets, load, ServiceError};
+use crate::domain::ingest::{Candidate, OutcomeUpdate};
+use crate::domain::record::MemoryRecord;
+use crate::domain::time::Timestamp;
+use crate::domain::trust::Caller;
+use crate::store::{SalienceChange, Transaction};
+
+/// Stores a validated ingest: a new record, or an outcome on an episode.
+pub fn ingest(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    candidate: Candidate,
+) -> Result<MemoryRecord, ServiceError> {
+    match candidate {
+        Candidate::Create(record) => {
+            check_may_write(caller, "sensitivity", &record)?;
+            tx.insert_record(&record)?;
+            Ok(*record)
+        }
+        Candidate::Outcome(update) => record_outcome(tx, caller, now, &update),
+    }
+}
+
+/// Stores every item or none: the first failure undoes the batch, its
+/// message naming the item.
+pub fn ingest_batch(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<MemoryRecord>, ServiceError> {
+    candidates
+        .into_iter()
+        .enumerate()
+        .map(|(i, candidate)| ingest(tx, caller, now, candidate).map_err(|e| in_item(e, i)))
+        .collect()
+}
+
+/// Stores a whole record a client sent; its relations must point at
+/// stored records.
+pub fn create_record(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    record: MemoryRecord,
+) -> Result<MemoryRecord, ServiceError> {
+    check_may_write(caller, "sensitivity", &record)?;
+    check_relation_targets(tx, &record)?;
+    tx.insert_record(&record)?;
+    Ok(record)
+}
+
+/// Sets the outcome of an episode.
+pub fn record_outcome(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    update: &OutcomeUpdate,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut loaded = load(
+        tx,
+        caller,
+        "target_record_id",
+        &update.target_record_id,
+        now,
+    )?;
+    update.apply(&mut loaded.record, now).map_err(|e| {
+        ServiceError::FailedPrecondition(format!(
+            "target_record_id: record {} is {} memory; outcomes apply only to episodic records",
+            e.id, e.actual
+        ))
+    })?;
+    tx.update_record(&loaded.version, &loaded.record, SalienceChange::Unchanged)?;
+    Ok(loaded.record)
+}
+
+/// Names the batch item an error came from.
+fn in_item(error: ServiceError, index: usize) -> ServiceError {
+    let prefix = |message: String| format!("items[{index}].{message}");
+    match error {
+        ServiceError::NotFound(m) => ServiceError::NotFound(prefix(m)),
+        ServiceError::FailedPrecondition(m) => ServiceError::FailedPrecondition(prefix(m)),
+        ServiceError::Conflict(m) => ServiceError::Conflict(prefix(m)),
+        ServiceError::PermissionDenied(m) => ServiceError::PermissionDenied(prefix(m)),
+        other => other,
+    }
+}

@@ -1,0 +1,146 @@
+//! The memory operations, one function each: ingest (each kind, batch,
+//! whole record), outcome, the revisions, retrieval, history, and every
+//! step of decay and consolidation.
+//!
+//! Each takes a storage [`Transaction`], the [`Caller`] (identity and
+//! effective trust) and `now`, plus a request that was validated before the
+//! function runs. Nothing here knows of HTTP, actors or SQL: the actors run
+//! these functions on the writer (writes) or the read pool (reads), and any
+//! entry point — the JSON API, the CLI through it, the scheduled jobs —
+//! reaches the same code.
+
+pub mod consolidation;
+pub mod decay;
+pub mod ingest;
+pub mod retrieval;
+pub mod revision;
+
+use crate::domain::record::MemoryRecord;
+use crate::domain::revision::RevisionError;
+use crate::domain::time::Timestamp;
+use crate::domain::trust::Caller;
+use crate::domain::validate::ValidationError;
+use crate::store::{Loaded, StoreError, Transaction};
+
+/// Why an operation was not done.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    PermissionDenied(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    FailedPrecondition(String),
+    #[error("{0}")]
+    Overloaded(String),
+    #[error("{0}")]
+    Unavailable(String),
+    /// A failure inside the service (a panicking operation); the message is
+    /// for the log.
+    #[error("{0}")]
+    Internal(String),
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::NotFound(id) => ServiceError::NotFound(format!("record {id} not found")),
+            StoreError::AlreadyExists(id) => {
+                ServiceError::Conflict(format!("a record with id {id} already exists"))
+            }
+            StoreError::Changed(id) => ServiceError::Conflict(format!(
+                "record {id} was changed by a concurrent operation; read it again and retry"
+            )),
+            other => ServiceError::Store(other),
+        }
+    }
+}
+
+impl From<RevisionError> for ServiceError {
+    fn from(error: RevisionError) -> Self {
+        let message = error.to_string();
+        match error {
+            RevisionError::Immutable { .. } => ServiceError::FailedPrecondition(message),
+            RevisionError::NotActive { .. } | RevisionError::NotContested { .. } => {
+                ServiceError::Conflict(message)
+            }
+            RevisionError::TypeMismatch {
+                field,
+                id,
+                actual,
+                expected,
+            } => ServiceError::Invalid(ValidationError::new(
+                field,
+                format!("record {id} is {actual} memory but the new record is {expected}"),
+            )),
+        }
+    }
+}
+
+/// The stored record `id`, read for a change: `NotFound` naming the
+/// request field when there is none, `PermissionDenied` when the caller may
+/// not see it.
+pub(crate) fn load(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    field: &str,
+    id: &str,
+    now: Timestamp,
+) -> Result<Loaded, ServiceError> {
+    let loaded = tx
+        .get_for_update(id, now)?
+        .ok_or_else(|| ServiceError::NotFound(format!("{field}: record {id} not found")))?;
+    if !caller.may_see(&loaded.record) {
+        return Err(not_visible(field, id));
+    }
+    Ok(loaded)
+}
+
+fn not_visible(field: &str, id: &str) -> ServiceError {
+    ServiceError::PermissionDenied(format!(
+        "{field}: record {id} is not visible to this trust context"
+    ))
+}
+
+/// A new record may only be written by a caller that could see it.
+fn check_may_write(
+    caller: &Caller,
+    field: &str,
+    record: &MemoryRecord,
+) -> Result<(), ServiceError> {
+    if caller.may_see(record) {
+        Ok(())
+    } else {
+        Err(ServiceError::PermissionDenied(format!(
+            "{field}: a {} record{} is beyond this caller's trust",
+            record.sensitivity,
+            record
+                .scope
+                .as_deref()
+                .map(|s| format!(" in scope {s}"))
+                .unwrap_or_default()
+        )))
+    }
+}
+
+/// Relations a client sends must point at stored records.
+fn check_relation_targets(
+    tx: &mut dyn Transaction,
+    record: &MemoryRecord,
+) -> Result<(), ServiceError> {
+    for (i, relation) in record.relations.iter().enumerate() {
+        if relation.target_id != record.id && !tx.record_exists(&relation.target_id)? {
+            return Err(ServiceError::NotFound(format!(
+                "relations[{i}].target_id: record {} not found",
+                relation.target_id
+            )));
+        }
+    }
+    Ok(())
+}

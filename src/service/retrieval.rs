@@ -1,0 +1,77 @@
+//! Reads: layered, trust-gated retrieval with multi-solution selection; one
+//! record by id; the supersession history of a record.
+
+use serde::Serialize;
+
+use super::ServiceError;
+use crate::domain::record::MemoryRecord;
+use crate::domain::retrieval::Retrieval;
+use crate::domain::selection::{select, Selection};
+use crate::domain::time::Timestamp;
+use crate::domain::trust::Caller;
+use crate::store::Transaction;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RetrieveResult {
+    pub records: Vec<MemoryRecord>,
+    pub selection: Option<Selection>,
+}
+
+/// The records the caller may see, best first, and the ranking of the
+/// competing procedures among them. Storage filters by the caller's trust;
+/// nothing the caller may not see is read.
+pub fn retrieve(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    retrieval: &Retrieval,
+    selection_threshold: f64,
+) -> Result<RetrieveResult, ServiceError> {
+    let records = tx.query_records(&retrieval.query_for(&caller.trust), now)?;
+    debug_assert!(records.iter().all(|r| caller.may_see(r)));
+    let selection = select(
+        &records,
+        retrieval.context.as_ref(),
+        now,
+        selection_threshold,
+    );
+    Ok(RetrieveResult { records, selection })
+}
+
+/// One record: `NotFound`, or `PermissionDenied` when the caller may not
+/// see it.
+pub fn retrieve_by_id(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    id: &str,
+) -> Result<MemoryRecord, ServiceError> {
+    let record = tx
+        .get_record(id, now)?
+        .ok_or_else(|| ServiceError::NotFound(format!("record {id} not found")))?;
+    if !caller.may_see(&record) {
+        return Err(not_visible(id));
+    }
+    Ok(record)
+}
+
+/// The supersession chain through a record the caller may see, oldest
+/// first; versions the caller may not see are left out.
+pub fn history(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    id: &str,
+) -> Result<Vec<MemoryRecord>, ServiceError> {
+    let chain = tx
+        .supersession_chain(id, now)?
+        .ok_or_else(|| ServiceError::NotFound(format!("record {id} not found")))?;
+    if !chain.iter().any(|r| r.id == id && caller.may_see(r)) {
+        return Err(not_visible(id));
+    }
+    Ok(chain.into_iter().filter(|r| caller.may_see(r)).collect())
+}
+
+fn not_visible(id: &str) -> ServiceError {
+    ServiceError::PermissionDenied(format!("record {id} is not visible to this trust context"))
+}

@@ -1,0 +1,195 @@
+//! The revisions: supersede, fork, retract, merge, contest (and resolving
+//! one), reinforce, penalize. Each runs inside one transaction: every check
+//! comes before the first write, and every record changed is written
+//! against the version it was read at, so a concurrent change to the same
+//! record — whichever process made it — makes this one a conflict instead
+//! of being overwritten.
+
+use super::{check_may_write, check_relation_targets, load, ServiceError};
+use crate::domain::policy::Policy;
+use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
+use crate::domain::revision::{
+    self, check_not_retracted, check_revisable, check_same_type, Revision, RevisionCommand,
+};
+use crate::domain::time::Timestamp;
+use crate::domain::trust::Caller;
+use crate::store::{SalienceChange, Transaction};
+
+/// Runs one revision; answers the record it is about: the new one for
+/// supersede, fork and merge, the changed one otherwise.
+pub fn revise(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    policy: &Policy,
+    command: RevisionCommand,
+) -> Result<MemoryRecord, ServiceError> {
+    let by = &command.by;
+    match command.revision {
+        Revision::Supersede { old_id, new_record } => {
+            supersede(tx, caller, now, by, &old_id, *new_record)
+        }
+        Revision::Fork {
+            source_id,
+            forked_record,
+        } => fork(tx, caller, now, by, &source_id, *forked_record),
+        Revision::Retract { id } => retract(tx, caller, now, by, &id),
+        Revision::Merge { ids, merged_record } => merge(tx, caller, now, by, &ids, *merged_record),
+        Revision::Contest { id, contesting_ref } => {
+            contest(tx, caller, now, by, &id, contesting_ref.as_deref())
+        }
+        Revision::ResolveContest { id } => resolve_contest(tx, caller, now, by, &id),
+        Revision::Reinforce { id } => reinforce(tx, caller, now, by, &id, policy.max_salience),
+        Revision::Penalize { id, amount } => penalize(tx, caller, now, by, &id, amount),
+    }
+}
+
+/// Retracts `old_id` in favour of `new_record`, linked both ways.
+pub fn supersede(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    by: &Attribution,
+    old_id: &str,
+    mut new_record: MemoryRecord,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut old = load(tx, caller, "old_id", old_id, now)?;
+    check_revisable("old_id", &old.record)?;
+    check_not_retracted("old_id", &old.record)?;
+    check_same_type("new_record.type", &old.record, &new_record)?;
+    check_may_write(caller, "new_record.sensitivity", &new_record)?;
+    check_relation_targets(tx, &new_record)?;
+    revision::supersede(&mut old.record, &mut new_record, by, now);
+    tx.update_record(&old.version, &old.record, SalienceChange::SetAt(now))?;
+    tx.insert_record(&new_record)?;
+    Ok(new_record)
+}
+
+/// A variant of `source_id` that lives beside it.
+pub fn fork(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    by: &Attribution,
+    source_id: &str,
+    mut forked_record: MemoryRecord,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut source = load(tx, caller, "source_id", source_id, now)?;
+    check_revisable("source_id", &source.record)?;
+    check_same_type("forked_record.type", &source.record, &forked_record)?;
+    check_may_write(caller, "forked_record.sensitivity", &forked_record)?;
+    check_relation_targets(tx, &forked_record)?;
+    revision::fork(&mut source.record, &mut forked_record, by, now);
+    tx.update_record(&source.version, &source.record, SalienceChange::Unchanged)?;
+    tx.insert_record(&forked_record)?;
+    Ok(forked_record)
+}
+
+/// Withdraws a record: salience 0, status retracted, kept for history.
+pub fn retract(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    by: &Attribution,
+    id: &str,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut loaded = load(tx, caller, "id", id, now)?;
+    check_revisable("id", &loaded.record)?;
+    check_not_retracted("id", &loaded.record)?;
+    revision::retract(&mut loaded.record, AuditAction::Delete, by, now);
+    tx.update_record(&loaded.version, &loaded.record, SalienceChange::SetAt(now))?;
+    Ok(loaded.record)
+}
+
+/// Retracts every record of `ids` into `merged_record`.
+pub fn merge(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    by: &Attribution,
+    ids: &[String],
+    mut merged_record: MemoryRecord,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut sources = Vec::with_capacity(ids.len());
+    for (i, id) in ids.iter().enumerate() {
+        let field = format!("ids[{i}]");
+        let source = load(tx, caller, &field, id, now)?;
+        check_revisable(&field, &source.record)?;
+        check_not_retracted(&field, &source.record)?;
+        check_same_type("merged_record.type", &source.record, &merged_record)?;
+        sources.push(source);
+    }
+    check_may_write(caller, "merged_record.sensitivity", &merged_record)?;
+    check_relation_targets(tx, &merged_record)?;
+    let mut records: Vec<MemoryRecord> = sources.iter().map(|s| s.record.clone()).collect();
+    revision::merge(&mut records, &mut merged_record, by, now);
+    for (source, record) in sources.iter().zip(&records) {
+        tx.update_record(&source.version, record, SalienceChange::SetAt(now))?;
+    }
+    tx.insert_record(&merged_record)?;
+    Ok(merged_record)
+}
+
+/// Flags a record as disputed, optionally naming what disputes it.
+pub fn contest(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    by: &Attribution,
+    id: &str,
+    contesting_ref: Option<&str>,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut loaded = load(tx, caller, "id", id, now)?;
+    check_revisable("id", &loaded.record)?;
+    check_not_retracted("id", &loaded.record)?;
+    revision::contest(&mut loaded.record, contesting_ref, by, now);
+    tx.update_record(&loaded.version, &loaded.record, SalienceChange::Unchanged)?;
+    Ok(loaded.record)
+}
+
+/// Clears a contest: the record is active again.
+pub fn resolve_contest(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    by: &Attribution,
+    id: &str,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut loaded = load(tx, caller, "id", id, now)?;
+    check_revisable("id", &loaded.record)?;
+    revision::resolve_contest(&mut loaded.record, by, now)?;
+    tx.update_record(&loaded.version, &loaded.record, SalienceChange::Unchanged)?;
+    Ok(loaded.record)
+}
+
+/// Salience up by the record's gain, never above `max_salience`.
+pub fn reinforce(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    by: &Attribution,
+    id: &str,
+    max_salience: f64,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut loaded = load(tx, caller, "id", id, now)?;
+    check_not_retracted("id", &loaded.record)?;
+    revision::reinforce(&mut loaded.record, max_salience, by, now);
+    tx.update_record(&loaded.version, &loaded.record, SalienceChange::SetAt(now))?;
+    Ok(loaded.record)
+}
+
+/// Salience down by `amount`, never below the record's floor.
+pub fn penalize(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    by: &Attribution,
+    id: &str,
+    amount: f64,
+) -> Result<MemoryRecord, ServiceError> {
+    let mut loaded = load(tx, caller, "id", id, now)?;
+    check_not_retracted("id", &loaded.record)?;
+    revision::penalize(&mut loaded.record, amount, by, now);
+    tx.update_record(&loaded.version, &loaded.record, SalienceChange::SetAt(now))?;
+    Ok(loaded.record)
+}

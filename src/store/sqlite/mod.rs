@@ -1,0 +1,306 @@
+//! The SQLite backend: the connection settings, the migrations, the writer
+//! connection, the read pool, and the SQL itself as plain functions over a
+//! `&Connection` (one file per area), gathered behind [`Transaction`].
+
+pub mod consolidation;
+pub mod maintenance;
+pub mod migrations;
+pub mod records;
+pub mod stats;
+
+use std::path::Path;
+use std::time::Duration;
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::Connection;
+
+use super::{
+    DecayChange, DecayRow, JobRunRecord, JobSetting, Loaded, MemoryStats, SalienceChange, Step,
+    StoreError, Transaction, Version, WriteConnection,
+};
+use crate::domain::record::MemoryRecord;
+use crate::domain::retrieval::RecordQuery;
+use crate::domain::time::Timestamp;
+
+type Pool = r2d2::Pool<SqliteConnectionManager>;
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        StoreError::Database(error.to_string())
+    }
+}
+
+impl From<r2d2::Error> for StoreError {
+    fn from(error: r2d2::Error) -> Self {
+        StoreError::Pool(error.to_string())
+    }
+}
+
+/// Connection settings applied to every connection, pooled or not.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionOptions {
+    pub busy_timeout: Duration,
+    pub cache_size_kib: u64,
+}
+
+/// WAL so readers never wait on the writer; NORMAL sync is durable at each
+/// WAL commit except across power loss during a checkpoint.
+fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqlite::Result<()> {
+    conn.busy_timeout(options.busy_timeout)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "cache_size", -(options.cache_size_kib as i64))?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // A WAL that grew under load is cut back to this size once reset.
+    conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    rusqlite::vtab::array::load_module(conn)?;
+    Ok(())
+}
+
+/// Opens (creating if needed) the database file on a dedicated connection.
+/// The directory is created too, so the embedded default
+/// `./data/engram.db` works on a fresh checkout.
+fn open_connection(path: &Path, options: ConnectionOptions) -> Result<Connection, StoreError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Directory {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    let conn = Connection::open(path)?;
+    configure_connection(&conn, options)?;
+    Ok(conn)
+}
+
+/// An opened database: the writer's connection (migrated), the pool of
+/// read connections, and the schema versions applied now.
+pub struct Opened {
+    pub writer: Box<dyn WriteConnection>,
+    pub readers: ReadPool,
+    pub applied_migrations: Vec<i64>,
+}
+
+/// Opens the database at `path`, brings its schema up to date, and opens
+/// `pool_size` read connections. The writer connection comes first: it
+/// switches the file to WAL and migrates before any reader opens.
+pub fn open(
+    path: &Path,
+    pool_size: u32,
+    writer_options: ConnectionOptions,
+    reader_options: ConnectionOptions,
+) -> Result<Opened, StoreError> {
+    let mut conn = open_connection(path, writer_options)?;
+    let applied_migrations = migrations::run(&mut conn)?;
+    let manager = SqliteConnectionManager::file(path)
+        .with_init(move |conn| configure_connection(conn, reader_options));
+    let pool = r2d2::Pool::builder()
+        .max_size(pool_size)
+        .connection_timeout(Duration::from_secs(10))
+        .build(manager)?;
+    Ok(Opened {
+        writer: Box::new(SqliteWriter { conn }),
+        readers: ReadPool(pool),
+        applied_migrations,
+    })
+}
+
+/// Pooled read connections; cheap to clone.
+#[derive(Clone)]
+pub struct ReadPool(Pool);
+
+impl ReadPool {
+    /// Runs `work` on a pooled connection. Blocks: call it from a thread
+    /// made for blocking work.
+    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
+        let mut conn = self.0.get()?;
+        let conn: &mut Connection = &mut conn;
+        Ok(work(conn))
+    }
+}
+
+struct SqliteWriter {
+    conn: Connection,
+}
+
+impl WriteConnection for SqliteWriter {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        // IMMEDIATE takes the write lock now, so a busy database is found
+        // here rather than at the first write of some job.
+        Ok(self.conn.execute_batch("BEGIN IMMEDIATE")?)
+    }
+
+    fn savepoint(&mut self) -> Result<(), StoreError> {
+        Ok(self.conn.execute_batch("SAVEPOINT write_job")?)
+    }
+
+    fn release(&mut self) -> Result<(), StoreError> {
+        Ok(self.conn.execute_batch("RELEASE write_job")?)
+    }
+
+    fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
+        Ok(self
+            .conn
+            .execute_batch("ROLLBACK TO write_job; RELEASE write_job")?)
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        Ok(self.conn.execute_batch("COMMIT")?)
+    }
+
+    fn rollback(&mut self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
+    }
+
+    fn transaction(&mut self) -> &mut dyn Transaction {
+        &mut self.conn
+    }
+
+    fn close(&mut self) -> Result<(), StoreError> {
+        Ok(self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?)
+    }
+}
+
+impl Transaction for Connection {
+    fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError> {
+        records::get_record(self, id, now)
+    }
+
+    fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError> {
+        records::get_for_update(self, id, now)
+    }
+
+    fn load_records(
+        &mut self,
+        keys: &[i64],
+        now: Timestamp,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        records::load_records(self, keys, now)
+    }
+
+    fn record_exists(&mut self, id: &str) -> Result<bool, StoreError> {
+        Ok(records::record_key(self, id)?.is_some())
+    }
+
+    fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {
+        records::insert_record(self, record).map(|_| ())
+    }
+
+    fn update_record(
+        &mut self,
+        version: &Version,
+        record: &MemoryRecord,
+        salience: SalienceChange,
+    ) -> Result<(), StoreError> {
+        records::update_record(self, version, record, salience)
+    }
+
+    fn query_records(
+        &mut self,
+        query: &RecordQuery,
+        now: Timestamp,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        records::query_records(self, query, now)
+    }
+
+    fn supersession_chain(
+        &mut self,
+        id: &str,
+        now: Timestamp,
+    ) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
+        records::supersession_chain(self, id, now)
+    }
+
+    fn memory_stats(&mut self, now: Timestamp) -> Result<MemoryStats, StoreError> {
+        stats::memory_stats(self, now)
+    }
+
+    fn ping(&mut self) -> Result<(), StoreError> {
+        records::ping(self)
+    }
+
+    fn scan_for_decay(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<DecayRow>, StoreError> {
+        maintenance::scan_for_decay(self, after_key, limit)
+    }
+
+    fn apply_decay(
+        &mut self,
+        changes: &[DecayChange],
+        now: Timestamp,
+    ) -> Result<usize, StoreError> {
+        maintenance::apply_decay(self, changes, now)
+    }
+
+    fn prune(&mut self, candidates: &[DecayChange]) -> Result<usize, StoreError> {
+        maintenance::prune(self, candidates)
+    }
+
+    fn unmarked_episodes(
+        &mut self,
+        step: Step,
+        created_before: Timestamp,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        consolidation::unmarked_episodes(self, step, created_before, after_key, limit)
+    }
+
+    fn mark(&mut self, key: i64, step: Step) -> Result<(), StoreError> {
+        consolidation::mark(self, key, step)
+    }
+
+    fn add_sighting(
+        &mut self,
+        step: Step,
+        group_key: &str,
+        key: i64,
+        detail: Option<&str>,
+    ) -> Result<(), StoreError> {
+        consolidation::add_sighting(self, step, group_key, key, detail)
+    }
+
+    fn sightings(
+        &mut self,
+        step: Step,
+        group_key: &str,
+    ) -> Result<Vec<(i64, Option<String>)>, StoreError> {
+        consolidation::sightings(self, step, group_key)
+    }
+
+    fn output(&mut self, step: Step, group_key: &str) -> Result<Option<String>, StoreError> {
+        consolidation::output(self, step, group_key)
+    }
+
+    fn set_output(&mut self, step: Step, group_key: &str, id: &str) -> Result<(), StoreError> {
+        consolidation::set_output(self, step, group_key, id)
+    }
+
+    fn move_outputs(&mut self, from_id: &str, to_id: &str) -> Result<(), StoreError> {
+        consolidation::move_outputs(self, from_id, to_id)
+    }
+
+    fn duplicate_fact_groups(&mut self) -> Result<Vec<Vec<String>>, StoreError> {
+        consolidation::duplicate_fact_groups(self)
+    }
+
+    fn job_settings(&mut self) -> Result<Vec<JobSetting>, StoreError> {
+        maintenance::job_settings(self)
+    }
+
+    fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError> {
+        maintenance::save_job_setting(self, setting, now)
+    }
+
+    fn last_job_runs(&mut self) -> Result<Vec<JobRunRecord>, StoreError> {
+        maintenance::last_job_runs(self)
+    }
+
+    fn save_job_run(&mut self, run: &JobRunRecord) -> Result<(), StoreError> {
+        maintenance::save_job_run(self, run)
+    }
+}

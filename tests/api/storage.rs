@@ -1,0 +1,120 @@
+//! What clients see when storage misbehaves or is saturated.
+
+use awc::http::StatusCode;
+use engram::error::ApiError;
+use engram::service::ServiceError;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, create_id, event, spawn_app, spawn_app_with, trust, Deadline};
+
+#[actix_web::test]
+async fn a_panicking_write_job_answers_500_and_the_writer_keeps_serving() {
+    let app = spawn_app().await;
+    let panicked = app
+        .writer
+        .write(|_| -> Result<(), ServiceError> { panic!("a bug in a write job") })
+        .await
+        .unwrap_err();
+    let answer = ApiError::from(panicked);
+    assert_eq!(answer.code.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(answer.message, "internal error", "no detail leaks");
+    let (status, body) = app.post("/v1/ingest/event", &event("after")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["record"]["id"].as_str().unwrap();
+    assert_eq!(app.get_record(id).await["id"], id);
+}
+
+#[actix_web::test]
+async fn reads_beyond_the_bound_answer_503_while_the_first_completes() {
+    let app = spawn_app_with(|s| {
+        s.retrieval.max_reads_in_flight = 1;
+        s.storage.pool_size = 1;
+    })
+    .await;
+    // Hold the only reader thread, so a retrieval stays in flight.
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Mutex::new(wait);
+    let reader = app.reader.clone();
+    let holder = actix_web::rt::spawn(async move {
+        reader
+            .read(move |_| {
+                let _ = wait.lock().unwrap().recv();
+                Ok(())
+            })
+            .await
+    });
+    let client = app.client.clone();
+    let url = format!("{}/v1/retrieve", app.address);
+    let first = actix_web::rt::spawn(async move {
+        let mut response = client
+            .post(url)
+            .send_json(&json!({"trust": trust("hyper", &[])}))
+            .await
+            .unwrap();
+        (response.status(), response.json::<Value>().await.unwrap())
+    });
+    let deadline = Deadline::after(10, "the first retrieval to be in flight");
+    while app.read_gate.in_flight() < 1 {
+        deadline.wait().await;
+    }
+    let refused = app
+        .client
+        .post(format!("{}/v1/retrieve", app.address))
+        .send_json(&json!({"trust": trust("hyper", &[])}))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.headers().get("retry-after").unwrap(), "1");
+    assert_error(
+        &app.post(
+            "/v1/retrieve/anything",
+            &json!({"trust": trust("hyper", &[])}),
+        )
+        .await,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        "too many reads in flight",
+    );
+    release.send(()).unwrap();
+    holder.await.unwrap().unwrap();
+    let (status, body) = first.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(app.read_gate.in_flight(), 0);
+}
+
+#[actix_web::test]
+async fn a_supersession_cycle_ends_the_history_walk() {
+    let app = spawn_app().await;
+    // A record that names itself as the version it supersedes.
+    let looped = create_id(
+        &app,
+        json!({"id": "loop", "type": "semantic", "sensitivity": "low",
+               "relations": [{"predicate": "supersedes", "target_id": "loop"}],
+               "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
+    )
+    .await;
+    let newer = create_id(
+        &app,
+        json!({"id": "newer", "type": "semantic", "sensitivity": "low",
+               "relations": [{"predicate": "supersedes", "target_id": "loop"}],
+               "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
+    )
+    .await;
+    // The walk stops where it would come back to a record it has seen.
+    for (id, expected) in [(&looped, vec!["loop"]), (&newer, vec!["loop", "newer"])] {
+        let (status, body) = app
+            .post(
+                &format!("/v1/records/{id}/history"),
+                &json!({"trust": trust("hyper", &[])}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let chain: Vec<&str> = body["chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(chain, expected, "from {id}");
+    }
+}
