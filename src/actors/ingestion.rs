@@ -6,10 +6,11 @@ use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
 use super::storage::StorageWriter;
 use crate::clock::Clock;
-use crate::domain::ingest::{BatchRequest, IngestContext, IngestItem};
+use crate::domain::ingest::{Candidate, IngestContext};
 use crate::domain::policy::{NewRecord, Policy};
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
 use crate::domain::trust::Caller;
+use crate::domain::validate::Validated;
 use crate::service::{self, ServiceError};
 
 pub struct Ingestor {
@@ -32,12 +33,16 @@ impl Actor for Ingestor {
     type Context = Context<Self>;
 }
 
+/// Turns a request into what to store; runs on the ingestor's thread, with
+/// the policy and the clock.
+pub type Check<T> = Box<dyn FnOnce(&IngestContext<'_>) -> Validated<T> + Send>;
+
 /// One ingest call: a new record, or an outcome on an existing one.
 #[derive(Message)]
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct Ingest {
     pub caller: Caller,
-    pub item: IngestItem,
+    pub check: Check<Candidate>,
 }
 
 /// All items stored, or none.
@@ -45,7 +50,7 @@ pub struct Ingest {
 #[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
 pub struct IngestBatch {
     pub caller: Caller,
-    pub batch: BatchRequest,
+    pub check: Check<Vec<Candidate>>,
 }
 
 /// A whole record sent by a client.
@@ -67,7 +72,7 @@ impl Handler<Ingest> for Ingestor {
             now,
             new_id: &new_record_id,
         };
-        let candidate = msg.item.into_candidate(&cx);
+        let candidate = (msg.check)(&cx);
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
@@ -89,7 +94,7 @@ impl Handler<IngestBatch> for Ingestor {
             now,
             new_id: &new_record_id,
         };
-        let candidates = msg.batch.into_candidates(&cx);
+        let candidates = (msg.check)(&cx);
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {

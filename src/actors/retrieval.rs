@@ -12,9 +12,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::storage::Reader;
 use crate::clock::Clock;
 use crate::domain::record::MemoryRecord;
-use crate::domain::retrieval::{RetrieveByIdRequest, RetrieveRequest};
-use crate::domain::revision::HistoryRequest;
+use crate::domain::retrieval::Retrieval;
 use crate::domain::trust::{Caller, TrustContext};
+use crate::domain::validate::Validated;
 use crate::service::retrieval::RetrieveResult;
 use crate::service::{self, ServiceError};
 
@@ -96,17 +96,21 @@ impl Actor for Retriever {
     type Context = Context<Self>;
 }
 
+/// Turns a request into the trust it presents and the retrieval it asks
+/// for, given the server's largest `limit`; runs on the retriever's thread.
+pub type Check = Box<dyn FnOnce(usize) -> Validated<(TrustContext, Retrieval)> + Send>;
+
 #[derive(Message)]
 #[rtype(result = "Result<RetrieveResult, ServiceError>")]
 pub struct Retrieve {
-    pub request: RetrieveRequest,
+    pub check: Check,
 }
 
 #[derive(Message)]
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct RetrieveById {
     pub id: String,
-    pub request: RetrieveByIdRequest,
+    pub trust: TrustContext,
 }
 
 /// The supersession chain through a record the caller may see.
@@ -114,18 +118,18 @@ pub struct RetrieveById {
 #[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
 pub struct RetrieveHistory {
     pub id: String,
-    pub request: HistoryRequest,
+    pub trust: TrustContext,
 }
 
-fn caller(trust: Option<TrustContext>) -> Result<Caller, ServiceError> {
-    Ok(Caller::with_trust(TrustContext::required(trust)?))
+fn caller(trust: TrustContext) -> Result<Caller, ServiceError> {
+    Ok(Caller::with_trust(TrustContext::checked(trust)?))
 }
 
 impl Handler<Retrieve> for Retriever {
     type Result = ResponseFuture<Result<RetrieveResult, ServiceError>>;
 
     fn handle(&mut self, msg: Retrieve, _: &mut Self::Context) -> Self::Result {
-        let (trust, retrieval) = match msg.request.into_retrieval(self.max_limit) {
+        let (trust, retrieval) = match (msg.check)(self.max_limit) {
             Ok(checked) => checked,
             Err(e) => return Box::pin(async move { Err(e.into()) }),
         };
@@ -147,7 +151,7 @@ impl Handler<RetrieveById> for Retriever {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
     fn handle(&mut self, msg: RetrieveById, _: &mut Self::Context) -> Self::Result {
-        let caller = match caller(msg.request.trust) {
+        let caller = match caller(msg.trust) {
             Ok(caller) => caller,
             Err(e) => return Box::pin(async move { Err(e) }),
         };
@@ -161,7 +165,7 @@ impl Handler<RetrieveHistory> for Retriever {
     type Result = ResponseFuture<Result<Vec<MemoryRecord>, ServiceError>>;
 
     fn handle(&mut self, msg: RetrieveHistory, _: &mut Self::Context) -> Self::Result {
-        let caller = match caller(msg.request.trust) {
+        let caller = match caller(msg.trust) {
             Ok(caller) => caller,
             Err(e) => return Box::pin(async move { Err(e) }),
         };

@@ -9,11 +9,9 @@ use super::storage::StorageWriter;
 use crate::clock::Clock;
 use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, MemoryRecord};
-use crate::domain::revision::{
-    ContestRequest, ForkRequest, MergeRequest, NewRecordContext, PenalizeRequest, ReinforceRequest,
-    RetractRequest, SupersedeRequest,
-};
+use crate::domain::revision::{NewRecordContext, RevisionCommand};
 use crate::domain::trust::Caller;
+use crate::domain::validate::Validated;
 use crate::service::{self, ServiceError};
 
 pub struct Reviser {
@@ -36,22 +34,9 @@ impl Actor for Reviser {
     type Context = Context<Self>;
 }
 
-/// The revision requests as clients send them.
-pub enum RevisionRequest {
-    Supersede(SupersedeRequest),
-    Fork(ForkRequest),
-    Retract(RetractRequest),
-    Merge(MergeRequest),
-    Contest(ContestRequest),
-    Reinforce {
-        id: String,
-        request: ReinforceRequest,
-    },
-    Penalize {
-        id: String,
-        request: PenalizeRequest,
-    },
-}
+/// Turns a request into a revision command; runs on the reviser's
+/// thread, with the policy and the clock.
+pub type Check = Box<dyn FnOnce(&NewRecordContext<'_>) -> Validated<RevisionCommand> + Send>;
 
 /// Answers the record the operation is about: the new one for supersede,
 /// fork and merge, the changed one otherwise.
@@ -59,7 +44,7 @@ pub enum RevisionRequest {
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct Revise {
     pub caller: Caller,
-    pub request: RevisionRequest,
+    pub check: Check,
 }
 
 impl Handler<Revise> for Reviser {
@@ -72,15 +57,7 @@ impl Handler<Revise> for Reviser {
             now,
             new_id: &new_record_id,
         };
-        let command = match msg.request {
-            RevisionRequest::Supersede(r) => r.into_command(&cx),
-            RevisionRequest::Fork(r) => r.into_command(&cx),
-            RevisionRequest::Retract(r) => r.into_command(),
-            RevisionRequest::Merge(r) => r.into_command(&cx),
-            RevisionRequest::Contest(r) => r.into_command(),
-            RevisionRequest::Reinforce { id, request } => request.into_command(id),
-            RevisionRequest::Penalize { id, request } => request.into_command(id),
-        };
+        let command = (msg.check)(&cx);
         let writer = self.writer.clone();
         let policy = self.policy.clone();
         let caller = msg.caller;

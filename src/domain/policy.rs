@@ -127,18 +127,19 @@ impl Policy {
     }
 }
 
-/// A whole record as a client sends it to `POST /v1/records`: `type`,
-/// `sensitivity` and `payload` are required; whatever else is given is
-/// kept, and missing parts get the type's policy defaults.
+/// A whole record as a client describes it (the body of `POST /v1/records`
+/// and the new record of a revision): `type`, `sensitivity` and `payload`
+/// are required; whatever else is given is kept, and missing parts get the
+/// type's policy defaults. It is a domain type, like the payloads it
+/// carries, because completing it is policy.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewRecord {
     #[serde(default)]
     pub id: Option<String>,
-    #[serde(rename = "type", default)]
-    pub memory_type: Option<MemoryType>,
-    #[serde(default)]
-    pub sensitivity: Option<Sensitivity>,
+    #[serde(rename = "type")]
+    pub memory_type: MemoryType,
+    pub sensitivity: Sensitivity,
     #[serde(default)]
     pub confidence: Option<f64>,
     #[serde(default)]
@@ -161,8 +162,7 @@ pub struct NewRecord {
     pub provenance: Option<NewProvenance>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub relations: Vec<NewRelation>,
-    #[serde(default)]
-    pub payload: Option<Payload>,
+    pub payload: Payload,
     #[serde(default, deserialize_with = "null_as_default")]
     pub audit_log: Vec<AuditEntry>,
 }
@@ -225,16 +225,9 @@ impl NewRecord {
         now: Timestamp,
         new_id: impl FnOnce() -> String,
     ) -> Validated<MemoryRecord> {
-        use super::validate::ValidationError;
-        let memory_type = self
-            .memory_type
-            .ok_or_else(|| ValidationError::new("type", "type is required"))?;
-        let sensitivity = self
-            .sensitivity
-            .ok_or_else(|| ValidationError::new("sensitivity", "sensitivity is required"))?;
-        let mut payload = self
-            .payload
-            .ok_or_else(|| ValidationError::new("payload", "payload is required"))?;
+        let memory_type = self.memory_type;
+        let sensitivity = self.sensitivity;
+        let mut payload = self.payload;
         let status = self.status.unwrap_or(Status::Active);
         // The semantic payload mirrors the record status; the top-level one
         // is authoritative when a client sends both.
@@ -356,17 +349,15 @@ mod tests {
     }
 
     #[test]
-    fn a_new_record_needs_type_sensitivity_and_a_matching_payload() {
+    fn a_new_record_needs_a_payload_of_its_type_and_valid_values() {
+        for missing in [
+            json!({"sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
+            json!({"type": "working", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
+            json!({"type": "working", "sensitivity": "low"}),
+        ] {
+            assert!(serde_json::from_value::<NewRecord>(missing).is_err());
+        }
         let cases = [
-            (
-                json!({"sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
-                "type",
-            ),
-            (
-                json!({"type": "working", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
-                "sensitivity",
-            ),
-            (json!({"type": "working", "sensitivity": "low"}), "payload"),
             (
                 json!({"type": "semantic", "sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
                 "payload.kind",

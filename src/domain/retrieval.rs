@@ -1,37 +1,11 @@
-//! Retrieval requests, checked and turned into a storage query.
+//! What a retrieval asks for, checked, and the storage query it becomes
+//! for a caller's trust.
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::record::{MemoryType, Sensitivity};
 use super::trust::TrustContext;
 use super::validate::{check_non_negative, optional_string, Validated, ValidationError};
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetrieveRequest {
-    #[serde(default)]
-    pub trust: Option<TrustContext>,
-    #[serde(default)]
-    pub task_descriptor: Option<String>,
-    #[serde(default)]
-    pub memory_types: Option<Vec<MemoryType>>,
-    #[serde(default)]
-    pub min_salience: Option<f64>,
-    #[serde(default)]
-    pub limit: Option<i64>,
-    #[serde(default)]
-    pub context: Option<Value>,
-    #[serde(default)]
-    pub include_retracted: Option<bool>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetrieveByIdRequest {
-    #[serde(default)]
-    pub trust: Option<TrustContext>,
-}
 
 /// What storage is asked for: visible records of these types, best first.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,19 +47,25 @@ impl Retrieval {
     }
 }
 
-impl RetrieveRequest {
-    /// The trust the request presents, and the retrieval it asks for.
-    pub fn into_retrieval(self, max_limit: usize) -> Validated<(TrustContext, Retrieval)> {
-        let trust = TrustContext::required(self.trust)?;
-        let mut memory_types = match self.memory_types {
-            Some(types) if !types.is_empty() => types,
-            _ => MemoryType::ALL.to_vec(),
-        };
+impl Retrieval {
+    /// Checks what a retrieval asks for. An empty `memory_types` means
+    /// every type; `limit` 0 means `max_limit`.
+    pub fn new(
+        task_descriptor: Option<String>,
+        mut memory_types: Vec<MemoryType>,
+        min_salience: f64,
+        limit: i64,
+        max_limit: usize,
+        context: Option<Value>,
+        include_retracted: bool,
+    ) -> Validated<Retrieval> {
+        if memory_types.is_empty() {
+            memory_types = MemoryType::ALL.to_vec();
+        }
         memory_types.sort_by_key(|t| t.layer());
         memory_types.dedup();
-        let min_salience = self.min_salience.unwrap_or(0.0);
         check_non_negative("min_salience", min_salience)?;
-        let limit = match self.limit.unwrap_or(0) {
+        let limit = match limit {
             0 => max_limit,
             n if n < 0 => {
                 return Err(ValidationError::new(
@@ -101,7 +81,7 @@ impl RetrieveRequest {
             }
             n => n as usize,
         };
-        let context = match self.context {
+        let context = match context {
             None | Some(Value::Null) => None,
             Some(Value::Object(map)) => Some(map),
             Some(_) => {
@@ -111,75 +91,13 @@ impl RetrieveRequest {
                 ))
             }
         };
-        let retrieval = Retrieval {
-            task_descriptor: optional_string("task_descriptor", self.task_descriptor)?,
+        Ok(Retrieval {
+            task_descriptor: optional_string("task_descriptor", task_descriptor)?,
             memory_types,
             min_salience,
             limit,
-            include_retracted: self.include_retracted.unwrap_or(false),
+            include_retracted,
             context,
-        };
-        Ok((trust, retrieval))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn retrieval(body: Value) -> Validated<RecordQuery> {
-        serde_json::from_value::<RetrieveRequest>(body)
-            .unwrap()
-            .into_retrieval(1000)
-            .map(|(trust, retrieval)| retrieval.query_for(&trust))
-    }
-
-    #[test]
-    fn defaults_query_every_layer_in_order_up_to_the_maximum() {
-        let r = retrieval(json!({"trust": {"max_sensitivity": "low"}})).unwrap();
-        assert_eq!(r.memory_types, MemoryType::ALL.to_vec());
-        assert_eq!(r.limit, 1000);
-        assert_eq!(r.scopes, None);
-        assert!(!r.include_retracted);
-    }
-
-    #[test]
-    fn memory_types_are_put_in_layer_order() {
-        let r = retrieval(json!({"trust": {"max_sensitivity": "low"}, "memory_types": ["episodic", "working", "episodic"]})).unwrap();
-        assert_eq!(
-            r.memory_types,
-            vec![MemoryType::Working, MemoryType::Episodic]
-        );
-    }
-
-    #[test]
-    fn bad_limits_and_salience_are_refused() {
-        let t = json!({"max_sensitivity": "low"});
-        assert_eq!(
-            retrieval(json!({"trust": t, "limit": 1001}))
-                .unwrap_err()
-                .field,
-            "limit"
-        );
-        assert_eq!(
-            retrieval(json!({"trust": t, "limit": -1}))
-                .unwrap_err()
-                .field,
-            "limit"
-        );
-        assert_eq!(
-            retrieval(json!({"trust": t, "min_salience": -0.5}))
-                .unwrap_err()
-                .field,
-            "min_salience"
-        );
-        assert_eq!(
-            retrieval(json!({"trust": t, "context": [1]}))
-                .unwrap_err()
-                .field,
-            "context"
-        );
-        assert_eq!(retrieval(json!({})).unwrap_err().field, "trust");
+        })
     }
 }

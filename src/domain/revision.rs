@@ -12,8 +12,6 @@
 //!
 //! Episodic records are immutable: none of these applies to them.
 
-use serde::Deserialize;
-
 use super::payload::Payload;
 use super::policy::NewRecord;
 use super::record::{
@@ -21,7 +19,6 @@ use super::record::{
     Status,
 };
 use super::time::Timestamp;
-use super::trust::TrustContext;
 use super::validate::{check_id, require_string, Validated, ValidationError};
 
 pub const SUPERSEDES: &str = "supersedes";
@@ -51,99 +48,6 @@ pub enum RevisionError {
         actual: MemoryType,
         expected: MemoryType,
     },
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SupersedeRequest {
-    #[serde(default)]
-    pub old_id: Option<String>,
-    #[serde(default)]
-    pub new_record: Option<NewRecord>,
-    #[serde(default)]
-    pub actor: Option<String>,
-    #[serde(default)]
-    pub rationale: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ForkRequest {
-    #[serde(default)]
-    pub source_id: Option<String>,
-    #[serde(default)]
-    pub forked_record: Option<NewRecord>,
-    #[serde(default)]
-    pub actor: Option<String>,
-    #[serde(default)]
-    pub rationale: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetractRequest {
-    #[serde(default)]
-    pub id: Option<String>,
-    #[serde(default)]
-    pub actor: Option<String>,
-    #[serde(default)]
-    pub rationale: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MergeRequest {
-    #[serde(default)]
-    pub ids: Option<Vec<String>>,
-    #[serde(default)]
-    pub merged_record: Option<NewRecord>,
-    #[serde(default)]
-    pub actor: Option<String>,
-    #[serde(default)]
-    pub rationale: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ContestRequest {
-    #[serde(default)]
-    pub id: Option<String>,
-    #[serde(default)]
-    pub contesting_ref: Option<String>,
-    #[serde(default)]
-    pub actor: Option<String>,
-    #[serde(default)]
-    pub rationale: Option<String>,
-    /// Clears a contest: the record goes back to active.
-    #[serde(default)]
-    pub resolve: Option<bool>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReinforceRequest {
-    #[serde(default)]
-    pub actor: Option<String>,
-    #[serde(default)]
-    pub rationale: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PenalizeRequest {
-    #[serde(default)]
-    pub amount: Option<f64>,
-    #[serde(default)]
-    pub actor: Option<String>,
-    #[serde(default)]
-    pub rationale: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryRequest {
-    #[serde(default)]
-    pub trust: Option<TrustContext>,
 }
 
 /// A checked revision, ready to run against storage.
@@ -194,15 +98,17 @@ pub struct NewRecordContext<'a> {
     pub new_id: &'a dyn Fn() -> String,
 }
 
-fn attribution(actor: Option<String>, rationale: Option<String>) -> Validated<Attribution> {
+/// Who asks for a revision and why: both required.
+pub fn attribution(actor: String, rationale: String) -> Validated<Attribution> {
     Ok(Attribution {
-        actor: require_string("actor", actor, "actor is required")?,
-        rationale: require_string("rationale", rationale, "rationale is required")?,
+        actor: require_string("actor", Some(actor), "actor is required")?,
+        rationale: require_string("rationale", Some(rationale), "rationale is required")?,
     })
 }
 
-fn record_id(field: &str, id: Option<String>) -> Validated<String> {
-    let id = require_string(field, id, &format!("{field} is required"))?;
+/// The id of a record a revision names.
+pub fn record_id(field: &str, id: String) -> Validated<String> {
+    let id = require_string(field, Some(id), &format!("{field} is required"))?;
     check_id(field, &id)?;
     Ok(id)
 }
@@ -211,7 +117,7 @@ fn record_id(field: &str, id: Option<String>) -> Validated<String> {
 /// a payload evidence entry or a provenance source. Checked on what the
 /// caller sent, before the service adds its link to the old record.
 fn check_evidence(field: &str, record: &NewRecord) -> Validated<()> {
-    let Some(Payload::Semantic(semantic)) = &record.payload else {
+    let Payload::Semantic(semantic) = &record.payload else {
         return Ok(());
     };
     let sources = record.provenance.as_ref().map_or(0, |p| p.sources.len());
@@ -226,14 +132,12 @@ fn check_evidence(field: &str, record: &NewRecord) -> Validated<()> {
 }
 
 /// Checks and completes the new record of a supersede, fork or merge.
-fn revised_record(
+pub fn revised_record(
     field: &str,
-    record: Option<NewRecord>,
+    record: NewRecord,
     by: &Attribution,
     cx: &NewRecordContext<'_>,
 ) -> Validated<MemoryRecord> {
-    let record =
-        record.ok_or_else(|| ValidationError::new(field, format!("{field} is required")))?;
     check_evidence(field, &record)?;
     let mut record = record
         .into_record(cx.policy, by, cx.now, cx.new_id)
@@ -242,146 +146,79 @@ fn revised_record(
     Ok(record)
 }
 
-impl SupersedeRequest {
-    pub fn into_command(self, cx: &NewRecordContext<'_>) -> Validated<RevisionCommand> {
-        let by = attribution(self.actor, self.rationale)?;
-        let old_id = record_id("old_id", self.old_id)?;
-        let new_record = revised_record("new_record", self.new_record, &by, cx)?;
-        Ok(RevisionCommand {
-            revision: Revision::Supersede {
-                old_id,
-                new_record: Box::new(new_record),
-            },
-            by,
-        })
+/// The records a merge names: at least one, at most
+/// [`MAX_MERGE_SOURCES`], each a valid id, none twice.
+pub fn check_merge_ids(ids: &[String]) -> Validated<()> {
+    if ids.is_empty() {
+        return Err(ValidationError::new(
+            "ids",
+            "at least one record id is required",
+        ));
     }
-}
-
-impl ForkRequest {
-    pub fn into_command(self, cx: &NewRecordContext<'_>) -> Validated<RevisionCommand> {
-        let by = attribution(self.actor, self.rationale)?;
-        let source_id = record_id("source_id", self.source_id)?;
-        let forked_record = revised_record("forked_record", self.forked_record, &by, cx)?;
-        Ok(RevisionCommand {
-            revision: Revision::Fork {
-                source_id,
-                forked_record: Box::new(forked_record),
-            },
-            by,
-        })
+    if ids.len() > MAX_MERGE_SOURCES {
+        return Err(ValidationError::new(
+            "ids",
+            format!(
+                "too many ids: {} given, maximum is {MAX_MERGE_SOURCES}",
+                ids.len()
+            ),
+        ));
     }
-}
-
-impl RetractRequest {
-    pub fn into_command(self) -> Validated<RevisionCommand> {
-        let by = attribution(self.actor, self.rationale)?;
-        Ok(RevisionCommand {
-            revision: Revision::Retract {
-                id: record_id("id", self.id)?,
-            },
-            by,
-        })
-    }
-}
-
-impl MergeRequest {
-    pub fn into_command(self, cx: &NewRecordContext<'_>) -> Validated<RevisionCommand> {
-        let by = attribution(self.actor, self.rationale)?;
-        let ids = self.ids.unwrap_or_default();
-        if ids.is_empty() {
+    for (i, id) in ids.iter().enumerate() {
+        check_id(&format!("ids[{i}]"), id)?;
+        if ids[..i].contains(id) {
             return Err(ValidationError::new(
-                "ids",
-                "at least one record id is required",
+                format!("ids[{i}]"),
+                format!("record {id} is named twice; merge ids must be distinct"),
             ));
         }
-        if ids.len() > MAX_MERGE_SOURCES {
+    }
+    Ok(())
+}
+
+/// Who the merged record's `create` entry names, and why: the merge's
+/// author, naming its sources.
+pub fn merged_by(by: &Attribution, ids: &[String]) -> Attribution {
+    Attribution::new(
+        by.actor.clone(),
+        format!("merged from {}: {}", ids.join(", "), by.rationale),
+    )
+}
+
+/// A contest of `id`, or with `resolve` the end of one.
+pub fn contest_revision(
+    id: String,
+    contesting_ref: Option<String>,
+    resolve: bool,
+) -> Validated<Revision> {
+    if resolve {
+        if contesting_ref.is_some() {
             return Err(ValidationError::new(
-                "ids",
-                format!(
-                    "too many ids: {} given, maximum is {MAX_MERGE_SOURCES}",
-                    ids.len()
-                ),
+                "contesting_ref",
+                "contesting_ref cannot be given when resolving a contest",
             ));
         }
-        for (i, id) in ids.iter().enumerate() {
-            check_id(&format!("ids[{i}]"), id)?;
-            if ids[..i].contains(id) {
-                return Err(ValidationError::new(
-                    format!("ids[{i}]"),
-                    format!("record {id} is named twice; merge ids must be distinct"),
-                ));
-            }
+        return Ok(Revision::ResolveContest { id });
+    }
+    let contesting_ref = match contesting_ref {
+        Some(reference) if !reference.trim().is_empty() => {
+            check_id("contesting_ref", &reference)?;
+            Some(reference)
         }
-        let merged_by = Attribution::new(
-            by.actor.clone(),
-            format!("merged from {}: {}", ids.join(", "), by.rationale),
-        );
-        let merged_record = revised_record("merged_record", self.merged_record, &merged_by, cx)?;
-        Ok(RevisionCommand {
-            revision: Revision::Merge {
-                ids,
-                merged_record: Box::new(merged_record),
-            },
-            by,
-        })
-    }
+        _ => None,
+    };
+    Ok(Revision::Contest { id, contesting_ref })
 }
 
-impl ContestRequest {
-    pub fn into_command(self) -> Validated<RevisionCommand> {
-        let by = attribution(self.actor, self.rationale)?;
-        let id = record_id("id", self.id)?;
-        let revision = if self.resolve.unwrap_or(false) {
-            if self.contesting_ref.is_some() {
-                return Err(ValidationError::new(
-                    "contesting_ref",
-                    "contesting_ref cannot be given when resolving a contest",
-                ));
-            }
-            Revision::ResolveContest { id }
-        } else {
-            let contesting_ref = match self.contesting_ref {
-                Some(reference) if !reference.trim().is_empty() => {
-                    check_id("contesting_ref", &reference)?;
-                    Some(reference)
-                }
-                _ => None,
-            };
-            Revision::Contest { id, contesting_ref }
-        };
-        Ok(RevisionCommand { revision, by })
+/// A penalty: a finite amount above zero.
+pub fn check_penalty(amount: f64) -> Validated<f64> {
+    if !(amount.is_finite() && amount > 0.0) {
+        return Err(ValidationError::new(
+            "amount",
+            format!("must be a finite number > 0, got {amount}"),
+        ));
     }
-}
-
-impl ReinforceRequest {
-    pub fn into_command(self, id: String) -> Validated<RevisionCommand> {
-        let by = attribution(self.actor, self.rationale)?;
-        check_id("id", &id)?;
-        Ok(RevisionCommand {
-            revision: Revision::Reinforce { id },
-            by,
-        })
-    }
-}
-
-impl PenalizeRequest {
-    pub fn into_command(self, id: String) -> Validated<RevisionCommand> {
-        let by = attribution(self.actor, self.rationale)?;
-        check_id("id", &id)?;
-        let amount = self
-            .amount
-            .ok_or_else(|| ValidationError::new("amount", "amount is required"))?;
-        if !(amount.is_finite() && amount > 0.0) {
-            return Err(ValidationError::new(
-                "amount",
-                format!("must be a finite number > 0, got {amount}"),
-            ));
-        }
-        Ok(RevisionCommand {
-            revision: Revision::Penalize { id, amount },
-            by,
-        })
-    }
+    Ok(amount)
 }
 
 /// Sets the status, mirrored in a semantic payload.
@@ -556,14 +393,6 @@ mod tests {
         parse_rfc3339("2026-04-01T00:00:00Z").unwrap()
     }
 
-    fn cx<'a>(policy: &'a Policy, id: &'a dyn Fn() -> String) -> NewRecordContext<'a> {
-        NewRecordContext {
-            policy,
-            now: now(),
-            new_id: id,
-        }
-    }
-
     fn stored(id: &str, body: serde_json::Value) -> MemoryRecord {
         let new: NewRecord = serde_json::from_value(body).unwrap();
         new.into_record(
@@ -581,60 +410,6 @@ mod tests {
             json!({"type": "semantic", "sensitivity": "low", "salience": 0.8,
             "payload": {"kind": "semantic", "subject": "go", "predicate": "version", "object": "1.21"}}),
         )
-    }
-
-    #[test]
-    fn actor_and_rationale_are_required() {
-        let req: RetractRequest = serde_json::from_value(json!({"id": "x", "actor": "a"})).unwrap();
-        assert_eq!(req.into_command().unwrap_err().field, "rationale");
-        let req: RetractRequest =
-            serde_json::from_value(json!({"id": "x", "rationale": "r", "actor": " "})).unwrap();
-        assert_eq!(req.into_command().unwrap_err().field, "actor");
-    }
-
-    #[test]
-    fn a_semantic_revision_needs_evidence_of_its_own() {
-        let policy = Policy::default();
-        let new_id = || "new".to_string();
-        let bare = json!({"old_id": "old", "actor": "a", "rationale": "r", "new_record": {
-            "type": "semantic", "sensitivity": "low",
-            "payload": {"kind": "semantic", "subject": "go", "predicate": "version", "object": "1.22"}}});
-        let req: SupersedeRequest = serde_json::from_value(bare.clone()).unwrap();
-        let err = req.into_command(&cx(&policy, &new_id)).unwrap_err();
-        assert_eq!(err.field, "new_record");
-        assert!(err.message.contains("evidence"));
-        let mut with_source = bare.clone();
-        with_source["new_record"]["provenance"] = json!({"sources": [{"kind": "observation", "ref": "notes", "timestamp": "2026-01-01T00:00:00Z"}]});
-        let req: SupersedeRequest = serde_json::from_value(with_source).unwrap();
-        assert!(req.into_command(&cx(&policy, &new_id)).is_ok());
-        let mut with_evidence = bare;
-        with_evidence["new_record"]["payload"]["evidence"] =
-            json!([{"source_type": "doc", "source_id": "notes"}]);
-        let req: SupersedeRequest = serde_json::from_value(with_evidence).unwrap();
-        assert!(req.into_command(&cx(&policy, &new_id)).is_ok());
-    }
-
-    #[test]
-    fn merge_ids_must_be_given_and_distinct() {
-        let policy = Policy::default();
-        let new_id = || "m".to_string();
-        let record = json!({"type": "working", "sensitivity": "low",
-            "payload": {"kind": "working", "thread_id": "t", "state": "done"}});
-        let req: MergeRequest = serde_json::from_value(
-            json!({"ids": [], "merged_record": record, "actor": "a", "rationale": "r"}),
-        )
-        .unwrap();
-        assert_eq!(
-            req.into_command(&cx(&policy, &new_id)).unwrap_err().field,
-            "ids"
-        );
-        let req: MergeRequest =
-            serde_json::from_value(json!({"ids": ["a", "b", "a"], "merged_record": record, "actor": "a", "rationale": "r"}))
-                .unwrap();
-        assert_eq!(
-            req.into_command(&cx(&policy, &new_id)).unwrap_err().field,
-            "ids[2]"
-        );
     }
 
     #[test]
@@ -701,15 +476,5 @@ mod tests {
         penalize(&mut record, 5.0, &by, now());
         assert_eq!(record.salience, 0.3);
         assert_eq!(record.audit_log.last().unwrap().action, AuditAction::Decay);
-    }
-
-    #[test]
-    fn penalize_needs_a_positive_finite_amount() {
-        for amount in [json!(0), json!(-1), json!(null)] {
-            let req: PenalizeRequest =
-                serde_json::from_value(json!({"amount": amount, "actor": "a", "rationale": "r"}))
-                    .unwrap();
-            assert_eq!(req.into_command("x".into()).unwrap_err().field, "amount");
-        }
     }
 }

@@ -26,10 +26,8 @@ pub struct TrustContext {
 }
 
 impl TrustContext {
-    /// Takes the optional `trust` field of a request, which is required.
-    pub fn required(trust: Option<TrustContext>) -> Validated<TrustContext> {
-        let trust =
-            trust.ok_or_else(|| ValidationError::new("trust", "trust context is required"))?;
+    /// Checks the `trust` a request presents: its lists within bounds.
+    pub fn checked(trust: TrustContext) -> Validated<TrustContext> {
         if trust.scopes.len() > MAX_TRUST_SCOPES {
             return Err(ValidationError::new(
                 "trust.scopes",
@@ -162,7 +160,10 @@ mod tests {
     }
 
     #[test]
-    fn trust_is_required() {
-        assert_eq!(TrustContext::required(None).unwrap_err().field, "trust");
+    fn too_many_scopes_are_refused() {
+        let scopes: Vec<String> = (0..=MAX_TRUST_SCOPES).map(|i| format!("s{i}")).collect();
+        let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let err = TrustContext::checked(trust(Sensitivity::Low, &scopes)).unwrap_err();
+        assert_eq!(err.field, "trust.scopes");
     }
 }

@@ -3,12 +3,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::{record_response, records_response, resource, writer_caller, AppState, JsonBody};
-use crate::actors::ingestion::{Ingest, IngestBatch};
-use crate::domain::ingest::{
+use super::requests::{
     BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
     WorkingStateRequest,
 };
+use super::{record_response, records_response, resource, writer_caller, AppState, JsonBody};
+use crate::actors::ingestion::{Ingest, IngestBatch};
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -34,11 +34,13 @@ async fn ingest(
     item: IngestItem,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = writer_caller();
     let record = state
         .ingestor
         .next()
-        .send(Ingest { caller, item })
+        .send(Ingest {
+            caller: writer_caller(),
+            check: Box::new(move |cx| item.into_candidate(cx)),
+        })
         .await??;
     Ok(record_response(status, &record))
 }
@@ -88,7 +90,7 @@ async fn batch(
         .next()
         .send(IngestBatch {
             caller: writer_caller(),
-            batch: body.0,
+            check: Box::new(move |cx| body.0.into_candidates(cx)),
         })
         .await??;
     Ok(records_response(StatusCode::CREATED, &records))

@@ -8,6 +8,7 @@ mod ingest;
 mod jobs;
 mod metrics;
 mod records;
+pub mod requests;
 mod retrieve;
 mod revisions;
 
@@ -146,10 +147,14 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         let path = e.path().to_string();
         let inner = e.into_inner();
         match inner.classify() {
-            Category::Data if path != "." => {
-                ApiError::new(Code::InvalidArgument, format!("{path}: {inner}"))
-            }
-            Category::Data => ApiError::new(Code::InvalidArgument, inner.to_string()),
+            // Bytes that are not JSON at all are told as such, even when a
+            // shape error came first; checked only on this error path.
+            Category::Data => match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                Err(syntax) => {
+                    ApiError::new(Code::InvalidArgument, format!("malformed JSON: {syntax}"))
+                }
+                Ok(_) => data_error(&path, &inner.to_string()),
+            },
             Category::Syntax | Category::Eof | Category::Io => {
                 ApiError::new(Code::InvalidArgument, format!("malformed JSON: {inner}"))
             }
@@ -159,6 +164,76 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         .end()
         .map_err(|e| ApiError::new(Code::InvalidArgument, format!("malformed JSON: {e}")))?;
     Ok(value)
+}
+
+/// A JSON value of the wrong shape at `path` (`.` for the whole body). A
+/// required field that is missing or null is named with the reference's
+/// words for it, like a blank one.
+fn data_error(path: &str, message: &str) -> ApiError {
+    let path = if path == "." { "" } else { path };
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+        .map(|field| (path.to_string(), field.to_string()))
+        .or_else(|| {
+            // `"source": null` for a required string: the path names the
+            // field itself.
+            message
+                .starts_with("invalid type: null")
+                .then(|| match path.rsplit_once('.') {
+                    Some((parent, field)) => (parent.to_string(), field.to_string()),
+                    None => (String::new(), path.to_string()),
+                })
+        })
+        .filter(|(_, field)| !field.is_empty() && !field.contains('['));
+    match missing {
+        Some((parent, field)) => {
+            let at = if parent.is_empty() {
+                field.clone()
+            } else {
+                format!("{parent}.{field}")
+            };
+            let words = required_words(&parent, &field);
+            ApiError::new(Code::InvalidArgument, format!("{at}: {words}"))
+        }
+        None if path.is_empty() => ApiError::new(Code::InvalidArgument, message),
+        None => ApiError::new(Code::InvalidArgument, format!("{path}: {message}")),
+    }
+}
+
+/// What the API says when a required field is missing: the ingestion
+/// reference's messages for the ingest fields (at the top of a body or of
+/// a batch item), `{field} is required` otherwise.
+fn required_words(parent: &str, field: &str) -> String {
+    let ingest_level = parent.is_empty() || is_batch_item(parent);
+    let reference = match field {
+        "source" => "candidate source is required",
+        "event_kind" => "event kind is required for event candidates",
+        "ref" => "event ref is required for event candidates",
+        "tool_name" => "tool name is required for tool output candidates",
+        "subject" => "subject is required for observation candidates",
+        "predicate" => "predicate is required for observation candidates",
+        "target_record_id" => "target record ID is required for outcome candidates",
+        "outcome_status" => "outcome status is required for outcome candidates",
+        "thread_id" => "thread ID is required for working state candidates",
+        "state" => "task state is required for working state candidates",
+        "trust" => "trust context is required",
+        "items" => "at least one item is required",
+        "ids" => "at least one record id is required",
+        _ => "",
+    };
+    if ingest_level && !reference.is_empty() {
+        reference.to_string()
+    } else {
+        format!("{field} is required")
+    }
+}
+
+/// `items[3]`: one item of a batch.
+fn is_batch_item(path: &str) -> bool {
+    path.strip_prefix("items[")
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[derive(serde::Serialize)]
@@ -184,13 +259,13 @@ fn records_response(status: StatusCode, records: &[MemoryRecord]) -> HttpRespons
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ingest::EventRequest;
+    use crate::http::requests::{BatchRequest, EventRequest};
 
     #[test]
     fn malformed_json_and_wrong_shapes_are_told_apart() {
         let err = parse_json::<EventRequest>(b"{\"source\": ").unwrap_err();
         assert!(err.message.starts_with("malformed JSON"), "{}", err.message);
-        let err = parse_json::<EventRequest>(b"{\"tags\": [1]}").unwrap_err();
+        let err = parse_json::<EventRequest>(br#"{"source": "s", "tags": [1]}"#).unwrap_err();
         assert!(
             err.message.starts_with("tags[0]: invalid type"),
             "{}",
@@ -202,9 +277,46 @@ mod tests {
             "{}",
             err.message
         );
-        let err = parse_json::<EventRequest>(b"{} {}").unwrap_err();
+        let err =
+            parse_json::<EventRequest>(br#"{"source": "s", "event_kind": "e", "ref": "r"} {}"#)
+                .unwrap_err();
         assert!(err.message.starts_with("malformed JSON"), "{}", err.message);
         let err = parse_json::<EventRequest>(b"").unwrap_err();
         assert!(err.message.starts_with("malformed JSON"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_missing_or_null_required_field_is_named_in_the_reference_words() {
+        let message = |body: &str| {
+            parse_json::<BatchRequest>(body.as_bytes())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(message("{}"), "items: at least one item is required");
+        assert_eq!(
+            message(r#"{"items": [{"kind": "event", "event_kind": "e", "ref": "r"}]}"#),
+            "items[0].source: candidate source is required"
+        );
+        let err = parse_json::<EventRequest>(br#"{"source": null, "event_kind": "e", "ref": "r"}"#)
+            .unwrap_err();
+        assert_eq!(err.message, "source: candidate source is required");
+        let message = |body: &str| {
+            parse_json::<crate::http::requests::SupersedeRequest>(body.as_bytes())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            message(
+                r#"{"actor": "a", "rationale": "r", "old_id": "x", "new_record": {"sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}}"#
+            ),
+            "new_record.type: type is required"
+        );
+        assert_eq!(
+            message(
+                r#"{"actor": "a", "rationale": "r", "old_id": "x", "new_record": {"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "predicate": "p"}}}"#
+            ),
+            "new_record.payload.subject: subject is required",
+            "the ingest words are for ingest bodies only"
+        );
     }
 }

@@ -4,14 +4,13 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
+use super::requests::{PenalizeRequest, ReinforceRequest, RevisionRequest, TrustOnlyRequest};
 use super::revisions::revise;
 use super::{record_response, resource, writer_caller, AppState, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::retrieval::RetrieveHistory;
-use crate::actors::revision::RevisionRequest;
 use crate::domain::policy::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
-use crate::domain::revision::{HistoryRequest, PenalizeRequest, ReinforceRequest};
 use crate::error::ApiError;
 
 /// Actor named in the `create` audit entry when the record names no
@@ -89,14 +88,14 @@ struct ChainBody {
 async fn history(
     state: web::Data<AppState>,
     id: web::Path<String>,
-    body: JsonBody<HistoryRequest>,
+    body: JsonBody<TrustOnlyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let chain = state
         .retriever
         .next()
         .send(RetrieveHistory {
             id: id.into_inner(),
-            request: body.0,
+            trust: body.0.trust,
         })
         .await??;
     Ok(HttpResponse::Ok().json(ChainBody { chain }))

@@ -3,9 +3,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
+use super::requests::{RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::retrieval::{Retrieve, RetrieveById};
-use crate::domain::retrieval::{RetrieveByIdRequest, RetrieveRequest};
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -23,7 +23,9 @@ async fn retrieve(
     let result = state
         .retriever
         .next()
-        .send(Retrieve { request: body.0 })
+        .send(Retrieve {
+            check: Box::new(move |max_limit| body.0.into_retrieval(max_limit)),
+        })
         .await??;
     Ok(HttpResponse::Ok().json(result))
 }
@@ -31,14 +33,14 @@ async fn retrieve(
 async fn retrieve_by_id(
     state: web::Data<AppState>,
     id: web::Path<String>,
-    body: JsonBody<RetrieveByIdRequest>,
+    body: JsonBody<TrustOnlyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let record = state
         .retriever
         .next()
         .send(RetrieveById {
             id: id.into_inner(),
-            request: body.0,
+            trust: body.0.trust,
         })
         .await??;
     Ok(record_response(StatusCode::OK, &record))

@@ -3,11 +3,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::{record_response, resource, writer_caller, AppState, JsonBody};
-use crate::actors::revision::{Revise, RevisionRequest};
-use crate::domain::revision::{
-    ContestRequest, ForkRequest, MergeRequest, RetractRequest, SupersedeRequest,
+use super::requests::{
+    ContestRequest, ForkRequest, MergeRequest, RetractRequest, RevisionRequest, SupersedeRequest,
 };
+use super::{record_response, resource, writer_caller, AppState, JsonBody};
+use crate::actors::revision::Revise;
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -27,11 +27,13 @@ pub(super) async fn revise(
     request: RevisionRequest,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = writer_caller();
     let record = state
         .reviser
         .next()
-        .send(Revise { caller, request })
+        .send(Revise {
+            caller: writer_caller(),
+            check: Box::new(move |cx| request.into_command(cx)),
+        })
         .await??;
     Ok(record_response(status, &record))
 }
