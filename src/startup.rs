@@ -18,9 +18,9 @@ use crate::actors::retrieval::{ReadGate, Retriever};
 use crate::actors::revision::Reviser;
 use crate::actors::scheduler::{JobsError, Scheduler, SchedulerDeps, StopSchedule};
 use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
-use crate::actors::workers::{WorkerArbiters, Workers};
 use crate::clock::Clock;
 use crate::config::Settings;
+use crate::domain::policy::Policy;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
 use crate::store::{self, ConnectionOptions, StoreError};
@@ -46,15 +46,6 @@ pub struct Application {
     reader: Reader,
     read_gate: ReadGate,
     scheduler: Addr<Scheduler>,
-    arbiters: WorkerArbiters,
-}
-
-/// Threads for the request actors: as many as HTTP workers.
-fn worker_count(settings: &Settings) -> usize {
-    match settings.server.workers {
-        0 => std::thread::available_parallelism().map_or(1, usize::from),
-        n => n,
-    }
 }
 
 impl Application {
@@ -102,25 +93,7 @@ impl Application {
         });
         let reader = Reader::new(reader_addr, Duration::from_millis(storage.read_timeout_ms));
 
-        let arbiters = WorkerArbiters::start(worker_count(&settings));
-        let (policy, w, c) = (settings.policy.clone(), writer.clone(), clock.clone());
-        let ingestor = Workers::start(&arbiters, move || {
-            Ingestor::new(policy.clone(), w.clone(), c.clone())
-        });
-        let (policy, w, c) = (settings.policy.clone(), writer.clone(), clock.clone());
-        let reviser = Workers::start(&arbiters, move || {
-            Reviser::new(policy.clone(), w.clone(), c.clone())
-        });
         let read_gate = ReadGate::new(settings.retrieval.max_reads_in_flight);
-        let retriever_prototype = Retriever::new(
-            reader.clone(),
-            clock.clone(),
-            read_gate.clone(),
-            settings.retrieval.max_limit,
-            settings.retrieval.selection_confidence_threshold,
-        );
-        let retriever = Workers::start(&arbiters, move || retriever_prototype.clone());
-
         let decayer = Decayer::new(
             reader.clone(),
             writer.clone(),
@@ -148,18 +121,18 @@ impl Application {
             },
         )
         .await?;
-        let state = web::Data::new(AppState {
-            ingestor,
-            retriever,
-            reviser,
+        let shared = SharedState {
+            policy: settings.policy.clone(),
             reader: reader.clone(),
             read_gate: read_gate.clone(),
             writer: writer.clone(),
             scheduler: scheduler.clone(),
             metrics,
             clock,
+            max_limit: settings.retrieval.max_limit,
+            selection_threshold: settings.retrieval.selection_confidence_threshold,
             max_body_bytes: settings.server.max_body_bytes,
-        });
+        };
 
         let addr = settings.listen_addr();
         let listener =
@@ -167,9 +140,12 @@ impl Application {
         let local = listener
             .local_addr()
             .map_err(|source| StartupError::Listen { addr, source })?;
+        // Each HTTP worker is an arbiter of its own, one per core (unless
+        // configured): the request actors are started on each, so the CPU
+        // work of a request stays on the thread that parsed it.
         let mut server = HttpServer::new(move || {
             App::new()
-                .app_data(state.clone())
+                .app_data(web::Data::new(shared.worker_state()))
                 .wrap(from_fn(telemetry::access_log))
                 .configure(http::configure)
                 .default_service(web::to(http::route_not_found))
@@ -190,7 +166,6 @@ impl Application {
             reader,
             read_gate,
             scheduler,
-            arbiters,
         })
     }
 
@@ -224,12 +199,51 @@ impl Application {
         let result = self.server.await;
         let _ = self.scheduler.send(StopSchedule).await;
         let writer = self.writer;
-        let arbiters = self.arbiters;
-        let _ = actix_web::rt::task::spawn_blocking(move || {
-            arbiters.stop();
-            writer.shutdown();
-        })
-        .await;
+        let _ = actix_web::rt::task::spawn_blocking(move || writer.shutdown()).await;
         result
+    }
+}
+
+/// What every HTTP worker shares; each worker makes its own request
+/// actors from it.
+#[derive(Clone)]
+struct SharedState {
+    policy: Policy,
+    reader: Reader,
+    read_gate: ReadGate,
+    writer: StorageWriter,
+    scheduler: Addr<Scheduler>,
+    metrics: Arc<Metrics>,
+    clock: Clock,
+    max_limit: usize,
+    selection_threshold: f64,
+    max_body_bytes: usize,
+}
+
+impl SharedState {
+    /// The state of one worker, with its ingestion, retrieval and revision
+    /// actors started on the worker's arbiter.
+    fn worker_state(&self) -> AppState {
+        AppState {
+            ingestor: Ingestor::new(self.policy.clone(), self.writer.clone(), self.clock.clone())
+                .start(),
+            retriever: Retriever::new(
+                self.reader.clone(),
+                self.clock.clone(),
+                self.read_gate.clone(),
+                self.max_limit,
+                self.selection_threshold,
+            )
+            .start(),
+            reviser: Reviser::new(self.policy.clone(), self.writer.clone(), self.clock.clone())
+                .start(),
+            reader: self.reader.clone(),
+            read_gate: self.read_gate.clone(),
+            writer: self.writer.clone(),
+            scheduler: self.scheduler.clone(),
+            metrics: self.metrics.clone(),
+            clock: self.clock.clone(),
+            max_body_bytes: self.max_body_bytes,
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! The ingestion actor: validates what agents send into records
-//! (classification, policy, the record builder) on its worker arbiter, then
+//! (classification, policy, the record builder) on its HTTP worker's thread, then
 //! stores them through one service call on the writer.
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};

@@ -22,10 +22,11 @@
 //!   writer thread: one connection fed by a bounded queue, committing every
 //!   write waiting in the queue in one transaction (group commit).
 //!
-//! The three request actors run one instance per worker arbiter (a thread
-//! per core, [`workers::Workers`]), so validation and orchestration run in
-//! parallel and never on the System arbiter; HTTP parsing and serialisation
-//! run on actix-web's worker threads. Blocking storage work runs only on
+//! The three request actors run one instance per HTTP worker: each worker
+//! of actix-web is an arbiter of its own (one per core by default), and the
+//! worker's actors are started on it, so parsing, validation, record
+//! building and serialisation of a request all run on the thread that took
+//! it, in parallel across cores and never on the System arbiter. Blocking storage work runs only on
 //! the storage threads. Every call into storage has a deadline, and the
 //! memory operations themselves are the functions of `crate::service`.
 
@@ -36,4 +37,3 @@ pub mod retrieval;
 pub mod revision;
 pub mod scheduler;
 pub mod storage;
-pub mod workers;

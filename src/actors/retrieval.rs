@@ -1,4 +1,4 @@
-//! The retrieval actor: validates retrieval requests on its worker arbiter
+//! The retrieval actor: validates retrieval requests on its HTTP worker's thread
 //! and turns them into reads — trust-gated, layered, with multi-solution
 //! selection — run by `service::retrieval` on the reader pool. It bounds
 //! the reads in flight across all its instances, since the reader pool's

@@ -1,5 +1,5 @@
 //! The revision actor: validates supersede, fork, retract, merge, contest
-//! and the salience adjustments into commands on its worker arbiter, then
+//! and the salience adjustments into commands on its HTTP worker's thread, then
 //! runs each as one writer job through `service::revision`, so it commits
 //! whole or not at all.
 

@@ -36,7 +36,6 @@ async fn ingest(
 ) -> Result<HttpResponse, ApiError> {
     let record = state
         .ingestor
-        .next()
         .send(Ingest {
             caller: writer_caller(),
             check: Box::new(move |cx| item.into_candidate(cx)),
@@ -87,7 +86,6 @@ async fn batch(
 ) -> Result<HttpResponse, ApiError> {
     let records = state
         .ingestor
-        .next()
         .send(IngestBatch {
             caller: writer_caller(),
             check: Box::new(move |cx| body.0.into_candidates(cx)),

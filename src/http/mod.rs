@@ -27,16 +27,16 @@ use crate::actors::retrieval::{ReadGate, Retriever};
 use crate::actors::revision::Reviser;
 use crate::actors::scheduler::Scheduler;
 use crate::actors::storage::{Reader, StorageWriter};
-use crate::actors::workers::Workers;
 use crate::domain::record::MemoryRecord;
 use crate::domain::trust::Caller;
 use crate::error::{ApiError, Code};
 
-/// What handlers reach the actors through.
+/// What handlers reach the actors through: the request actors of this
+/// worker, and handles shared by all.
 pub struct AppState {
-    pub ingestor: Workers<Ingestor>,
-    pub retriever: Workers<Retriever>,
-    pub reviser: Workers<Reviser>,
+    pub ingestor: actix::Addr<Ingestor>,
+    pub retriever: actix::Addr<Retriever>,
+    pub reviser: actix::Addr<Reviser>,
     pub reader: Reader,
     pub read_gate: ReadGate,
     pub writer: StorageWriter,

@@ -46,7 +46,6 @@ async fn create(
         .unwrap_or_else(|| DEFAULT_ACTOR.to_string());
     let record = state
         .ingestor
-        .next()
         .send(CreateRecord {
             caller: writer_caller(),
             record,
@@ -92,7 +91,6 @@ async fn history(
 ) -> Result<HttpResponse, ApiError> {
     let chain = state
         .retriever
-        .next()
         .send(RetrieveHistory {
             id: id.into_inner(),
             trust: body.0.trust,

@@ -22,7 +22,6 @@ async fn retrieve(
 ) -> Result<HttpResponse, ApiError> {
     let result = state
         .retriever
-        .next()
         .send(Retrieve {
             check: Box::new(move |max_limit| body.0.into_retrieval(max_limit)),
         })
@@ -37,7 +36,6 @@ async fn retrieve_by_id(
 ) -> Result<HttpResponse, ApiError> {
     let record = state
         .retriever
-        .next()
         .send(RetrieveById {
             id: id.into_inner(),
             trust: body.0.trust,

@@ -29,7 +29,6 @@ pub(super) async fn revise(
 ) -> Result<HttpResponse, ApiError> {
     let record = state
         .reviser
-        .next()
         .send(Revise {
             caller: writer_caller(),
             check: Box::new(move |cx| request.into_command(cx)),
