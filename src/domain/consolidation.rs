@@ -670,4 +670,145 @@ mod tests {
             (Sensitivity::Medium, Some(MIXED_SCOPE.to_string()))
         );
     }
+
+    fn t0() -> Timestamp {
+        parse_rfc3339("2026-01-01T00:00:00Z").unwrap()
+    }
+
+    fn episode(id: &str, sensitivity: &str, scope: Option<&str>) -> MemoryRecord {
+        let new: NewRecord = serde_json::from_value(json!({
+            "type": "episodic", "sensitivity": sensitivity, "scope": scope,
+            "payload": {"kind": "episodic"}
+        }))
+        .unwrap();
+        new.into_record(
+            &Policy::default(),
+            &Attribution::new("t", "t"),
+            t0(),
+            || id.into(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_new_fact_is_built_valid_from_its_sources_and_as_private_as_they_are() {
+        let (a, b) = (
+            episode("a", "low", Some("p")),
+            episode("b", "high", Some("p")),
+        );
+        let fact = new_fact(
+            &Policy::default(),
+            "error".into(),
+            "disk full".into(),
+            &[&a, &b],
+            t0(),
+            || "f".into(),
+        )
+        .unwrap();
+        assert_eq!(fact.memory_type, MemoryType::Semantic);
+        assert_eq!(
+            (fact.sensitivity, fact.scope.as_deref()),
+            (Sensitivity::High, Some("p"))
+        );
+        assert_eq!(fact.confidence, CandidateKind::Observation.confidence());
+        assert_eq!(fact.tags, [CONSOLIDATED_TAG]);
+        let Payload::Semantic(payload) = &fact.payload else {
+            panic!()
+        };
+        assert_eq!(payload.predicate, OBSERVED);
+        assert_eq!(payload.evidence.len(), 2);
+        assert_eq!(fact.provenance.sources.len(), 2);
+        assert_eq!(fact.audit_log[0].actor, SCHEDULER_ACTOR);
+    }
+
+    #[test]
+    fn reinforcement_respects_the_policy_cap_and_widens_nothing() {
+        let policy = Policy {
+            max_salience: 0.95,
+            initial_salience: 0.9,
+            ..Policy::default()
+        };
+        let a = episode("a", "low", None);
+        let mut fact =
+            new_fact(&policy, "e".into(), "s".into(), &[&a], t0(), || "f".into()).unwrap();
+        assert_eq!(fact.salience, 0.9);
+        let later = episode("b", "medium", Some("q"));
+        reinforce_fact(&mut fact, &policy, &[&later], t0());
+        assert_eq!(fact.salience, 0.95);
+        assert_eq!(fact.sensitivity, Sensitivity::Medium);
+        assert_eq!(fact.scope.as_deref(), Some(MIXED_SCOPE));
+        assert_eq!(
+            fact.audit_log.last().unwrap().action,
+            AuditAction::Reinforce
+        );
+        // Already above a lowered cap: reinforcement never lowers it.
+        let lower = Policy {
+            max_salience: 0.5,
+            ..Policy::default()
+        };
+        reinforce_fact(&mut fact, &lower, &[&later], t0());
+        assert_eq!(fact.salience, 0.95);
+    }
+
+    #[test]
+    fn a_skill_counts_its_successes_and_failures() {
+        let (a, b) = (episode("a", "low", None), episode("b", "low", None));
+        let mut skill = new_skill(
+            &Policy::default(),
+            "read > edit > read",
+            &[&a, &b],
+            2,
+            t0(),
+            || "s".into(),
+        )
+        .unwrap();
+        assert_eq!(skill.confidence, 0.5);
+        assert_eq!(skill.relations.len(), 2);
+        let Payload::Competence(payload) = &skill.payload else {
+            panic!()
+        };
+        assert_eq!(payload.required_tools, ["read", "edit"]);
+        assert_eq!(payload.recipe.len(), 3);
+        let c = episode("c", "low", None);
+        reinforce_skill(&mut skill, &Policy::default(), &[&c], 0, t0());
+        let Payload::Competence(payload) = &skill.payload else {
+            panic!()
+        };
+        let performance = payload.performance.as_ref().unwrap();
+        assert_eq!(
+            (performance.success_count, performance.failure_count),
+            (3, 2)
+        );
+        assert_eq!(performance.success_rate, Some(0.6));
+        assert_eq!(skill.relations.len(), 3);
+    }
+
+    #[test]
+    fn duplicates_merge_into_the_oldest_active_fact() {
+        let policy = Policy::default();
+        let a = episode("a", "low", None);
+        let fact = |id: &str, sensitivity: Sensitivity, minutes: i64| {
+            let mut f =
+                new_fact(&policy, "e".into(), "s".into(), &[&a], t0(), || id.into()).unwrap();
+            f.sensitivity = sensitivity;
+            f.created_at = t0() + chrono::Duration::minutes(minutes);
+            f
+        };
+        let mut retracted = fact("gone", Sensitivity::Low, 0);
+        retracted.status = Status::Retracted;
+        let group = vec![
+            fact("newer", Sensitivity::High, 5),
+            retracted,
+            fact("oldest", Sensitivity::Low, 1),
+        ];
+        let (survivor, duplicates) = merge_duplicates(group, t0()).unwrap();
+        assert_eq!(survivor.id, "oldest");
+        assert_eq!(survivor.sensitivity, Sensitivity::High);
+        assert_eq!(survivor.relations[0].target_id, "newer");
+        assert_eq!(duplicates.len(), 1);
+        assert_eq!(duplicates[0].status, Status::Retracted);
+        assert_eq!(duplicates[0].salience, 0.0);
+        let alone = vec![fact("x", Sensitivity::Low, 0)];
+        assert!(merge_duplicates(alone, t0()).is_none());
+    }
 }

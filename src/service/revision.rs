@@ -93,11 +93,27 @@ pub fn retract(
     by: &Attribution,
     id: &str,
 ) -> Result<MemoryRecord, ServiceError> {
+    change_one(tx, caller, now, id, SalienceChange::SetAt(now), |record| {
+        check_revisable("id", record)?;
+        check_not_retracted("id", record)?;
+        revision::retract(record, AuditAction::Delete, by, now);
+        Ok(())
+    })
+}
+
+/// Loads record `id` for a change, applies `change` (its checks first),
+/// and writes it against the version read.
+fn change_one(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    id: &str,
+    salience: SalienceChange,
+    change: impl FnOnce(&mut MemoryRecord) -> Result<(), ServiceError>,
+) -> Result<MemoryRecord, ServiceError> {
     let mut loaded = load(tx, caller, "id", id, now)?;
-    check_revisable("id", &loaded.record)?;
-    check_not_retracted("id", &loaded.record)?;
-    revision::retract(&mut loaded.record, AuditAction::Delete, by, now);
-    tx.update_record(&loaded.version, &loaded.record, SalienceChange::SetAt(now))?;
+    change(&mut loaded.record)?;
+    tx.update_record(&loaded.version, &loaded.record, salience)?;
     Ok(loaded.record)
 }
 
@@ -139,12 +155,12 @@ pub fn contest(
     id: &str,
     contesting_ref: Option<&str>,
 ) -> Result<MemoryRecord, ServiceError> {
-    let mut loaded = load(tx, caller, "id", id, now)?;
-    check_revisable("id", &loaded.record)?;
-    check_not_retracted("id", &loaded.record)?;
-    revision::contest(&mut loaded.record, contesting_ref, by, now);
-    tx.update_record(&loaded.version, &loaded.record, SalienceChange::Unchanged)?;
-    Ok(loaded.record)
+    change_one(tx, caller, now, id, SalienceChange::Unchanged, |record| {
+        check_revisable("id", record)?;
+        check_not_retracted("id", record)?;
+        revision::contest(record, contesting_ref, by, now);
+        Ok(())
+    })
 }
 
 /// Clears a contest: the record is active again.
@@ -155,11 +171,10 @@ pub fn resolve_contest(
     by: &Attribution,
     id: &str,
 ) -> Result<MemoryRecord, ServiceError> {
-    let mut loaded = load(tx, caller, "id", id, now)?;
-    check_revisable("id", &loaded.record)?;
-    revision::resolve_contest(&mut loaded.record, by, now)?;
-    tx.update_record(&loaded.version, &loaded.record, SalienceChange::Unchanged)?;
-    Ok(loaded.record)
+    change_one(tx, caller, now, id, SalienceChange::Unchanged, |record| {
+        check_revisable("id", record)?;
+        Ok(revision::resolve_contest(record, by, now)?)
+    })
 }
 
 /// Salience up by the record's gain, never above `max_salience`.
@@ -171,11 +186,11 @@ pub fn reinforce(
     id: &str,
     max_salience: f64,
 ) -> Result<MemoryRecord, ServiceError> {
-    let mut loaded = load(tx, caller, "id", id, now)?;
-    check_not_retracted("id", &loaded.record)?;
-    revision::reinforce(&mut loaded.record, max_salience, by, now);
-    tx.update_record(&loaded.version, &loaded.record, SalienceChange::SetAt(now))?;
-    Ok(loaded.record)
+    change_one(tx, caller, now, id, SalienceChange::SetAt(now), |record| {
+        check_not_retracted("id", record)?;
+        revision::reinforce(record, max_salience, by, now);
+        Ok(())
+    })
 }
 
 /// Salience down by `amount`, never below the record's floor.
@@ -187,9 +202,9 @@ pub fn penalize(
     id: &str,
     amount: f64,
 ) -> Result<MemoryRecord, ServiceError> {
-    let mut loaded = load(tx, caller, "id", id, now)?;
-    check_not_retracted("id", &loaded.record)?;
-    revision::penalize(&mut loaded.record, amount, by, now);
-    tx.update_record(&loaded.version, &loaded.record, SalienceChange::SetAt(now))?;
-    Ok(loaded.record)
+    change_one(tx, caller, now, id, SalienceChange::SetAt(now), |record| {
+        check_not_retracted("id", record)?;
+        revision::penalize(record, amount, by, now);
+        Ok(())
+    })
 }

@@ -213,6 +213,24 @@ impl TestApp {
         body["record"].clone()
     }
 
+    /// The ids of the supersession history through `id`, as a fully
+    /// trusted caller sees it.
+    pub async fn history_ids(&self, id: &str) -> Vec<String> {
+        let (status, body) = self
+            .post(
+                &format!("/v1/records/{id}/history"),
+                &json!({"trust": trust("hyper", &[])}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["chain"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no chain in {body}"))
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     /// Holds the single writer until the returned sender is dropped or sent
     /// to.
     pub async fn block_writer(&self) -> std::sync::mpsc::Sender<()> {
