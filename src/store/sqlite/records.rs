@@ -585,22 +585,69 @@ pub fn query_records(
             .then(b.key.cmp(&a.key))
     });
     // A few more candidates than asked for, so records that decayed below
-    // `min_salience` since the last sweep can be replaced.
+    // `min_salience` since the last sweep can be replaced. Their current
+    // salience comes from their decay rows alone; only the records that
+    // make the cut are loaded whole.
     ranked.truncate(query.limit.saturating_add(RERANK_MARGIN));
     let keys: Vec<i64> = ranked.iter().map(|r| r.key).collect();
-    let mut found: Vec<MemoryRecord> = load_records(conn, &keys, now)?
+    let current = current_saliences(conn, &keys, now)?;
+    let mut kept: Vec<(Ranked, f64)> = ranked
         .into_iter()
-        .filter(|record| record.salience >= query.min_salience)
+        .filter_map(|r| current.get(&r.key).map(|salience| (r, *salience)))
+        .filter(|(_, salience)| *salience >= query.min_salience)
         .collect();
     // Stable: equal records keep the newest-key-first order of `ranked`.
-    found.sort_by(|a, b| {
-        b.salience
-            .total_cmp(&a.salience)
-            .then(a.memory_type.layer().cmp(&b.memory_type.layer()))
+    kept.sort_by(|(a, sa), (b, sb)| {
+        sb.total_cmp(sa)
+            .then(a.layer.cmp(&b.layer))
             .then(b.created_at.cmp(&a.created_at))
     });
-    found.truncate(query.limit);
-    Ok(found)
+    kept.truncate(query.limit);
+    let keys: Vec<i64> = kept.iter().map(|(r, _)| r.key).collect();
+    load_records(conn, &keys, now)
+}
+
+/// The salience at `now` of the records with these keys, from their decay
+/// rows: what `load_records` would compute, without loading the records.
+fn current_saliences(
+    conn: &Connection,
+    keys: &[i64],
+    now: Timestamp,
+) -> Result<HashMap<i64, f64>, StoreError> {
+    let key_list = Rc::new(
+        keys.iter()
+            .map(|k| SqlValue::Integer(*k))
+            .collect::<Vec<_>>(),
+    );
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.key, r.created_at, d.curve, d.half_life_seconds, d.min_salience,
+                d.max_age_seconds, d.reinforcement_gain, d.pinned,
+                COALESCE(d.anchor_salience, r.salience), COALESCE(d.anchor_at, d.last_reinforced_at)
+         FROM records r JOIN decay_profiles d ON d.record_key = r.key
+         WHERE r.key IN rarray(?1)",
+    )?;
+    let mut rows = stmt.query([key_list])?;
+    let mut saliences = HashMap::with_capacity(keys.len());
+    while let Some(row) = rows.next()? {
+        let profile = DecayProfile {
+            curve: parse_enum(row, 2, DecayCurve::parse)?,
+            half_life_seconds: row.get(3)?,
+            min_salience: row.get(4)?,
+            max_age_seconds: row.get(5)?,
+            reinforcement_gain: row.get(6)?,
+        };
+        let state = DecayState {
+            anchor: Anchor {
+                salience: row.get(8)?,
+                at: from_micros(row.get(9)?),
+            },
+            profile: &profile,
+            pinned: row.get(7)?,
+            created_at: from_micros(row.get(1)?),
+        };
+        saliences.insert(row.get::<_, i64>(0)?, salience_at(&state, now));
+    }
+    Ok(saliences)
 }
 
 /// Extra candidates a retrieval reads beyond its limit.
