@@ -12,29 +12,8 @@ if [ -z "${ENGRAM_BIN:-}" ] || [ -z "${LOADTESTS_BIN:-}" ]; then
   cargo build --release --quiet -p engram -p loadtests
 fi
 work=$(mktemp -d)
-server=
+. loadtests/server.sh
 trap 'stop; rm -rf "$work"' EXIT
-
-stop() {
-  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  server=
-}
-
-start() {
-  stop
-  mkdir -p "$work/$1"
-  ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DB_PATH="$work/$1/engram.db" RUST_LOG=info \
-    "$engram" >"$work/$1/server.log" 2>&1 &
-  server=$!
-  addr=
-  for _ in $(seq 1 100); do
-    addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/$1/server.log" | head -n 1 | cut -d= -f2 || true)
-    [ -n "$addr" ] && break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { echo "engram did not start:"; cat "$work/$1/server.log"; exit 1; }
-  url="http://$addr"
-}
 
 lt() { "$loadtests" "$@" --url "$url" --quiet; }
 

@@ -9,29 +9,9 @@ cd "$(dirname "$0")/.."
 
 cargo build --release --quiet -p engram -p loadtests
 work=$(mktemp -d)
-server=
+engram=target/release/engram
+. loadtests/server.sh
 trap 'stop; rm -rf "$work"' EXIT
-
-stop() {
-  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  server=
-}
-
-# Starts a release engram on a new database in $work/$1; sets $url.
-start() {
-  stop
-  mkdir -p "$work/$1"
-  ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DB_PATH="$work/$1/engram.db" RUST_LOG=info \
-    target/release/engram >"$work/$1/server.log" 2>&1 &
-  server=$!
-  addr=
-  for _ in $(seq 1 100); do
-    addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/$1/server.log" | head -n 1 | cut -d= -f2 || true)
-    [ -n "$addr" ] && break
-    sleep 0.1
-  done
-  url="http://$addr"
-}
 
 lt() { target/release/loadtests "$@" --url "$url" --quiet; }
 records() { curl -s "$url/v1/metrics" | grep -o '"total_records":[0-9]*' | cut -d: -f2; }

@@ -1,0 +1,26 @@
+# Sourced by the measuring scripts: starts and stops a throwaway engram.
+# Needs $work (a scratch directory) and $engram (the binary to run).
+
+server=
+
+stop() {
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  server=
+}
+
+# Starts engram on a new database in $work/$1; sets $url.
+start() {
+  stop
+  mkdir -p "$work/$1"
+  ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DB_PATH="$work/$1/engram.db" RUST_LOG=info \
+    "$engram" >"$work/$1/server.log" 2>&1 &
+  server=$!
+  addr=
+  for _ in $(seq 1 100); do
+    addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/$1/server.log" | head -n 1 | cut -d= -f2 || true)
+    [ -n "$addr" ] && break
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { echo "engram did not start:"; cat "$work/$1/server.log"; exit 1; }
+  url="http://$addr"
+}
