@@ -2,7 +2,7 @@ use awc::http::StatusCode;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use crate::helpers::{create_id, near, spawn_app, trust, TestApp};
+use crate::helpers::{create_id, near, spawn_app, trust, Deadline, TestApp};
 
 /// A working record with a one-hour half-life and the given lifecycle.
 fn memo(id: &str, lifecycle: Value) -> Value {
@@ -159,6 +159,57 @@ async fn reinforcement_and_penalties_restart_decay_from_the_new_value() {
     app.clock.advance(Duration::hours(1));
     app.run_job("decay").await;
     assert!(near(&app.get_record("m").await["salience"], 0.1125));
+}
+
+#[actix_web::test]
+async fn a_record_retracted_after_the_sweep_read_it_is_never_pruned() {
+    let app = spawn_app().await;
+    // Decayed to nothing long ago: every sweep wants to prune them.
+    let faded = |id: &str| {
+        json!({"id": id, "type": "working", "sensitivity": "low",
+               "lifecycle": {"last_reinforced_at": "2000-01-01T00:00:00Z",
+                             "decay": {"half_life_seconds": 1}},
+               "payload": {"kind": "working", "thread_id": id, "state": "done"}})
+    };
+    create_id(&app, faded("kept")).await;
+    create_id(&app, faded("gone")).await;
+    // The retract is queued first; the sweep reads both records before it
+    // commits, and its prune is queued behind it.
+    let release = app.block_writer().await;
+    let client = app.client.clone();
+    let url = format!("{}/v1/revisions/retract", app.address);
+    let retract = actix_web::rt::spawn(async move {
+        client
+            .post(url)
+            .send_json(&json!({"id": "kept", "actor": "a", "rationale": "wrong"}))
+            .await
+            .map(|r| r.status())
+    });
+    let deadline = Deadline::after(10, "the retract to be queued");
+    while app.writer.queue_depth() < 1 {
+        deadline.wait().await;
+    }
+    let client = app.client.clone();
+    let url = format!("{}/v1/jobs/decay/run", app.address);
+    let sweep = actix_web::rt::spawn(async move {
+        let mut response = client.post(url).send().await.unwrap();
+        response.json::<Value>().await.unwrap()
+    });
+    let deadline = Deadline::after(10, "the sweep's prune to be queued");
+    while app.writer.queue_depth() < 2 {
+        deadline.wait().await;
+    }
+    release.send(()).unwrap();
+    assert_eq!(retract.await.unwrap().unwrap(), StatusCode::OK);
+    let report = sweep.await.unwrap();
+    assert_eq!(report["result"]["pruned"], 1, "{report}");
+    let kept = app.get_record("kept").await;
+    assert_eq!(kept["status"], "retracted");
+    assert_eq!(kept["audit_log"].as_array().unwrap().len(), 2, "{kept}");
+    let (status, _) = app
+        .post("/v1/retrieve/gone", &json!({"trust": trust("hyper", &[])}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 #[actix_web::test]

@@ -111,12 +111,13 @@ pub fn apply_decay(
 
 /// Deletes, with all their parts, the records among `candidates` still at
 /// the version scanned (an explicit "changed since read" check, whoever
-/// changed them) that are not part of a revision chain. Answers how many
+/// changed them), never retracted ones, and none that is part of a
+/// revision chain. Answers how many
 /// were deleted.
 pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, StoreError> {
     let mut delete = conn.prepare_cached(
         "DELETE FROM records
-         WHERE key = ?1 AND version = ?2
+         WHERE key = ?1 AND version = ?2 AND status <> 'retracted'
            AND NOT EXISTS (SELECT 1 FROM relations
                            WHERE source_key = ?1 AND predicate IN ('supersedes', 'derived_from', 'contested_by'))
            AND NOT EXISTS (SELECT 1 FROM relations
