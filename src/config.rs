@@ -75,6 +75,7 @@ pub struct StorageSettings {
 pub struct JobsSettings {
     pub decay_chunk_size: usize,
     pub compress_after_hours: i64,
+    pub min_interval_seconds: u64,
     pub decay: JobSettings,
     pub consolidation: JobSettings,
 }
@@ -247,11 +248,19 @@ impl Settings {
         if self.jobs.compress_after_hours <= 0 {
             return invalid("jobs.compress_after_hours", "must be > 0");
         }
+        if self.jobs.min_interval_seconds == 0 {
+            return invalid("jobs.min_interval_seconds", "must be at least 1");
+        }
         for (key, job) in [
             ("jobs.decay.schedule", &self.jobs.decay),
             ("jobs.consolidation.schedule", &self.jobs.consolidation),
         ] {
-            if let Err(why) = Schedule::parse(&job.schedule) {
+            let checked = Schedule::parse_checked(
+                &job.schedule,
+                chrono::Utc::now(),
+                self.jobs.min_interval_seconds,
+            );
+            if let Err(why) = checked {
                 return invalid(key, &why);
             }
         }

@@ -104,7 +104,7 @@ struct JobState {
 pub enum JobsError {
     #[error("job scheduler: {0}")]
     Scheduler(String),
-    #[error("stored schedule for job {name} is invalid: {reason}")]
+    #[error("the schedule of job {name} is refused: {reason}")]
     StoredSchedule { name: String, reason: String },
 }
 
@@ -121,6 +121,8 @@ pub struct Scheduler {
     cron: JobScheduler,
     jobs: BTreeMap<JobName, JobState>,
     deps: Arc<SchedulerDeps>,
+    /// The shortest time allowed between two runs of a job.
+    min_interval_seconds: u64,
 }
 
 impl Actor for Scheduler {
@@ -142,15 +144,35 @@ impl Scheduler {
                 JobName::Decay => &settings.decay,
                 JobName::Consolidation => &settings.consolidation,
             };
-            let (expression, enabled) = match stored.iter().find(|s| s.name == name.as_str()) {
-                Some(setting) => (setting.schedule.clone(), setting.enabled),
-                None => (configured.schedule.clone(), configured.enabled),
+            let now = deps.clock.now();
+            let min_interval = settings.min_interval_seconds;
+            let configured_schedule = || {
+                Schedule::parse_checked(&configured.schedule, now, min_interval).map_err(|reason| {
+                    JobsError::StoredSchedule {
+                        name: name.as_str().to_string(),
+                        reason,
+                    }
+                })
             };
-            let schedule =
-                Schedule::parse(&expression).map_err(|reason| JobsError::StoredSchedule {
-                    name: name.as_str().to_string(),
-                    reason,
-                })?;
+            let (schedule, enabled) = match stored.iter().find(|s| s.name == name.as_str()) {
+                Some(setting) => {
+                    match Schedule::parse_checked(&setting.schedule, now, min_interval) {
+                        Ok(schedule) => (schedule, setting.enabled),
+                        // Stored before the rules it breaks existed: the
+                        // configured schedule serves instead, and says so.
+                        Err(reason) => {
+                            tracing::warn!(
+                                job = name.as_str(),
+                                stored = setting.schedule.as_str(),
+                                %reason,
+                                "stored schedule refused; using the configured one"
+                            );
+                            (configured_schedule()?, setting.enabled)
+                        }
+                    }
+                }
+                None => (configured_schedule()?, configured.enabled),
+            };
             let last_run = last_runs.iter().find(|r| r.name == name.as_str()).cloned();
             jobs.insert(
                 name,
@@ -170,6 +192,7 @@ impl Scheduler {
             cron: cron.clone(),
             jobs,
             deps: Arc::new(deps),
+            min_interval_seconds: settings.min_interval_seconds,
         }
         .start();
         for name in JobName::ALL {
@@ -314,7 +337,11 @@ impl Handler<UpdateJob> for Scheduler {
         let name = msg.name;
         let job = &self.jobs[&name];
         let schedule = match msg.schedule {
-            Some(expression) => match Schedule::parse(&expression) {
+            Some(expression) => match Schedule::parse_checked(
+                &expression,
+                self.deps.clock.now(),
+                self.min_interval_seconds,
+            ) {
                 Ok(schedule) => schedule,
                 Err(why) => {
                     let error = ValidationError::new("schedule", why).into();

@@ -86,6 +86,15 @@ async fn a_bad_schedule_is_refused_with_the_reason() {
             "is not a valid cron expression",
         ),
         (json!({"schedule": ""}), "schedule:"),
+        (
+            json!({"schedule": "0 0 0 31 2 MON"}),
+            "schedule: \"0 0 0 31 2 MON\" never runs in the next 366 days",
+        ),
+        (json!({"schedule": "* * * * * *"}), "runs 1 s apart"),
+        (
+            json!({"schedule": "*/30 * * * * *"}),
+            "at most once every 60 s (jobs.min_interval_seconds)",
+        ),
         (json!({"schedule": 5}), "schedule: invalid type"),
         (json!({"enabled": "yes"}), "enabled: invalid type"),
         (json!({"every": "hour"}), "unknown field `every`"),
@@ -111,6 +120,27 @@ async fn a_bad_schedule_is_refused_with_the_reason() {
         StatusCode::NOT_FOUND,
         "not_found",
         "vacuum",
+    );
+}
+
+#[actix_web::test]
+async fn a_stored_schedule_that_would_run_every_second_gives_way_to_the_configured_one() {
+    let app = spawn_app().await;
+    let dir = app.stop().await;
+    let conn = rusqlite::Connection::open(dir.path().join("engram.db")).unwrap();
+    conn.execute(
+        "INSERT INTO job_settings (name, schedule, enabled, updated_at) VALUES ('decay', '* * * * * *', 1, 0)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let app = spawn_app_in(dir, |_| {}).await;
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(job(&list, "decay")["schedule"], "0 0 * * * *", "{list}");
+    assert_eq!(
+        job(&list, "decay")["enabled"],
+        true,
+        "the stored flag stands"
     );
 }
 
