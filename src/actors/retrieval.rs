@@ -45,7 +45,6 @@ impl ReadGate {
     }
 }
 
-#[derive(Clone)]
 pub struct Retriever {
     reader: Reader,
     clock: Clock,

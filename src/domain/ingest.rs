@@ -99,7 +99,7 @@ pub fn common(
 }
 
 fn require_source(source: String) -> Validated<String> {
-    require_string("source", Some(source), "candidate source is required")
+    require_string("source", source, "candidate source is required")
 }
 
 /// The time the data describes; ingest time when not given.
@@ -167,12 +167,12 @@ pub fn event(
 ) -> Validated<Candidate> {
     let event_kind = require_string(
         "event_kind",
-        Some(event_kind),
+        event_kind,
         "event kind is required for event candidates",
     )?;
     let reference = require_string(
         "ref",
-        Some(reference),
+        reference,
         "event ref is required for event candidates",
     )?;
     let summary = optional_string("summary", summary)?;
@@ -206,7 +206,7 @@ pub fn tool_output(
 ) -> Validated<Candidate> {
     let tool = require_string(
         "tool_name",
-        Some(tool_name),
+        tool_name,
         "tool name is required for tool output candidates",
     )?;
     let args = args.unwrap_or(Value::Null);
@@ -245,12 +245,12 @@ pub fn observation(
 ) -> Validated<Candidate> {
     let subject = require_string(
         "subject",
-        Some(subject),
+        subject,
         "subject is required for observation candidates",
     )?;
     let predicate = require_string(
         "predicate",
-        Some(predicate),
+        predicate,
         "predicate is required for observation candidates",
     )?;
     let object = object.unwrap_or(Value::Null);
@@ -286,7 +286,7 @@ pub fn working_state(
 ) -> Validated<Candidate> {
     let thread_id = require_string(
         "thread_id",
-        Some(state.thread_id),
+        state.thread_id,
         "thread ID is required for working state candidates",
     )?;
     check_json_size("active_constraints", &state.active_constraints)?;
@@ -321,7 +321,7 @@ pub fn outcome(
     let source = require_source(source)?;
     let target_record_id = require_string(
         "target_record_id",
-        Some(target_record_id),
+        target_record_id,
         "target record ID is required for outcome candidates",
     )?;
     Ok(Candidate::Outcome(OutcomeUpdate {

@@ -101,14 +101,14 @@ pub struct NewRecordContext<'a> {
 /// Who asks for a revision and why: both required.
 pub fn attribution(actor: String, rationale: String) -> Validated<Attribution> {
     Ok(Attribution {
-        actor: require_string("actor", Some(actor), "actor is required")?,
-        rationale: require_string("rationale", Some(rationale), "rationale is required")?,
+        actor: require_string("actor", actor, "actor is required")?,
+        rationale: require_string("rationale", rationale, "rationale is required")?,
     })
 }
 
 /// The id of a record a revision names.
 pub fn record_id(field: &str, id: String) -> Validated<String> {
-    let id = require_string(field, Some(id), &format!("{field} is required"))?;
+    let id = require_string(field, id, &format!("{field} is required"))?;
     check_id(field, &id)?;
     Ok(id)
 }

@@ -63,15 +63,14 @@ pub fn check_string(field: &str, value: &str) -> Validated<()> {
     Ok(())
 }
 
-/// A required string: present, not blank, within the limit.
-pub fn require_string(field: &str, value: Option<String>, missing: &str) -> Validated<String> {
-    match value {
-        Some(value) if !value.trim().is_empty() => {
-            check_string(field, &value)?;
-            Ok(value)
-        }
-        _ => Err(ValidationError::new(field, missing)),
+/// A required string: not blank, within the limit. (Its presence is the
+/// request type's business.)
+pub fn require_string(field: &str, value: String, missing: &str) -> Validated<String> {
+    if value.trim().is_empty() {
+        return Err(ValidationError::new(field, missing));
     }
+    check_string(field, &value)?;
+    Ok(value)
 }
 
 /// An optional string: absent or empty both mean "not given".
