@@ -110,15 +110,16 @@ impl Handler<CreateRecord> for Ingestor {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
     fn handle(&mut self, msg: CreateRecord, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
         let record = msg
             .record
-            .into_record(&self.policy, &msg.by, self.clock.now(), new_record_id);
+            .into_record(&self.policy, &msg.by, now, new_record_id);
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
             let record = record?;
             writer
-                .write(move |tx| service::ingest::create_record(tx, &caller, record))
+                .write(move |tx| service::ingest::create_record(tx, &caller, now, record))
                 .await
         })
     }

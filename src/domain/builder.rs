@@ -93,6 +93,7 @@ impl RecordDraft {
             audit_log: self.audit_log,
         };
         record.validate()?;
+        record.check_timestamps(now)?;
         check_policy_caps(policy, &record)?;
         Ok(record)
     }

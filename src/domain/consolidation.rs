@@ -36,7 +36,7 @@ use super::record::{
 };
 use super::revision::{retract, DERIVED_FROM};
 use super::time::Timestamp;
-use super::validate::Validated;
+use super::validate::{Validated, MAX_COUNT};
 
 /// Scope of records derived from sources in different scopes. Only callers
 /// whose trust context allows every scope, or names this one, see them.
@@ -361,19 +361,22 @@ pub fn reinforce_fact(
 }
 
 fn success_rate(performance: &Performance) -> f64 {
-    success_rate_of(
-        performance.success_count as usize,
-        performance.failure_count as usize,
-    )
+    success_rate_of(performance.success_count, performance.failure_count)
 }
 
-fn success_rate_of(successes: usize, failures: usize) -> f64 {
-    let total = successes + failures;
-    if total == 0 {
+fn success_rate_of(successes: u64, failures: u64) -> f64 {
+    // In floating point: two counts near the limit must not wrap.
+    let total = successes as f64 + failures as f64;
+    if total == 0.0 {
         0.0
     } else {
-        successes as f64 / total as f64
+        successes as f64 / total
     }
+}
+
+/// Counters stop at the validated maximum instead of growing past it.
+fn add_count(count: u64, more: usize) -> u64 {
+    count.saturating_add(more as u64).min(MAX_COUNT)
 }
 
 fn unique(mut items: Vec<String>) -> Vec<String> {
@@ -420,7 +423,7 @@ pub fn new_skill(
     });
     let derivation = Derivation {
         memory_type: MemoryType::Competence,
-        confidence: success_rate_of(wins.len(), failures),
+        confidence: success_rate_of(wins.len() as u64, failures as u64),
         payload,
         relations: wins.iter().map(|s| derived_from(s, now)).collect(),
         rationale: format!(
@@ -442,8 +445,8 @@ pub fn reinforce_skill(
 ) {
     if let Payload::Competence(payload) = &mut skill.payload {
         let performance = payload.performance.get_or_insert_with(Performance::default);
-        performance.success_count += wins.len() as u64;
-        performance.failure_count += failures as u64;
+        performance.success_count = add_count(performance.success_count, wins.len());
+        performance.failure_count = add_count(performance.failure_count, failures);
         performance.success_rate = Some(success_rate(performance));
         performance.last_used_at = Some(now);
     }

@@ -12,7 +12,7 @@
 //! value as of the last sweep for ordering, and reads compute the current
 //! value, so what a client sees is never staler than the clock.
 
-use super::record::{DecayCurve, DecayProfile, DeletionPolicy, Status};
+use super::record::{DecayCurve, DecayProfile, DeletionPolicy, MemoryRecord, Status};
 use super::time::Timestamp;
 
 /// Below this, a decayed record may be pruned.
@@ -58,6 +58,24 @@ pub fn salience_at(state: &DecayState<'_>, now: Timestamp) -> f64 {
     };
     // The floor never lifts a record that was already below it.
     decayed.max(state.profile.min_salience.min(start)).max(0.0)
+}
+
+/// The salience at `now` of a record that was just built: its salience is
+/// the value it had at its last reinforcement, which a client may date in
+/// the past.
+pub fn salience_of_new(record: &MemoryRecord, now: Timestamp) -> f64 {
+    salience_at(
+        &DecayState {
+            anchor: Anchor {
+                salience: record.salience,
+                at: record.lifecycle.last_reinforced_at,
+            },
+            profile: &record.lifecycle.decay,
+            pinned: record.lifecycle.pinned,
+            created_at: record.created_at,
+        },
+        now,
+    )
 }
 
 /// Whether the scheduler may delete a record whose salience decayed to

@@ -17,8 +17,8 @@ use super::record::{
 };
 use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
 use super::validate::{
-    check_json_size, check_strings, normalize_tags, optional_string, require_string, Validated,
-    ValidationError,
+    check_actor, check_id, check_json_size, check_not_future, check_strings, normalize_tags,
+    optional_string, require_string, Validated, ValidationError,
 };
 
 /// Most items in one `ingest/batch` request.
@@ -99,7 +99,9 @@ pub fn common(
 }
 
 fn require_source(source: String) -> Validated<String> {
-    require_string("source", source, "candidate source is required")
+    let source = require_string("source", source, "candidate source is required")?;
+    check_actor("source", &source)?;
+    Ok(source)
 }
 
 /// The time the data describes; ingest time when not given.
@@ -107,9 +109,13 @@ fn event_time(cx: &IngestContext<'_>, timestamp: Option<String>) -> Validated<Ti
     match timestamp {
         None => Ok(cx.now),
         Some(text) if text.is_empty() => Ok(cx.now),
-        Some(text) => parse_rfc3339(&text)
-            .map(truncate_to_micros)
-            .map_err(|e| ValidationError::new("timestamp", e)),
+        Some(text) => {
+            let timestamp = parse_rfc3339(&text)
+                .map(truncate_to_micros)
+                .map_err(|e| ValidationError::new("timestamp", e))?;
+            check_not_future("timestamp", timestamp, cx.now)?;
+            Ok(timestamp)
+        }
     }
 }
 
@@ -324,6 +330,7 @@ pub fn outcome(
         target_record_id,
         "target record ID is required for outcome candidates",
     )?;
+    check_id("target_record_id", &target_record_id)?;
     Ok(Candidate::Outcome(OutcomeUpdate {
         target_record_id,
         status,

@@ -8,11 +8,13 @@ use serde_json::{Map, Value};
 use super::record::{MemoryType, Status};
 use super::time::{rfc3339, rfc3339_option, Timestamp};
 use super::validate::{
-    check_json_size, check_string, check_strings, check_unit_interval, null_as_default, Validated,
-    ValidationError,
+    check_count, check_json_size, check_non_negative, check_string, check_strings,
+    check_unit_interval, nested_error, null_as_default, Validated, ValidationError,
 };
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Deserialized by hand (below) rather than with serde's internal tagging,
+/// which buffers the content and so loses the path of an error inside it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Payload {
     Working(WorkingPayload),
@@ -315,6 +317,54 @@ pub struct PlanMetrics {
     pub last_executed_at: Option<Timestamp>,
 }
 
+const PAYLOAD_KINDS: &[&str] = &[
+    "working",
+    "semantic",
+    "competence",
+    "plan_graph",
+    "episodic",
+];
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut fields = Map::<String, Value>::deserialize(deserializer)?;
+        let kind = match fields.remove("kind") {
+            Some(Value::String(kind)) => kind,
+            None | Some(Value::Null) => return Err(D::Error::missing_field("kind")),
+            Some(other) => {
+                return Err(D::Error::custom(nested_error(
+                    "kind",
+                    &format!("invalid type: {other}, expected a string"),
+                )))
+            }
+        };
+        let fields = Value::Object(fields);
+        let payload = match kind.as_str() {
+            "working" => variant(fields).map(Payload::Working),
+            "semantic" => variant(fields).map(Payload::Semantic),
+            "competence" => variant(fields).map(Payload::Competence),
+            "plan_graph" => variant(fields).map(Payload::PlanGraph),
+            "episodic" => variant(fields).map(Payload::Episodic),
+            other => return Err(D::Error::unknown_variant(other, PAYLOAD_KINDS)),
+        };
+        payload.map_err(D::Error::custom)
+    }
+}
+
+/// One payload kind's fields, with the path of any error inside them.
+fn variant<T: serde::de::DeserializeOwned>(fields: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(fields).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        if path == "." {
+            inner
+        } else {
+            nested_error(&path, &inner)
+        }
+    })
+}
+
 impl Payload {
     pub fn memory_type(&self) -> MemoryType {
         match self {
@@ -423,8 +473,15 @@ impl CompetencePayload {
         check_strings("required_tools", &self.required_tools)?;
         check_strings("failure_modes", &self.failure_modes)?;
         check_strings("fallbacks", &self.fallbacks)?;
-        if let Some(rate) = self.performance.as_ref().and_then(|p| p.success_rate) {
-            check_unit_interval("performance.success_rate", rate)?;
+        if let Some(performance) = &self.performance {
+            check_count("performance.success_count", performance.success_count)?;
+            check_count("performance.failure_count", performance.failure_count)?;
+            if let Some(rate) = performance.success_rate {
+                check_unit_interval("performance.success_rate", rate)?;
+            }
+            if let Some(latency) = performance.avg_latency_ms {
+                check_non_negative("performance.avg_latency_ms", latency)?;
+            }
         }
         Ok(())
     }
@@ -456,8 +513,16 @@ impl PlanGraphPayload {
                 }
             }
         }
-        if let Some(rate) = self.metrics.as_ref().and_then(|m| m.failure_rate) {
-            check_unit_interval("metrics.failure_rate", rate)?;
+        if let Some(metrics) = &self.metrics {
+            if let Some(rate) = metrics.failure_rate {
+                check_unit_interval("metrics.failure_rate", rate)?;
+            }
+            if let Some(count) = metrics.execution_count {
+                check_count("metrics.execution_count", count)?;
+            }
+            if let Some(latency) = metrics.avg_latency_ms {
+                check_non_negative("metrics.avg_latency_ms", latency)?;
+            }
         }
         Ok(())
     }

@@ -10,8 +10,15 @@ use super::record::{
     Attribution, AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle,
     MemoryRecord, MemoryType, Provenance, ProvenanceSource, Relation, Sensitivity, Status,
 };
+use super::revision::{CONTESTED_BY, SUPERSEDES};
 use super::time::{rfc3339_option, Timestamp};
-use super::validate::{normalize_tags, null_as_default, optional_string, Validated};
+use super::validate::{
+    check_actor, normalize_tags, null_as_default, optional_string, Validated, ValidationError,
+};
+
+/// Relations only a revision may create: a client-made one would give a
+/// chain two heads, or a contest with no audit entry.
+const REVISION_PREDICATES: [&str; 2] = [SUPERSEDES, CONTESTED_BY];
 
 /// The kinds of data agents send, each classified into one memory type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,19 +234,50 @@ impl NewRecord {
     ) -> Validated<MemoryRecord> {
         let memory_type = self.memory_type;
         let sensitivity = self.sensitivity;
-        let mut payload = self.payload;
-        let status = self.status.unwrap_or(Status::Active);
-        // The semantic payload mirrors the record status; the top-level one
-        // is authoritative when a client sends both.
-        if let Payload::Semantic(semantic) = &mut payload {
-            if self.status.is_some() {
-                semantic.revision.status = status;
+        let payload = self.payload;
+        // Every other status is the outcome of a revision, with its audit
+        // entry and its links; a record cannot arrive already in one.
+        if let Some(status) = self.status.filter(|s| *s != Status::Active) {
+            return Err(ValidationError::new(
+                "status",
+                format!("a new record is active; {status} comes only from a revision"),
+            ));
+        }
+        if let Payload::Semantic(semantic) = &payload {
+            let revision = &semantic.revision;
+            if revision.status != Status::Active {
+                return Err(ValidationError::new(
+                    "payload.revision.status",
+                    format!(
+                        "a new record is active; {} comes only from a revision",
+                        revision.status
+                    ),
+                ));
+            }
+            for (field, link) in [
+                ("supersedes", &revision.supersedes),
+                ("superseded_by", &revision.superseded_by),
+            ] {
+                if link.is_some() {
+                    return Err(ValidationError::new(
+                        format!("payload.revision.{field}"),
+                        "supersession links are made only by revisions (supersede, merge)",
+                    ));
+                }
             }
         }
-        let status = match &payload {
-            Payload::Semantic(semantic) => semantic.revision.status,
-            _ => status,
-        };
+        for (i, relation) in self.relations.iter().enumerate() {
+            if REVISION_PREDICATES.contains(&relation.predicate.as_str()) {
+                return Err(ValidationError::new(
+                    format!("relations[{i}].predicate"),
+                    format!(
+                        "{} links are made only by revisions (supersede, merge, contest)",
+                        relation.predicate
+                    ),
+                ));
+            }
+        }
+        let status = Status::Active;
         let lifecycle = self.lifecycle.map(|given| {
             let defaults = policy.lifecycle(memory_type, now);
             let decay = given.decay.unwrap_or_default();
@@ -261,7 +299,13 @@ impl NewRecord {
             }
         });
         let provenance = self.provenance.unwrap_or_default();
+        if let Some(created_by) = &provenance.created_by {
+            check_actor("provenance.created_by", created_by)?;
+        }
         let mut audit_log = self.audit_log;
+        for entry in &mut audit_log {
+            entry.imported = true;
+        }
         audit_log.push(by.entry(AuditAction::Create, now));
         let draft = RecordDraft {
             id: self.id,

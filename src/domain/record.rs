@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use super::payload::Payload;
 use super::time::{rfc3339, Timestamp};
 use super::validate::{
-    check_id, check_non_negative, check_string, check_unit_interval, Validated, ValidationError,
+    check_id, check_name, check_non_negative, check_not_future, check_string, check_unit_interval,
+    Validated, ValidationError,
 };
 
 macro_rules! string_enum {
@@ -206,6 +207,16 @@ pub struct AuditEntry {
     #[serde(with = "rfc3339")]
     pub timestamp: Timestamp,
     pub rationale: String,
+    /// Set on entries a client sent with a record (`POST /v1/records`):
+    /// history carried over from elsewhere, kept but never confused with
+    /// what this service did or checked. Whatever a client sends here, the
+    /// server decides it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub imported: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// A new record id: a UUIDv7, time-ordered, so inserts land at the end of
@@ -238,11 +249,42 @@ impl Attribution {
             actor: self.actor.clone(),
             timestamp,
             rationale: self.rationale.clone(),
+            imported: false,
         }
     }
 }
 
 impl MemoryRecord {
+    /// Refuses timestamps a client may not set: any after `now` (beyond
+    /// clock skew) on the record, its lifecycle, sources, relations or
+    /// audit entries.
+    pub fn check_timestamps(&self, now: Timestamp) -> Validated<()> {
+        check_not_future("created_at", self.created_at, now)?;
+        check_not_future(
+            "lifecycle.last_reinforced_at",
+            self.lifecycle.last_reinforced_at,
+            now,
+        )?;
+        for (i, source) in self.provenance.sources.iter().enumerate() {
+            check_not_future(
+                &format!("provenance.sources[{i}].timestamp"),
+                source.timestamp,
+                now,
+            )?;
+        }
+        for (i, relation) in self.relations.iter().enumerate() {
+            check_not_future(
+                &format!("relations[{i}].created_at"),
+                relation.created_at,
+                now,
+            )?;
+        }
+        for (i, entry) in self.audit_log.iter().enumerate() {
+            check_not_future(&format!("audit_log[{i}].timestamp"), entry.timestamp, now)?;
+        }
+        Ok(())
+    }
+
     /// Checks the invariants storage relies on. Records built by the
     /// ingestion pipeline satisfy them by construction; records sent whole
     /// by clients are checked here before anything is stored.
@@ -251,7 +293,10 @@ impl MemoryRecord {
         check_unit_interval("confidence", self.confidence)?;
         check_non_negative("salience", self.salience)?;
         if let Some(scope) = &self.scope {
-            check_string("scope", scope)?;
+            check_name("scope", scope)?;
+        }
+        for (i, tag) in self.tags.iter().enumerate() {
+            check_name(&format!("tags[{i}]"), tag)?;
         }
         if self.payload.memory_type() != self.memory_type {
             return Err(ValidationError::new(
@@ -285,7 +330,7 @@ impl MemoryRecord {
             }
         }
         if let Some(created_by) = &self.provenance.created_by {
-            check_string("provenance.created_by", created_by)?;
+            check_name("provenance.created_by", created_by)?;
         }
         for (i, source) in self.provenance.sources.iter().enumerate() {
             let field = format!("provenance.sources[{i}]");
@@ -296,10 +341,11 @@ impl MemoryRecord {
                 ));
             }
             check_string(&format!("{field}.ref"), &source.reference)?;
-            for (name, value) in [("hash", &source.hash), ("created_by", &source.created_by)] {
-                if let Some(value) = value {
-                    check_string(&format!("{field}.{name}"), value)?;
-                }
+            if let Some(hash) = &source.hash {
+                check_string(&format!("{field}.hash"), hash)?;
+            }
+            if let Some(created_by) = &source.created_by {
+                check_name(&format!("{field}.created_by"), created_by)?;
             }
         }
         for (i, relation) in self.relations.iter().enumerate() {
@@ -316,7 +362,7 @@ impl MemoryRecord {
         }
         for (i, entry) in self.audit_log.iter().enumerate() {
             let field = format!("audit_log[{i}]");
-            check_string(&format!("{field}.actor"), &entry.actor)?;
+            check_name(&format!("{field}.actor"), &entry.actor)?;
             check_string(&format!("{field}.rationale"), &entry.rationale)?;
         }
         Ok(())

@@ -19,7 +19,7 @@ use super::record::{
     Status,
 };
 use super::time::Timestamp;
-use super::validate::{check_id, require_string, Validated, ValidationError};
+use super::validate::{check_actor, check_id, require_string, Validated, ValidationError};
 
 pub const SUPERSEDES: &str = "supersedes";
 pub const DERIVED_FROM: &str = "derived_from";
@@ -100,8 +100,10 @@ pub struct NewRecordContext<'a> {
 
 /// Who asks for a revision and why: both required.
 pub fn attribution(actor: String, rationale: String) -> Validated<Attribution> {
+    let actor = require_string("actor", actor, "actor is required")?;
+    check_actor("actor", &actor)?;
     Ok(Attribution {
-        actor: require_string("actor", actor, "actor is required")?,
+        actor,
         rationale: require_string("rationale", rationale, "rationale is required")?,
     })
 }

@@ -96,11 +96,11 @@ pub fn score(
                 .collect();
             let success_rate = competence.performance.as_ref().map_or(0.0, |p| {
                 p.success_rate.unwrap_or_else(|| {
-                    let total = p.success_count + p.failure_count;
-                    if total == 0 {
+                    let total = p.success_count as f64 + p.failure_count as f64;
+                    if total == 0.0 {
                         0.0
                     } else {
-                        p.success_count as f64 / total as f64
+                        p.success_count as f64 / total
                     }
                 })
             });

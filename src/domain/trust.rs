@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::record::{MemoryRecord, Sensitivity};
-use super::validate::{check_string, null_as_default, Validated, ValidationError};
+use super::validate::{check_name, null_as_default, Validated, ValidationError};
 
 /// Most scopes one trust context may list.
 pub const MAX_TRUST_SCOPES: usize = 100;
@@ -38,10 +38,10 @@ impl TrustContext {
             ));
         }
         for (i, scope) in trust.scopes.iter().enumerate() {
-            check_string(&format!("trust.scopes[{i}]"), scope)?;
+            check_name(&format!("trust.scopes[{i}]"), scope)?;
         }
         if let Some(actor) = &trust.actor_id {
-            check_string("trust.actor_id", actor)?;
+            check_name("trust.actor_id", actor)?;
         }
         Ok(trust)
     }

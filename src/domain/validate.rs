@@ -7,6 +7,8 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use super::time::Timestamp;
+
 /// Longest string field, in characters.
 pub const MAX_STRING_CHARS: usize = 100_000;
 /// Most tags on one record.
@@ -141,6 +143,70 @@ pub fn check_id(field: &str, id: &str) -> Validated<()> {
     Ok(())
 }
 
+/// Separates a path from a message in a deserialization error raised
+/// inside a value serde had to buffer (a tagged payload), so the HTTP
+/// layer can join it to the path outside: ASCII's unit separator, which
+/// no path or serde message contains.
+const NESTED_PATH_END: char = '\u{1f}';
+
+/// A deserialization error at `path` within the value being decoded.
+pub fn nested_error(path: &str, message: &str) -> String {
+    format!("{path}{NESTED_PATH_END}{message}")
+}
+
+/// The inner path and message of an error made by [`nested_error`].
+pub fn split_nested_error(message: &str) -> Option<(&str, &str)> {
+    message.split_once(NESTED_PATH_END)
+}
+
+/// A name that callers and records are matched on — scope, tag, source,
+/// actor: within the length limit and free of control characters, which
+/// would let two names that print the same differ (or a NUL cut one short
+/// in a log).
+pub fn check_name(field: &str, value: &str) -> Validated<()> {
+    check_string(field, value)?;
+    if value.chars().any(char::is_control) {
+        return Err(ValidationError::new(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// Prefix of the actors the service itself writes audit entries as
+/// (`engram:scheduler`); no client may sign as one of them.
+pub const RESERVED_ACTOR_PREFIX: &str = "engram:";
+
+/// An actor a client names for an audit entry it causes.
+pub fn check_actor(field: &str, actor: &str) -> Validated<()> {
+    check_name(field, actor)?;
+    if actor.starts_with(RESERVED_ACTOR_PREFIX) {
+        return Err(ValidationError::new(
+            field,
+            format!("actors starting with {RESERVED_ACTOR_PREFIX:?} are reserved for the service"),
+        ));
+    }
+    Ok(())
+}
+
+/// How far ahead of the server clock a client timestamp may be: agents'
+/// clocks drift a little, but a record must not claim to come from later
+/// than now (it would never decay, or sort above everything).
+pub const MAX_CLOCK_SKEW_SECONDS: i64 = 60;
+
+pub fn check_not_future(field: &str, value: Timestamp, now: Timestamp) -> Validated<()> {
+    if value > now + chrono::Duration::seconds(MAX_CLOCK_SKEW_SECONDS) {
+        return Err(ValidationError::new(
+            field,
+            format!(
+                "must not be in the future (more than {MAX_CLOCK_SKEW_SECONDS} s after the server's clock)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A free-form JSON value within the 10 MiB limit, measured as serialised.
 pub fn check_json_size(field: &str, value: &Value) -> Validated<()> {
     let mut counter = ByteCounter(0);
@@ -155,6 +221,22 @@ pub fn check_json_size(field: &str, value: &Value) -> Validated<()> {
 }
 
 /// A probability-like number: finite and within [0, 1].
+/// Largest counter accepted (2^53): every count up to it is exact as a
+/// JSON number in any client, and sums of many of them stay far from
+/// overflowing 64 bits.
+pub const MAX_COUNT: u64 = 1 << 53;
+
+pub fn check_count(field: &str, value: u64) -> Validated<()> {
+    if value <= MAX_COUNT {
+        Ok(())
+    } else {
+        Err(ValidationError::new(
+            field,
+            format!("must be an integer within [0, {MAX_COUNT}], got {value}"),
+        ))
+    }
+}
+
 pub fn check_unit_interval(field: &str, value: f64) -> Validated<()> {
     if value.is_finite() && (0.0..=1.0).contains(&value) {
         Ok(())

@@ -29,6 +29,7 @@ use crate::actors::scheduler::Scheduler;
 use crate::actors::storage::{Reader, StorageWriter};
 use crate::domain::record::MemoryRecord;
 use crate::domain::trust::Caller;
+use crate::domain::validate::split_nested_error;
 use crate::error::{ApiError, Code};
 
 /// What handlers reach the actors through: the request actors of this
@@ -171,6 +172,12 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 /// words for it, like a blank one.
 fn data_error(path: &str, message: &str) -> ApiError {
     let path = if path == "." { "" } else { path };
+    let (path, message) = match split_nested_error(message) {
+        Some((inner, message)) if path.is_empty() => (inner.to_string(), message),
+        Some((inner, message)) => (format!("{path}.{inner}"), message),
+        None => (path.to_string(), message),
+    };
+    let path = path.as_str();
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next())

@@ -1,7 +1,7 @@
 //! Ingest: new records from the five ingest kinds, batches of them, whole
 //! records, and outcomes reported on episodes.
 
-use super::{check_may_write, check_relation_targets, load, ServiceError};
+use super::{check_may_write, check_relation_targets, insert_new, load, ServiceError};
 use crate::domain::ingest::{Candidate, OutcomeUpdate};
 use crate::domain::record::MemoryRecord;
 use crate::domain::time::Timestamp;
@@ -45,11 +45,12 @@ pub fn ingest_batch(
 pub fn create_record(
     tx: &mut dyn Transaction,
     caller: &Caller,
-    record: MemoryRecord,
+    now: Timestamp,
+    mut record: MemoryRecord,
 ) -> Result<MemoryRecord, ServiceError> {
     check_may_write(caller, "sensitivity", &record)?;
     check_relation_targets(tx, &record)?;
-    tx.insert_record(&record)?;
+    insert_new(tx, &mut record, now)?;
     Ok(record)
 }
 

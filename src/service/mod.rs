@@ -144,3 +144,16 @@ fn check_relation_targets(
     }
     Ok(())
 }
+
+/// Stores a new record; afterwards it carries the salience it has now (it
+/// is stored as its value at its last reinforcement, which a client may
+/// date in the past), so the answer matches a read.
+pub fn insert_new(
+    tx: &mut dyn Transaction,
+    record: &mut MemoryRecord,
+    now: Timestamp,
+) -> Result<(), ServiceError> {
+    tx.insert_record(record)?;
+    record.salience = crate::domain::decay::salience_of_new(record, now);
+    Ok(())
+}

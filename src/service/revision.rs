@@ -5,7 +5,7 @@
 //! record — whichever process made it — makes this one a conflict instead
 //! of being overwritten.
 
-use super::{check_may_write, check_relation_targets, load, ServiceError};
+use super::{check_may_write, check_relation_targets, insert_new, load, ServiceError};
 use crate::domain::policy::Policy;
 use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
 use crate::domain::revision::{
@@ -61,7 +61,7 @@ pub fn supersede(
     check_relation_targets(tx, &new_record)?;
     revision::supersede(&mut old.record, &mut new_record, by, now);
     tx.update_record(&old.version, &old.record, SalienceChange::SetAt(now))?;
-    tx.insert_record(&new_record)?;
+    insert_new(tx, &mut new_record, now)?;
     Ok(new_record)
 }
 
@@ -81,7 +81,7 @@ pub fn fork(
     check_relation_targets(tx, &forked_record)?;
     revision::fork(&mut source.record, &mut forked_record, by, now);
     tx.update_record(&source.version, &source.record, SalienceChange::Unchanged)?;
-    tx.insert_record(&forked_record)?;
+    insert_new(tx, &mut forked_record, now)?;
     Ok(forked_record)
 }
 
@@ -142,7 +142,7 @@ pub fn merge(
     for (source, record) in sources.iter().zip(&records) {
         tx.update_record(&source.version, record, SalienceChange::SetAt(now))?;
     }
-    tx.insert_record(&merged_record)?;
+    insert_new(tx, &mut merged_record, now)?;
     Ok(merged_record)
 }
 

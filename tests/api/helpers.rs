@@ -257,6 +257,14 @@ impl TestApp {
     }
 
     /// Stops the server (queued writes finish) and hands back its directory.
+    /// A second connection to the app's database, for tests that need
+    /// stored data no request could produce.
+    pub fn database(&self) -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open(self.dir.path().join("engram.db")).unwrap();
+        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+        conn
+    }
+
     pub async fn stop(self) -> TempDir {
         self.handle.stop(true).await;
         self.server.await.expect("server task").expect("server ran");

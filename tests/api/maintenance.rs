@@ -302,8 +302,9 @@ fn lasting_episode(id: &str, salience: f64, created_at: &str) -> Value {
 async fn old_episodes_are_compressed_once() {
     let app = spawn_app().await;
     create_id(&app, lasting_episode("old", 0.8, NOW)).await;
+    app.clock.advance(Duration::hours(20));
     create_id(&app, lasting_episode("young", 0.8, "2026-01-01T20:00:00Z")).await;
-    app.clock.advance(Duration::hours(25));
+    app.clock.advance(Duration::hours(5));
     let report = app.run_job("consolidation").await;
     assert_eq!(report["episodic_compressed"], 1, "{report}");
     let old = app.get_record("old").await;

@@ -261,10 +261,14 @@ async fn the_server_maximum_caps_an_open_limit() {
 #[actix_web::test]
 async fn retracted_records_are_left_out_unless_asked_for() {
     let app = spawn_app().await;
-    let mut gone = fact("gone", "low", None);
-    gone["status"] = json!("retracted");
-    gone["salience"] = json!(0.0);
-    create(&app, gone).await;
+    create(&app, fact("gone", "low", None)).await;
+    let (status, body) = app
+        .post(
+            "/v1/revisions/retract",
+            &json!({"id": "gone", "actor": "a", "rationale": "wrong"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     create(&app, fact("here", "low", None)).await;
     let (_, body) = app
         .post(

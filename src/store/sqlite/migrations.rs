@@ -30,6 +30,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "versions",
         sql: include_str!("../../../migrations/0003_versions.sql"),
     },
+    Migration {
+        version: 4,
+        name: "imported_audit",
+        sql: include_str!("../../../migrations/0004_imported_audit.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -78,7 +83,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3]);
+        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4]);
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

@@ -230,8 +230,8 @@ fn insert_children(conn: &Connection, key: i64, record: &MemoryRecord) -> Result
 
 fn append_audit(conn: &Connection, key: i64, entries: &[AuditEntry]) -> Result<(), StoreError> {
     let mut insert = conn.prepare_cached(
-        "INSERT INTO audit_log (record_key, action, actor, timestamp, rationale)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     for e in entries {
         insert.execute(params![
@@ -239,7 +239,8 @@ fn append_audit(conn: &Connection, key: i64, entries: &[AuditEntry]) -> Result<(
             e.action.as_str(),
             e.actor,
             to_micros(&e.timestamp),
-            e.rationale
+            e.rationale,
+            e.imported
         ])?;
     }
     Ok(())
@@ -390,7 +391,7 @@ pub fn load_records(
     )?;
     for_each_child(
         conn,
-        "SELECT record_key, action, actor, timestamp, rationale
+        "SELECT record_key, action, actor, timestamp, rationale, imported
          FROM audit_log WHERE record_key IN rarray(?1) ORDER BY id",
         key_list,
         &mut records,
@@ -400,6 +401,7 @@ pub fn load_records(
                 actor: row.get(2)?,
                 timestamp: from_micros(row.get(3)?),
                 rationale: row.get(4)?,
+                imported: row.get(5)?,
             });
             Ok(())
         },
@@ -792,6 +794,7 @@ mod tests {
             actor: "x".into(),
             timestamp: r.updated_at,
             rationale: "why".into(),
+            imported: false,
         });
         update_record(&conn, &version, &r, SalienceChange::SetAt(now())).unwrap();
         assert_eq!(get_record(&conn, "r1", now()).unwrap().unwrap(), r);

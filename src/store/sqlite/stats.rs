@@ -18,7 +18,27 @@ fn ratio(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
-        part as f64 / whole as f64
+        finite(part as f64 / whole as f64)
+    }
+}
+
+/// Averages and sums are reported even over data written before a limit
+/// existed: a non-finite value becomes 0 rather than `null` or `inf`.
+fn finite(value: f64) -> f64 {
+    if value.is_finite() {
+        value
+    } else {
+        0.0
+    }
+}
+
+/// `TOTAL()` sums as a float, so it cannot overflow the way `SUM()` of
+/// integers does; the count saturates.
+fn float_count(value: f64) -> u64 {
+    if value.is_finite() && value > 0.0 {
+        value as u64
+    } else {
+        0
     }
 }
 
@@ -79,11 +99,13 @@ pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, St
         .prepare_cached(
             "SELECT COUNT(*), COALESCE(SUM(action = 'reinforce'), 0),
                     COALESCE(SUM(action IN ('revise', 'fork', 'merge', 'delete')), 0)
-             FROM audit_log",
+             FROM audit_log WHERE imported = 0",
         )?
         .query_row([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
-    let (successes, failures): (i64, i64) = conn
-        .prepare_cached("SELECT COALESCE(SUM(success_count), 0), COALESCE(SUM(failure_count), 0) FROM competence_stats")?
+    let (successes, failures): (f64, f64) = conn
+        .prepare_cached(
+            "SELECT TOTAL(MAX(success_count, 0)), TOTAL(MAX(failure_count, 0)) FROM competence_stats",
+        )?
         .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
     let plan_reuse: f64 = conn
         .prepare_cached(
@@ -95,12 +117,12 @@ pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, St
         (count(total), count(recent), count(active), count(pinned));
     let (audit_total, reinforcements, revisions) =
         (count(audit_total), count(reinforcements), count(revisions));
-    let (successes, failures) = (count(successes), count(failures));
+    let (successes, failures) = (float_count(successes), float_count(failures));
     Ok(MemoryStats {
         total_records: total,
         records_by_type,
-        avg_salience,
-        avg_confidence,
+        avg_salience: finite(avg_salience),
+        avg_confidence: finite(avg_confidence),
         salience_distribution: SALIENCE_BUCKETS
             .into_iter()
             .zip([b0, b1, b2, b3, b4].map(count))
@@ -110,8 +132,8 @@ pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, St
         total_audit_entries: audit_total,
         growth_rate: ratio(recent, total),
         retrieval_usefulness: ratio(reinforcements, audit_total),
-        competence_success_rate: ratio(successes, successes + failures),
-        plan_reuse_frequency: plan_reuse,
+        competence_success_rate: ratio(successes, successes.saturating_add(failures)),
+        plan_reuse_frequency: finite(plan_reuse),
         revision_rate: ratio(revisions, audit_total),
     })
 }

@@ -1,0 +1,285 @@
+//! Hostile input: counters that overflow, records that forge state,
+//! names with control characters, timestamps from the future.
+
+use awc::http::StatusCode;
+use chrono::Duration;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, create, spawn_app, trust, TestApp};
+
+fn skill(performance: Value) -> Value {
+    json!({"type": "competence", "sensitivity": "low",
+           "payload": {"kind": "competence", "skill_name": "s", "performance": performance}})
+}
+
+fn fact() -> Value {
+    json!({"type": "semantic", "sensitivity": "low",
+           "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}})
+}
+
+fn with(mut body: Value, field: &str, value: Value) -> Value {
+    body[field] = value;
+    body
+}
+
+async fn prometheus(app: &TestApp) -> String {
+    let (status, text) = app.get("/metrics").await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    text.as_str().unwrap().to_string()
+}
+
+/// Every sample of the exposition is a finite number.
+#[track_caller]
+fn assert_finite_samples(text: &str) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let value = line.rsplit(' ').next().unwrap();
+        let parsed: f64 = value.parse().unwrap_or(f64::NAN);
+        assert!(parsed.is_finite(), "{line}");
+    }
+}
+
+#[actix_web::test]
+async fn counters_are_bounded_and_metrics_survive_any_stored_count() {
+    let app = spawn_app().await;
+    for (performance, field) in [
+        (
+            json!({"success_count": 9_223_372_036_854_775_807_u64}),
+            "payload.performance.success_count",
+        ),
+        (
+            json!({"success_count": 1, "failure_count": u64::MAX}),
+            "payload.performance.failure_count",
+        ),
+        (
+            json!({"success_count": (1_u64 << 53) + 1}),
+            "payload.performance.success_count",
+        ),
+        (json!({"success_count": -1}), "success_count"),
+        (json!({"success_count": 1.5}), "success_count"),
+    ] {
+        assert_error(
+            &app.post("/v1/records", &skill(performance)).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            field,
+        );
+    }
+    let plan = json!({"type": "plan_graph", "sensitivity": "low",
+        "payload": {"kind": "plan_graph", "plan_id": "p", "metrics": {"execution_count": u64::MAX}}});
+    assert_error(
+        &app.post("/v1/records", &plan).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "payload.metrics.execution_count",
+    );
+    // The largest accepted counts, twice: every sum still fits.
+    let max = 1_u64 << 53;
+    for _ in 0..2 {
+        create(
+            &app,
+            skill(json!({"success_count": max, "failure_count": max})),
+        )
+        .await;
+    }
+    // And counts written before the limit existed.
+    app.database()
+        .execute_batch(
+            "UPDATE competence_stats SET success_count = 9223372036854775807, failure_count = -1",
+        )
+        .unwrap();
+    let (status, stats) = app.get("/v1/metrics").await;
+    assert_eq!(status, StatusCode::OK, "{stats}");
+    assert_eq!(stats["competence_success_rate"], 1.0, "{stats}");
+    assert_finite_samples(&prometheus(&app).await);
+}
+
+#[actix_web::test]
+async fn a_created_record_cannot_forge_state() {
+    let app = spawn_app().await;
+    let target = create(&app, with(fact(), "id", json!("target"))).await;
+    assert_eq!(target["id"], "target");
+    let future = "2026-01-02T00:00:00Z";
+    let cases = [
+        (
+            with(fact(), "status", json!("retracted")),
+            "status: a new record is active; retracted comes only from a revision",
+        ),
+        (
+            with(fact(), "status", json!("contested")),
+            "status: a new record is active",
+        ),
+        (
+            json!({"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic",
+                   "subject": "a", "predicate": "b", "revision": {"status": "retracted"}}}),
+            "payload.revision.status",
+        ),
+        (
+            json!({"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic",
+                   "subject": "a", "predicate": "b", "revision": {"supersedes": "target"}}}),
+            "payload.revision.supersedes",
+        ),
+        (
+            with(
+                fact(),
+                "relations",
+                json!([{"predicate": "supersedes", "target_id": "target"}]),
+            ),
+            "relations[0].predicate: supersedes links are made only by revisions",
+        ),
+        (
+            with(
+                fact(),
+                "relations",
+                json!([{"predicate": "contested_by", "target_id": "target"}]),
+            ),
+            "relations[0].predicate",
+        ),
+        (with(fact(), "salience", json!(1e308)), "salience"),
+        (
+            with(
+                fact(),
+                "provenance",
+                json!({"created_by": "engram:scheduler"}),
+            ),
+            "provenance.created_by: actors starting with \"engram:\" are reserved",
+        ),
+        (with(fact(), "created_at", json!(future)), "created_at"),
+        (
+            with(fact(), "lifecycle", json!({"last_reinforced_at": future})),
+            "lifecycle.last_reinforced_at",
+        ),
+        (
+            with(
+                fact(),
+                "audit_log",
+                json!([{"action": "create", "actor": "x", "timestamp": future, "rationale": "r"}]),
+            ),
+            "audit_log[0].timestamp: must not be in the future",
+        ),
+    ];
+    for (body, message) in cases {
+        assert_error(
+            &app.post("/v1/records", &body).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            message,
+        );
+    }
+    // The one record stored is the target, still the only head.
+    assert_eq!(app.all_records().await.len(), 1);
+    assert_eq!(app.get_record("target").await["status"], "active");
+
+    // History from elsewhere is kept, marked as imported; the server's own
+    // entry is not.
+    let imported = create(
+        &app,
+        with(
+            fact(),
+            "audit_log",
+            json!([{"action": "decay", "actor": "engram:scheduler",
+                    "timestamp": "2025-01-01T00:00:00Z", "rationale": "r", "imported": false}]),
+        ),
+    )
+    .await;
+    let audit = imported["audit_log"].as_array().unwrap();
+    assert_eq!(audit.len(), 2);
+    assert_eq!(audit[0]["imported"], true);
+    assert_eq!(audit[0]["actor"], "engram:scheduler");
+    assert_eq!(audit[1]["action"], "create");
+    assert!(audit[1].get("imported").is_none(), "{}", audit[1]);
+    let id = imported["id"].as_str().unwrap();
+    assert_eq!(app.get_record(id).await["audit_log"], imported["audit_log"]);
+
+    // Revisions cannot sign as the service either.
+    assert_error(
+        &app.post(
+            "/v1/revisions/retract",
+            &json!({"id": "target", "actor": "engram:scheduler", "rationale": "r"}),
+        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "actor: actors starting with",
+    );
+    let (_, stats) = app.get("/v1/metrics").await;
+    assert!(stats["avg_salience"].as_f64().unwrap() <= 1.0, "{stats}");
+    assert_finite_samples(&prometheus(&app).await);
+}
+
+#[actix_web::test]
+async fn names_with_control_characters_are_refused() {
+    let app = spawn_app().await;
+    let event = |field: &str, value: Value| {
+        let mut body = json!({"source": "agent", "event_kind": "user_input", "ref": "m"});
+        body[field] = value;
+        body
+    };
+    for (body, field) in [
+        (event("source", json!("agent\u{0}")), "source"),
+        (event("tags", json!(["ok", "bad\u{7}"])), "tags[1]"),
+        (event("scope", json!("team\nb")), "scope"),
+        (event("source", json!("engram:consolidation")), "source"),
+    ] {
+        assert_error(
+            &app.post("/v1/ingest/event", &body).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            field,
+        );
+    }
+    assert_error(
+        &app.post("/v1/retrieve", &json!({"trust": trust("low", &["a\u{0}"])}))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "trust.scopes[0]",
+    );
+    assert_error(
+        &app.post(
+            "/v1/ingest/outcome",
+            &json!({"source": "a", "target_record_id": "x\u{1b}", "status": "success"}),
+        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "target_record_id",
+    );
+    assert!(app.all_records().await.is_empty());
+}
+
+#[actix_web::test]
+async fn timestamps_from_the_future_are_refused_and_skew_is_tolerated() {
+    let app = spawn_app().await;
+    let at = |offset: Duration| {
+        let t = crate::helpers::start_time() + offset;
+        json!({"source": "agent", "event_kind": "user_input", "ref": "m",
+               "timestamp": t.to_rfc3339()})
+    };
+    assert_error(
+        &app.post("/v1/ingest/event", &at(Duration::hours(1))).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "timestamp: must not be in the future",
+    );
+    let (status, body) = app
+        .post("/v1/ingest/event", &at(Duration::seconds(30)))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+#[actix_web::test]
+async fn a_created_record_answers_its_current_salience() {
+    let app = spawn_app().await;
+    let old = json!({"type": "working", "sensitivity": "low", "salience": 1.0,
+        "lifecycle": {"last_reinforced_at": "2025-12-31T00:00:00Z"},
+        "payload": {"kind": "working", "thread_id": "t", "state": "executing"}});
+    let created = create(&app, old).await;
+    // One day at the working half-life of one day: half.
+    let salience = created["salience"].as_f64().unwrap();
+    assert!((salience - 0.5).abs() < 1e-6, "{created}");
+    let id = created["id"].as_str().unwrap();
+    assert_eq!(app.get_record(id).await["salience"], created["salience"]);
+}
