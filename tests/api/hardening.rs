@@ -283,3 +283,28 @@ async fn a_created_record_answers_its_current_salience() {
     let id = created["id"].as_str().unwrap();
     assert_eq!(app.get_record(id).await["salience"], created["salience"]);
 }
+
+#[actix_web::test]
+async fn retrieval_finds_the_best_current_records_however_stale_the_sweep() {
+    let app = spawn_app().await;
+    let working = |salience: f64, reinforced: &str| {
+        json!({"type": "working", "sensitivity": "low", "salience": salience,
+               "lifecycle": {"last_reinforced_at": reinforced},
+               "payload": {"kind": "working", "thread_id": "t", "state": "executing"}})
+    };
+    // Stored at 1.0, decayed to nearly nothing: no sweep has run.
+    for _ in 0..60 {
+        create(&app, working(1.0, "2025-06-01T00:00:00Z")).await;
+    }
+    let fresh = create(&app, working(0.9, crate::helpers::START)).await;
+    let (status, body) = app
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": trust("low", &[]), "limit": 5, "min_salience": 0.5}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let records = body["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{body}");
+    assert_eq!(records[0]["id"], fresh["id"]);
+}

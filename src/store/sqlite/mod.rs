@@ -5,8 +5,11 @@
 pub mod consolidation;
 pub mod maintenance;
 pub mod migrations;
+pub mod ranking;
 pub mod records;
 pub mod stats;
+#[cfg(test)]
+mod test_support;
 
 use std::path::Path;
 use std::time::Duration;
@@ -201,7 +204,7 @@ impl Transaction for Connection {
         query: &RecordQuery,
         now: Timestamp,
     ) -> Result<Vec<MemoryRecord>, StoreError> {
-        records::query_records(self, query, now)
+        ranking::query_records(self, query, now)
     }
 
     fn supersession_chain(

@@ -13,7 +13,6 @@ use crate::domain::record::{
     AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
-use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
@@ -474,7 +473,7 @@ fn record_from_row(row: &Row<'_>) -> Result<MemoryRecord, StoreError> {
     })
 }
 
-fn parse_enum<T>(
+pub(super) fn parse_enum<T>(
     row: &Row<'_>,
     column: usize,
     parse: fn(&str) -> Option<T>,
@@ -483,177 +482,6 @@ fn parse_enum<T>(
     parse(&text)
         .ok_or_else(|| StoreError::Corrupt(format!("unexpected value {text:?} in column {column}")))
 }
-
-/// A candidate row of the visibility query, enough to rank it.
-#[derive(Debug, Clone, Copy)]
-struct Ranked {
-    key: i64,
-    salience: f64,
-    layer: i64,
-    created_at: i64,
-}
-
-/// Records the query allows, best first: salience descending, then layer
-/// order, then newest.
-///
-/// Each (type, sensitivity level[, scope]) combination the caller may see
-/// is one index range already in salience order; each is read up to the
-/// limit and the runs are merged. Records the caller cannot see are never
-/// visited, whatever their number.
-///
-/// The ranges are ordered by the salience stored at the last decay sweep;
-/// the records found are then given their current salience, filtered by
-/// `min_salience` and ordered again on it.
-pub fn query_records(
-    conn: &Connection,
-    query: &RecordQuery,
-    now: Timestamp,
-) -> Result<Vec<MemoryRecord>, StoreError> {
-    let status_clause = if query.include_retracted {
-        ""
-    } else {
-        " AND status <> 'retracted'"
-    };
-    let order = " ORDER BY salience DESC, created_at DESC LIMIT ?4";
-    let unscoped_sql = format!(
-        "SELECT key, salience, layer, created_at FROM records INDEXED BY idx_records_rank
-         WHERE layer = ?1 AND sensitivity = ?2 AND salience >= ?3{status_clause}{order}"
-    );
-    let null_scope_sql = format!(
-        "SELECT key, salience, layer, created_at FROM records INDEXED BY idx_records_scope_rank
-         WHERE scope IS NULL AND layer = ?1 AND sensitivity = ?2 AND salience >= ?3{status_clause}{order}"
-    );
-    let scope_sql = format!(
-        "SELECT key, salience, layer, created_at FROM records INDEXED BY idx_records_scope_rank
-         WHERE scope = ?5 AND layer = ?1 AND sensitivity = ?2 AND salience >= ?3{status_clause}{order}"
-    );
-    let limit = query.limit as i64;
-    let mut ranked: Vec<Ranked> = Vec::new();
-    let read = |stmt: &mut rusqlite::CachedStatement<'_>,
-                params: &[&dyn rusqlite::ToSql],
-                into: &mut Vec<Ranked>|
-     -> Result<(), StoreError> {
-        let mut rows = stmt.query(params)?;
-        while let Some(row) = rows.next()? {
-            into.push(Ranked {
-                key: row.get(0)?,
-                salience: row.get(1)?,
-                layer: row.get(2)?,
-                created_at: row.get(3)?,
-            });
-        }
-        Ok(())
-    };
-    for memory_type in &query.memory_types {
-        let layer = memory_type.layer() as i64;
-        for sensitivity in Sensitivity::ALL
-            .iter()
-            .filter(|s| **s <= query.max_sensitivity)
-        {
-            let rank = sensitivity.rank() as i64;
-            match &query.scopes {
-                None => {
-                    let mut stmt = conn.prepare_cached(&unscoped_sql)?;
-                    read(
-                        &mut stmt,
-                        &[&layer, &rank, &query.min_salience, &limit],
-                        &mut ranked,
-                    )?;
-                }
-                Some(scopes) => {
-                    let mut stmt = conn.prepare_cached(&null_scope_sql)?;
-                    read(
-                        &mut stmt,
-                        &[&layer, &rank, &query.min_salience, &limit],
-                        &mut ranked,
-                    )?;
-                    let mut stmt = conn.prepare_cached(&scope_sql)?;
-                    for scope in scopes {
-                        read(
-                            &mut stmt,
-                            &[&layer, &rank, &query.min_salience, &limit, scope],
-                            &mut ranked,
-                        )?;
-                    }
-                }
-            }
-        }
-    }
-    ranked.sort_by(|a, b| {
-        b.salience
-            .total_cmp(&a.salience)
-            .then(a.layer.cmp(&b.layer))
-            .then(b.created_at.cmp(&a.created_at))
-            .then(b.key.cmp(&a.key))
-    });
-    // A few more candidates than asked for, so records that decayed below
-    // `min_salience` since the last sweep can be replaced. Their current
-    // salience comes from their decay rows alone; only the records that
-    // make the cut are loaded whole.
-    ranked.truncate(query.limit.saturating_add(RERANK_MARGIN));
-    let keys: Vec<i64> = ranked.iter().map(|r| r.key).collect();
-    let current = current_saliences(conn, &keys, now)?;
-    let mut kept: Vec<(Ranked, f64)> = ranked
-        .into_iter()
-        .filter_map(|r| current.get(&r.key).map(|salience| (r, *salience)))
-        .filter(|(_, salience)| *salience >= query.min_salience)
-        .collect();
-    // Stable: equal records keep the newest-key-first order of `ranked`.
-    kept.sort_by(|(a, sa), (b, sb)| {
-        sb.total_cmp(sa)
-            .then(a.layer.cmp(&b.layer))
-            .then(b.created_at.cmp(&a.created_at))
-    });
-    kept.truncate(query.limit);
-    let keys: Vec<i64> = kept.iter().map(|(r, _)| r.key).collect();
-    load_records(conn, &keys, now)
-}
-
-/// The salience at `now` of the records with these keys, from their decay
-/// rows: what `load_records` would compute, without loading the records.
-fn current_saliences(
-    conn: &Connection,
-    keys: &[i64],
-    now: Timestamp,
-) -> Result<HashMap<i64, f64>, StoreError> {
-    let key_list = Rc::new(
-        keys.iter()
-            .map(|k| SqlValue::Integer(*k))
-            .collect::<Vec<_>>(),
-    );
-    let mut stmt = conn.prepare_cached(
-        "SELECT r.key, r.created_at, d.curve, d.half_life_seconds, d.min_salience,
-                d.max_age_seconds, d.reinforcement_gain, d.pinned,
-                COALESCE(d.anchor_salience, r.salience), COALESCE(d.anchor_at, d.last_reinforced_at)
-         FROM records r JOIN decay_profiles d ON d.record_key = r.key
-         WHERE r.key IN rarray(?1)",
-    )?;
-    let mut rows = stmt.query([key_list])?;
-    let mut saliences = HashMap::with_capacity(keys.len());
-    while let Some(row) = rows.next()? {
-        let profile = DecayProfile {
-            curve: parse_enum(row, 2, DecayCurve::parse)?,
-            half_life_seconds: row.get(3)?,
-            min_salience: row.get(4)?,
-            max_age_seconds: row.get(5)?,
-            reinforcement_gain: row.get(6)?,
-        };
-        let state = DecayState {
-            anchor: Anchor {
-                salience: row.get(8)?,
-                at: from_micros(row.get(9)?),
-            },
-            profile: &profile,
-            pinned: row.get(7)?,
-            created_at: from_micros(row.get(1)?),
-        };
-        saliences.insert(row.get::<_, i64>(0)?, salience_at(&state, now));
-    }
-    Ok(saliences)
-}
-
-/// Extra candidates a retrieval reads beyond its limit.
-const RERANK_MARGIN: usize = 32;
 
 /// Longest supersession chain walked; a guard against cycles a client
 /// could build with hand-made `supersedes` relations.
@@ -722,33 +550,9 @@ pub fn ping(conn: &Connection) -> Result<(), StoreError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{conn, now, record};
     use super::*;
-    use crate::domain::policy::{NewRecord, Policy};
-    use crate::domain::time::parse_rfc3339;
     use serde_json::json;
-
-    fn conn() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
-        rusqlite::vtab::array::load_module(&conn).unwrap();
-        super::super::migrations::run(&mut conn).unwrap();
-        conn
-    }
-
-    fn now() -> Timestamp {
-        parse_rfc3339("2026-01-01T00:00:00.123456Z").unwrap()
-    }
-
-    fn record(id: &str, body: serde_json::Value) -> MemoryRecord {
-        let new: NewRecord = serde_json::from_value(body).unwrap();
-        new.into_record(
-            &Policy::default(),
-            &crate::domain::record::Attribution::new("test", "test"),
-            now(),
-            || id.to_string(),
-        )
-        .unwrap()
-    }
 
     #[test]
     fn a_record_round_trips_with_all_its_parts() {
@@ -874,71 +678,5 @@ mod tests {
             ids.sort();
             assert_eq!(ids, ["a", "b", "c"]);
         }
-    }
-
-    #[test]
-    fn the_visibility_query_filters_and_orders() {
-        let conn = conn();
-        let cases = [
-            ("w", "working", "low", None, 0.5),
-            ("s", "semantic", "low", Some("p1"), 0.5),
-            ("hi", "semantic", "high", None, 0.9),
-            ("other", "semantic", "low", Some("p2"), 0.9),
-            ("top", "working", "public", None, 1.0),
-        ];
-        for (id, kind, sensitivity, scope, salience) in cases {
-            let payload = if kind == "working" {
-                json!({"kind": "working", "thread_id": "t", "state": "done"})
-            } else {
-                json!({"kind": "semantic", "subject": "a", "predicate": "b"})
-            };
-            let r = record(
-                id,
-                json!({"type": kind, "sensitivity": sensitivity, "scope": scope, "salience": salience, "payload": payload}),
-            );
-            insert_record(&conn, &r).unwrap();
-        }
-        let query = RecordQuery {
-            memory_types: MemoryType::ALL.to_vec(),
-            max_sensitivity: Sensitivity::Medium,
-            scopes: Some(vec!["p1".into()]),
-            min_salience: 0.0,
-            limit: 10,
-            include_retracted: false,
-        };
-        let ids: Vec<String> = query_records(&conn, &query, now())
-            .unwrap()
-            .into_iter()
-            .map(|r| r.id)
-            .collect();
-        assert_eq!(ids, vec!["top", "w", "s"]);
-        let ids: Vec<String> = query_records(
-            &conn,
-            &RecordQuery {
-                limit: 2,
-                ..query.clone()
-            },
-            now(),
-        )
-        .unwrap()
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
-        assert_eq!(ids, vec!["top", "w"]);
-        let ids: Vec<String> = query_records(
-            &conn,
-            &RecordQuery {
-                min_salience: 0.8,
-                scopes: None,
-                max_sensitivity: Sensitivity::Hyper,
-                ..query
-            },
-            now(),
-        )
-        .unwrap()
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
-        assert_eq!(ids, vec!["top", "other", "hi"]);
     }
 }

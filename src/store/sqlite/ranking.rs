@@ -1,0 +1,556 @@
+//! The visibility query behind retrieval: the best `limit` records a
+//! caller may see, by their salience now.
+//!
+//! Each (type, sensitivity level[, scope]) combination the caller may see
+//! is one index range, ordered by the salience *stored* at the last sweep
+//! or change. Decay only ever lowers salience, so the stored value bounds
+//! the current one from above. The ranges are read page by page in stored
+//! order while a bounded top-`limit` keeps the best by current salience;
+//! a range is finished once the next record it could yield cannot beat the
+//! last of the top (or it has run out). However long ago the sweep ran,
+//! the answer is exact, and only `limit` records are held at a time.
+//! Records the caller cannot see are never visited, and only the records
+//! that make the cut are loaded whole.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use rusqlite::{Connection, Row};
+
+use super::records::{load_records, parse_enum};
+use crate::domain::decay::{salience_at, Anchor, DecayState};
+use crate::domain::record::{DecayCurve, DecayProfile, MemoryRecord, Sensitivity};
+use crate::domain::retrieval::RecordQuery;
+use crate::domain::time::{from_micros, Timestamp};
+use crate::store::StoreError;
+
+/// First page read from each range beyond the limit; later pages double,
+/// up to [`MAX_PAGE`].
+const FIRST_PAGE_MARGIN: usize = 32;
+const MAX_PAGE: usize = 4096;
+
+/// A record's place in the answer: salience descending, then layer order,
+/// then newest, then most recently stored.
+#[derive(Debug, Clone, Copy)]
+struct Rank {
+    salience: f64,
+    layer: i64,
+    created_at: i64,
+    key: i64,
+}
+
+impl Rank {
+    /// `Less` when `self` comes first in the answer.
+    fn order(&self, other: &Rank) -> Ordering {
+        other
+            .salience
+            .total_cmp(&self.salience)
+            .then(self.layer.cmp(&other.layer))
+            .then(other.created_at.cmp(&self.created_at))
+            .then(other.key.cmp(&self.key))
+    }
+}
+
+impl PartialEq for Rank {
+    fn eq(&self, other: &Self) -> bool {
+        self.order(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Rank {}
+
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Greater = later in the answer, so a max-heap keeps the worst on top.
+impl Ord for Rank {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.order(other)
+    }
+}
+
+/// The best `limit` ranks offered so far.
+struct TopK {
+    limit: usize,
+    heap: BinaryHeap<Rank>,
+}
+
+impl TopK {
+    fn new(limit: usize) -> Self {
+        TopK {
+            limit,
+            heap: BinaryHeap::with_capacity(limit.saturating_add(1).min(MAX_PAGE)),
+        }
+    }
+
+    fn offer(&mut self, rank: Rank) {
+        if self.limit == 0 {
+            return;
+        }
+        if self.heap.len() < self.limit {
+            self.heap.push(rank);
+        } else if self.heap.peek().is_some_and(|worst| rank < *worst) {
+            self.heap.pop();
+            self.heap.push(rank);
+        }
+    }
+
+    /// Whether a record ranked after `bound` can no longer get in.
+    fn excludes_after(&self, bound: &Rank) -> bool {
+        self.heap.len() >= self.limit && self.heap.peek().is_some_and(|worst| worst <= bound)
+    }
+
+    fn into_keys(self) -> Vec<i64> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|r| r.key)
+            .collect()
+    }
+}
+
+/// One index range: a layer, a sensitivity level and a scope condition,
+/// with where the last page ended (stored salience, created_at, key).
+struct Range<'a> {
+    sql: &'a str,
+    layer: i64,
+    sensitivity: i64,
+    scope: Option<&'a str>,
+    after: (f64, i64, i64),
+    exhausted: bool,
+}
+
+impl Range<'_> {
+    /// The best rank an unread record of this range could have: decay
+    /// never lifts a record above its stored salience, and the range is
+    /// read in stored order.
+    fn bound(&self) -> Rank {
+        Rank {
+            salience: self.after.0,
+            layer: self.layer,
+            created_at: self.after.1,
+            key: self.after.2,
+        }
+    }
+}
+
+pub fn query_records(
+    conn: &Connection,
+    query: &RecordQuery,
+    now: Timestamp,
+) -> Result<Vec<MemoryRecord>, StoreError> {
+    let status_clause = if query.include_retracted {
+        ""
+    } else {
+        " AND r.status <> 'retracted'"
+    };
+    let select = |index: &str, scope: &str| {
+        format!(
+            "SELECT r.key, r.salience, r.created_at, d.curve, d.half_life_seconds,
+                    d.min_salience, d.max_age_seconds, d.reinforcement_gain, d.pinned,
+                    COALESCE(d.anchor_salience, r.salience),
+                    COALESCE(d.anchor_at, d.last_reinforced_at)
+             FROM records r INDEXED BY {index}
+             JOIN decay_profiles d ON d.record_key = r.key
+             WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3{status_clause}
+               AND (r.salience, r.created_at, r.key) < (?5, ?6, ?7)
+             ORDER BY r.salience DESC, r.created_at DESC, r.key DESC LIMIT ?4"
+        )
+    };
+    let unscoped_sql = select("idx_records_rank", "");
+    let null_scope_sql = select("idx_records_scope_rank", "r.scope IS NULL AND ");
+    let scope_sql = select("idx_records_scope_rank", "r.scope = ?8 AND ");
+
+    let start = (f64::MAX, i64::MAX, i64::MAX);
+    let mut ranges = Vec::new();
+    for memory_type in &query.memory_types {
+        let layer = memory_type.layer() as i64;
+        for sensitivity in Sensitivity::ALL
+            .iter()
+            .filter(|s| **s <= query.max_sensitivity)
+        {
+            let range = |sql, scope| Range {
+                sql,
+                layer,
+                sensitivity: sensitivity.rank() as i64,
+                scope,
+                after: start,
+                exhausted: false,
+            };
+            match &query.scopes {
+                None => ranges.push(range(&unscoped_sql, None)),
+                Some(scopes) => {
+                    ranges.push(range(&null_scope_sql, None));
+                    ranges.extend(scopes.iter().map(|s| range(&scope_sql, Some(s.as_str()))));
+                }
+            }
+        }
+    }
+
+    let mut top = TopK::new(query.limit);
+    let mut page = query.limit.saturating_add(FIRST_PAGE_MARGIN).min(MAX_PAGE);
+    while !ranges.is_empty() {
+        for range in &mut ranges {
+            read_page(conn, range, query.min_salience, page, now, &mut top)?;
+        }
+        ranges.retain(|range| !range.exhausted && !top.excludes_after(&range.bound()));
+        page = page.saturating_mul(2).min(MAX_PAGE);
+    }
+    load_records(conn, &top.into_keys(), now)
+}
+
+/// Reads the next `page` records of `range`, offering each at its current
+/// salience.
+fn read_page(
+    conn: &Connection,
+    range: &mut Range<'_>,
+    min_salience: f64,
+    page: usize,
+    now: Timestamp,
+    top: &mut TopK,
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(range.sql)?;
+    let limit = page as i64;
+    let (salience, created_at, key) = range.after;
+    let mut rows = match range.scope {
+        None => stmt.query(rusqlite::params![
+            range.layer,
+            range.sensitivity,
+            min_salience,
+            limit,
+            salience,
+            created_at,
+            key
+        ])?,
+        Some(scope) => stmt.query(rusqlite::params![
+            range.layer,
+            range.sensitivity,
+            min_salience,
+            limit,
+            salience,
+            created_at,
+            key,
+            scope
+        ])?,
+    };
+    let mut read = 0;
+    while let Some(row) = rows.next()? {
+        read += 1;
+        let key: i64 = row.get(0)?;
+        let stored: f64 = row.get(1)?;
+        let created_at: i64 = row.get(2)?;
+        range.after = (stored, created_at, key);
+        let current = current_salience(row, created_at, now)?;
+        if current >= min_salience {
+            top.offer(Rank {
+                salience: current,
+                layer: range.layer,
+                created_at,
+                key,
+            });
+        }
+    }
+    range.exhausted = read < page;
+    Ok(())
+}
+
+/// The salience now of the record in `row`, from its decay columns (3..).
+fn current_salience(row: &Row<'_>, created_at: i64, now: Timestamp) -> Result<f64, StoreError> {
+    let profile = DecayProfile {
+        curve: parse_enum(row, 3, DecayCurve::parse)?,
+        half_life_seconds: row.get(4)?,
+        min_salience: row.get(5)?,
+        max_age_seconds: row.get(6)?,
+        reinforcement_gain: row.get(7)?,
+    };
+    let state = DecayState {
+        anchor: Anchor {
+            salience: row.get(9)?,
+            at: from_micros(row.get(10)?),
+        },
+        profile: &profile,
+        pinned: row.get(8)?,
+        created_at: from_micros(created_at),
+    };
+    Ok(salience_at(&state, now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::{insert_record, record_key};
+    use super::super::test_support::{conn, now, record};
+    use super::*;
+    use crate::domain::record::MemoryType;
+    use serde_json::json;
+
+    fn rank(salience: f64, layer: i64, created_at: i64, key: i64) -> Rank {
+        Rank {
+            salience,
+            layer,
+            created_at,
+            key,
+        }
+    }
+
+    #[test]
+    fn the_top_keeps_the_best_and_knows_when_a_range_cannot_beat_it() {
+        let mut top = TopK::new(2);
+        for r in [
+            rank(0.5, 0, 1, 1),
+            rank(0.9, 0, 1, 2),
+            rank(0.7, 0, 1, 3),
+            rank(0.7, 1, 1, 4),
+        ] {
+            top.offer(r);
+        }
+        assert_eq!(top.into_keys(), vec![2, 3]);
+
+        let mut top = TopK::new(1);
+        assert!(!top.excludes_after(&rank(0.0, 0, 0, 0)), "nothing kept yet");
+        top.offer(rank(0.7, 1, 10, 5));
+        assert!(top.excludes_after(&rank(0.6, 0, 99, 99)));
+        assert!(top.excludes_after(&rank(0.7, 1, 10, 5)), "the same rank");
+        assert!(!top.excludes_after(&rank(0.7, 0, 1, 1)), "earlier layer");
+        assert!(!top.excludes_after(&rank(0.7, 1, 11, 1)), "newer");
+        assert!(!top.excludes_after(&rank(0.8, 9, 0, 0)));
+    }
+
+    #[test]
+    fn the_visibility_query_filters_and_orders() {
+        let conn = conn();
+        let cases = [
+            ("w", "working", "low", None, 0.5),
+            ("s", "semantic", "low", Some("p1"), 0.5),
+            ("hi", "semantic", "high", None, 0.9),
+            ("other", "semantic", "low", Some("p2"), 0.9),
+            ("top", "working", "public", None, 1.0),
+        ];
+        for (id, kind, sensitivity, scope, salience) in cases {
+            let payload = if kind == "working" {
+                json!({"kind": "working", "thread_id": "t", "state": "done"})
+            } else {
+                json!({"kind": "semantic", "subject": "a", "predicate": "b"})
+            };
+            let r = record(
+                id,
+                json!({"type": kind, "sensitivity": sensitivity, "scope": scope, "salience": salience, "payload": payload}),
+            );
+            insert_record(&conn, &r).unwrap();
+        }
+        let query = RecordQuery {
+            memory_types: MemoryType::ALL.to_vec(),
+            max_sensitivity: Sensitivity::Medium,
+            scopes: Some(vec!["p1".into()]),
+            min_salience: 0.0,
+            limit: 10,
+            include_retracted: false,
+        };
+        let ids: Vec<String> = query_records(&conn, &query, now())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids, vec!["top", "w", "s"]);
+        let ids: Vec<String> = query_records(
+            &conn,
+            &RecordQuery {
+                limit: 2,
+                ..query.clone()
+            },
+            now(),
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+        assert_eq!(ids, vec!["top", "w"]);
+        let ids: Vec<String> = query_records(
+            &conn,
+            &RecordQuery {
+                min_salience: 0.8,
+                scopes: None,
+                max_sensitivity: Sensitivity::Hyper,
+                ..query
+            },
+            now(),
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+        assert_eq!(ids, vec!["top", "other", "hi"]);
+    }
+
+    /// A small deterministic generator, so a failure names its seed.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Records with random decay states, stored salience as of random
+    /// past sweeps (or none), against a brute-force ranking of every
+    /// record at its current salience.
+    #[test]
+    fn the_answer_is_the_true_top_by_current_salience_whatever_the_sweep_age() {
+        let types = [
+            MemoryType::Working,
+            MemoryType::Semantic,
+            MemoryType::Episodic,
+        ];
+        for seed in 1..=6 {
+            let conn = conn();
+            let mut rng = Lcg(seed);
+            // More records per index range than a first page holds.
+            for i in 0..1000 {
+                let memory_type = types[rng.below(3) as usize];
+                let payload = match memory_type {
+                    MemoryType::Working => {
+                        json!({"kind": "working", "thread_id": "t", "state": "done"})
+                    }
+                    MemoryType::Semantic => {
+                        json!({"kind": "semantic", "subject": "a", "predicate": "b"})
+                    }
+                    _ => json!({"kind": "episodic"}),
+                };
+                let sensitivity = ["public", "low"][rng.below(2) as usize];
+                let scope = [None, Some("a"), Some("b")][rng.below(3) as usize];
+                // A few records recent, most days old.
+                let age = if rng.below(6) == 0 {
+                    rng.below(600)
+                } else {
+                    rng.below(3 * 86_400)
+                } as i64;
+                let reinforced = now() - chrono::Duration::seconds(age);
+                // Creation order says nothing of freshness.
+                let created =
+                    now() - chrono::Duration::seconds(age + rng.below(30 * 86_400) as i64);
+                // Mostly the initial 1.0, as ingested; few distinct values,
+                // so ties occur.
+                let salience = if rng.below(3) == 0 {
+                    (rng.below(5) as f64 + 1.0) / 5.0
+                } else {
+                    1.0
+                };
+                let body = json!({
+                    "type": memory_type, "sensitivity": sensitivity, "scope": scope,
+                    "salience": salience,
+                    "created_at": crate::domain::time::format_rfc3339(&created),
+                    "lifecycle": {
+                        "last_reinforced_at": crate::domain::time::format_rfc3339(&reinforced),
+                        "pinned": rng.below(10) == 0,
+                        "decay": {
+                            "curve": if rng.below(2) == 0 { "linear" } else { "exponential" },
+                            // Short half-lives: stored values far above
+                            // current ones, as in a long gap between sweeps.
+                            "half_life_seconds": if rng.below(2) == 0 {
+                                60 + rng.below(3600)
+                            } else {
+                                86_400 + rng.below(30 * 86_400)
+                            },
+                            "min_salience": if rng.below(4) == 0 { 0.3 } else { 0.0 }
+                        }
+                    },
+                    "payload": payload
+                });
+                let r = record(&format!("r{i}"), body);
+                let key = insert_record(&conn, &r).unwrap();
+                // The last sweep, if any, ran somewhere between the
+                // reinforcement and now.
+                if rng.below(3) == 0 {
+                    let swept_at =
+                        reinforced + chrono::Duration::seconds(rng.below(age as u64 + 1) as i64);
+                    let state = DecayState {
+                        anchor: Anchor {
+                            salience,
+                            at: reinforced,
+                        },
+                        profile: &r.lifecycle.decay,
+                        pinned: r.lifecycle.pinned,
+                        created_at: r.created_at,
+                    };
+                    conn.execute(
+                        "UPDATE records SET salience = ?2 WHERE key = ?1",
+                        rusqlite::params![key, salience_at(&state, swept_at)],
+                    )
+                    .unwrap();
+                }
+            }
+            let keys: Vec<i64> = conn
+                .prepare("SELECT key FROM records")
+                .unwrap()
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let everything = load_records(&conn, &keys, now()).unwrap();
+            for _ in 0..30 {
+                let mut memory_types: Vec<MemoryType> =
+                    types.iter().copied().filter(|_| rng.below(3) > 0).collect();
+                if memory_types.is_empty() {
+                    memory_types.push(types[rng.below(3) as usize]);
+                }
+                memory_types.sort_by_key(|t| t.layer());
+                let query = RecordQuery {
+                    memory_types,
+                    max_sensitivity: Sensitivity::ALL[rng.below(3) as usize],
+                    scopes: [
+                        None,
+                        Some(vec!["a".to_string()]),
+                        Some(vec!["a".into(), "b".into()]),
+                    ][rng.below(3) as usize]
+                        .clone(),
+                    min_salience: [0.0, 0.05, 0.3, 0.5][rng.below(4) as usize],
+                    limit: 1 + rng.below(10) as usize,
+                    include_retracted: false,
+                };
+                let mut expected: Vec<(&MemoryRecord, i64)> = everything
+                    .iter()
+                    .filter(|r| query.memory_types.contains(&r.memory_type))
+                    .filter(|r| r.sensitivity <= query.max_sensitivity)
+                    .filter(|r| match (&query.scopes, &r.scope) {
+                        (Some(allowed), Some(scope)) => allowed.contains(scope),
+                        _ => true,
+                    })
+                    .filter(|r| r.salience >= query.min_salience)
+                    .map(|r| (r, record_key(&conn, &r.id).unwrap().unwrap()))
+                    .collect();
+                expected.sort_by(|(a, ka), (b, kb)| {
+                    rank(
+                        a.salience,
+                        a.memory_type.layer() as i64,
+                        a.created_at.timestamp_micros(),
+                        *ka,
+                    )
+                    .cmp(&rank(
+                        b.salience,
+                        b.memory_type.layer() as i64,
+                        b.created_at.timestamp_micros(),
+                        *kb,
+                    ))
+                });
+                expected.truncate(query.limit);
+                let expected: Vec<&str> = expected.iter().map(|(r, _)| r.id.as_str()).collect();
+                let actual: Vec<String> = query_records(&conn, &query, now())
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.id)
+                    .collect();
+                assert_eq!(actual, expected, "seed {seed}, {query:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! What the storage unit tests share: an in-memory database with the
+//! schema, a fixed clock, and records built the way the service builds
+//! them.
+
+use rusqlite::Connection;
+
+use crate::domain::policy::{NewRecord, Policy};
+use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::time::{parse_rfc3339, Timestamp};
+
+pub fn conn() -> Connection {
+    let mut conn = Connection::open_in_memory().unwrap();
+    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+    rusqlite::vtab::array::load_module(&conn).unwrap();
+    super::migrations::run(&mut conn).unwrap();
+    conn
+}
+
+pub fn now() -> Timestamp {
+    parse_rfc3339("2026-01-01T00:00:00.123456Z").unwrap()
+}
+
+/// A record from a `POST /v1/records` body, with id `id`.
+pub fn record(id: &str, body: serde_json::Value) -> MemoryRecord {
+    let new: NewRecord = serde_json::from_value(body).unwrap();
+    new.into_record(
+        &Policy::default(),
+        &Attribution::new("test", "test"),
+        now(),
+        || id.to_string(),
+    )
+    .unwrap()
+}
