@@ -70,8 +70,9 @@ pub fn apply_decay(
     changes: &[DecayChange],
     now: Timestamp,
 ) -> Result<usize, StoreError> {
-    let mut update =
-        conn.prepare_cached("UPDATE records SET salience = ?3 WHERE key = ?1 AND version = ?2")?;
+    let mut update = conn.prepare_cached(
+        "UPDATE records SET salience = ?3, decays_from = ?4 WHERE key = ?1 AND version = ?2",
+    )?;
     // One statement each, so the check of the last entry and the change
     // to it cannot be split by another writer's append.
     let mut fold = conn.prepare_cached(
@@ -84,7 +85,8 @@ pub fn apply_decay(
     )?;
     let mut changed = 0;
     for change in changes {
-        if update.execute(params![change.key, change.version, change.salience])? == 0 {
+        let at = to_micros(&now);
+        if update.execute(params![change.key, change.version, change.salience, at])? == 0 {
             continue;
         }
         changed += 1;

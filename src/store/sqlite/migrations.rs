@@ -35,6 +35,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "imported_audit",
         sql: include_str!("../../../migrations/0004_imported_audit.sql"),
     },
+    Migration {
+        version: 5,
+        name: "rank_bounds",
+        sql: include_str!("../../../migrations/0005_rank_bounds.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -83,7 +88,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5]);
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

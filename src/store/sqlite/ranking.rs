@@ -3,30 +3,32 @@
 //!
 //! Each (type, sensitivity level[, scope]) combination the caller may see
 //! is one index range, ordered by the salience *stored* at the last sweep
-//! or change. Decay only ever lowers salience, so the stored value bounds
-//! the current one from above. The ranges are read page by page in stored
-//! order while a bounded top-`limit` keeps the best by current salience;
-//! a range is finished once the next record it could yield cannot beat the
-//! last of the top (or it has run out). However long ago the sweep ran,
-//! the answer is exact, and only `limit` records are held at a time.
-//! Records the caller cannot see are never visited, and only the records
-//! that make the cut are loaded whole.
+//! or change, then by when that value was exact (`decays_from`), newest
+//! first. Decay only lowers salience, and no faster than the longest
+//! half-life of the type allows (see migration 0005), so the position in a
+//! range bounds what any record further on can have now. The ranges are
+//! read page by page while a bounded top-`limit` keeps the best by current
+//! salience; a range is finished once that bound is below the last of the
+//! top (or the range has run out). However long ago the sweep ran, the
+//! answer is exact, and only `limit` records are held at a time. Records
+//! the caller cannot see are never visited, and only the records that make
+//! the cut are loaded whole.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
-use rusqlite::{Connection, Row};
+use rusqlite::{Connection, OptionalExtension, Row};
 
 use super::records::{load_records, parse_enum};
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::record::{DecayCurve, DecayProfile, MemoryRecord, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
-use crate::domain::time::{from_micros, Timestamp};
+use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::StoreError;
 
 /// First page read from each range beyond the limit; later pages double,
-/// up to [`MAX_PAGE`].
-const FIRST_PAGE_MARGIN: usize = 32;
+/// up to [`MAX_PAGE`]. None in unit tests, so they go through many pages.
+const FIRST_PAGE_MARGIN: usize = if cfg!(test) { 0 } else { 32 };
 const MAX_PAGE: usize = 4096;
 
 /// A record's place in the answer: salience descending, then layer order,
@@ -98,9 +100,12 @@ impl TopK {
         }
     }
 
-    /// Whether a record ranked after `bound` can no longer get in.
-    fn excludes_after(&self, bound: &Rank) -> bool {
-        self.heap.len() >= self.limit && self.heap.peek().is_some_and(|worst| worst <= bound)
+    /// Whether no record with current salience at most `bound` can get
+    /// in. A tie could still win on layer or age, so it must be strictly
+    /// below the last kept.
+    fn excludes_up_to(&self, bound: f64) -> bool {
+        self.heap.len() >= self.limit
+            && self.heap.peek().is_some_and(|worst| worst.salience > bound)
     }
 
     fn into_keys(self) -> Vec<i64> {
@@ -112,10 +117,36 @@ impl TopK {
     }
 }
 
+/// How fast the records of a memory type can decay at the slowest.
+#[derive(Debug, Clone, Copy)]
+struct DecayBound {
+    max_half_life_seconds: i64,
+    max_min_salience: f64,
+}
+
+impl DecayBound {
+    /// The most a record stored at `salience`, exact at `decays_from`, can
+    /// have at `now`: the slowest exponential decay of the type (linear
+    /// decay is never slower), or the highest floor. Rounded up a little,
+    /// so floating point cannot make it too tight.
+    fn at_most(&self, salience: f64, decays_from: i64, now: i64) -> f64 {
+        if decays_from >= now {
+            return salience;
+        }
+        // Whole milliseconds, as decay itself counts them: never more
+        // elapsed time than decay saw, so never a tighter bound.
+        let elapsed = ((now - decays_from) / 1000) as f64 / 1000.0;
+        let decayed = salience * (-elapsed / self.max_half_life_seconds.max(1) as f64).exp2();
+        let floor = self.max_min_salience.min(salience);
+        (decayed.max(floor) * (1.0 + 1e-9) + 1e-12).min(salience)
+    }
+}
+
 /// One index range: a layer, a sensitivity level and a scope condition,
-/// with where the last page ended (stored salience, created_at, key).
+/// with where the last page ended (stored salience, decays_from, key).
 struct Range<'a> {
     sql: &'a str,
+    next_tier_sql: &'a str,
     layer: i64,
     sensitivity: i64,
     scope: Option<&'a str>,
@@ -123,16 +154,21 @@ struct Range<'a> {
     exhausted: bool,
 }
 
-impl Range<'_> {
-    /// The best rank an unread record of this range could have: decay
-    /// never lifts a record above its stored salience, and the range is
-    /// read in stored order.
-    fn bound(&self) -> Rank {
-        Rank {
-            salience: self.after.0,
-            layer: self.layer,
-            created_at: self.after.1,
-            key: self.after.2,
+impl<'a> Range<'a> {
+    fn new(
+        (sql, next_tier_sql): &'a (String, String),
+        layer: i64,
+        sensitivity: i64,
+        scope: Option<&'a str>,
+    ) -> Self {
+        Range {
+            sql,
+            next_tier_sql,
+            layer,
+            sensitivity,
+            scope,
+            after: (f64::MAX, i64::MAX, i64::MAX),
+            exhausted: false,
         }
     }
 }
@@ -149,22 +185,41 @@ pub fn query_records(
     };
     let select = |index: &str, scope: &str| {
         format!(
-            "SELECT r.key, r.salience, r.created_at, d.curve, d.half_life_seconds,
-                    d.min_salience, d.max_age_seconds, d.reinforcement_gain, d.pinned,
+            "SELECT r.key, r.salience, r.decays_from, r.created_at, d.curve,
+                    d.half_life_seconds, d.min_salience, d.max_age_seconds,
+                    d.reinforcement_gain, d.pinned,
                     COALESCE(d.anchor_salience, r.salience),
                     COALESCE(d.anchor_at, d.last_reinforced_at)
              FROM records r INDEXED BY {index}
              JOIN decay_profiles d ON d.record_key = r.key
              WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3{status_clause}
-               AND (r.salience, r.created_at, r.key) < (?5, ?6, ?7)
-             ORDER BY r.salience DESC, r.created_at DESC, r.key DESC LIMIT ?4"
+               AND (r.salience, r.decays_from, r.key) < (?5, ?6, ?7)
+             ORDER BY r.salience DESC, r.decays_from DESC, r.key DESC LIMIT ?4"
         )
     };
-    let unscoped_sql = select("idx_records_rank", "");
-    let null_scope_sql = select("idx_records_scope_rank", "r.scope IS NULL AND ");
-    let scope_sql = select("idx_records_scope_rank", "r.scope = ?8 AND ");
+    // The highest stored salience below a tier: what a record beyond the
+    // tier can have now, at most.
+    let next_tier = |index: &str, scope: &str| {
+        format!(
+            "SELECT r.salience FROM records r INDEXED BY {index}
+             WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3{status_clause}
+               AND r.salience < ?4
+             ORDER BY r.salience DESC LIMIT 1"
+        )
+    };
+    let unscoped = (
+        select("idx_records_rank", ""),
+        next_tier("idx_records_rank", ""),
+    );
+    let null_scope = (
+        select("idx_records_scope_rank", "r.scope IS NULL AND "),
+        next_tier("idx_records_scope_rank", "r.scope IS NULL AND "),
+    );
+    let scoped = (
+        select("idx_records_scope_rank", "r.scope = ?8 AND "),
+        next_tier("idx_records_scope_rank", "r.scope = ?5 AND "),
+    );
 
-    let start = (f64::MAX, i64::MAX, i64::MAX);
     let mut ranges = Vec::new();
     for memory_type in &query.memory_types {
         let layer = memory_type.layer() as i64;
@@ -172,34 +227,99 @@ pub fn query_records(
             .iter()
             .filter(|s| **s <= query.max_sensitivity)
         {
-            let range = |sql, scope| Range {
-                sql,
-                layer,
-                sensitivity: sensitivity.rank() as i64,
-                scope,
-                after: start,
-                exhausted: false,
-            };
+            let rank = sensitivity.rank() as i64;
             match &query.scopes {
-                None => ranges.push(range(&unscoped_sql, None)),
+                None => ranges.push(Range::new(&unscoped, layer, rank, None)),
                 Some(scopes) => {
-                    ranges.push(range(&null_scope_sql, None));
-                    ranges.extend(scopes.iter().map(|s| range(&scope_sql, Some(s.as_str()))));
+                    ranges.push(Range::new(&null_scope, layer, rank, None));
+                    ranges.extend(
+                        scopes
+                            .iter()
+                            .map(|s| Range::new(&scoped, layer, rank, Some(s.as_str()))),
+                    );
                 }
             }
         }
     }
 
+    let bounds = decay_bounds(conn)?;
+    let now_micros = to_micros(&now);
     let mut top = TopK::new(query.limit);
     let mut page = query.limit.saturating_add(FIRST_PAGE_MARGIN).min(MAX_PAGE);
     while !ranges.is_empty() {
         for range in &mut ranges {
             read_page(conn, range, query.min_salience, page, now, &mut top)?;
         }
-        ranges.retain(|range| !range.exhausted && !top.excludes_after(&range.bound()));
+        let mut open = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            if range.exhausted {
+                continue;
+            }
+            let Some(bound) = bounds.get(&range.layer) else {
+                // A type with no bound recorded has no records.
+                continue;
+            };
+            // What the rest of this tier can have now, then what the
+            // tiers below can.
+            let (salience, decays_from, _) = range.after;
+            let tier = bound.at_most(salience, decays_from, now_micros);
+            let settled = (tier < query.min_salience || top.excludes_up_to(tier))
+                && match next_tier_salience(conn, &range, query.min_salience)? {
+                    None => true,
+                    Some(below) => top.excludes_up_to(below),
+                };
+            if !settled {
+                open.push(range);
+            }
+        }
+        ranges = open;
         page = page.saturating_mul(2).min(MAX_PAGE);
     }
     load_records(conn, &top.into_keys(), now)
+}
+
+fn decay_bounds(conn: &Connection) -> Result<HashMap<i64, DecayBound>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT layer, max_half_life_seconds, max_min_salience FROM decay_bounds",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut bounds = HashMap::new();
+    while let Some(row) = rows.next()? {
+        bounds.insert(
+            row.get(0)?,
+            DecayBound {
+                max_half_life_seconds: row.get(1)?,
+                max_min_salience: row.get(2)?,
+            },
+        );
+    }
+    Ok(bounds)
+}
+
+/// The stored salience of the best record of `range` below the tier its
+/// last page ended in, if any.
+fn next_tier_salience(
+    conn: &Connection,
+    range: &Range<'_>,
+    min_salience: f64,
+) -> Result<Option<f64>, StoreError> {
+    let mut stmt = conn.prepare_cached(range.next_tier_sql)?;
+    let tier = range.after.0;
+    let found = match range.scope {
+        None => stmt
+            .query_row(
+                rusqlite::params![range.layer, range.sensitivity, min_salience, tier],
+                |row| row.get(0),
+            )
+            .optional()?,
+        Some(scope) => stmt
+            .query_row(
+                rusqlite::params![range.layer, range.sensitivity, min_salience, tier, scope],
+                |row| row.get(0),
+            )
+            .optional()?,
+    };
+    Ok(found)
 }
 
 /// Reads the next `page` records of `range`, offering each at its current
@@ -214,7 +334,7 @@ fn read_page(
 ) -> Result<(), StoreError> {
     let mut stmt = conn.prepare_cached(range.sql)?;
     let limit = page as i64;
-    let (salience, created_at, key) = range.after;
+    let (salience, decays_from, key) = range.after;
     let mut rows = match range.scope {
         None => stmt.query(rusqlite::params![
             range.layer,
@@ -222,7 +342,7 @@ fn read_page(
             min_salience,
             limit,
             salience,
-            created_at,
+            decays_from,
             key
         ])?,
         Some(scope) => stmt.query(rusqlite::params![
@@ -231,7 +351,7 @@ fn read_page(
             min_salience,
             limit,
             salience,
-            created_at,
+            decays_from,
             key,
             scope
         ])?,
@@ -241,8 +361,8 @@ fn read_page(
         read += 1;
         let key: i64 = row.get(0)?;
         let stored: f64 = row.get(1)?;
-        let created_at: i64 = row.get(2)?;
-        range.after = (stored, created_at, key);
+        let created_at: i64 = row.get(3)?;
+        range.after = (stored, row.get(2)?, key);
         let current = current_salience(row, created_at, now)?;
         if current >= min_salience {
             top.offer(Rank {
@@ -257,22 +377,22 @@ fn read_page(
     Ok(())
 }
 
-/// The salience now of the record in `row`, from its decay columns (3..).
+/// The salience now of the record in `row`, from its decay columns (4..).
 fn current_salience(row: &Row<'_>, created_at: i64, now: Timestamp) -> Result<f64, StoreError> {
     let profile = DecayProfile {
-        curve: parse_enum(row, 3, DecayCurve::parse)?,
-        half_life_seconds: row.get(4)?,
-        min_salience: row.get(5)?,
-        max_age_seconds: row.get(6)?,
-        reinforcement_gain: row.get(7)?,
+        curve: parse_enum(row, 4, DecayCurve::parse)?,
+        half_life_seconds: row.get(5)?,
+        min_salience: row.get(6)?,
+        max_age_seconds: row.get(7)?,
+        reinforcement_gain: row.get(8)?,
     };
     let state = DecayState {
         anchor: Anchor {
-            salience: row.get(9)?,
-            at: from_micros(row.get(10)?),
+            salience: row.get(10)?,
+            at: from_micros(row.get(11)?),
         },
         profile: &profile,
-        pinned: row.get(8)?,
+        pinned: row.get(9)?,
         created_at: from_micros(created_at),
     };
     Ok(salience_at(&state, now))
@@ -309,13 +429,65 @@ mod tests {
         assert_eq!(top.into_keys(), vec![2, 3]);
 
         let mut top = TopK::new(1);
-        assert!(!top.excludes_after(&rank(0.0, 0, 0, 0)), "nothing kept yet");
+        assert!(!top.excludes_up_to(0.0), "nothing kept yet");
         top.offer(rank(0.7, 1, 10, 5));
-        assert!(top.excludes_after(&rank(0.6, 0, 99, 99)));
-        assert!(top.excludes_after(&rank(0.7, 1, 10, 5)), "the same rank");
-        assert!(!top.excludes_after(&rank(0.7, 0, 1, 1)), "earlier layer");
-        assert!(!top.excludes_after(&rank(0.7, 1, 11, 1)), "newer");
-        assert!(!top.excludes_after(&rank(0.8, 9, 0, 0)));
+        assert!(top.excludes_up_to(0.6));
+        assert!(!top.excludes_up_to(0.7), "a tie may still win");
+    }
+
+    #[test]
+    fn the_decay_bound_is_never_below_what_a_record_can_have() {
+        let bound = DecayBound {
+            max_half_life_seconds: 3600,
+            max_min_salience: 0.2,
+        };
+        let hour = 3_600_000_000;
+        assert_eq!(bound.at_most(0.8, i64::MAX, 0), 0.8, "pinned");
+        assert!((bound.at_most(0.8, 0, hour) - 0.4).abs() < 1e-6);
+        assert!(
+            (bound.at_most(0.8, 0, 10 * hour) - 0.2).abs() < 1e-6,
+            "floor"
+        );
+        assert_eq!(bound.at_most(0.1, 0, 10 * hour), 0.1, "below every floor");
+        // Any profile within the bound, either curve, decays at least as
+        // fast.
+        for (curve, half_life, floor) in [
+            (DecayCurve::Exponential, 3600, 0.0),
+            (DecayCurve::Exponential, 60, 0.2),
+            (DecayCurve::Linear, 3600, 0.1),
+            (DecayCurve::Linear, 600, 0.0),
+        ] {
+            let profile = DecayProfile {
+                curve,
+                half_life_seconds: half_life,
+                min_salience: floor,
+                max_age_seconds: None,
+                reinforcement_gain: 0.1,
+            };
+            let t0 = from_micros(0);
+            let state = DecayState {
+                anchor: Anchor {
+                    salience: 0.9,
+                    at: t0,
+                },
+                profile: &profile,
+                pinned: false,
+                created_at: t0,
+            };
+            for swept in [0, 60, 1800] {
+                let swept_at = t0 + chrono::Duration::seconds(swept);
+                let stored = salience_at(&state, swept_at);
+                for later in [0, 1, 300, 3600, 86_400] {
+                    let now = swept_at + chrono::Duration::seconds(later);
+                    let current = salience_at(&state, now);
+                    let most = bound.at_most(stored, to_micros(&swept_at), to_micros(&now));
+                    assert!(
+                        current <= most,
+                        "{curve:?} {half_life} {floor} {swept} {later}: {current} > {most}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -456,7 +628,7 @@ mod tests {
                             "curve": if rng.below(2) == 0 { "linear" } else { "exponential" },
                             // Short half-lives: stored values far above
                             // current ones, as in a long gap between sweeps.
-                            "half_life_seconds": if rng.below(2) == 0 {
+                            "half_life_seconds": if rng.below(5) > 0 {
                                 60 + rng.below(3600)
                             } else {
                                 86_400 + rng.below(30 * 86_400)
@@ -482,11 +654,18 @@ mod tests {
                         pinned: r.lifecycle.pinned,
                         created_at: r.created_at,
                     };
-                    conn.execute(
-                        "UPDATE records SET salience = ?2 WHERE key = ?1",
-                        rusqlite::params![key, salience_at(&state, swept_at)],
-                    )
-                    .unwrap();
+                    // As the sweep writes it (it leaves pinned records be).
+                    if !r.lifecycle.pinned {
+                        conn.execute(
+                            "UPDATE records SET salience = ?2, decays_from = ?3 WHERE key = ?1",
+                            rusqlite::params![
+                                key,
+                                salience_at(&state, swept_at),
+                                to_micros(&swept_at)
+                            ],
+                        )
+                        .unwrap();
+                    }
                 }
             }
             let keys: Vec<i64> = conn

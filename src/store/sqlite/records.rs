@@ -22,8 +22,8 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     let inserted = conn
         .prepare_cached(
             "INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
-                                  created_by, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                  created_by, created_at, updated_at, decays_from)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?
         .execute(params![
             record.id,
@@ -36,6 +36,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
             record.provenance.created_by,
             to_micros(&record.created_at),
             to_micros(&record.updated_at),
+            decays_from(record, record.lifecycle.last_reinforced_at),
         ]);
     match inserted {
         Ok(_) => {}
@@ -75,9 +76,14 @@ pub fn update_record(
     salience: SalienceChange,
 ) -> Result<(), StoreError> {
     let key = version.key;
+    let set_at = match salience {
+        SalienceChange::Unchanged => None,
+        SalienceChange::SetAt(at) => Some(at),
+    };
     let updated = conn
         .prepare_cached(
-            "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5, salience = ?6,
+            "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5,
+                 salience = COALESCE(?6, salience), decays_from = COALESCE(?12, decays_from),
                  scope = ?7, status = ?8, created_by = ?9, created_at = ?10, updated_at = ?11,
                  version = version + 1
              WHERE key = ?1 AND version = ?2",
@@ -88,12 +94,15 @@ pub fn update_record(
             record.memory_type.layer(),
             record.sensitivity.rank(),
             record.confidence,
-            record.salience,
+            // The stored salience and its time change together, or not
+            // at all: an untouched salience keeps decaying as it did.
+            set_at.map(|_| record.salience),
             record.scope,
             record.status.as_str(),
             record.provenance.created_by,
             to_micros(&record.created_at),
             to_micros(&record.updated_at),
+            set_at.map(|at| decays_from(record, at)),
         ])?;
     if updated == 0 {
         return Err(if record_key(conn, &record.id)?.is_some() {
@@ -102,13 +111,10 @@ pub fn update_record(
             StoreError::NotFound(record.id.clone())
         });
     }
-    let anchor = match salience {
-        SalienceChange::Unchanged => None,
-        SalienceChange::SetAt(at) => Some(Anchor {
-            salience: record.salience,
-            at,
-        }),
-    };
+    let anchor = set_at.map(|at| Anchor {
+        salience: record.salience,
+        at,
+    });
     write_lifecycle(conn, key, record, anchor)?;
     write_payload(conn, key, record)?;
     for table in [
@@ -131,7 +137,17 @@ pub fn update_record(
     Ok(())
 }
 
-/// The decay profile. `anchor` is `None` to keep the stored anchor.
+/// The moment from which a record's stored salience, set at `at`, decays.
+pub(super) fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
+    if record.lifecycle.pinned {
+        i64::MAX
+    } else {
+        to_micros(&at)
+    }
+}
+
+/// The decay profile, and the bounds of its memory type (see migration
+/// 0005). `anchor` is `None` to keep the stored anchor.
 fn write_lifecycle(
     conn: &Connection,
     key: i64,
@@ -165,6 +181,20 @@ fn write_lifecycle(
         lifecycle.deletion_policy.as_str(),
         anchor.map(|a| a.salience),
         anchor.map(|a| to_micros(&a.at)),
+    ])?;
+    conn.prepare_cached(
+        "INSERT INTO decay_bounds (layer, max_half_life_seconds, max_min_salience)
+         VALUES (?1, ?2, ?3)
+         ON CONFLICT (layer) DO UPDATE SET
+             max_half_life_seconds = MAX(max_half_life_seconds, excluded.max_half_life_seconds),
+             max_min_salience = MAX(max_min_salience, excluded.max_min_salience)
+         WHERE excluded.max_half_life_seconds > decay_bounds.max_half_life_seconds
+            OR excluded.max_min_salience > decay_bounds.max_min_salience",
+    )?
+    .execute(params![
+        record.memory_type.layer(),
+        lifecycle.decay.half_life_seconds,
+        lifecycle.decay.min_salience,
     ])?;
     Ok(())
 }
