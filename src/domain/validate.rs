@@ -140,6 +140,14 @@ pub fn check_id(field: &str, id: &str) -> Validated<()> {
             "id must not contain control characters",
         ));
     }
+    // What an invalid percent-escape in a path decodes to: such an id
+    // could never be asked for again by the same bytes.
+    if id.contains('\u{FFFD}') {
+        return Err(ValidationError::new(
+            field,
+            "id must not contain U+FFFD (an invalid UTF-8 percent-escape decodes to it)",
+        ));
+    }
     Ok(())
 }
 

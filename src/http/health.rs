@@ -1,5 +1,6 @@
 //! Liveness and readiness.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
@@ -8,8 +9,8 @@ use crate::error::ApiError;
 use crate::service::ServiceError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/healthz", web::get().to(healthz)))
-        .service(resource("/readyz", web::get().to(readyz)));
+    cfg.service(resource("/healthz", Method::GET, web::route().to(healthz)))
+        .service(resource("/readyz", Method::GET, web::route().to(readyz)));
 }
 
 /// The process is up and serving HTTP.

@@ -1,5 +1,6 @@
 //! `POST /v1/ingest/*`: the five ingest calls and the batch.
 
+use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
@@ -12,21 +13,36 @@ use crate::actors::ingestion::{Ingest, IngestBatch};
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/v1/ingest/event", web::post().to(event)))
-        .service(resource(
-            "/v1/ingest/tool-output",
-            web::post().to(tool_output),
-        ))
-        .service(resource(
-            "/v1/ingest/observation",
-            web::post().to(observation),
-        ))
-        .service(resource("/v1/ingest/outcome", web::post().to(outcome)))
-        .service(resource(
-            "/v1/ingest/working-state",
-            web::post().to(working_state),
-        ))
-        .service(resource("/v1/ingest/batch", web::post().to(batch)));
+    cfg.service(resource(
+        "/v1/ingest/event",
+        Method::POST,
+        web::route().to(event),
+    ))
+    .service(resource(
+        "/v1/ingest/tool-output",
+        Method::POST,
+        web::route().to(tool_output),
+    ))
+    .service(resource(
+        "/v1/ingest/observation",
+        Method::POST,
+        web::route().to(observation),
+    ))
+    .service(resource(
+        "/v1/ingest/outcome",
+        Method::POST,
+        web::route().to(outcome),
+    ))
+    .service(resource(
+        "/v1/ingest/working-state",
+        Method::POST,
+        web::route().to(working_state),
+    ))
+    .service(resource(
+        "/v1/ingest/batch",
+        Method::POST,
+        web::route().to(batch),
+    ));
 }
 
 async fn ingest(

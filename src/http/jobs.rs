@@ -1,5 +1,6 @@
 //! `/v1/jobs`: the maintenance jobs, their schedules, and manual runs.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
@@ -8,9 +9,17 @@ use crate::actors::scheduler::{JobName, JobView, ListJobs, RunJob, RunView, Upda
 use crate::error::{ApiError, Code};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/v1/jobs", web::get().to(list)))
-        .service(resource("/v1/jobs/{name}", web::put().to(update)))
-        .service(resource("/v1/jobs/{name}/run", web::post().to(run)));
+    cfg.service(resource("/v1/jobs", Method::GET, web::route().to(list)))
+        .service(resource(
+            "/v1/jobs/{name}",
+            Method::PUT,
+            web::route().to(update),
+        ))
+        .service(resource(
+            "/v1/jobs/{name}/run",
+            Method::POST,
+            web::route().to(run),
+        ));
 }
 
 #[derive(Serialize)]

@@ -1,6 +1,7 @@
 //! `GET /v1/metrics` (memory aggregates as JSON) and `GET /metrics`
 //! (everything, in the Prometheus text format).
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
 use super::{resource, AppState};
@@ -8,8 +9,16 @@ use crate::error::ApiError;
 use crate::store::MemoryStats;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/v1/metrics", web::get().to(memory)))
-        .service(resource("/metrics", web::get().to(prometheus)));
+    cfg.service(resource(
+        "/v1/metrics",
+        Method::GET,
+        web::route().to(memory),
+    ))
+    .service(resource(
+        "/metrics",
+        Method::GET,
+        web::route().to(prometheus),
+    ));
 }
 
 async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {

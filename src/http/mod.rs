@@ -16,8 +16,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use actix_web::dev::Payload;
-use actix_web::http::{header, StatusCode};
-use actix_web::{web, FromRequest, HttpRequest, HttpResponse, Resource, Route};
+use actix_web::http::{header, Method, StatusCode};
+use actix_web::{
+    guard, web, FromRequest, HttpRequest, HttpResponse, Resource, ResponseError, Route,
+};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
@@ -71,18 +73,43 @@ pub async fn route_not_found(req: HttpRequest) -> Result<HttpResponse, ApiError>
     ))
 }
 
-async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::new(
+/// A JSON 405 that says, in `Allow`, what the resource does take.
+fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
+    let mut response = ApiError::new(
         Code::MethodNotAllowed,
-        format!("{} is not allowed on {}", req.method(), req.path()),
-    ))
+        format!(
+            "{} is not allowed on {}; allowed: {allow}",
+            req.method(),
+            req.path()
+        ),
+    )
+    .error_response();
+    response
+        .headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    response
 }
 
-/// A resource with one route; other methods get a JSON 405.
-fn resource(path: &str, route: Route) -> Resource {
+/// A resource with one route for `method` (a GET route answers HEAD too);
+/// other methods get a JSON 405 with an `Allow` header.
+fn resource(path: &str, method: Method, route: Route) -> Resource {
+    let (route, allow) = if method == Method::GET {
+        (
+            route.guard(guard::Any(guard::Get()).or(guard::Head())),
+            "GET, HEAD",
+        )
+    } else if method == Method::POST {
+        (route.method(method), "POST")
+    } else if method == Method::PUT {
+        (route.method(method), "PUT")
+    } else {
+        unreachable!("no resource takes {method}")
+    };
     web::resource(path)
         .route(route)
-        .default_service(web::to(method_not_allowed))
+        .default_service(web::to(move |req: HttpRequest| async move {
+            method_not_allowed(&req, allow)
+        }))
 }
 
 /// A JSON request body, parsed before any actor sees it: a body over the
@@ -142,6 +169,16 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             Code::InvalidArgument,
             "malformed JSON: the request body is empty; expected a JSON object",
         ));
+    }
+    // Every body is an object. Serde would take an array for a struct,
+    // field by field in order; that is no form a client should rely on.
+    if let Some(first) = body.iter().find(|b| !b.is_ascii_whitespace()) {
+        if *first == b'[' {
+            return Err(ApiError::new(
+                Code::InvalidArgument,
+                "the request body must be a JSON object, not an array",
+            ));
+        }
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {

@@ -1,6 +1,7 @@
 //! `POST /v1/records`: a whole record, validated and completed by policy;
 //! and the per-record calls: reinforce, penalize, history.
 
+use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
@@ -11,6 +12,7 @@ use crate::actors::ingestion::CreateRecord;
 use crate::actors::retrieval::RetrieveHistory;
 use crate::domain::policy::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::revision::record_id;
 use crate::error::ApiError;
 
 /// Actor named in the `create` audit entry when the record names no
@@ -18,19 +20,26 @@ use crate::error::ApiError;
 const DEFAULT_ACTOR: &str = "api";
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/v1/records", web::post().to(create)))
-        .service(resource(
-            "/v1/records/{id}/reinforce",
-            web::post().to(reinforce),
-        ))
-        .service(resource(
-            "/v1/records/{id}/penalize",
-            web::post().to(penalize),
-        ))
-        .service(resource(
-            "/v1/records/{id}/history",
-            web::post().to(history),
-        ));
+    cfg.service(resource(
+        "/v1/records",
+        Method::POST,
+        web::route().to(create),
+    ))
+    .service(resource(
+        "/v1/records/{id}/reinforce",
+        Method::POST,
+        web::route().to(reinforce),
+    ))
+    .service(resource(
+        "/v1/records/{id}/penalize",
+        Method::POST,
+        web::route().to(penalize),
+    ))
+    .service(resource(
+        "/v1/records/{id}/history",
+        Method::POST,
+        web::route().to(history),
+    ));
 }
 
 async fn create(
@@ -92,7 +101,7 @@ async fn history(
     let chain = state
         .retriever
         .send(RetrieveHistory {
-            id: id.into_inner(),
+            id: record_id("id", id.into_inner())?,
             trust: body.0.trust,
         })
         .await??;

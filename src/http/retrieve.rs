@@ -1,19 +1,26 @@
 //! `POST /v1/retrieve` and `POST /v1/retrieve/{id}`: trust-gated reads.
 
+use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::requests::{RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::retrieval::{Retrieve, RetrieveById};
+use crate::domain::revision::record_id;
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/v1/retrieve", web::post().to(retrieve)))
-        .service(resource(
-            "/v1/retrieve/{id}",
-            web::post().to(retrieve_by_id),
-        ));
+    cfg.service(resource(
+        "/v1/retrieve",
+        Method::POST,
+        web::route().to(retrieve),
+    ))
+    .service(resource(
+        "/v1/retrieve/{id}",
+        Method::POST,
+        web::route().to(retrieve_by_id),
+    ));
 }
 
 async fn retrieve(
@@ -37,7 +44,7 @@ async fn retrieve_by_id(
     let record = state
         .retriever
         .send(RetrieveById {
-            id: id.into_inner(),
+            id: record_id("id", id.into_inner())?,
             trust: body.0.trust,
         })
         .await??;

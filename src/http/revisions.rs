@@ -1,5 +1,6 @@
 //! `POST /v1/revisions/*`: supersede, fork, retract, merge, contest.
 
+use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
@@ -13,12 +14,29 @@ use crate::error::ApiError;
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource(
         "/v1/revisions/supersede",
-        web::post().to(supersede),
+        Method::POST,
+        web::route().to(supersede),
     ))
-    .service(resource("/v1/revisions/fork", web::post().to(fork)))
-    .service(resource("/v1/revisions/retract", web::post().to(retract)))
-    .service(resource("/v1/revisions/merge", web::post().to(merge)))
-    .service(resource("/v1/revisions/contest", web::post().to(contest)));
+    .service(resource(
+        "/v1/revisions/fork",
+        Method::POST,
+        web::route().to(fork),
+    ))
+    .service(resource(
+        "/v1/revisions/retract",
+        Method::POST,
+        web::route().to(retract),
+    ))
+    .service(resource(
+        "/v1/revisions/merge",
+        Method::POST,
+        web::route().to(merge),
+    ))
+    .service(resource(
+        "/v1/revisions/contest",
+        Method::POST,
+        web::route().to(contest),
+    ));
 }
 
 /// Sends a revision and answers its record with `status`.

@@ -308,3 +308,63 @@ async fn retrieval_finds_the_best_current_records_however_stale_the_sweep() {
     assert_eq!(records.len(), 1, "{body}");
     assert_eq!(records[0]["id"], fresh["id"]);
 }
+
+#[actix_web::test]
+async fn protocol_edges_get_json_errors() {
+    let app = spawn_app().await;
+    for (path, body) in [
+        ("/v1/retrieve", r#"[{"max_sensitivity":"hyper"}]"#),
+        ("/v1/ingest/event", r#" ["a", "user_input", "m"]"#),
+    ] {
+        assert_error(
+            &app.post_raw(path, body).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "must be a JSON object, not an array",
+        );
+    }
+    let (status, body) = app
+        .put("/v1/jobs/decay", &json!(["0 0 * * * *", true]))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    // An id is checked like any other: a bad escape or a NUL is refused.
+    for (path, needle) in [
+        ("/v1/retrieve/%FF", "U+FFFD"),
+        ("/v1/retrieve/a%00b", "control characters"),
+        ("/v1/records/%C3%28/history", "U+FFFD"),
+    ] {
+        assert_error(
+            &app.post(path, &json!({"trust": trust("low", &[])})).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            needle,
+        );
+    }
+
+    // HEAD wherever GET is; any other method is a 405 saying what is.
+    let response = app
+        .client
+        .head(format!("{}/healthz", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut response = app
+        .client
+        .delete(format!("{}/v1/retrieve", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(response.headers().get("allow").unwrap(), "POST");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "method_not_allowed");
+    let response = app
+        .client
+        .post(format!("{}/v1/jobs", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers().get("allow").unwrap(), "GET, HEAD");
+}
