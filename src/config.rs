@@ -161,9 +161,18 @@ impl Settings {
             }
             table.insert(key.clone(), env_value(&value));
         }
-        let settings: Settings = toml::Value::Table(merged)
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.message().trim().to_string()))?;
+        // The path names the key (`storage.pool_size`) whichever layer
+        // set it.
+        let settings: Settings = serde_path_to_error::deserialize(toml::Value::Table(merged))
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let message = e.into_inner().message().trim().to_string();
+                if path == "." {
+                    ConfigError::Invalid(message)
+                } else {
+                    ConfigError::Invalid(format!("{path}: {message}"))
+                }
+            })?;
         settings.validate()?;
         Ok(settings)
     }
@@ -409,5 +418,9 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("policy.episodic_half_life_seconds"), "{err}");
+        let err = Settings::from_layers(None, env(&[("ENGRAM_STORAGE__POOL_SIZE", "abc")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("storage.pool_size: invalid type"), "{err}");
     }
 }

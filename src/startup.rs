@@ -150,7 +150,10 @@ impl Application {
                 .configure(http::configure)
                 .default_service(web::to(http::route_not_found))
         })
-        .shutdown_timeout(settings.server.shutdown_timeout_seconds);
+        .shutdown_timeout(settings.server.shutdown_timeout_seconds)
+        // actix stops at once on SIGINT; engram treats it as SIGTERM (see
+        // `run_until_stopped`).
+        .disable_signals();
         if settings.server.workers > 0 {
             server = server.workers(settings.server.workers);
         }
@@ -196,7 +199,17 @@ impl Application {
     /// Serves until stopped (SIGINT/SIGTERM or the handle), then lets
     /// queued writes commit and checkpoints the database.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let handle = self.server.handle();
+        let signals = actix_web::rt::spawn(async move {
+            let name = stop_signal().await;
+            tracing::info!(
+                signal = name,
+                "stopping gracefully: in-flight requests and queued writes finish"
+            );
+            handle.stop(true).await;
+        });
         let result = self.server.await;
+        signals.abort();
         let _ = self.scheduler.send(StopSchedule).await;
         let writer = self.writer;
         let _ = actix_web::rt::task::spawn_blocking(move || writer.shutdown()).await;
@@ -245,5 +258,35 @@ impl SharedState {
             clock: self.clock.clone(),
             max_body_bytes: self.max_body_bytes,
         }
+    }
+}
+
+/// Waits for SIGINT or SIGTERM (Ctrl-C elsewhere); answers which came.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use actix_web::rt::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut interrupt), Ok(mut terminate)) => {
+                let interrupted = Box::pin(interrupt.recv());
+                let terminated = Box::pin(terminate.recv());
+                match futures_util::future::select(interrupted, terminated).await {
+                    futures_util::future::Either::Left(_) => "SIGINT",
+                    futures_util::future::Either::Right(_) => "SIGTERM",
+                }
+            }
+            _ => {
+                tracing::warn!("cannot listen for SIGINT/SIGTERM; stop the service with SIGKILL");
+                std::future::pending().await
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = actix_web::rt::signal::ctrl_c().await;
+        "Ctrl-C"
     }
 }

@@ -1,6 +1,7 @@
-//! The real binary under SIGKILL and SIGTERM: acknowledged writes survive
-//! a kill in the middle of concurrent ingests, the database stays intact
-//! and reopens without repair, and SIGTERM drains and exits cleanly.
+//! The real binary under SIGKILL, SIGTERM and SIGINT: acknowledged writes
+//! survive a kill in the middle of concurrent ingests, the database stays
+//! intact and reopens without repair, and SIGTERM or SIGINT drains and
+//! exits cleanly.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -165,26 +166,54 @@ async fn acknowledged_writes_survive_sigkill_in_the_middle_of_ingests() {
     child.wait().unwrap();
 }
 
-#[actix_web::test]
-async fn sigterm_drains_checkpoints_and_exits_zero() {
+/// Sends `signal` while ingests run and one request is half sent: the
+/// half-sent request is still answered, queued writes commit, the WAL is
+/// checkpointed and the process exits 0.
+async fn stops_gracefully_on(signal: &str) {
     let (dir, db) = scratch();
     let server = start(&db, &dir.path().join("run.log"));
     let stop = Rc::new(RefCell::new(false));
     let load = actix_web::rt::spawn(ingest_until(server.url.clone(), 4, stop.clone()));
     actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+    let body = json!({"source": "slow", "event_kind": "user_input", "ref": "m", "summary": "slow"})
+        .to_string();
+    let (head, tail) = body.split_at(body.len() / 2);
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        slow,
+        "POST /v1/ingest/event HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+        body.len()
+    )
+    .unwrap();
+    slow.flush().unwrap();
+    actix_web::rt::time::sleep(Duration::from_millis(100)).await;
     let Server { mut child, .. } = server;
     let pid = child.id().to_string();
     assert!(Command::new("kill")
-        .args(["-TERM", &pid])
+        .args([format!("-{signal}"), pid])
         .status()
         .unwrap()
         .success());
+    actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+    slow.write_all(tail.as_bytes()).unwrap();
+    let mut answer = String::new();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    slow.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "SIG{signal}: {answer}");
     let status = actix_web::rt::task::spawn_blocking(move || child.wait().unwrap())
         .await
         .unwrap();
     *stop.borrow_mut() = true;
-    let acked = load.await.unwrap();
-    assert_eq!(status.code(), Some(0), "engram exits 0 on SIGTERM");
+    let mut acked = load.await.unwrap();
+    let created: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    acked.push((
+        created["record"]["id"].as_str().unwrap().to_string(),
+        "slow".to_string(),
+    ));
+    assert_eq!(status.code(), Some(0), "engram exits 0 on SIG{signal}");
     let wal = std::fs::metadata(db.with_extension("db-wal"))
         .map(|m| m.len())
         .unwrap_or(0);
@@ -192,9 +221,25 @@ async fn sigterm_drains_checkpoints_and_exits_zero() {
     assert_eq!(integrity(&db), "ok");
     let log = std::fs::read_to_string(dir.path().join("run.log")).unwrap();
     assert!(log.contains("writer stopped"), "{log}");
+    assert!(
+        log.contains(&format!("signal=\"SIG{signal}\""))
+            || log.contains(&format!("signal=SIG{signal}")),
+        "{log}"
+    );
+    assert!(!log.contains("forced shutdown"), "{log}");
     let server = start(&db, &dir.path().join("after.log"));
     assert!(missing(&server.url, &acked).await.is_empty());
     let Server { mut child, .. } = server;
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+#[actix_web::test]
+async fn sigterm_drains_checkpoints_and_exits_zero() {
+    stops_gracefully_on("TERM").await;
+}
+
+#[actix_web::test]
+async fn sigint_is_as_graceful_as_sigterm() {
+    stops_gracefully_on("INT").await;
 }
