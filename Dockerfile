@@ -2,11 +2,23 @@
 # libraries are needed at run time beyond libc).
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
+# Dependencies first, against placeholder sources: this layer is rebuilt
+# only when the manifests or the lock file change, not on every source edit.
 COPY Cargo.toml Cargo.lock ./
+# A workspace member; its manifest must be there for the workspace to load.
+COPY loadtests/Cargo.toml ./loadtests/Cargo.toml
+RUN mkdir -p src loadtests/src \
+    && echo 'fn main() {}' > src/main.rs \
+    && touch src/lib.rs \
+    && echo 'fn main() {}' > loadtests/src/main.rs \
+    && cargo build --release --locked -p engram --bin engram \
+    && rm -rf src loadtests/src \
+        target/release/.fingerprint/engram-* \
+        target/release/deps/engram-* target/release/deps/libengram-*
+# Then engram itself.
 COPY src ./src
 COPY config ./config
 COPY migrations ./migrations
-# A workspace member; its manifest must be there for the workspace to load.
 COPY loadtests ./loadtests
 RUN cargo build --release --locked -p engram --bin engram
 

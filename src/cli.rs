@@ -118,10 +118,13 @@ pub async fn run_jobs(command: JobsCommand, url: &str) -> Result<String, String>
 }
 
 fn render_jobs(jobs: &Value) -> String {
-    let mut out = format!(
-        "{:<15} {:<8} {:<20} {:<28} {}\n",
-        "JOB", "ENABLED", "SCHEDULE", "NEXT RUN", "LAST RUN"
-    );
+    let mut rows = vec![[
+        "JOB".to_string(),
+        "ENABLED".to_string(),
+        "SCHEDULE".to_string(),
+        "NEXT RUN".to_string(),
+        "LAST RUN".to_string(),
+    ]];
     for job in jobs.as_array().into_iter().flatten() {
         let last = match &job["last_run"] {
             Value::Null => "never".to_string(),
@@ -135,14 +138,38 @@ fn render_jobs(jobs: &Value) -> String {
                 ),
             },
         };
-        out.push_str(&format!(
-            "{:<15} {:<8} {:<20} {:<28} {}\n",
+        rows.push([
             text(&job["name"]),
-            job["enabled"],
+            text(&job["enabled"]),
             text(&job["schedule"]),
             text(&job["next_run"]),
-            last
-        ));
+            last,
+        ]);
+    }
+    table(&rows)
+}
+
+/// Rows as aligned columns, each as wide as its widest cell; the last
+/// column is not padded.
+fn table<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == N {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out
 }
@@ -182,5 +209,27 @@ mod tests {
         assert!(parse_jobs(&words("set decay")).is_err());
         assert!(parse_jobs(&words("run")).is_err());
         assert!(parse_jobs(&words("set decay --enabled maybe")).is_err());
+    }
+
+    #[test]
+    fn the_jobs_table_lines_up_whatever_the_cell_widths() {
+        let jobs = json!([
+            {"name": "decay", "enabled": true, "schedule": "0 */5 * * * *",
+             "next_run": "2026-01-01T00:05:00.123456Z", "last_run": null},
+            {"name": "consolidation", "enabled": false, "schedule": "0 0 */6 * * * *",
+             "next_run": null,
+             "last_run": {"finished_at": "2026-01-01T00:00:00Z", "duration_ms": 12, "result": {}}}
+        ]);
+        let out = render_jobs(&jobs);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3);
+        // Every column starts at the same offset on every line.
+        for header in ["ENABLED", "SCHEDULE", "NEXT RUN", "LAST RUN"] {
+            let at = lines[0].find(header).unwrap();
+            for line in &lines[1..] {
+                assert_eq!(&line[at - 2..at], "  ", "{header} in {line:?}\n{out}");
+                assert_ne!(&line[at..at + 1], " ", "{header} in {line:?}\n{out}");
+            }
+        }
     }
 }

@@ -52,6 +52,18 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Metrics for a service with these jobs: their series exist, at 0,
+    /// before a first run, so a dashboard or alert sees "never ran" rather
+    /// than "no data".
+    pub fn with_jobs<'a>(jobs: impl IntoIterator<Item = &'a str>) -> Self {
+        let metrics = Metrics::default();
+        metrics.jobs.lock().expect("metrics lock").extend(
+            jobs.into_iter()
+                .map(|job| (job.to_string(), JobStats::default())),
+        );
+        metrics
+    }
+
     pub fn request_finished(&self, method: &str, route: &str, status: u16, seconds: f64) {
         *self
             .requests

@@ -16,7 +16,7 @@ use crate::actors::decay::Decayer;
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::{ReadGate, Retriever};
 use crate::actors::revision::Reviser;
-use crate::actors::scheduler::{JobsError, Scheduler, SchedulerDeps, StopSchedule};
+use crate::actors::scheduler::{JobName, JobsError, Scheduler, SchedulerDeps, StopSchedule};
 use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::clock::Clock;
 use crate::config::Settings;
@@ -107,7 +107,7 @@ impl Application {
             settings.jobs.compress_after_hours,
         )
         .start();
-        let metrics = Arc::new(Metrics::default());
+        let metrics = Arc::new(Metrics::with_jobs(JobName::ALL.map(JobName::as_str)));
         let scheduler = Scheduler::start(
             &settings.jobs,
             stored_jobs,

@@ -65,11 +65,6 @@ impl Handler<Consolidate> for Consolidator {
         let before = now - self.compress_after;
         let caller = Caller::unrestricted(Some(SCHEDULER_ACTOR.to_string()));
         Box::pin(async move {
-            let c = caller.clone();
-            let episodic_compressed = run_pages(&writer, move |tx, after| {
-                steps::compress_episodes(tx, &c, now, before, after)
-            })
-            .await?;
             let (c, p) = (caller.clone(), policy.clone());
             let semantic_extracted = run_pages(&writer, move |tx, after| {
                 steps::extract_facts(tx, &c, now, &p, after)
@@ -82,6 +77,13 @@ impl Handler<Consolidate> for Consolidator {
             .await?;
             let plan_graphs_extracted = run_pages(&writer, move |tx, after| {
                 steps::extract_plans(tx, now, &policy, after)
+            })
+            .await?;
+            // Last: every step above has read an episode by the time it is
+            // compressed, and decay prunes no episode before that.
+            let c = caller.clone();
+            let episodic_compressed = run_pages(&writer, move |tx, after| {
+                steps::compress_episodes(tx, &c, now, before, after)
             })
             .await?;
             // Finding duplicates reads every active fact: done on a read

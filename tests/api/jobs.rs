@@ -272,6 +272,10 @@ async fn prometheus_metrics_cover_requests_jobs_and_the_writer() {
         "engram_http_requests_total{method=\"POST\",route=\"/v1/retrieve/{id}\",status=\"404\"} 1",
         "engram_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/ingest/event\"} 3",
         "engram_job_runs_total{job=\"decay\",outcome=\"succeeded\"} 1",
+        // Never ran, still reported.
+        "engram_job_runs_total{job=\"consolidation\",outcome=\"succeeded\"} 0",
+        "engram_job_runs_total{job=\"consolidation\",outcome=\"failed\"} 0",
+        "engram_job_duration_seconds_total{job=\"consolidation\"} 0",
         "engram_writer_queue_depth 0",
         "engram_records 2",
         "engram_records_by_type{type=\"episodic\"} 2",

@@ -2,7 +2,7 @@ use awc::http::StatusCode;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use crate::helpers::{create_id, near, spawn_app, trust, Deadline, TestApp};
+use crate::helpers::{create_id, event, near, spawn_app, trust, Deadline, TestApp};
 
 /// A working record with a one-hour half-life and the given lifecycle.
 fn memo(id: &str, lifecycle: Value) -> Value {
@@ -671,4 +671,33 @@ async fn a_consolidated_fact_merged_into_an_older_one_hands_it_later_sightings()
         "reinforced: {}",
         active[0]["salience"]
     );
+}
+
+#[actix_web::test]
+async fn decay_never_prunes_an_episode_consolidation_has_not_finished_with() {
+    let app = spawn_app().await;
+    let (status, body) = app.post("/v1/ingest/event", &event("agent")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["record"]["id"].as_str().unwrap().to_string();
+    // Twelve half-lives: far below the prune threshold, but consolidation
+    // has not run.
+    app.clock.advance(Duration::hours(12));
+    assert_eq!(app.run_job("decay").await["pruned"], 0);
+    assert!(app.get_record(&id).await["salience"].as_f64().unwrap() < 0.001);
+    // Consolidation reads it; it is not old enough to compress yet.
+    app.run_job("consolidation").await;
+    assert_eq!(app.run_job("decay").await["pruned"], 0);
+    // Once compressed too, decay may take it.
+    app.clock.advance(Duration::hours(13));
+    let report = app.run_job("consolidation").await;
+    assert_eq!(report["episodic_compressed"], 1, "{report}");
+    app.clock.advance(Duration::hours(1));
+    assert_eq!(app.run_job("decay").await["pruned"], 1);
+    let (status, _) = app
+        .post(
+            &format!("/v1/retrieve/{id}"),
+            &json!({"trust": {"max_sensitivity": "hyper"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }

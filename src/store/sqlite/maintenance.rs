@@ -6,10 +6,10 @@ use rusqlite::{params, Connection};
 
 use crate::domain::decay::Anchor;
 use crate::domain::record::{
-    AuditAction, DecayCurve, DecayProfile, DeletionPolicy, Status, SCHEDULER_ACTOR,
+    AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
 };
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{DecayChange, DecayRow, JobRunRecord, JobSetting, StoreError};
+use crate::store::{DecayChange, DecayRow, JobRunRecord, JobSetting, Step, StoreError};
 
 /// Up to `limit` records after `after_key`, in key order.
 pub fn scan_for_decay(
@@ -111,15 +111,18 @@ pub fn apply_decay(
     Ok(changed)
 }
 
-/// Deletes, with all their parts, the records among `candidates` still at
-/// the version scanned (an explicit "changed since read" check, whoever
-/// changed them), never retracted ones, and none that is part of a
-/// revision chain. Answers how many
-/// were deleted.
+/// Deletes, with all their parts, the candidates still at the version
+/// scanned (an explicit "changed since read" check, whoever changed them),
+/// unless they are retracted, part of a revision chain, or episodes
+/// consolidation has not compressed yet (its last step, so every other
+/// step has read them): decay never takes an episode before consolidation
+/// has learnt from it. Answers how many were deleted.
 pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, StoreError> {
     let mut delete = conn.prepare_cached(
         "DELETE FROM records
          WHERE key = ?1 AND version = ?2 AND status <> 'retracted'
+           AND (layer <> ?3
+                OR EXISTS (SELECT 1 FROM consolidation_marks WHERE record_key = ?1 AND step = ?4))
            AND NOT EXISTS (SELECT 1 FROM relations
                            WHERE source_key = ?1 AND predicate IN ('supersedes', 'derived_from', 'contested_by'))
            AND NOT EXISTS (SELECT 1 FROM relations
@@ -127,7 +130,12 @@ pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, Sto
     )?;
     let mut deleted = 0;
     for candidate in candidates {
-        deleted += delete.execute(params![candidate.key, candidate.version])?;
+        deleted += delete.execute(params![
+            candidate.key,
+            candidate.version,
+            MemoryType::Episodic.layer(),
+            Step::Compressed.as_str()
+        ])?;
     }
     Ok(deleted)
 }
