@@ -183,9 +183,58 @@ pub fn widen_visibility(
     (sensitivity, scope)
 }
 
-/// The group key of a fact: its subject and object.
-pub fn fact_group(subject: &str, object: &str) -> String {
-    serde_json::json!([subject, object]).to_string()
+/// Most sources a derived record names (evidence entries, provenance
+/// sources, `derived_from` links): the most recent ones. How many there
+/// were in all is in its counters and audit entries, so however often a
+/// pattern recurs, the record and the work of reinforcing it stay bounded.
+pub const MAX_DERIVED_SOURCES: usize = 50;
+
+/// Keeps the last [`MAX_DERIVED_SOURCES`] of `items`.
+fn keep_recent<T>(items: &mut Vec<T>) {
+    let excess = items.len().saturating_sub(MAX_DERIVED_SOURCES);
+    items.drain(..excess);
+}
+
+/// Keeps the last [`MAX_DERIVED_SOURCES`] `derived_from` links; other
+/// relations (a revision's) are history and stay.
+fn keep_recent_links(relations: &mut Vec<Relation>) {
+    let links = relations
+        .iter()
+        .filter(|r| r.predicate == DERIVED_FROM)
+        .count();
+    let mut excess = links.saturating_sub(MAX_DERIVED_SOURCES);
+    relations.retain(|r| {
+        if excess > 0 && r.predicate == DERIVED_FROM {
+            excess -= 1;
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// The most recent of `sources`.
+fn recent<'a, 'b>(sources: &'a [&'b MemoryRecord]) -> &'a [&'b MemoryRecord] {
+    &sources[sources.len().saturating_sub(MAX_DERIVED_SOURCES)..]
+}
+
+/// Where a source may contribute: its scope and sensitivity. Episodes are
+/// grouped by it as well as by what they show, so a derived record is
+/// made only of sources of one scope and one sensitivity — what it says,
+/// counts included, reveals nothing its readers could not see.
+pub fn visibility_key(source: &MemoryRecord) -> serde_json::Value {
+    serde_json::json!([source.scope, source.sensitivity])
+}
+
+/// The group key of a fact: the sources' visibility, subject and object.
+pub fn fact_group(source: &MemoryRecord, subject: &str, object: &str) -> String {
+    serde_json::json!([visibility_key(source), subject, object]).to_string()
+}
+
+/// The group key of a tool sequence: the sources' visibility and the
+/// sequence.
+pub fn skill_group(source: &MemoryRecord, sequence: &str) -> String {
+    serde_json::json!([visibility_key(source), sequence]).to_string()
 }
 
 /// Sighting details of the competence step.
@@ -216,7 +265,7 @@ fn derived_from(source: &MemoryRecord, now: Timestamp) -> Relation {
 }
 
 fn evidence(sources: &[&MemoryRecord]) -> Vec<Evidence> {
-    sources
+    recent(sources)
         .iter()
         .map(|s| Evidence {
             source_type: "episodic".to_string(),
@@ -257,7 +306,10 @@ fn derived_record(
         scope,
         tags: vec![CONSOLIDATED_TAG.to_string()],
         provenance: Provenance {
-            sources: sources.iter().map(|s| source_link(s, now)).collect(),
+            sources: recent(sources)
+                .iter()
+                .map(|s| source_link(s, now))
+                .collect(),
             created_by: Some(SCHEDULER_ACTOR.to_string()),
         },
         relations,
@@ -289,7 +341,8 @@ fn reinforce_with(
     record
         .provenance
         .sources
-        .extend(sources.iter().map(|s| source_link(s, now)));
+        .extend(recent(sources).iter().map(|s| source_link(s, now)));
+    keep_recent(&mut record.provenance.sources);
     record
         .audit_log
         .push(scheduler_entry(AuditAction::Reinforce, rationale, now));
@@ -347,6 +400,7 @@ pub fn reinforce_fact(
 ) {
     if let Payload::Semantic(payload) = &mut fact.payload {
         payload.evidence.extend(evidence(sources));
+        keep_recent(&mut payload.evidence);
     }
     reinforce_with(
         fact,
@@ -385,20 +439,22 @@ fn unique(mut items: Vec<String>) -> Vec<String> {
     items
 }
 
-/// The skill a tool `sequence` ("read > edit") describes, from the
-/// episodes it succeeded in (`wins`) and the number it failed in.
+/// The skill a tool `sequence` ("read > edit") describes, from the number
+/// of episodes it succeeded and failed in and the most recent successful
+/// ones (`wins`).
 pub fn new_skill(
     policy: &Policy,
     sequence: &str,
     wins: &[&MemoryRecord],
+    successes: usize,
     failures: usize,
     now: Timestamp,
     new_id: impl FnOnce() -> String,
 ) -> Validated<MemoryRecord> {
     let tools: Vec<String> = sequence.split(" > ").map(str::to_string).collect();
     let mut performance = Performance {
-        success_count: wins.len() as u64,
-        failure_count: failures as u64,
+        success_count: add_count(0, successes),
+        failure_count: add_count(0, failures),
         last_used_at: Some(now),
         ..Performance::default()
     };
@@ -423,13 +479,10 @@ pub fn new_skill(
     });
     let derivation = Derivation {
         memory_type: MemoryType::Competence,
-        confidence: success_rate_of(wins.len() as u64, failures as u64),
+        confidence: success_rate_of(successes as u64, failures as u64),
         payload,
-        relations: wins.iter().map(|s| derived_from(s, now)).collect(),
-        rationale: format!(
-            "consolidation: tool sequence succeeded in {} episodes",
-            wins.len()
-        ),
+        relations: recent(wins).iter().map(|s| derived_from(s, now)).collect(),
+        rationale: format!("consolidation: tool sequence succeeded in {successes} episodes"),
     };
     derived_record(policy, derivation, wins, now, new_id)
 }
@@ -452,7 +505,8 @@ pub fn reinforce_skill(
     }
     skill
         .relations
-        .extend(wins.iter().map(|s| derived_from(s, now)));
+        .extend(recent(wins).iter().map(|s| derived_from(s, now)));
+    keep_recent_links(&mut skill.relations);
     reinforce_with(
         skill,
         policy,
@@ -754,12 +808,76 @@ mod tests {
     }
 
     #[test]
+    fn a_derived_record_keeps_the_most_recent_sources_and_every_count() {
+        let sources: Vec<MemoryRecord> = (0..120)
+            .map(|i| episode(&format!("e{i}"), "low", None))
+            .collect();
+        let refs: Vec<&MemoryRecord> = sources.iter().collect();
+        let mut fact = new_fact(
+            &Policy::default(),
+            "s".into(),
+            "o".into(),
+            &refs[..70],
+            t0(),
+            || "f".into(),
+        )
+        .unwrap();
+        for chunk in refs[70..].chunks(7) {
+            reinforce_fact(&mut fact, &Policy::default(), chunk, t0());
+        }
+        let Payload::Semantic(payload) = &fact.payload else {
+            panic!()
+        };
+        assert_eq!(payload.evidence.len(), MAX_DERIVED_SOURCES);
+        assert_eq!(payload.evidence.last().unwrap().source_id, "e119");
+        assert_eq!(payload.evidence[0].source_id, "e70");
+        assert_eq!(fact.provenance.sources.len(), MAX_DERIVED_SOURCES);
+
+        let mut skill = new_skill(
+            &Policy::default(),
+            "read > edit",
+            &refs[..60],
+            1000,
+            5,
+            t0(),
+            || "s".into(),
+        )
+        .unwrap();
+        skill.relations.push(Relation {
+            predicate: "contested_by".into(),
+            target_id: "x".into(),
+            weight: 1.0,
+            created_at: t0(),
+        });
+        reinforce_skill(&mut skill, &Policy::default(), &refs[60..], 3, t0());
+        let links = skill
+            .relations
+            .iter()
+            .filter(|r| r.predicate == DERIVED_FROM)
+            .count();
+        assert_eq!(links, MAX_DERIVED_SOURCES);
+        assert!(skill
+            .relations
+            .iter()
+            .any(|r| r.predicate == "contested_by"));
+        let Payload::Competence(payload) = &skill.payload else {
+            panic!()
+        };
+        let performance = payload.performance.as_ref().unwrap();
+        assert_eq!(
+            (performance.success_count, performance.failure_count),
+            (1060, 8)
+        );
+    }
+
+    #[test]
     fn a_skill_counts_its_successes_and_failures() {
         let (a, b) = (episode("a", "low", None), episode("b", "low", None));
         let mut skill = new_skill(
             &Policy::default(),
             "read > edit > read",
             &[&a, &b],
+            2,
             2,
             t0(),
             || "s".into(),

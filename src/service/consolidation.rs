@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::{load, ServiceError};
 use crate::domain::consolidation::{
-    self as rules, fact_group, observed_facts, tool_sequence, FAILURE, MIN_REPETITIONS, SUCCESS,
+    self as rules, fact_group, observed_facts, skill_group, tool_sequence, FAILURE,
+    MIN_REPETITIONS, SUCCESS,
 };
 use crate::domain::payload::{OutcomeStatus, Payload};
 use crate::domain::policy::Policy;
@@ -74,6 +75,11 @@ fn next_page(
     Ok(keys.into_iter().zip(loaded).collect())
 }
 
+/// The most recent sightings: all a derived record keeps.
+fn recent(sightings: &[(i64, Option<String>)]) -> &[(i64, Option<String>)] {
+    &sightings[sightings.len().saturating_sub(rules::MAX_DERIVED_SOURCES)..]
+}
+
 /// Loads the episodes behind sightings.
 fn sighted(
     tx: &mut dyn Transaction,
@@ -97,7 +103,7 @@ pub fn extract_facts(
     for (i, (key, episode)) in episodes.iter().enumerate() {
         if let Payload::Episodic(payload) = &episode.payload {
             for (subject, object) in observed_facts(payload) {
-                let group = fact_group(&subject, &object);
+                let group = fact_group(episode, &subject, &object);
                 tx.add_sighting(Step::Semantic, &group, *key, None)?;
                 touched
                     .entry(group)
@@ -122,7 +128,7 @@ pub fn extract_facts(
                 if seen.len() < MIN_REPETITIONS {
                     continue;
                 }
-                let all = sighted(tx, &seen, now)?;
+                let all = sighted(tx, recent(&seen), now)?;
                 let sources: Vec<&MemoryRecord> = all.iter().collect();
                 let fact = rules::new_fact(policy, subject, object, &sources, now, new_record_id)?;
                 tx.insert_record(&fact)?;
@@ -143,8 +149,8 @@ pub fn extract_skills(
     after: i64,
 ) -> Result<Page, ServiceError> {
     let episodes = next_page(tx, Step::Competence, now, after)?;
-    // sequence -> (new successful episodes, new failed episodes)
-    let mut touched: BTreeMap<String, (Vec<usize>, usize)> = BTreeMap::new();
+    // group -> (sequence, new successful episodes, new failed episodes)
+    let mut touched: BTreeMap<String, (String, Vec<usize>, usize)> = BTreeMap::new();
     for (i, (key, episode)) in episodes.iter().enumerate() {
         tx.mark(*key, Step::Competence)?;
         let Payload::Episodic(payload) = &episode.payload else {
@@ -158,17 +164,20 @@ pub fn extract_skills(
             Some(OutcomeStatus::Failure) => FAILURE,
             _ => continue,
         };
-        tx.add_sighting(Step::Competence, &sequence, *key, Some(outcome))?;
-        let entry = touched.entry(sequence).or_default();
+        let group = skill_group(episode, &sequence);
+        tx.add_sighting(Step::Competence, &group, *key, Some(outcome))?;
+        let entry = touched
+            .entry(group)
+            .or_insert_with(|| (sequence, Vec::new(), 0));
         if outcome == SUCCESS {
-            entry.0.push(i);
+            entry.1.push(i);
         } else {
-            entry.1 += 1;
+            entry.2 += 1;
         }
     }
     let mut extracted = 0;
-    for (sequence, (successes, failures)) in touched {
-        match tx.output(Step::Competence, &sequence)? {
+    for (group, (sequence, successes, failures)) in touched {
+        match tx.output(Step::Competence, &group)? {
             Some(id) => {
                 let mut skill = load(tx, caller, "id", &id, now)?;
                 let wins: Vec<&MemoryRecord> = successes.iter().map(|&i| &episodes[i].1).collect();
@@ -176,19 +185,26 @@ pub fn extract_skills(
                 tx.update_record(&skill.version, &skill.record, SalienceChange::SetAt(now))?;
             }
             None => {
-                let seen = tx.sightings(Step::Competence, &sequence)?;
+                let seen = tx.sightings(Step::Competence, &group)?;
                 let (won, lost): (Vec<_>, Vec<_>) = seen
                     .into_iter()
                     .partition(|(_, detail)| detail.as_deref() == Some(SUCCESS));
                 if won.len() < MIN_REPETITIONS {
                     continue;
                 }
-                let winners = sighted(tx, &won, now)?;
+                let winners = sighted(tx, recent(&won), now)?;
                 let wins: Vec<&MemoryRecord> = winners.iter().collect();
-                let skill =
-                    rules::new_skill(policy, &sequence, &wins, lost.len(), now, new_record_id)?;
+                let skill = rules::new_skill(
+                    policy,
+                    &sequence,
+                    &wins,
+                    won.len(),
+                    lost.len(),
+                    now,
+                    new_record_id,
+                )?;
                 tx.insert_record(&skill)?;
-                tx.set_output(Step::Competence, &sequence, &skill.id)?;
+                tx.set_output(Step::Competence, &group, &skill.id)?;
             }
         }
         extracted += 1;

@@ -363,8 +363,8 @@ async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
         &app,
         episode(
             "e2",
-            Some("p2"),
-            "high",
+            Some("p1"),
+            "low",
             NOW,
             event_payload("error", "disk full on build host"),
         ),
@@ -381,6 +381,21 @@ async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
         ),
     )
     .await;
+    // The same event elsewhere, or more sensitive, is another group: it
+    // never counts towards a fact readers of p1/low can see.
+    for (id, scope, sensitivity) in [("x1", Some("p2"), "low"), ("x2", Some("p1"), "high")] {
+        create_id(
+            &app,
+            episode(
+                id,
+                scope,
+                sensitivity,
+                NOW,
+                event_payload("error", "disk full on build host"),
+            ),
+        )
+        .await;
+    }
     assert_eq!(app.run_job("consolidation").await["semantic_extracted"], 1);
     let facts = records_of(&app, "semantic").await;
     assert_eq!(facts.len(), 1);
@@ -388,11 +403,8 @@ async fn repeated_observations_become_a_fact_and_later_reinforce_it() {
     assert_eq!(fact["payload"]["subject"], "error");
     assert_eq!(fact["payload"]["predicate"], "observed");
     assert_eq!(fact["payload"]["object"], "disk full on build host");
-    assert_eq!(fact["sensitivity"], "high", "the highest of its sources");
-    assert_eq!(
-        fact["scope"], "engram:consolidated",
-        "sources disagree on scope"
-    );
+    assert_eq!(fact["sensitivity"], "low");
+    assert_eq!(fact["scope"], "p1");
     let evidence: Vec<&str> = fact["payload"]["evidence"]
         .as_array()
         .unwrap()
@@ -455,7 +467,7 @@ async fn successful_tool_sequences_become_a_skill() {
         episode(
             "s2",
             Some("team"),
-            "medium",
+            "low",
             NOW,
             tools_payload(&["file_read", "file_edit"], "success"),
         ),
@@ -500,7 +512,7 @@ async fn successful_tool_sequences_become_a_skill() {
         &skill["payload"]["performance"]["success_rate"],
         2.0 / 3.0
     ));
-    assert_eq!(skill["sensitivity"], "medium");
+    assert_eq!(skill["sensitivity"], "low");
     assert_eq!(skill["scope"], "team");
     let sources: Vec<&str> = skill["relations"]
         .as_array()
@@ -533,6 +545,34 @@ async fn successful_tool_sequences_become_a_skill() {
     let skill = app.get_record(skill["id"].as_str().unwrap()).await;
     assert_eq!(skill["payload"]["performance"]["success_count"], 3);
     assert_eq!(records_of(&app, "competence").await.len(), 1);
+}
+
+#[actix_web::test]
+async fn a_derived_record_counts_only_sources_its_readers_may_see() {
+    let app = spawn_app().await;
+    let sequence = ["file_read", "file_edit"];
+    for i in 0..2 {
+        let id = format!("win{i}");
+        let payload = tools_payload(&sequence, "success");
+        create_id(&app, episode(&id, Some("a"), "low", NOW, payload)).await;
+    }
+    for i in 0..5 {
+        let id = format!("loss{i}");
+        let payload = tools_payload(&sequence, "failure");
+        create_id(&app, episode(&id, Some("b"), "hyper", NOW, payload)).await;
+    }
+    let report = app.run_job("consolidation").await;
+    assert_eq!(report["competence_extracted"], 1, "{report}");
+    let skills = records_of(&app, "competence").await;
+    assert_eq!(skills.len(), 1);
+    let skill = &skills[0];
+    assert_eq!(
+        (&skill["sensitivity"], &skill["scope"]),
+        (&json!("low"), &json!("a"))
+    );
+    let performance = &skill["payload"]["performance"];
+    assert_eq!(performance["success_count"], 2);
+    assert_eq!(performance["failure_count"], 0, "{skill}");
 }
 
 #[actix_web::test]
