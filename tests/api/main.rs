@@ -2,6 +2,7 @@
 //! fresh database in a temporary directory and talks to it over HTTP.
 
 mod crash;
+mod fuzz;
 mod hardening;
 mod health;
 mod helpers;
