@@ -45,6 +45,8 @@ pub struct ServerSettings {
     pub listen: String,
     pub workers: usize,
     pub max_body_bytes: usize,
+    pub max_body_bytes_in_flight: usize,
+    pub body_read_timeout_ms: u64,
     pub shutdown_timeout_seconds: u64,
     pub log_format: LogFormat,
 }
@@ -187,6 +189,15 @@ impl Settings {
         }
         if self.server.max_body_bytes < 1024 {
             return invalid("server.max_body_bytes", "must be at least 1024");
+        }
+        if self.server.max_body_bytes_in_flight < self.server.max_body_bytes {
+            return invalid(
+                "server.max_body_bytes_in_flight",
+                "must be at least server.max_body_bytes, or no body of the largest size could be read",
+            );
+        }
+        if self.server.body_read_timeout_ms == 0 {
+            return invalid("server.body_read_timeout_ms", "must be greater than 0");
         }
         if self.storage.db_path.as_os_str().is_empty() {
             return invalid("storage.db_path", "must not be empty");

@@ -46,6 +46,8 @@ codes! {
     Conflict => (CONFLICT, "conflict"),
     /// The request is valid but the record's state forbids it.
     FailedPrecondition => (CONFLICT, "failed_precondition"),
+    /// The request body did not arrive within `server.body_read_timeout_ms`.
+    RequestTimeout => (REQUEST_TIMEOUT, "request_timeout"),
     PayloadTooLarge => (PAYLOAD_TOO_LARGE, "payload_too_large"),
     /// A queue or bound is full; retry after `Retry-After`.
     Overloaded => (SERVICE_UNAVAILABLE, "overloaded"),

@@ -21,6 +21,7 @@ use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::domain::policy::Policy;
+use crate::http::body::BodyBudget;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
 use crate::store::{self, ConnectionOptions, StoreError};
@@ -132,6 +133,8 @@ impl Application {
             max_limit: settings.retrieval.max_limit,
             selection_threshold: settings.retrieval.selection_confidence_threshold,
             max_body_bytes: settings.server.max_body_bytes,
+            body_budget: BodyBudget::new(settings.server.max_body_bytes_in_flight),
+            body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
         };
 
         let addr = settings.listen_addr();
@@ -231,6 +234,9 @@ struct SharedState {
     max_limit: usize,
     selection_threshold: f64,
     max_body_bytes: usize,
+    /// One for all workers: the bound is on the whole process.
+    body_budget: Arc<BodyBudget>,
+    body_read_timeout: Duration,
 }
 
 impl SharedState {
@@ -257,6 +263,8 @@ impl SharedState {
             metrics: self.metrics.clone(),
             clock: self.clock.clone(),
             max_body_bytes: self.max_body_bytes,
+            body_budget: self.body_budget.clone(),
+            body_read_timeout: self.body_read_timeout,
         }
     }
 }

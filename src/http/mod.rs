@@ -3,6 +3,7 @@
 //! is not JSON or a route that does not exist, answers with the same
 //! `{"error":{"code","message"}}` body.
 
+pub mod body;
 mod health;
 mod ingest;
 mod jobs;
@@ -33,6 +34,7 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::trust::Caller;
 use crate::domain::validate::split_nested_error;
 use crate::error::{ApiError, Code};
+use body::{BodyBudget, BodyPermit};
 
 /// What handlers reach the actors through: the request actors of this
 /// worker, and handles shared by all.
@@ -47,6 +49,8 @@ pub struct AppState {
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     pub clock: crate::clock::Clock,
     pub max_body_bytes: usize,
+    pub body_budget: std::sync::Arc<BodyBudget>,
+    pub body_read_timeout: std::time::Duration,
 }
 
 /// The caller of a write. Until requests are authenticated, writes are
@@ -115,19 +119,23 @@ fn resource(path: &str, method: Method, route: Route) -> Resource {
 /// A JSON request body, parsed before any actor sees it: a body over the
 /// size limit is 413, bytes that are not JSON are "malformed JSON", and a
 /// JSON value of the wrong shape names the offending field's path.
-pub struct JsonBody<T>(pub T);
-
-/// Used when no `AppState` is registered (it always is in the service).
-const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+pub struct JsonBody<T>(
+    pub T,
+    // Never read: held until the request is answered, then dropped, which
+    // gives the body's bytes back to the budget.
+    #[allow(dead_code)] BodyPermit,
+);
 
 impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let limit = req
+        let state = req
             .app_data::<web::Data<AppState>>()
-            .map_or(DEFAULT_MAX_BODY_BYTES, |state| state.max_body_bytes);
+            .expect("AppState is registered")
+            .clone();
+        let limit = state.max_body_bytes;
         let declared = req
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -138,22 +146,53 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
             if declared.is_some_and(|len| len > limit) {
                 return Err(too_large(limit));
             }
-            let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limit));
-            while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|e| {
-                    ApiError::new(
-                        Code::InvalidArgument,
-                        format!("could not read the request body: {e}"),
-                    )
-                })?;
-                if body.len() + chunk.len() > limit {
-                    return Err(too_large(limit));
-                }
-                body.extend_from_slice(&chunk);
+            // The body is held against the budget from its first byte (its
+            // whole declared length at once) until the request is answered:
+            // parsing and handling it take memory in proportion.
+            let mut permit = state.body_budget.permit();
+            if !permit.hold(declared.unwrap_or(0)) {
+                return Err(bodies_over_budget());
             }
-            parse_json(&body).map(JsonBody)
+            let read = async {
+                let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+                while let Some(chunk) = payload.next().await {
+                    let chunk = chunk.map_err(|e| {
+                        ApiError::new(
+                            Code::InvalidArgument,
+                            format!("could not read the request body: {e}"),
+                        )
+                    })?;
+                    if body.len() + chunk.len() > limit {
+                        return Err(too_large(limit));
+                    }
+                    if !permit.hold(body.len() + chunk.len()) {
+                        return Err(bodies_over_budget());
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(body)
+            };
+            let body = actix_web::rt::time::timeout(state.body_read_timeout, read)
+                .await
+                .map_err(|_| {
+                    ApiError::new(
+                        Code::RequestTimeout,
+                        format!(
+                            "the request body was not received within {} ms",
+                            state.body_read_timeout.as_millis()
+                        ),
+                    )
+                })??;
+            parse_json(&body).map(|value| JsonBody(value, permit))
         })
     }
+}
+
+fn bodies_over_budget() -> ApiError {
+    ApiError::new(
+        Code::Overloaded,
+        "too many request bytes in flight (server.max_body_bytes_in_flight); retry later",
+    )
 }
 
 fn too_large(limit: usize) -> ApiError {

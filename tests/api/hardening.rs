@@ -368,3 +368,60 @@ async fn protocol_edges_get_json_errors() {
         .unwrap();
     assert_eq!(response.headers().get("allow").unwrap(), "GET, HEAD");
 }
+
+/// Sends `head` (headers and part of a body) on a raw connection; the
+/// caller finishes or abandons it.
+fn raw_request(address: &str, head: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(address.trim_start_matches("http://")).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.flush().unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream
+}
+
+fn read_answer(mut stream: std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+#[actix_web::test]
+async fn a_body_that_trickles_in_times_out_and_bodies_in_flight_are_bounded() {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.server.body_read_timeout_ms = 300;
+        s.server.max_body_bytes = 4096;
+        s.server.max_body_bytes_in_flight = 4096;
+    })
+    .await;
+    let address = app.address.clone();
+    let slow = actix_web::rt::task::spawn_blocking(move || {
+        let stream = raw_request(
+            &address,
+            "POST /v1/ingest/event HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: 4050\r\nConnection: close\r\n\r\n{\"source\": ",
+        );
+        read_answer(stream)
+    });
+    // While the slow body holds the whole budget, another body is turned
+    // away at once.
+    actix_web::rt::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_error(
+        &app.post("/v1/ingest/event", &crate::helpers::event("a"))
+            .await,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        "max_body_bytes_in_flight",
+    );
+    let answer = slow.await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"request_timeout\""), "{answer}");
+    // Its bytes are given back.
+    let (status, body) = app
+        .post("/v1/ingest/event", &crate::helpers::event("a"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
