@@ -82,6 +82,10 @@ pub struct Policy {
     pub semantic_half_life_seconds: i64,
     pub competence_half_life_seconds: i64,
     pub plan_graph_half_life_seconds: i64,
+    /// Most payload bytes the sources of one merge may hold together: a
+    /// merge loads them all while holding the writer, which every other
+    /// write waits for.
+    pub max_merge_bytes: u64,
 }
 
 impl Default for Policy {
@@ -99,6 +103,7 @@ impl Default for Policy {
             semantic_half_life_seconds: 2_592_000,
             competence_half_life_seconds: 2_592_000,
             plan_graph_half_life_seconds: 2_592_000,
+            max_merge_bytes: 32 * 1024 * 1024,
         }
     }
 }

@@ -26,7 +26,7 @@ pub const DERIVED_FROM: &str = "derived_from";
 pub const CONTESTED_BY: &str = "contested_by";
 
 /// Most sources one merge may name.
-pub const MAX_MERGE_SOURCES: usize = 1000;
+pub const MAX_MERGE_SOURCES: usize = 100;
 
 /// Why a revision cannot be applied to a stored record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,6 +13,7 @@ use crate::domain::revision::{
 };
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
+use crate::domain::validate::ValidationError;
 use crate::store::{SalienceChange, Transaction};
 
 /// Runs one revision; answers the record it is about: the new one for
@@ -34,7 +35,15 @@ pub fn revise(
             forked_record,
         } => fork(tx, caller, now, by, &source_id, *forked_record),
         Revision::Retract { id } => retract(tx, caller, now, by, &id),
-        Revision::Merge { ids, merged_record } => merge(tx, caller, now, by, &ids, *merged_record),
+        Revision::Merge { ids, merged_record } => merge(
+            tx,
+            caller,
+            now,
+            by,
+            &ids,
+            *merged_record,
+            policy.max_merge_bytes,
+        ),
         Revision::Contest { id, contesting_ref } => {
             contest(tx, caller, now, by, &id, contesting_ref.as_deref())
         }
@@ -125,7 +134,20 @@ pub fn merge(
     by: &Attribution,
     ids: &[String],
     mut merged_record: MemoryRecord,
+    max_bytes: u64,
 ) -> Result<MemoryRecord, ServiceError> {
+    // Checked before anything is loaded. The message gives no sizes: the
+    // caller may not be allowed to see every record it named.
+    if tx.payload_bytes(ids)? > max_bytes {
+        return Err(ValidationError::new(
+            "ids",
+            format!(
+                "the records named are too large to merge together: at most \
+                 {max_bytes} bytes of payload in all (policy.max_merge_bytes)"
+            ),
+        )
+        .into());
+    }
     let mut sources = Vec::with_capacity(ids.len());
     for (i, id) in ids.iter().enumerate() {
         let field = format!("ids[{i}]");

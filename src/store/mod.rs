@@ -183,6 +183,9 @@ pub trait Transaction {
     /// The record `id` with the version a change must be made against.
     fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError>;
     /// The records with these keys, in the order given (missing ones left out).
+    /// The serialised size, in bytes, of the payloads of the records with
+    /// these ids (missing ones count 0): what loading them would cost.
+    fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError>;
     fn load_records(
         &mut self,
         keys: &[i64],

@@ -425,3 +425,50 @@ async fn a_body_that_trickles_in_times_out_and_bodies_in_flight_are_bounded() {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
+
+#[actix_web::test]
+async fn a_merge_is_bounded_in_ids_and_in_bytes() {
+    let app = crate::helpers::spawn_app_with(|s| s.policy.max_merge_bytes = 100_000).await;
+    let merged = json!({"type": "semantic", "sensitivity": "low",
+        "provenance": {"sources": [{"kind": "artifact", "ref": "x", "timestamp": "2025-01-01T00:00:00Z"}]},
+        "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}});
+    let ids: Vec<String> = (0..101).map(|i| format!("r{i}")).collect();
+    assert_error(
+        &app.post(
+            "/v1/revisions/merge",
+            &json!({"ids": ids, "merged_record": merged, "actor": "a", "rationale": "r"}),
+        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "ids: too many ids: 101 given, maximum is 100",
+    );
+    // Four records of 30 kB each: 120 kB together.
+    let big = "x".repeat(30_000);
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        let body = json!({"type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "a", "predicate": "b", "object": big}});
+        ids.push(create(&app, body).await["id"].as_str().unwrap().to_string());
+    }
+    assert_error(
+        &app.post(
+            "/v1/revisions/merge",
+            &json!({"ids": ids, "merged_record": merged, "actor": "a", "rationale": "r"}),
+        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "ids: the records named are too large to merge together",
+    );
+    for id in &ids {
+        assert_eq!(app.get_record(id).await["status"], "active");
+    }
+    let (status, body) = app
+        .post(
+            "/v1/revisions/merge",
+            &json!({"ids": &ids[..3], "merged_record": merged, "actor": "a", "rationale": "r"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}

@@ -174,6 +174,10 @@ impl Transaction for Connection {
         records::get_for_update(self, id, now)
     }
 
+    fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError> {
+        records::payload_bytes(self, ids)
+    }
+
     fn load_records(
         &mut self,
         keys: &[i64],

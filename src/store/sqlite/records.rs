@@ -327,6 +327,22 @@ pub fn get_record(
 /// The records with these keys, in the order given, each with all its
 /// parts and its salience decayed to `now`. Child rows are read with one
 /// query per table for the whole set.
+pub fn payload_bytes(conn: &Connection, ids: &[String]) -> Result<u64, StoreError> {
+    let id_list = Rc::new(
+        ids.iter()
+            .map(|id| SqlValue::Text(id.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let total: i64 = conn
+        .prepare_cached(
+            "SELECT COALESCE(SUM(length(CAST(p.payload_json AS BLOB))), 0)
+             FROM records r JOIN payloads p ON p.record_key = r.key
+             WHERE r.id IN rarray(?1)",
+        )?
+        .query_row([id_list], |row| row.get(0))?;
+    Ok(total.max(0) as u64)
+}
+
 pub fn load_records(
     conn: &Connection,
     keys: &[i64],
