@@ -94,6 +94,7 @@ pub struct JobSettings {
 pub struct RetrievalSettings {
     pub max_limit: usize,
     pub selection_confidence_threshold: f64,
+    pub max_response_bytes: usize,
     pub max_reads_in_flight: usize,
 }
 
@@ -283,6 +284,9 @@ impl Settings {
             if let Err(why) = checked {
                 return invalid(key, &why);
             }
+        }
+        if self.retrieval.max_response_bytes < 65536 {
+            return invalid("retrieval.max_response_bytes", "must be at least 65536");
         }
         if self.retrieval.max_limit == 0 {
             return invalid("retrieval.max_limit", "must be at least 1");

@@ -132,6 +132,7 @@ impl Application {
             clock,
             max_limit: settings.retrieval.max_limit,
             selection_threshold: settings.retrieval.selection_confidence_threshold,
+            max_response_bytes: settings.retrieval.max_response_bytes,
             max_body_bytes: settings.server.max_body_bytes,
             body_budget: BodyBudget::new(settings.server.max_body_bytes_in_flight),
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
@@ -233,6 +234,7 @@ struct SharedState {
     clock: Clock,
     max_limit: usize,
     selection_threshold: f64,
+    max_response_bytes: usize,
     max_body_bytes: usize,
     /// One for all workers: the bound is on the whole process.
     body_budget: Arc<BodyBudget>,
@@ -252,6 +254,7 @@ impl SharedState {
                 self.read_gate.clone(),
                 self.max_limit,
                 self.selection_threshold,
+                self.max_response_bytes,
             )
             .start(),
             reviser: Reviser::new(self.policy.clone(), self.writer.clone(), self.clock.clone())

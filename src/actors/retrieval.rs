@@ -51,6 +51,7 @@ pub struct Retriever {
     gate: ReadGate,
     max_limit: usize,
     selection_threshold: f64,
+    max_response_bytes: usize,
 }
 
 impl Retriever {
@@ -60,6 +61,7 @@ impl Retriever {
         gate: ReadGate,
         max_limit: usize,
         selection_threshold: f64,
+        max_response_bytes: usize,
     ) -> Self {
         Retriever {
             reader,
@@ -67,6 +69,7 @@ impl Retriever {
             gate,
             max_limit,
             selection_threshold,
+            max_response_bytes,
         }
     }
 
@@ -139,9 +142,9 @@ impl Handler<Retrieve> for Retriever {
             "retrieve"
         );
         let caller = Caller::with_trust(trust);
-        let threshold = self.selection_threshold;
+        let (threshold, max_bytes) = (self.selection_threshold, self.max_response_bytes);
         self.bounded_read(move |tx, now| {
-            service::retrieval::retrieve(tx, &caller, now, &retrieval, threshold)
+            service::retrieval::retrieve(tx, &caller, now, &retrieval, threshold, max_bytes)
         })
     }
 }

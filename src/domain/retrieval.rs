@@ -18,6 +18,71 @@ pub struct RecordQuery {
     pub min_salience: f64,
     pub limit: usize,
     pub include_retracted: bool,
+    /// Continue after this place of an earlier answer.
+    pub after: Option<Cursor>,
+    /// Stop adding records once the answer would be about this large.
+    pub max_bytes: usize,
+}
+
+/// Where an answer cut short by the response size budget continues: the
+/// moment it was ranked at (the next page ranks as of then too, so pages
+/// neither skip nor repeat records as salience moves on), the place of the
+/// last record returned, and how many of the original `limit` are left.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cursor {
+    pub as_of: i64,
+    pub salience: f64,
+    pub layer: i64,
+    pub created_at: i64,
+    pub key: i64,
+    pub remaining: usize,
+}
+
+impl Cursor {
+    const VERSION: &'static str = "1";
+
+    /// An opaque token for clients.
+    pub fn encode(&self) -> String {
+        format!(
+            "{}.{}.{:016x}.{}.{}.{}.{}",
+            Self::VERSION,
+            self.as_of,
+            self.salience.to_bits(),
+            self.layer,
+            self.created_at,
+            self.key,
+            self.remaining
+        )
+    }
+
+    pub fn parse(field: &str, token: &str) -> Validated<Cursor> {
+        let invalid = || {
+            ValidationError::new(
+                field,
+                "not a cursor this service gave out; send next_cursor as it came",
+            )
+        };
+        let parts: Vec<&str> = token.split('.').collect();
+        let [version, as_of, salience, layer, created_at, key, remaining] = parts[..] else {
+            return Err(invalid());
+        };
+        if version != Self::VERSION {
+            return Err(invalid());
+        }
+        let salience = f64::from_bits(u64::from_str_radix(salience, 16).map_err(|_| invalid())?);
+        let cursor = Cursor {
+            as_of: as_of.parse().map_err(|_| invalid())?,
+            salience,
+            layer: layer.parse().map_err(|_| invalid())?,
+            created_at: created_at.parse().map_err(|_| invalid())?,
+            key: key.parse().map_err(|_| invalid())?,
+            remaining: remaining.parse().map_err(|_| invalid())?,
+        };
+        if !cursor.salience.is_finite() || cursor.remaining == 0 {
+            return Err(invalid());
+        }
+        Ok(cursor)
+    }
 }
 
 /// A checked retrieval: what to read, before the caller's trust narrows
@@ -31,18 +96,24 @@ pub struct Retrieval {
     pub limit: usize,
     pub include_retracted: bool,
     pub context: Option<Map<String, Value>>,
+    pub cursor: Option<Cursor>,
 }
 
 impl Retrieval {
     /// The storage query for a caller with `trust`.
-    pub fn query_for(&self, trust: &TrustContext) -> RecordQuery {
+    pub fn query_for(&self, trust: &TrustContext, max_bytes: usize) -> RecordQuery {
         RecordQuery {
             memory_types: self.memory_types.clone(),
             max_sensitivity: trust.max_sensitivity,
             scopes: trust.scope_filter(),
             min_salience: self.min_salience,
-            limit: self.limit,
+            // A continuation returns at most what the first page left.
+            limit: self
+                .cursor
+                .map_or(self.limit, |c| self.limit.min(c.remaining)),
             include_retracted: self.include_retracted,
+            after: self.cursor,
+            max_bytes,
         }
     }
 }
@@ -58,6 +129,7 @@ impl Retrieval {
         max_limit: usize,
         context: Option<Value>,
         include_retracted: bool,
+        cursor: Option<String>,
     ) -> Validated<Retrieval> {
         if memory_types.is_empty() {
             memory_types = MemoryType::ALL.to_vec();
@@ -98,6 +170,10 @@ impl Retrieval {
             limit,
             include_retracted,
             context,
+            cursor: cursor
+                .filter(|c| !c.is_empty())
+                .map(|c| Cursor::parse("cursor", &c))
+                .transpose()?,
         })
     }
 }

@@ -356,6 +356,9 @@ pub struct RetrieveRequest {
     pub context: Option<Value>,
     #[serde(default)]
     pub include_retracted: Option<bool>,
+    /// `next_cursor` of an earlier answer, to continue it.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 impl RetrieveRequest {
@@ -370,6 +373,7 @@ impl RetrieveRequest {
             max_limit,
             self.context,
             self.include_retracted.unwrap_or(false),
+            self.cursor,
         )?;
         Ok((trust, retrieval))
     }
@@ -646,7 +650,7 @@ mod tests {
         let request: RetrieveRequest = parsed(body)?;
         request
             .into_retrieval(1000)
-            .map(|(trust, retrieval)| retrieval.query_for(&trust))
+            .map(|(trust, retrieval)| retrieval.query_for(&trust, usize::MAX))
             .map_err(|e| e.to_string())
     }
 

@@ -7,7 +7,7 @@ use super::ServiceError;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::Retrieval;
 use crate::domain::selection::{select, Selection};
-use crate::domain::time::Timestamp;
+use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
 use crate::store::Transaction;
 
@@ -15,6 +15,10 @@ use crate::store::Transaction;
 pub struct RetrieveResult {
     pub records: Vec<MemoryRecord>,
     pub selection: Option<Selection>,
+    /// Present when the answer was cut short by the response size budget:
+    /// the same request with this `cursor` continues it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// The records the caller may see, best first, and the ranking of the
@@ -26,8 +30,12 @@ pub fn retrieve(
     now: Timestamp,
     retrieval: &Retrieval,
     selection_threshold: f64,
+    max_response_bytes: usize,
 ) -> Result<RetrieveResult, ServiceError> {
-    let records = tx.query_records(&retrieval.query_for(&caller.trust), now)?;
+    // A continuation ranks as of the moment of its first page.
+    let now = retrieval.cursor.map_or(now, |c| from_micros(c.as_of));
+    let page = tx.query_records(&retrieval.query_for(&caller.trust, max_response_bytes), now)?;
+    let records = page.records;
     debug_assert!(records.iter().all(|r| caller.may_see(r)));
     let selection = select(
         &records,
@@ -35,7 +43,11 @@ pub fn retrieve(
         now,
         selection_threshold,
     );
-    Ok(RetrieveResult { records, selection })
+    Ok(RetrieveResult {
+        records,
+        selection,
+        next_cursor: page.next.map(|c| c.encode()),
+    })
 }
 
 /// One record: `NotFound`, or `PermissionDenied` when the caller may not

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::domain::decay::Anchor;
 use crate::domain::record::{DecayProfile, DeletionPolicy, MemoryRecord, Status};
-use crate::domain::retrieval::RecordQuery;
+use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
 
 pub use sqlite::{open, ConnectionOptions, ReadPool};
@@ -64,6 +64,14 @@ pub struct Version {
 pub struct Loaded {
     pub record: MemoryRecord,
     pub version: Version,
+}
+
+/// One page of a retrieval: the records, and where the answer continues
+/// when the byte budget cut it short.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordPage {
+    pub records: Vec<MemoryRecord>,
+    pub next: Option<Cursor>,
 }
 
 /// What a change did to salience, which decides where decay is measured
@@ -204,12 +212,12 @@ pub trait Transaction {
         record: &MemoryRecord,
         salience: SalienceChange,
     ) -> Result<(), StoreError>;
-    /// Visible records of the query, best first.
+    /// Visible records of the query, best first, within its byte budget.
     fn query_records(
         &mut self,
         query: &RecordQuery,
         now: Timestamp,
-    ) -> Result<Vec<MemoryRecord>, StoreError>;
+    ) -> Result<RecordPage, StoreError>;
     /// The supersession chain through `id`, oldest first; `None` when there
     /// is no such record. Stops at a cycle.
     fn supersession_chain(

@@ -472,3 +472,52 @@ async fn a_merge_is_bounded_in_ids_and_in_bytes() {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
+
+#[actix_web::test]
+async fn a_large_answer_comes_in_pages_within_the_size_budget() {
+    let app = crate::helpers::spawn_app_with(|s| s.retrieval.max_response_bytes = 65_536).await;
+    let text = "y".repeat(20_000);
+    let mut salience = 1.0;
+    let mut created = Vec::new();
+    for _ in 0..10 {
+        let body = json!({"type": "semantic", "sensitivity": "low", "salience": salience,
+            "payload": {"kind": "semantic", "subject": "a", "predicate": "b", "object": text}});
+        created.push(create(&app, body).await["id"].as_str().unwrap().to_string());
+        salience -= 0.05;
+    }
+    let query = json!({"trust": trust("low", &[]), "limit": 9});
+    let mut pages = Vec::new();
+    let mut request = query.clone();
+    loop {
+        let (status, body) = app.post("/v1/retrieve", &request).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let ids: Vec<String> = body["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect();
+        assert!(!ids.is_empty() && ids.len() <= 3, "{} records", ids.len());
+        pages.push(ids);
+        // Time passing between pages changes nothing: a continuation ranks
+        // as of its first page.
+        app.clock.advance(Duration::hours(6));
+        match body.get("next_cursor") {
+            Some(cursor) => request["cursor"] = cursor.clone(),
+            None => break,
+        }
+    }
+    assert!(pages.len() >= 3, "{pages:?}");
+    let paged: Vec<String> = pages.concat();
+    // The same answer as one page would have been, without the budget:
+    // the nine most salient, best first, none twice.
+    assert_eq!(paged, created[..9].to_vec());
+    let mut bad = query.clone();
+    bad["cursor"] = json!("1.2.3");
+    assert_error(
+        &app.post("/v1/retrieve", &bad).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "cursor: not a cursor",
+    );
+}

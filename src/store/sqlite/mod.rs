@@ -18,8 +18,8 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::Connection;
 
 use super::{
-    DecayChange, DecayRow, JobRunRecord, JobSetting, Loaded, MemoryStats, SalienceChange, Step,
-    StoreError, Transaction, Version, WriteConnection,
+    DecayChange, DecayRow, JobRunRecord, JobSetting, Loaded, MemoryStats, RecordPage,
+    SalienceChange, Step, StoreError, Transaction, Version, WriteConnection,
 };
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::RecordQuery;
@@ -207,7 +207,7 @@ impl Transaction for Connection {
         &mut self,
         query: &RecordQuery,
         now: Timestamp,
-    ) -> Result<Vec<MemoryRecord>, StoreError> {
+    ) -> Result<RecordPage, StoreError> {
         ranking::query_records(self, query, now)
     }
 

@@ -21,10 +21,10 @@ use rusqlite::{Connection, OptionalExtension, Row};
 
 use super::records::{load_records, parse_enum};
 use crate::domain::decay::{salience_at, Anchor, DecayState};
-use crate::domain::record::{DecayCurve, DecayProfile, MemoryRecord, Sensitivity};
-use crate::domain::retrieval::RecordQuery;
+use crate::domain::record::{DecayCurve, DecayProfile, Sensitivity};
+use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::StoreError;
+use crate::store::{RecordPage, StoreError};
 
 /// First page read from each range beyond the limit; later pages double,
 /// up to [`MAX_PAGE`]. None in unit tests, so they go through many pages.
@@ -74,22 +74,24 @@ impl Ord for Rank {
     }
 }
 
-/// The best `limit` ranks offered so far.
+/// The best `limit` ranks offered so far, of those after `after`.
 struct TopK {
     limit: usize,
+    after: Option<Rank>,
     heap: BinaryHeap<Rank>,
 }
 
 impl TopK {
-    fn new(limit: usize) -> Self {
+    fn new(limit: usize, after: Option<Rank>) -> Self {
         TopK {
             limit,
+            after,
             heap: BinaryHeap::with_capacity(limit.saturating_add(1).min(MAX_PAGE)),
         }
     }
 
     fn offer(&mut self, rank: Rank) {
-        if self.limit == 0 {
+        if self.limit == 0 || self.after.is_some_and(|after| rank <= after) {
             return;
         }
         if self.heap.len() < self.limit {
@@ -108,12 +110,13 @@ impl TopK {
             && self.heap.peek().is_some_and(|worst| worst.salience > bound)
     }
 
+    fn into_sorted(self) -> Vec<Rank> {
+        self.heap.into_sorted_vec()
+    }
+
+    #[cfg(test)]
     fn into_keys(self) -> Vec<i64> {
-        self.heap
-            .into_sorted_vec()
-            .into_iter()
-            .map(|r| r.key)
-            .collect()
+        self.into_sorted().into_iter().map(|r| r.key).collect()
     }
 }
 
@@ -177,7 +180,7 @@ pub fn query_records(
     conn: &Connection,
     query: &RecordQuery,
     now: Timestamp,
-) -> Result<Vec<MemoryRecord>, StoreError> {
+) -> Result<RecordPage, StoreError> {
     let status_clause = if query.include_retracted {
         ""
     } else {
@@ -244,7 +247,13 @@ pub fn query_records(
 
     let bounds = decay_bounds(conn)?;
     let now_micros = to_micros(&now);
-    let mut top = TopK::new(query.limit);
+    let after = query.after.map(|c| Rank {
+        salience: c.salience,
+        layer: c.layer,
+        created_at: c.created_at,
+        key: c.key,
+    });
+    let mut top = TopK::new(query.limit, after);
     let mut page = query.limit.saturating_add(FIRST_PAGE_MARGIN).min(MAX_PAGE);
     while !ranges.is_empty() {
         for range in &mut ranges {
@@ -275,7 +284,69 @@ pub fn query_records(
         ranges = open;
         page = page.saturating_mul(2).min(MAX_PAGE);
     }
-    load_records(conn, &top.into_keys(), now)
+    within_budget(conn, query, top.into_sorted(), now)
+}
+
+/// What a record adds to an answer besides its payload, at most in
+/// practice: ids, times, tags, provenance, relations, audit entries.
+const RECORD_OVERHEAD_BYTES: usize = 4096;
+
+/// Loads the ranked records, best first, while the answer stays within
+/// `query.max_bytes` (always at least one record, so every record can be
+/// read); the rest is left to a next page, which starts after the last
+/// record returned.
+fn within_budget(
+    conn: &Connection,
+    query: &RecordQuery,
+    ranked: Vec<Rank>,
+    now: Timestamp,
+) -> Result<RecordPage, StoreError> {
+    let keys: Vec<i64> = ranked.iter().map(|r| r.key).collect();
+    let sizes = payload_sizes(conn, &keys)?;
+    let mut total = 0usize;
+    let mut fits = 0;
+    for rank in &ranked {
+        let size = sizes.get(&rank.key).copied().unwrap_or(0) + RECORD_OVERHEAD_BYTES;
+        if fits > 0 && total + size > query.max_bytes {
+            break;
+        }
+        total += size;
+        fits += 1;
+    }
+    let next = (fits < ranked.len()).then(|| {
+        let last = ranked[fits - 1];
+        Cursor {
+            as_of: to_micros(&now),
+            salience: last.salience,
+            layer: last.layer,
+            created_at: last.created_at,
+            key: last.key,
+            remaining: query.limit - fits,
+        }
+    });
+    Ok(RecordPage {
+        records: load_records(conn, &keys[..fits], now)?,
+        next,
+    })
+}
+
+/// The serialised size of the payloads of these records.
+fn payload_sizes(conn: &Connection, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
+    let key_list = std::rc::Rc::new(
+        keys.iter()
+            .map(|k| rusqlite::types::Value::Integer(*k))
+            .collect::<Vec<_>>(),
+    );
+    let mut stmt = conn.prepare_cached(
+        "SELECT record_key, length(CAST(payload_json AS BLOB)) FROM payloads
+         WHERE record_key IN rarray(?1)",
+    )?;
+    let mut rows = stmt.query([key_list])?;
+    let mut sizes = HashMap::with_capacity(keys.len());
+    while let Some(row) = rows.next()? {
+        sizes.insert(row.get::<_, i64>(0)?, row.get::<_, i64>(1)?.max(0) as usize);
+    }
+    Ok(sizes)
 }
 
 fn decay_bounds(conn: &Connection) -> Result<HashMap<i64, DecayBound>, StoreError> {
@@ -403,7 +474,7 @@ mod tests {
     use super::super::records::{insert_record, record_key};
     use super::super::test_support::{conn, now, record};
     use super::*;
-    use crate::domain::record::MemoryType;
+    use crate::domain::record::{MemoryRecord, MemoryType};
     use serde_json::json;
 
     fn rank(salience: f64, layer: i64, created_at: i64, key: i64) -> Rank {
@@ -417,7 +488,7 @@ mod tests {
 
     #[test]
     fn the_top_keeps_the_best_and_knows_when_a_range_cannot_beat_it() {
-        let mut top = TopK::new(2);
+        let mut top = TopK::new(2, None);
         for r in [
             rank(0.5, 0, 1, 1),
             rank(0.9, 0, 1, 2),
@@ -428,7 +499,7 @@ mod tests {
         }
         assert_eq!(top.into_keys(), vec![2, 3]);
 
-        let mut top = TopK::new(1);
+        let mut top = TopK::new(1, None);
         assert!(!top.excludes_up_to(0.0), "nothing kept yet");
         top.offer(rank(0.7, 1, 10, 5));
         assert!(top.excludes_up_to(0.6));
@@ -519,9 +590,12 @@ mod tests {
             min_salience: 0.0,
             limit: 10,
             include_retracted: false,
+            after: None,
+            max_bytes: usize::MAX,
         };
         let ids: Vec<String> = query_records(&conn, &query, now())
             .unwrap()
+            .records
             .into_iter()
             .map(|r| r.id)
             .collect();
@@ -535,6 +609,7 @@ mod tests {
             now(),
         )
         .unwrap()
+        .records
         .into_iter()
         .map(|r| r.id)
         .collect();
@@ -550,6 +625,7 @@ mod tests {
             now(),
         )
         .unwrap()
+        .records
         .into_iter()
         .map(|r| r.id)
         .collect();
@@ -695,6 +771,8 @@ mod tests {
                     min_salience: [0.0, 0.05, 0.3, 0.5][rng.below(4) as usize],
                     limit: 1 + rng.below(10) as usize,
                     include_retracted: false,
+                    after: None,
+                    max_bytes: usize::MAX,
                 };
                 let mut expected: Vec<(&MemoryRecord, i64)> = everything
                     .iter()
@@ -725,6 +803,7 @@ mod tests {
                 let expected: Vec<&str> = expected.iter().map(|(r, _)| r.id.as_str()).collect();
                 let actual: Vec<String> = query_records(&conn, &query, now())
                     .unwrap()
+                    .records
                     .into_iter()
                     .map(|r| r.id)
                     .collect();
