@@ -129,7 +129,6 @@ impl Retrieval {
         max_limit: usize,
         context: Option<Value>,
         include_retracted: bool,
-        cursor: Option<String>,
     ) -> Validated<Retrieval> {
         if memory_types.is_empty() {
             memory_types = MemoryType::ALL.to_vec();
@@ -170,10 +169,17 @@ impl Retrieval {
             limit,
             include_retracted,
             context,
-            cursor: cursor
-                .filter(|c| !c.is_empty())
-                .map(|c| Cursor::parse("cursor", &c))
-                .transpose()?,
+            cursor: None,
         })
+    }
+
+    /// The same retrieval, continuing an earlier answer at `cursor` (its
+    /// `next_cursor`; absent or empty: from the start).
+    pub fn continuing(self, cursor: Option<String>) -> Validated<Retrieval> {
+        let cursor = cursor
+            .filter(|c| !c.is_empty())
+            .map(|c| Cursor::parse("cursor", &c))
+            .transpose()?;
+        Ok(Retrieval { cursor, ..self })
     }
 }

@@ -373,8 +373,8 @@ impl RetrieveRequest {
             max_limit,
             self.context,
             self.include_retracted.unwrap_or(false),
-            self.cursor,
-        )?;
+        )?
+        .continuing(self.cursor)?;
         Ok((trust, retrieval))
     }
 }
