@@ -13,6 +13,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod memory;
 pub mod metrics;
 pub mod service;
 pub mod startup;

@@ -88,8 +88,10 @@ fn main() -> ExitCode {
         }
     };
     engram::telemetry::init(settings.server.log_format);
+    engram::memory::configure();
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(settings, Clock::system()).await?;
+        engram::memory::spawn_trimmer();
         app.run_until_stopped().await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     });
