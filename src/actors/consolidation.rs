@@ -1,7 +1,7 @@
 //! The consolidation actor: runs the consolidation steps of
-//! `service::consolidation` in turn, each a page of episodes per writer job
-//! until the step has seen every episode, so ingests keep flowing between
-//! pages. What a step has seen is kept (marks, and sightings grouped by the
+//! `service::consolidation` in turn, each a page of episodes at a time
+//! (read on a read connection, written as one short writer job) until the
+//! step has seen every episode, so ingests keep flowing between pages. What a step has seen is kept (marks, and sightings grouped by the
 //! fact or tool sequence they show), so every episode is read once per step
 //! and running consolidation again on unchanged data changes nothing.
 
@@ -13,9 +13,9 @@ use crate::domain::policy::Policy;
 use crate::domain::record::SCHEDULER_ACTOR;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::service::consolidation::{self as steps, ConsolidationReport, Page};
+use crate::service::consolidation::{self as steps, ConsolidationReport, Episodes, Page};
 use crate::service::ServiceError;
-use crate::store::Transaction;
+use crate::store::{Step, Transaction};
 
 /// Duplicate groups merged per writer job.
 const DUPLICATE_GROUPS_PER_WRITE: usize = 20;
@@ -66,19 +66,22 @@ impl Handler<Consolidate> for Consolidator {
         let caller = Caller::unrestricted(Some(SCHEDULER_ACTOR.to_string()));
         Box::pin(async move {
             let (c, p) = (caller.clone(), policy.clone());
-            let semantic_extracted = run_pages(&writer, move |tx, after| {
-                steps::extract_facts(tx, &c, now, &p, after)
-            })
-            .await?;
+            let semantic_extracted =
+                run_step(&reader, &writer, Step::Semantic, now, move |tx, page| {
+                    steps::extract_facts(tx, &c, now, &p, page)
+                })
+                .await?;
             let (c, p) = (caller.clone(), policy.clone());
-            let competence_extracted = run_pages(&writer, move |tx, after| {
-                steps::extract_skills(tx, &c, now, &p, after)
-            })
-            .await?;
-            let plan_graphs_extracted = run_pages(&writer, move |tx, after| {
-                steps::extract_plans(tx, now, &policy, after)
-            })
-            .await?;
+            let competence_extracted =
+                run_step(&reader, &writer, Step::Competence, now, move |tx, page| {
+                    steps::extract_skills(tx, &c, now, &p, page)
+                })
+                .await?;
+            let plan_graphs_extracted =
+                run_step(&reader, &writer, Step::PlanGraph, now, move |tx, page| {
+                    steps::extract_plans(tx, now, &policy, page)
+                })
+                .await?;
             // Last: every step above has read an episode by the time it is
             // compressed, and decay prunes no episode before that.
             let c = caller.clone();
@@ -105,6 +108,35 @@ impl Handler<Consolidate> for Consolidator {
                 duplicates_resolved,
             })
         })
+    }
+}
+
+/// Runs an extraction step: each page of episodes it has not seen is read
+/// on a read connection, then handed to `write` as one writer job, so the
+/// writer is held only for the writes; until a page comes back empty.
+/// Answers the step's total.
+async fn run_step<F>(
+    reader: &Reader,
+    writer: &StorageWriter,
+    step: Step,
+    now: Timestamp,
+    write: F,
+) -> Result<u64, ServiceError>
+where
+    F: Fn(&mut dyn Transaction, &Episodes) -> Result<u64, ServiceError> + Clone + Send + 'static,
+{
+    let mut after = 0;
+    let mut total = 0;
+    loop {
+        let page = reader
+            .read(move |tx| steps::read_page(tx, step, now, after))
+            .await?;
+        let Some((last, _)) = page.last() else {
+            return Ok(total);
+        };
+        after = *last;
+        let write = write.clone();
+        total += writer.write(move |tx| write(tx, &page)).await?;
     }
 }
 

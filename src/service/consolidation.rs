@@ -1,8 +1,9 @@
-//! The consolidation steps, each a page of episodes per call, by the
-//! planners in `domain::consolidation`: this runner reads what a planner
-//! needs, and writes what it decided, marks and sightings included, all in
-//! the caller's transaction. Each call answers the last key it saw (`None`
-//! when the step is done) and how many records it created or changed.
+//! The consolidation steps, a page of episodes at a time, by the planners
+//! in `domain::consolidation`. A page of episodes is read with
+//! [`read_page`] on a read connection; the step then writes what it
+//! decided, marks and sightings included, in the writer's transaction,
+//! which so holds the writer only for the writes. Each step answers how
+//! many records it created or changed.
 
 use std::collections::BTreeMap;
 
@@ -20,8 +21,11 @@ use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::store::{SalienceChange, Step, Transaction};
 
-/// Episodes a step reads per call.
+/// Episodes a step reads per page.
 pub const PAGE: usize = 250;
+
+/// Episodes compressed per writer job: each is rewritten whole.
+pub const COMPRESS_PAGE: usize = 50;
 
 /// What one consolidation run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -40,6 +44,9 @@ pub struct ConsolidationReport {
 /// changed.
 pub type Page = (Option<i64>, u64);
 
+/// Loaded episodes with their storage keys, oldest first.
+pub type Episodes = Vec<(i64, MemoryRecord)>;
+
 /// Halves the salience of up to one page of episodes created before
 /// `before`.
 pub fn compress_episodes(
@@ -49,7 +56,7 @@ pub fn compress_episodes(
     before: Timestamp,
     after: i64,
 ) -> Result<Page, ServiceError> {
-    let candidates = tx.unmarked_episodes(Step::Compressed, before, after, PAGE)?;
+    let candidates = tx.unmarked_episodes(Step::Compressed, before, after, COMPRESS_PAGE)?;
     for (key, id) in &candidates {
         let mut loaded = load(tx, caller, "id", id, now)?;
         rules::compress_episode(&mut loaded.record, now);
@@ -62,13 +69,14 @@ pub fn compress_episodes(
     ))
 }
 
-/// The next page of episodes `step` has not seen, loaded, oldest first.
-fn next_page(
+/// The next page of episodes `step` has not seen, after key `after`,
+/// loaded, oldest first; empty when the step has seen them all.
+pub fn read_page(
     tx: &mut dyn Transaction,
     step: Step,
     now: Timestamp,
     after: i64,
-) -> Result<Vec<(i64, MemoryRecord)>, ServiceError> {
+) -> Result<Episodes, ServiceError> {
     let page = tx.unmarked_episodes(step, now, after, PAGE)?;
     let keys: Vec<i64> = page.iter().map(|(key, _)| *key).collect();
     let loaded = tx.load_records(&keys, now)?;
@@ -96,9 +104,8 @@ pub fn extract_facts(
     caller: &Caller,
     now: Timestamp,
     policy: &Policy,
-    after: i64,
-) -> Result<Page, ServiceError> {
-    let episodes = next_page(tx, Step::Semantic, now, after)?;
+    episodes: &Episodes,
+) -> Result<u64, ServiceError> {
     let mut touched: BTreeMap<String, (String, String, Vec<usize>)> = BTreeMap::new();
     for (i, (key, episode)) in episodes.iter().enumerate() {
         if let Payload::Episodic(payload) = &episode.payload {
@@ -137,7 +144,7 @@ pub fn extract_facts(
         }
         extracted += 1;
     }
-    Ok((episodes.last().map(|(key, _)| *key), extracted))
+    Ok(extracted)
 }
 
 /// Skills from tool sequences that succeeded at least twice, for one page.
@@ -146,9 +153,8 @@ pub fn extract_skills(
     caller: &Caller,
     now: Timestamp,
     policy: &Policy,
-    after: i64,
-) -> Result<Page, ServiceError> {
-    let episodes = next_page(tx, Step::Competence, now, after)?;
+    episodes: &Episodes,
+) -> Result<u64, ServiceError> {
     // group -> (sequence, new successful episodes, new failed episodes)
     let mut touched: BTreeMap<String, (String, Vec<usize>, usize)> = BTreeMap::new();
     for (i, (key, episode)) in episodes.iter().enumerate() {
@@ -209,7 +215,7 @@ pub fn extract_skills(
         }
         extracted += 1;
     }
-    Ok((episodes.last().map(|(key, _)| *key), extracted))
+    Ok(extracted)
 }
 
 /// A plan from every episode with three or more tool calls, once each,
@@ -218,18 +224,17 @@ pub fn extract_plans(
     tx: &mut dyn Transaction,
     now: Timestamp,
     policy: &Policy,
-    after: i64,
-) -> Result<Page, ServiceError> {
-    let episodes = next_page(tx, Step::PlanGraph, now, after)?;
+    episodes: &Episodes,
+) -> Result<u64, ServiceError> {
     let mut created = 0;
-    for (key, episode) in &episodes {
+    for (key, episode) in episodes {
         if let Some(plan) = rules::new_plan(policy, episode, now, new_record_id) {
             tx.insert_record(&plan?)?;
             created += 1;
         }
         tx.mark(*key, Step::PlanGraph)?;
     }
-    Ok((episodes.last().map(|(key, _)| *key), created))
+    Ok(created)
 }
 
 /// Groups of identical active facts (their ids), to merge.
