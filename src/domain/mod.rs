@@ -14,6 +14,7 @@ pub mod retrieval;
 pub mod revision;
 pub mod schedule;
 pub mod selection;
+pub mod strict;
 pub mod time;
 pub mod trust;
 pub mod validate;

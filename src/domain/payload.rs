@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::record::{MemoryType, Status};
+use super::strict::Strict;
 use super::time::{rfc3339, rfc3339_option, Timestamp};
 use super::validate::{
     check_count, check_json_size, check_non_negative, check_string, check_strings,
@@ -354,7 +355,7 @@ impl<'de> Deserialize<'de> for Payload {
 
 /// One payload kind's fields, with the path of any error inside them.
 fn variant<T: serde::de::DeserializeOwned>(fields: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(fields).map_err(|e| {
+    serde_path_to_error::deserialize(Strict(fields)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         if path == "." {

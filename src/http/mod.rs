@@ -31,6 +31,7 @@ use crate::actors::revision::Reviser;
 use crate::actors::scheduler::Scheduler;
 use crate::actors::storage::{Reader, StorageWriter};
 use crate::domain::record::MemoryRecord;
+use crate::domain::strict::Strict;
 use crate::domain::trust::Caller;
 use crate::domain::validate::split_nested_error;
 use crate::error::{ApiError, Code};
@@ -220,7 +221,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         }
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+    let value = serde_path_to_error::deserialize(Strict(&mut deserializer)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         match inner.classify() {

@@ -375,7 +375,10 @@ async fn ten_thousand_generated_requests_break_nothing() {
     std::panic::set_hook(Box::new(move |info| {
         // Only the service's own code counts: under `cargo test` other
         // tests share the process, and some panic on purpose.
-        if info.location().is_some_and(|l| l.file().starts_with("src/")) {
+        if info
+            .location()
+            .is_some_and(|l| l.file().starts_with("src/"))
+        {
             counted.fetch_add(1, Ordering::SeqCst);
         }
         previous(info);

@@ -327,6 +327,29 @@ async fn protocol_edges_get_json_errors() {
         .put("/v1/jobs/decay", &json!(["0 0 * * * *", true]))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // Nested too: wherever an object is expected, an array is refused.
+    for (path, body, field) in [
+        ("/v1/retrieve", json!({"trust": ["hyper", true]}), "trust"),
+        (
+            "/v1/records",
+            json!({"type": "semantic", "sensitivity": "low", "lifecycle": [null, true],
+                   "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
+            "lifecycle",
+        ),
+        (
+            "/v1/records",
+            json!({"type": "competence", "sensitivity": "low",
+                   "payload": {"kind": "competence", "skill_name": "s", "performance": [5, 1]}}),
+            "payload.performance",
+        ),
+    ] {
+        assert_error(
+            &app.post(path, &body).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            &format!("{field}: invalid type: sequence"),
+        );
+    }
 
     // An id is checked like any other: a bad escape or a NUL is refused.
     for (path, needle) in [
