@@ -150,6 +150,7 @@ impl DecayBound {
 struct Range<'a> {
     sql: &'a str,
     next_tier_sql: &'a str,
+    bound: DecayBound,
     layer: i64,
     sensitivity: i64,
     scope: Option<&'a str>,
@@ -160,6 +161,7 @@ struct Range<'a> {
 impl<'a> Range<'a> {
     fn new(
         (sql, next_tier_sql): &'a (String, String),
+        bound: DecayBound,
         layer: i64,
         sensitivity: i64,
         scope: Option<&'a str>,
@@ -167,6 +169,7 @@ impl<'a> Range<'a> {
         Range {
             sql,
             next_tier_sql,
+            bound,
             layer,
             sensitivity,
             scope,
@@ -188,13 +191,8 @@ pub fn query_records(
     };
     let select = |index: &str, scope: &str| {
         format!(
-            "SELECT r.key, r.salience, r.decays_from, r.created_at, d.curve,
-                    d.half_life_seconds, d.min_salience, d.max_age_seconds,
-                    d.reinforcement_gain, d.pinned,
-                    COALESCE(d.anchor_salience, r.salience),
-                    COALESCE(d.anchor_at, d.last_reinforced_at)
+            "SELECT r.key, r.salience, r.decays_from, r.created_at
              FROM records r INDEXED BY {index}
-             JOIN decay_profiles d ON d.record_key = r.key
              WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3{status_clause}
                AND (r.salience, r.decays_from, r.key) < (?5, ?6, ?7)
              ORDER BY r.salience DESC, r.decays_from DESC, r.key DESC LIMIT ?4"
@@ -223,29 +221,33 @@ pub fn query_records(
         next_tier("idx_records_scope_rank", "r.scope = ?5 AND "),
     );
 
+    let bounds = decay_bounds(conn)?;
     let mut ranges = Vec::new();
     for memory_type in &query.memory_types {
         let layer = memory_type.layer() as i64;
+        // A type with no bound recorded has no records.
+        let Some(bound) = bounds.get(&layer).copied() else {
+            continue;
+        };
         for sensitivity in Sensitivity::ALL
             .iter()
             .filter(|s| **s <= query.max_sensitivity)
         {
             let rank = sensitivity.rank() as i64;
             match &query.scopes {
-                None => ranges.push(Range::new(&unscoped, layer, rank, None)),
+                None => ranges.push(Range::new(&unscoped, bound, layer, rank, None)),
                 Some(scopes) => {
-                    ranges.push(Range::new(&null_scope, layer, rank, None));
+                    ranges.push(Range::new(&null_scope, bound, layer, rank, None));
                     ranges.extend(
                         scopes
                             .iter()
-                            .map(|s| Range::new(&scoped, layer, rank, Some(s.as_str()))),
+                            .map(|s| Range::new(&scoped, bound, layer, rank, Some(s.as_str()))),
                     );
                 }
             }
         }
     }
 
-    let bounds = decay_bounds(conn)?;
     let now_micros = to_micros(&now);
     let after = query.after.map(|c| Rank {
         salience: c.salience,
@@ -264,14 +266,10 @@ pub fn query_records(
             if range.exhausted {
                 continue;
             }
-            let Some(bound) = bounds.get(&range.layer) else {
-                // A type with no bound recorded has no records.
-                continue;
-            };
             // What the rest of this tier can have now, then what the
             // tiers below can.
             let (salience, decays_from, _) = range.after;
-            let tier = bound.at_most(salience, decays_from, now_micros);
+            let tier = range.bound.at_most(salience, decays_from, now_micros);
             let settled = (tier < query.min_salience || top.excludes_up_to(tier))
                 && match next_tier_salience(conn, &range, query.min_salience)? {
                     None => true,
@@ -427,14 +425,33 @@ fn read_page(
             scope
         ])?,
     };
+    let mut decay = conn.prepare_cached(
+        "SELECT curve, half_life_seconds, min_salience, max_age_seconds, reinforcement_gain,
+                pinned, anchor_salience, COALESCE(anchor_at, last_reinforced_at)
+         FROM decay_profiles WHERE record_key = ?1",
+    )?;
+    let now_micros = to_micros(&now);
     let mut read = 0;
     while let Some(row) = rows.next()? {
         read += 1;
         let key: i64 = row.get(0)?;
         let stored: f64 = row.get(1)?;
+        let decays_from: i64 = row.get(2)?;
         let created_at: i64 = row.get(3)?;
-        range.after = (stored, row.get(2)?, key);
-        let current = current_salience(row, created_at, now)?;
+        range.after = (stored, decays_from, key);
+        // Most rows cannot make the cut: their bound says so without
+        // reading their decay profile.
+        let most = range.bound.at_most(stored, decays_from, now_micros);
+        if most < min_salience || top.excludes_up_to(most) {
+            continue;
+        }
+        let mut profile = decay.query([key])?;
+        let Some(profile) = profile.next()? else {
+            return Err(StoreError::Corrupt(format!(
+                "record {key} has no decay profile"
+            )));
+        };
+        let current = current_salience(profile, stored, created_at, now)?;
         if current >= min_salience {
             top.offer(Rank {
                 salience: current,
@@ -448,22 +465,28 @@ fn read_page(
     Ok(())
 }
 
-/// The salience now of the record in `row`, from its decay columns (4..).
-fn current_salience(row: &Row<'_>, created_at: i64, now: Timestamp) -> Result<f64, StoreError> {
+/// The salience now of a record, from its decay profile row; `stored` is
+/// its anchor when the profile has none of its own.
+fn current_salience(
+    row: &Row<'_>,
+    stored: f64,
+    created_at: i64,
+    now: Timestamp,
+) -> Result<f64, StoreError> {
     let profile = DecayProfile {
-        curve: parse_enum(row, 4, DecayCurve::parse)?,
-        half_life_seconds: row.get(5)?,
-        min_salience: row.get(6)?,
-        max_age_seconds: row.get(7)?,
-        reinforcement_gain: row.get(8)?,
+        curve: parse_enum(row, 0, DecayCurve::parse)?,
+        half_life_seconds: row.get(1)?,
+        min_salience: row.get(2)?,
+        max_age_seconds: row.get(3)?,
+        reinforcement_gain: row.get(4)?,
     };
     let state = DecayState {
         anchor: Anchor {
-            salience: row.get(10)?,
-            at: from_micros(row.get(11)?),
+            salience: row.get::<_, Option<f64>>(6)?.unwrap_or(stored),
+            at: from_micros(row.get(7)?),
         },
         profile: &profile,
-        pinned: row.get(9)?,
+        pinned: row.get(5)?,
         created_at: from_micros(created_at),
     };
     Ok(salience_at(&state, now))
