@@ -100,6 +100,9 @@ pub fn open(
         .with_init(move |conn| configure_connection(conn, reader_options));
     let pool = r2d2::Pool::builder()
         .max_size(pool_size)
+        // A SQLite connection does not go stale; testing it on every
+        // checkout only costs a statement per read.
+        .test_on_check_out(false)
         .connection_timeout(Duration::from_secs(10))
         .build(manager)?;
     Ok(Opened {
@@ -116,10 +119,19 @@ pub struct ReadPool(Pool);
 impl ReadPool {
     /// Runs `work` on a pooled connection. Blocks: call it from a thread
     /// made for blocking work.
+    ///
+    /// The work runs in one read transaction: everything it reads is one
+    /// snapshot (a retrieval ranks and loads the same records, whatever
+    /// commits meanwhile), and the WAL read lock is taken once, not once
+    /// per statement.
     pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
         let mut conn = self.0.get()?;
         let conn: &mut Connection = &mut conn;
-        Ok(work(conn))
+        conn.prepare_cached("BEGIN")?.execute([])?;
+        let result = work(conn);
+        // Nothing was written: ending the transaction either way is the same.
+        conn.prepare_cached("COMMIT")?.execute([])?;
+        Ok(result)
     }
 }
 
