@@ -213,9 +213,10 @@ fn keep_recent_links(relations: &mut Vec<Relation>) {
     });
 }
 
-/// The most recent of `sources`.
-fn recent<'a, 'b>(sources: &'a [&'b MemoryRecord]) -> &'a [&'b MemoryRecord] {
-    &sources[sources.len().saturating_sub(MAX_DERIVED_SOURCES)..]
+/// The most recent of `items` (oldest first): what a derived record
+/// keeps of its sources.
+pub fn recent<T>(items: &[T]) -> &[T] {
+    &items[items.len().saturating_sub(MAX_DERIVED_SOURCES)..]
 }
 
 /// Where a source may contribute: its scope and sensitivity. Episodes are

@@ -83,11 +83,6 @@ pub fn read_page(
     Ok(keys.into_iter().zip(loaded).collect())
 }
 
-/// The most recent sightings: all a derived record keeps.
-fn recent(sightings: &[(i64, Option<String>)]) -> &[(i64, Option<String>)] {
-    &sightings[sightings.len().saturating_sub(rules::MAX_DERIVED_SOURCES)..]
-}
-
 /// Loads the episodes behind sightings.
 fn sighted(
     tx: &mut dyn Transaction,
@@ -135,7 +130,7 @@ pub fn extract_facts(
                 if seen.len() < MIN_REPETITIONS {
                     continue;
                 }
-                let all = sighted(tx, recent(&seen), now)?;
+                let all = sighted(tx, rules::recent(&seen), now)?;
                 let sources: Vec<&MemoryRecord> = all.iter().collect();
                 let fact = rules::new_fact(policy, subject, object, &sources, now, new_record_id)?;
                 tx.insert_record(&fact)?;
@@ -198,7 +193,7 @@ pub fn extract_skills(
                 if won.len() < MIN_REPETITIONS {
                     continue;
                 }
-                let winners = sighted(tx, recent(&won), now)?;
+                let winners = sighted(tx, rules::recent(&won), now)?;
                 let wins: Vec<&MemoryRecord> = winners.iter().collect();
                 let skill = rules::new_skill(
                     policy,

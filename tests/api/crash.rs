@@ -178,16 +178,13 @@ async fn stops_gracefully_on(signal: &str) {
     let body = json!({"source": "slow", "event_kind": "user_input", "ref": "m", "summary": "slow"})
         .to_string();
     let (head, tail) = body.split_at(body.len() / 2);
-    let addr = server.url.trim_start_matches("http://").to_string();
-    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
-    use std::io::{Read, Write};
-    write!(
-        slow,
-        "POST /v1/ingest/event HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
-        body.len()
-    )
-    .unwrap();
-    slow.flush().unwrap();
+    let mut slow = crate::helpers::raw_request(
+        &server.url,
+        &format!(
+            "POST /v1/ingest/event HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+            body.len()
+        ),
+    );
     actix_web::rt::time::sleep(Duration::from_millis(100)).await;
     let Server { mut child, .. } = server;
     let pid = child.id().to_string();
@@ -197,11 +194,8 @@ async fn stops_gracefully_on(signal: &str) {
         .unwrap()
         .success());
     actix_web::rt::time::sleep(Duration::from_millis(300)).await;
-    slow.write_all(tail.as_bytes()).unwrap();
-    let mut answer = String::new();
-    slow.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    slow.read_to_string(&mut answer).unwrap();
+    std::io::Write::write_all(&mut slow, tail.as_bytes()).unwrap();
+    let answer = crate::helpers::read_answer(slow).unwrap();
     assert!(answer.starts_with("HTTP/1.1 201"), "SIG{signal}: {answer}");
     let status = actix_web::rt::task::spawn_blocking(move || child.wait().unwrap())
         .await

@@ -392,26 +392,6 @@ async fn protocol_edges_get_json_errors() {
     assert_eq!(response.headers().get("allow").unwrap(), "GET, HEAD");
 }
 
-/// Sends `head` (headers and part of a body) on a raw connection; the
-/// caller finishes or abandons it.
-fn raw_request(address: &str, head: &str) -> std::net::TcpStream {
-    use std::io::Write;
-    let mut stream = std::net::TcpStream::connect(address.trim_start_matches("http://")).unwrap();
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.flush().unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    stream
-}
-
-fn read_answer(mut stream: std::net::TcpStream) -> String {
-    use std::io::Read;
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer
-}
-
 #[actix_web::test]
 async fn a_body_that_trickles_in_times_out_and_bodies_in_flight_are_bounded() {
     let app = crate::helpers::spawn_app_with(|s| {
@@ -422,12 +402,12 @@ async fn a_body_that_trickles_in_times_out_and_bodies_in_flight_are_bounded() {
     .await;
     let address = app.address.clone();
     let slow = actix_web::rt::task::spawn_blocking(move || {
-        let stream = raw_request(
+        let stream = crate::helpers::raw_request(
             &address,
             "POST /v1/ingest/event HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
              Content-Length: 4050\r\nConnection: close\r\n\r\n{\"source\": ",
         );
-        read_answer(stream)
+        crate::helpers::read_answer(stream).unwrap_or_default()
     });
     // While the slow body holds the whole budget, another body is turned
     // away at once.

@@ -312,3 +312,25 @@ pub fn assert_error(response: &(StatusCode, Value), status: StatusCode, code: &s
 pub fn event(source: &str) -> Value {
     json!({"source": source, "event_kind": "user_input", "ref": "msg-1", "summary": "hello"})
 }
+
+/// Sends `head` (a request line, headers and perhaps part of a body) on a
+/// raw connection to `address` (`http://host:port`); the caller finishes
+/// or abandons it.
+pub fn raw_request(address: &str, head: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(address.trim_start_matches("http://")).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.flush().unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+}
+
+/// Everything the server sends back on a raw connection until it closes.
+pub fn read_answer(mut stream: std::net::TcpStream) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    Ok(answer)
+}

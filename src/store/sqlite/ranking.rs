@@ -19,7 +19,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Row};
 
-use super::records::{load_records, parse_enum};
+use super::records::{key_array, load_records, parse_enum};
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::record::{DecayCurve, DecayProfile, Sensitivity};
 use crate::domain::retrieval::{Cursor, RecordQuery};
@@ -330,16 +330,11 @@ fn within_budget(
 
 /// The serialised size of the payloads of these records.
 fn payload_sizes(conn: &Connection, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
-    let key_list = std::rc::Rc::new(
-        keys.iter()
-            .map(|k| rusqlite::types::Value::Integer(*k))
-            .collect::<Vec<_>>(),
-    );
     let mut stmt = conn.prepare_cached(
         "SELECT record_key, length(CAST(payload_json AS BLOB)) FROM payloads
          WHERE record_key IN rarray(?1)",
     )?;
-    let mut rows = stmt.query([key_list])?;
+    let mut rows = stmt.query([key_array(keys)])?;
     let mut sizes = HashMap::with_capacity(keys.len());
     while let Some(row) = rows.next()? {
         sizes.insert(row.get::<_, i64>(0)?, row.get::<_, i64>(1)?.max(0) as usize);

@@ -324,9 +324,8 @@ pub fn get_record(
     }
 }
 
-/// The records with these keys, in the order given, each with all its
-/// parts and its salience decayed to `now`. Child rows are read with one
-/// query per table for the whole set.
+/// The serialised size of the payloads of the records with these ids,
+/// together.
 pub fn payload_bytes(conn: &Connection, ids: &[String]) -> Result<u64, StoreError> {
     let id_list = Rc::new(
         ids.iter()
@@ -343,6 +342,14 @@ pub fn payload_bytes(conn: &Connection, ids: &[String]) -> Result<u64, StoreErro
     Ok(total.max(0) as u64)
 }
 
+/// Record keys as the value of an `IN rarray(?)` parameter.
+pub(super) fn key_array(keys: &[i64]) -> Rc<Vec<SqlValue>> {
+    Rc::new(keys.iter().map(|k| SqlValue::Integer(*k)).collect())
+}
+
+/// The records with these keys, in the order given, each with all its
+/// parts and its salience decayed to `now`. Child rows are read with one
+/// query per table for the whole set.
 pub fn load_records(
     conn: &Connection,
     keys: &[i64],
@@ -351,11 +358,7 @@ pub fn load_records(
     if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let key_list = Rc::new(
-        keys.iter()
-            .map(|k| SqlValue::Integer(*k))
-            .collect::<Vec<_>>(),
-    );
+    let key_list = key_array(keys);
     let mut records: HashMap<i64, MemoryRecord> = HashMap::with_capacity(keys.len());
     {
         let mut stmt = conn.prepare_cached(
