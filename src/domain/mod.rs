@@ -13,6 +13,7 @@ pub mod record;
 pub mod retrieval;
 pub mod revision;
 pub mod schedule;
+pub mod search;
 pub mod selection;
 pub mod strict;
 pub mod time;

@@ -8,10 +8,15 @@ use rusqlite::{params, Connection};
 
 use super::StoreError;
 
+/// Fills in data for a migration; answers how many rows it filled.
+pub type Backfill = fn(&Connection) -> Result<usize, StoreError>;
+
 pub struct Migration {
     pub version: i64,
     pub name: &'static str,
     pub sql: &'static str,
+    /// Data the SQL cannot derive, filled in the same transaction.
+    pub backfill: Option<Backfill>,
 }
 
 pub const MIGRATIONS: &[Migration] = &[
@@ -19,26 +24,37 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 1,
         name: "init",
         sql: include_str!("../../../migrations/0001_init.sql"),
+        backfill: None,
     },
     Migration {
         version: 2,
         name: "maintenance",
         sql: include_str!("../../../migrations/0002_maintenance.sql"),
+        backfill: None,
     },
     Migration {
         version: 3,
         name: "versions",
         sql: include_str!("../../../migrations/0003_versions.sql"),
+        backfill: None,
     },
     Migration {
         version: 4,
         name: "imported_audit",
         sql: include_str!("../../../migrations/0004_imported_audit.sql"),
+        backfill: None,
     },
     Migration {
         version: 5,
         name: "rank_bounds",
         sql: include_str!("../../../migrations/0005_rank_bounds.sql"),
+        backfill: None,
+    },
+    Migration {
+        version: 6,
+        name: "search",
+        sql: include_str!("../../../migrations/0006_search.sql"),
+        backfill: Some(super::search::backfill),
     },
 ];
 
@@ -71,6 +87,14 @@ pub fn run(conn: &mut Connection) -> Result<Vec<i64>, StoreError> {
     for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
         let tx = conn.transaction()?;
         tx.execute_batch(migration.sql)?;
+        if let Some(backfill) = migration.backfill {
+            let filled = backfill(&tx)?;
+            tracing::info!(
+                version = migration.version,
+                records = filled,
+                "migration backfilled"
+            );
+        }
         tx.execute(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
             params![migration.version, migration.name, Utc::now().to_rfc3339()],
@@ -88,7 +112,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5]);
+        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6]);
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

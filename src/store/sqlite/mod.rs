@@ -7,6 +7,7 @@ pub mod maintenance;
 pub mod migrations;
 pub mod ranking;
 pub mod records;
+pub mod search;
 pub mod stats;
 #[cfg(test)]
 mod test_support;

@@ -58,6 +58,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     write_payload(conn, key, record)?;
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
+    super::search::index(conn, key, record)?;
     Ok(key)
 }
 
@@ -117,6 +118,7 @@ pub fn update_record(
     });
     write_lifecycle(conn, key, record, anchor)?;
     write_payload(conn, key, record)?;
+    super::search::index(conn, key, record)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",

@@ -1,0 +1,232 @@
+//! What a record is about, as text for the full-text index, and a
+//! client's free text turned into a query that index can never fail on.
+
+use serde_json::Value;
+
+use super::payload::{Payload, TaskState};
+use super::record::MemoryRecord;
+
+/// Most words of a client's text used in a query.
+pub const MAX_QUERY_TERMS: usize = 32;
+
+/// Longest text a JSON value (a fact's object) contributes.
+const MAX_VALUE_TEXT: usize = 4096;
+
+/// The record's search text: the fields that say what it is about, by
+/// type, then its tags. Episodic: event kinds, refs, summaries, tool
+/// names; semantic: subject, predicate, object; working: thread, state,
+/// next actions, open questions, context; competence: skill name, trigger
+/// signals, recipe steps, failure modes; plan_graph: intent, node ops.
+pub fn search_text(record: &MemoryRecord) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    match &record.payload {
+        Payload::Episodic(p) => {
+            for event in &p.timeline {
+                parts.push(event.event_kind.clone());
+                parts.push(event.reference.clone());
+                parts.extend(event.summary.clone());
+            }
+            parts.extend(p.tool_graph.iter().map(|node| node.tool.clone()));
+        }
+        Payload::Semantic(p) => {
+            parts.push(p.subject.clone());
+            parts.push(p.predicate.clone());
+            let mut object = String::new();
+            value_text(&p.object, &mut object);
+            parts.push(object);
+        }
+        Payload::Working(p) => {
+            parts.push(p.thread_id.clone());
+            parts.push(task_state(p.state).to_string());
+            parts.extend(p.next_actions.iter().cloned());
+            parts.extend(p.open_questions.iter().cloned());
+            parts.extend(p.context_summary.clone());
+        }
+        Payload::Competence(p) => {
+            parts.push(p.skill_name.clone());
+            parts.extend(p.triggers.iter().map(|t| t.signal.clone()));
+            parts.extend(p.recipe.iter().map(|step| step.step.clone()));
+            parts.extend(p.failure_modes.iter().cloned());
+        }
+        Payload::PlanGraph(p) => {
+            parts.extend(p.intent.clone());
+            parts.extend(p.nodes.iter().map(|node| node.op.clone()));
+        }
+    }
+    parts.extend(record.tags.iter().cloned());
+    parts.retain(|part| !part.trim().is_empty());
+    parts.join("\n")
+}
+
+fn task_state(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Planning => "planning",
+        TaskState::Executing => "executing",
+        TaskState::Blocked => "blocked",
+        TaskState::Waiting => "waiting",
+        TaskState::Done => "done",
+    }
+}
+
+/// The strings and numbers of a JSON value, keys included, space
+/// separated, up to [`MAX_VALUE_TEXT`] bytes.
+fn value_text(value: &Value, out: &mut String) {
+    if out.len() >= MAX_VALUE_TEXT {
+        return;
+    }
+    match value {
+        Value::String(s) => push_word(out, s),
+        Value::Number(n) => push_word(out, &n.to_string()),
+        Value::Bool(b) => push_word(out, if *b { "true" } else { "false" }),
+        Value::Null => {}
+        Value::Array(items) => items.iter().for_each(|item| value_text(item, out)),
+        Value::Object(map) => {
+            for (key, item) in map {
+                push_word(out, key);
+                value_text(item, out);
+            }
+        }
+    }
+}
+
+fn push_word(out: &mut String, word: &str) {
+    if !out.is_empty() {
+        out.push(' ');
+    }
+    let room = MAX_VALUE_TEXT.saturating_sub(out.len());
+    let mut end = word.len().min(room);
+    while !word.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.push_str(&word[..end]);
+}
+
+/// A full-text query for a client's free text, or `None` when it has no
+/// words. The text's words (runs of letters and digits) become quoted
+/// terms joined with `OR`, so no operator, quote, `*`, `NEAR`, `-` or
+/// parenthesis the client typed is ever taken as query syntax, and BM25
+/// ranks records by how many and how rare the matching words are.
+pub fn fts_query(text: &str) -> Option<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let word = word.to_lowercase();
+        if !terms.contains(&word) {
+            terms.push(word);
+        }
+        if terms.len() == MAX_QUERY_TERMS {
+            break;
+        }
+    }
+    if terms.is_empty() {
+        return None;
+    }
+    Some(
+        terms
+            .iter()
+            .map(|term| format!("\"{term}\""))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::policy::{NewRecord, Policy};
+    use crate::domain::record::Attribution;
+    use crate::domain::time::parse_rfc3339;
+    use serde_json::json;
+
+    fn record(body: Value) -> MemoryRecord {
+        let new: NewRecord = serde_json::from_value(body).unwrap();
+        new.into_record(
+            &Policy::default(),
+            &Attribution::new("t", "test"),
+            parse_rfc3339("2026-01-01T00:00:00Z").unwrap(),
+            || "id".into(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_type_says_what_it_is_about() {
+        let episode = record(
+            json!({"type": "episodic", "sensitivity": "low", "tags": ["ci"],
+            "payload": {"kind": "episodic",
+                "timeline": [{"t": "2025-01-01T00:00:00Z", "event_kind": "build_failure", "ref": "job-7", "summary": "Go linker cache corrupted"}],
+                "tool_graph": [{"id": "n", "tool": "go_build", "timestamp": "2025-01-01T00:00:00Z", "args": {"secret": "x"}}]}}),
+        );
+        let text = search_text(&episode);
+        for word in [
+            "build_failure",
+            "job-7",
+            "Go linker cache corrupted",
+            "go_build",
+            "ci",
+        ] {
+            assert!(text.contains(word), "{word} in {text:?}");
+        }
+        assert!(!text.contains("secret"), "tool args are not searched");
+
+        let fact = record(json!({"type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "user", "predicate": "prefers_editor",
+                        "object": {"name": "helix", "since": 2024}}}));
+        assert_eq!(
+            search_text(&fact),
+            "user\nprefers_editor\nname helix since 2024"
+        );
+
+        let working = record(json!({"type": "working", "sensitivity": "low",
+            "payload": {"kind": "working", "thread_id": "t-1", "state": "blocked",
+                        "next_actions": ["ask for access"], "open_questions": ["which repo?"],
+                        "context_summary": "migrating auth"}}));
+        assert_eq!(
+            search_text(&working),
+            "t-1\nblocked\nask for access\nwhich repo?\nmigrating auth"
+        );
+
+        let skill = record(json!({"type": "competence", "sensitivity": "low",
+            "payload": {"kind": "competence", "skill_name": "fix_go_build",
+                "triggers": [{"signal": "compilation_error"}], "recipe": [{"step": "clear the cache"}],
+                "failure_modes": ["no network"]}}));
+        assert_eq!(
+            search_text(&skill),
+            "fix_go_build\ncompilation_error\nclear the cache\nno network"
+        );
+
+        let plan = record(json!({"type": "plan_graph", "sensitivity": "low",
+            "payload": {"kind": "plan_graph", "plan_id": "p", "intent": "release a version",
+                "nodes": [{"id": "a", "op": "tag"}, {"id": "b", "op": "publish"}]}}));
+        assert_eq!(search_text(&plan), "release a version\ntag\npublish");
+    }
+
+    #[test]
+    fn a_large_object_contributes_a_bounded_text() {
+        let fact = record(json!({"type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "s", "predicate": "p",
+                        "object": ["é".repeat(10_000), "more"]}}));
+        let text = search_text(&fact);
+        assert!(text.len() <= MAX_VALUE_TEXT + 10, "{}", text.len());
+    }
+
+    #[test]
+    fn free_text_becomes_quoted_terms_and_nothing_else() {
+        assert_eq!(
+            fts_query("How do I fix a Go linker-cache error?").unwrap(),
+            r#""how" OR "do" OR "i" OR "fix" OR "a" OR "go" OR "linker" OR "cache" OR "error""#
+        );
+        assert_eq!(
+            fts_query(r#"a NEAR(b c) "x* -y" (unbalanced AND OR NOT"#).unwrap(),
+            r#""a" OR "near" OR "b" OR "c" OR "x" OR "y" OR "unbalanced" OR "and" OR "or" OR "not""#
+        );
+        assert_eq!(fts_query("  ?!* () \"\" "), None);
+        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
+        assert_eq!(
+            fts_query(&many).unwrap().matches(" OR ").count(),
+            MAX_QUERY_TERMS - 1
+        );
+    }
+}
