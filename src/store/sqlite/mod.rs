@@ -97,6 +97,7 @@ pub fn open(
 ) -> Result<Opened, StoreError> {
     let mut conn = open_connection(path, writer_options)?;
     let applied_migrations = migrations::run(&mut conn)?;
+    search::prepare(&conn)?;
     let manager = SqliteConnectionManager::file(path)
         .with_init(move |conn| configure_connection(conn, reader_options));
     let pool = r2d2::Pool::builder()
@@ -162,6 +163,7 @@ impl WriteConnection for SqliteWriter {
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
+        search::flush(&self.conn)?;
         Ok(self.conn.execute_batch("COMMIT")?)
     }
 

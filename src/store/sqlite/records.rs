@@ -118,7 +118,7 @@ pub fn update_record(
     });
     write_lifecycle(conn, key, record, anchor)?;
     write_payload(conn, key, record)?;
-    super::search::index(conn, key, record)?;
+    super::search::reindex(conn, key, record)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",

@@ -1,5 +1,13 @@
 //! The full-text index (migration 0006): one row per record, rowid = the
 //! record's key, kept in step with the record by every write.
+//!
+//! FTS5 writes its pending terms to disk whenever a savepoint opens, and
+//! the writer runs every job in a savepoint of its own, so indexing in
+//! place would write one tiny segment per record and merge them all the
+//! time. Instead a write records what to index in a temporary table (which
+//! a rolled-back savepoint rolls back with the rest of the job), and
+//! [`flush`] applies it all in two statements just before the transaction
+//! commits: same transaction, one segment per commit.
 
 use chrono::Utc;
 use rusqlite::{params, Connection};
@@ -9,12 +17,64 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::search::search_text;
 use crate::store::StoreError;
 
-/// Indexes a record stored under `key` (new, or rewritten).
+/// Sets a connection up to write records: the pending table, and a trigger
+/// that queues the removal of a deleted record's row.
+pub fn prepare(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS search_pending (
+             key   INTEGER PRIMARY KEY,
+             text  TEXT,
+             fresh INTEGER NOT NULL
+         );
+         CREATE TEMP TRIGGER IF NOT EXISTS search_pending_delete AFTER DELETE ON main.records
+         BEGIN
+             INSERT INTO search_pending (key, text, fresh) VALUES (old.key, NULL, 0)
+             ON CONFLICT (key) DO UPDATE SET text = NULL;
+         END;",
+    )?;
+    Ok(())
+}
+
+/// Queues the indexing of a new record stored under `key`.
 pub fn index(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM record_search WHERE rowid = ?1")?
-        .execute([key])?;
-    conn.prepare_cached("INSERT INTO record_search (rowid, text) VALUES (?1, ?2)")?
-        .execute(params![key, search_text(record)])?;
+    conn.prepare_cached(
+        "INSERT INTO search_pending (key, text, fresh) VALUES (?1, ?2, 1)
+         ON CONFLICT (key) DO UPDATE SET text = excluded.text",
+    )?
+    .execute(params![key, search_text(record)])?;
+    Ok(())
+}
+
+/// Queues the re-indexing of a record rewritten under `key`.
+pub fn reindex(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO search_pending (key, text, fresh) VALUES (?1, ?2, 0)
+         ON CONFLICT (key) DO UPDATE SET text = excluded.text",
+    )?
+    .execute(params![key, search_text(record)])?;
+    Ok(())
+}
+
+/// Applies what the transaction's writes queued; call just before
+/// committing.
+pub fn flush(conn: &Connection) -> Result<(), StoreError> {
+    let queued: i64 = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM search_pending)")?
+        .query_row([], |row| row.get(0))?;
+    if queued == 0 {
+        return Ok(());
+    }
+    conn.prepare_cached(
+        "DELETE FROM record_search WHERE rowid IN (SELECT key FROM search_pending WHERE fresh = 0)",
+    )?
+    .execute([])?;
+    conn.prepare_cached(
+        "INSERT INTO record_search (rowid, text)
+         SELECT key, text FROM search_pending WHERE text IS NOT NULL ORDER BY key",
+    )?
+    .execute([])?;
+    conn.prepare_cached("DELETE FROM search_pending")?
+        .execute([])?;
     Ok(())
 }
 
@@ -54,6 +114,7 @@ mod tests {
     use serde_json::json;
 
     fn matches(conn: &Connection, text: &str) -> Vec<i64> {
+        flush(conn).unwrap();
         let Some(query) = fts_query(text) else {
             return Vec::new();
         };
@@ -124,9 +185,23 @@ mod tests {
     }
 
     #[test]
+    fn a_rolled_back_write_leaves_nothing_to_index() {
+        let conn = conn();
+        conn.execute_batch("BEGIN; SAVEPOINT job").unwrap();
+        insert_record(&conn, &fact("a", "kayaking")).unwrap();
+        conn.execute_batch("ROLLBACK TO job; RELEASE job").unwrap();
+        insert_record(&conn, &fact("b", "climbing")).unwrap();
+        flush(&conn).unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+        assert!(matches(&conn, "kayak").is_empty());
+        assert_eq!(matches(&conn, "climb").len(), 1);
+    }
+
+    #[test]
     fn a_database_from_before_the_index_is_backfilled() {
         let conn = conn();
         insert_record(&conn, &fact("a", "sailing")).unwrap();
+        flush(&conn).unwrap();
         conn.execute_batch("DELETE FROM record_search").unwrap();
         assert!(matches(&conn, "sail").is_empty());
         assert_eq!(backfill(&conn).unwrap(), 1);
