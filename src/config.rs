@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::domain::policy::Policy;
+use crate::domain::relevance::Weights;
 use crate::domain::schedule::Schedule;
 
 /// The embedded defaults; `config/default.toml` documents each key.
@@ -96,6 +97,7 @@ pub struct RetrievalSettings {
     pub selection_confidence_threshold: f64,
     pub max_response_bytes: usize,
     pub max_reads_in_flight: usize,
+    pub weights: Weights,
 }
 
 /// Environment variables that name a key directly, besides the generic
@@ -293,6 +295,9 @@ impl Settings {
         }
         if self.retrieval.max_reads_in_flight == 0 {
             return invalid("retrieval.max_reads_in_flight", "must be at least 1");
+        }
+        if let Err(why) = self.retrieval.weights.check() {
+            return invalid("retrieval.weights", &why);
         }
         let threshold = self.retrieval.selection_confidence_threshold;
         if !(0.0..=1.0).contains(&threshold) {

@@ -14,13 +14,14 @@ use actix_web::{web, App, HttpServer};
 use crate::actors::consolidation::Consolidator;
 use crate::actors::decay::Decayer;
 use crate::actors::ingestion::Ingestor;
-use crate::actors::retrieval::{ReadGate, Retriever};
+use crate::actors::retrieval::{ReadGate, ReadSettings, Retriever};
 use crate::actors::revision::Reviser;
 use crate::actors::scheduler::{JobName, JobsError, Scheduler, SchedulerDeps, StopSchedule};
 use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::domain::policy::Policy;
+use crate::domain::retrieval::Ranking;
 use crate::http::body::BodyBudget;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
@@ -130,9 +131,15 @@ impl Application {
             scheduler: scheduler.clone(),
             metrics,
             clock,
-            max_limit: settings.retrieval.max_limit,
-            selection_threshold: settings.retrieval.selection_confidence_threshold,
-            max_response_bytes: settings.retrieval.max_response_bytes,
+            read_settings: ReadSettings {
+                max_limit: settings.retrieval.max_limit,
+                selection_threshold: settings.retrieval.selection_confidence_threshold,
+                ranking: Ranking {
+                    weights: settings.retrieval.weights,
+                    max_salience: settings.policy.max_salience,
+                    max_response_bytes: settings.retrieval.max_response_bytes,
+                },
+            },
             max_body_bytes: settings.server.max_body_bytes,
             body_budget: BodyBudget::new(settings.server.max_body_bytes_in_flight),
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
@@ -232,9 +239,7 @@ struct SharedState {
     scheduler: Addr<Scheduler>,
     metrics: Arc<Metrics>,
     clock: Clock,
-    max_limit: usize,
-    selection_threshold: f64,
-    max_response_bytes: usize,
+    read_settings: ReadSettings,
     max_body_bytes: usize,
     /// One for all workers: the bound is on the whole process.
     body_budget: Arc<BodyBudget>,
@@ -252,9 +257,7 @@ impl SharedState {
                 self.reader.clone(),
                 self.clock.clone(),
                 self.read_gate.clone(),
-                self.max_limit,
-                self.selection_threshold,
-                self.max_response_bytes,
+                self.read_settings,
             )
             .start(),
             reviser: Reviser::new(self.policy.clone(), self.writer.clone(), self.clock.clone())

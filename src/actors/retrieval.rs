@@ -9,6 +9,8 @@ use std::sync::Arc;
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::domain::retrieval::Ranking;
+
 use super::storage::Reader;
 use crate::clock::Clock;
 use crate::domain::record::MemoryRecord;
@@ -45,31 +47,28 @@ impl ReadGate {
     }
 }
 
+/// How retrievals are answered, from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadSettings {
+    pub max_limit: usize,
+    pub selection_threshold: f64,
+    pub ranking: Ranking,
+}
+
 pub struct Retriever {
     reader: Reader,
     clock: Clock,
     gate: ReadGate,
-    max_limit: usize,
-    selection_threshold: f64,
-    max_response_bytes: usize,
+    settings: ReadSettings,
 }
 
 impl Retriever {
-    pub fn new(
-        reader: Reader,
-        clock: Clock,
-        gate: ReadGate,
-        max_limit: usize,
-        selection_threshold: f64,
-        max_response_bytes: usize,
-    ) -> Self {
+    pub fn new(reader: Reader, clock: Clock, gate: ReadGate, settings: ReadSettings) -> Self {
         Retriever {
             reader,
             clock,
             gate,
-            max_limit,
-            selection_threshold,
-            max_response_bytes,
+            settings,
         }
     }
 
@@ -131,7 +130,7 @@ impl Handler<Retrieve> for Retriever {
     type Result = ResponseFuture<Result<RetrieveResult, ServiceError>>;
 
     fn handle(&mut self, msg: Retrieve, _: &mut Self::Context) -> Self::Result {
-        let (trust, retrieval) = match (msg.check)(self.max_limit) {
+        let (trust, retrieval) = match (msg.check)(self.settings.max_limit) {
             Ok(checked) => checked,
             Err(e) => return Box::pin(async move { Err(e.into()) }),
         };
@@ -142,9 +141,16 @@ impl Handler<Retrieve> for Retriever {
             "retrieve"
         );
         let caller = Caller::with_trust(trust);
-        let (threshold, max_bytes) = (self.selection_threshold, self.max_response_bytes);
+        let settings = self.settings;
         self.bounded_read(move |tx, now| {
-            service::retrieval::retrieve(tx, &caller, now, &retrieval, threshold, max_bytes)
+            service::retrieval::retrieve(
+                tx,
+                &caller,
+                now,
+                &retrieval,
+                settings.selection_threshold,
+                &settings.ranking,
+            )
         })
     }
 }

@@ -10,6 +10,7 @@ pub mod ingest;
 pub mod payload;
 pub mod policy;
 pub mod record;
+pub mod relevance;
 pub mod retrieval;
 pub mod revision;
 pub mod schedule;

@@ -377,6 +377,16 @@ impl Payload {
         }
     }
 
+    /// The one name the record is about, for the types that have one: a
+    /// working state's thread, a fact's subject.
+    pub fn about(&self) -> Option<&str> {
+        match self {
+            Payload::Working(p) => Some(&p.thread_id),
+            Payload::Semantic(p) => Some(&p.subject),
+            _ => None,
+        }
+    }
+
     /// Field rules the JSON shape alone cannot express: required strings
     /// not blank, the size limits, plan edges that name existing nodes.
     pub fn validate(&self) -> Validated<()> {

@@ -3,9 +3,138 @@
 
 use serde_json::{Map, Value};
 
-use super::record::{MemoryType, Sensitivity};
+use super::record::{MemoryRecord, MemoryType, Sensitivity};
+use super::relevance::Weights;
+use super::search::fts_query;
+use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
 use super::trust::TrustContext;
-use super::validate::{check_non_negative, optional_string, Validated, ValidationError};
+use super::validate::{
+    check_name, check_non_negative, normalize_tags, optional_string, Validated, ValidationError,
+};
+
+/// Most names one `sources` filter may list.
+pub const MAX_FILTER_SOURCES: usize = 100;
+
+/// What records must be besides visible, all conditions together.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filters {
+    /// Every one of these tags.
+    pub tags: Vec<String>,
+    /// Written by any of these (provenance `created_by`: the ingest source).
+    pub sources: Vec<String>,
+    /// Working states of this thread.
+    pub thread_id: Option<String>,
+    /// Facts about this subject.
+    pub subject: Option<String>,
+    /// Created strictly after.
+    pub created_after: Option<Timestamp>,
+    /// Created strictly before.
+    pub created_before: Option<Timestamp>,
+}
+
+/// The filters as a request sends them, before they are checked.
+#[derive(Debug, Clone, Default)]
+pub struct FilterFields {
+    pub tags: Option<Vec<String>>,
+    pub sources: Option<Vec<String>>,
+    pub thread_id: Option<String>,
+    pub subject: Option<String>,
+    pub created_after: Option<String>,
+    pub created_before: Option<String>,
+}
+
+impl Filters {
+    pub fn new(fields: FilterFields) -> Validated<Filters> {
+        let tags = normalize_tags("tags", fields.tags.unwrap_or_default())?;
+        for (i, tag) in tags.iter().enumerate() {
+            check_name(&format!("tags[{i}]"), tag)?;
+        }
+        let mut sources = fields.sources.unwrap_or_default();
+        if sources.len() > MAX_FILTER_SOURCES {
+            return Err(ValidationError::new(
+                "sources",
+                format!(
+                    "too many sources: {} given, maximum is {MAX_FILTER_SOURCES}",
+                    sources.len()
+                ),
+            ));
+        }
+        for (i, source) in sources.iter().enumerate() {
+            let field = format!("sources[{i}]");
+            if source.trim().is_empty() {
+                return Err(ValidationError::new(field, "source must not be empty"));
+            }
+            check_name(&field, source)?;
+        }
+        sources.dedup();
+        let name = |field: &str, value: Option<String>| -> Validated<Option<String>> {
+            let Some(value) = value else { return Ok(None) };
+            if value.trim().is_empty() {
+                return Err(ValidationError::new(field, format!("{field} must not be empty")));
+            }
+            check_name(field, &value)?;
+            Ok(Some(value))
+        };
+        let time = |field: &str, value: Option<String>| -> Validated<Option<Timestamp>> {
+            value
+                .map(|text| {
+                    parse_rfc3339(&text)
+                        .map(truncate_to_micros)
+                        .map_err(|why| ValidationError::new(field, why))
+                })
+                .transpose()
+        };
+        let created_after = time("created_after", fields.created_after)?;
+        let created_before = time("created_before", fields.created_before)?;
+        if let (Some(after), Some(before)) = (created_after, created_before) {
+            if after >= before {
+                return Err(ValidationError::new(
+                    "created_before",
+                    "created_before must be later than created_after",
+                ));
+            }
+        }
+        Ok(Filters {
+            tags,
+            sources,
+            thread_id: name("thread_id", fields.thread_id)?,
+            subject: name("subject", fields.subject)?,
+            created_after,
+            created_before,
+        })
+    }
+
+    /// Whether records of this type can pass: a thread belongs to working
+    /// states, a subject to facts.
+    pub fn admits(&self, memory_type: MemoryType) -> bool {
+        (self.thread_id.is_none() || memory_type == MemoryType::Working)
+            && (self.subject.is_none() || memory_type == MemoryType::Semantic)
+    }
+
+    /// The one name (thread or subject) a record must be about, if any.
+    pub fn about(&self) -> Option<&str> {
+        self.thread_id.as_deref().or(self.subject.as_deref())
+    }
+
+    /// Whether a record passes; storage applies the same conditions in
+    /// SQL.
+    pub fn matches(&self, record: &MemoryRecord) -> bool {
+        self.admits(record.memory_type)
+            && self
+                .about()
+                .is_none_or(|about| record.payload.about() == Some(about))
+            && self.tags.iter().all(|tag| record.tags.contains(tag))
+            && (self.sources.is_empty()
+                || record
+                    .provenance
+                    .created_by
+                    .as_ref()
+                    .is_some_and(|by| self.sources.contains(by)))
+            && self.created_after.is_none_or(|t| record.created_at > t)
+            && self.created_before.is_none_or(|t| record.created_at < t)
+    }
+}
+
 
 /// What storage is asked for: visible records of these types, best first.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +151,13 @@ pub struct RecordQuery {
     pub after: Option<Cursor>,
     /// Stop adding records once the answer would be about this large.
     pub max_bytes: usize,
+    pub filters: Filters,
+    /// A full-text query made safe by [`fts_query`]; `None`: ranked by
+    /// salience alone.
+    pub text: Option<String>,
+    pub weights: Weights,
+    /// `policy.max_salience`, which salience is normalised against.
+    pub max_salience: f64,
 }
 
 /// Where an answer cut short by the response size budget continues: the
@@ -90,6 +226,7 @@ impl Cursor {
 #[derive(Debug, Clone)]
 pub struct Retrieval {
     pub task_descriptor: Option<String>,
+    pub filters: Filters,
     /// In layer order, without repeats.
     pub memory_types: Vec<MemoryType>,
     pub min_salience: f64,
@@ -99,11 +236,24 @@ pub struct Retrieval {
     pub cursor: Option<Cursor>,
 }
 
+/// How the service ranks, from its configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranking {
+    pub weights: Weights,
+    pub max_salience: f64,
+    pub max_response_bytes: usize,
+}
+
 impl Retrieval {
     /// The storage query for a caller with `trust`.
-    pub fn query_for(&self, trust: &TrustContext, max_bytes: usize) -> RecordQuery {
+    pub fn query_for(&self, trust: &TrustContext, ranking: &Ranking) -> RecordQuery {
         RecordQuery {
-            memory_types: self.memory_types.clone(),
+            memory_types: self
+                .memory_types
+                .iter()
+                .copied()
+                .filter(|t| self.filters.admits(*t))
+                .collect(),
             max_sensitivity: trust.max_sensitivity,
             scopes: trust.scope_filter(),
             min_salience: self.min_salience,
@@ -113,7 +263,11 @@ impl Retrieval {
                 .map_or(self.limit, |c| self.limit.min(c.remaining)),
             include_retracted: self.include_retracted,
             after: self.cursor,
-            max_bytes,
+            max_bytes: ranking.max_response_bytes,
+            filters: self.filters.clone(),
+            text: self.task_descriptor.as_deref().and_then(fts_query),
+            weights: ranking.weights,
+            max_salience: ranking.max_salience,
         }
     }
 }
@@ -170,6 +324,7 @@ impl Retrieval {
             include_retracted,
             context,
             cursor: None,
+            filters: Filters::default(),
         })
     }
 
@@ -181,5 +336,10 @@ impl Retrieval {
             .map(|c| Cursor::parse("cursor", &c))
             .transpose()?;
         Ok(Retrieval { cursor, ..self })
+    }
+
+    /// The same retrieval, narrowed by `filters`.
+    pub fn filtered(self, filters: Filters) -> Retrieval {
+        Retrieval { filters, ..self }
     }
 }

@@ -101,25 +101,44 @@ fn push_word(out: &mut String, word: &str) {
     out.push_str(&word[..end]);
 }
 
+/// English function words left out of queries: they say nothing about
+/// what a record is about, and each matches most of the index, which costs
+/// time in proportion to the whole table.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has",
+    "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of",
+    "on", "or", "our", "should", "so", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "to", "up", "us", "was", "we", "were", "what", "when", "where",
+    "which", "who", "why", "will", "with", "would", "you", "your",
+];
+
 /// A full-text query for a client's free text, or `None` when it has no
 /// words. The text's words (runs of letters and digits) become quoted
 /// terms joined with `OR`, so no operator, quote, `*`, `NEAR`, `-` or
 /// parenthesis the client typed is ever taken as query syntax, and BM25
-/// ranks records by how many and how rare the matching words are.
+/// ranks records by how many and how rare the matching words are. Stop
+/// words are dropped unless the text has nothing else.
 pub fn fts_query(text: &str) -> Option<String> {
-    let mut terms: Vec<String> = Vec::new();
+    let mut words: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         if word.is_empty() {
             continue;
         }
         let word = word.to_lowercase();
-        if !terms.contains(&word) {
-            terms.push(word);
-        }
-        if terms.len() == MAX_QUERY_TERMS {
-            break;
+        if !words.contains(&word) {
+            words.push(word);
         }
     }
+    let mut terms: Vec<String> = words
+        .iter()
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .cloned()
+        .collect();
+    if terms.is_empty() {
+        terms = words;
+    }
+    terms.truncate(MAX_QUERY_TERMS);
     if terms.is_empty() {
         return None;
     }
@@ -216,11 +235,16 @@ mod tests {
     fn free_text_becomes_quoted_terms_and_nothing_else() {
         assert_eq!(
             fts_query("How do I fix a Go linker-cache error?").unwrap(),
-            r#""how" OR "do" OR "i" OR "fix" OR "a" OR "go" OR "linker" OR "cache" OR "error""#
+            r#""fix" OR "go" OR "linker" OR "cache" OR "error""#
         );
         assert_eq!(
             fts_query(r#"a NEAR(b c) "x* -y" (unbalanced AND OR NOT"#).unwrap(),
-            r#""a" OR "near" OR "b" OR "c" OR "x" OR "y" OR "unbalanced" OR "and" OR "or" OR "not""#
+            r#""near" OR "b" OR "c" OR "x" OR "y" OR "unbalanced""#
+        );
+        // Only stop words: they are all there is to search for.
+        assert_eq!(
+            fts_query("Who are you?").unwrap(),
+            r#""who" OR "are" OR "you""#
         );
         assert_eq!(fts_query("  ?!* () \"\" "), None);
         let many: String = (0..100).map(|i| format!("w{i} ")).collect();

@@ -16,7 +16,7 @@ use crate::domain::ingest::{self, Candidate, IngestContext};
 use crate::domain::payload::{empty_array, OutcomeStatus, TaskState, WorkingPayload};
 use crate::domain::policy::NewRecord;
 use crate::domain::record::{MemoryType, Sensitivity};
-use crate::domain::retrieval::Retrieval;
+use crate::domain::retrieval::{FilterFields, Filters, Retrieval};
 use crate::domain::revision::{
     self, attribution, record_id, revised_record, NewRecordContext, Revision, RevisionCommand,
 };
@@ -359,6 +359,18 @@ pub struct RetrieveRequest {
     /// `next_cursor` of an earlier answer, to continue it.
     #[serde(default)]
     pub cursor: Option<String>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    pub sources: Option<Vec<String>>,
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    #[serde(default)]
+    pub subject: Option<String>,
+    #[serde(default)]
+    pub created_after: Option<String>,
+    #[serde(default)]
+    pub created_before: Option<String>,
 }
 
 impl RetrieveRequest {
@@ -374,7 +386,15 @@ impl RetrieveRequest {
             self.context,
             self.include_retracted.unwrap_or(false),
         )?
-        .continuing(self.cursor)?;
+        .continuing(self.cursor)?
+        .filtered(Filters::new(FilterFields {
+            tags: self.tags,
+            sources: self.sources,
+            thread_id: self.thread_id,
+            subject: self.subject,
+            created_after: self.created_after,
+            created_before: self.created_before,
+        })?);
         Ok((trust, retrieval))
     }
 }
@@ -650,7 +670,16 @@ mod tests {
         let request: RetrieveRequest = parsed(body)?;
         request
             .into_retrieval(1000)
-            .map(|(trust, retrieval)| retrieval.query_for(&trust, usize::MAX))
+            .map(|(trust, retrieval)| {
+                    retrieval.query_for(
+                        &trust,
+                        &crate::domain::retrieval::Ranking {
+                            weights: Default::default(),
+                            max_salience: 1.0,
+                            max_response_bytes: usize::MAX,
+                        },
+                    )
+                })
             .map_err(|e| e.to_string())
     }
 

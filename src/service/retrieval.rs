@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use super::ServiceError;
 use crate::domain::record::MemoryRecord;
-use crate::domain::retrieval::Retrieval;
+use crate::domain::relevance::Score;
+use crate::domain::retrieval::{Ranking, Retrieval};
 use crate::domain::selection::{select, Selection};
 use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
@@ -15,6 +16,8 @@ use crate::store::Transaction;
 pub struct RetrieveResult {
     pub records: Vec<MemoryRecord>,
     pub selection: Option<Selection>,
+    /// One per record, in the same order: why each is where it is.
+    pub scores: Vec<Score>,
     /// Present when the answer was cut short by the response size budget:
     /// the same request with this `cursor` continues it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -30,11 +33,11 @@ pub fn retrieve(
     now: Timestamp,
     retrieval: &Retrieval,
     selection_threshold: f64,
-    max_response_bytes: usize,
+    ranking: &Ranking,
 ) -> Result<RetrieveResult, ServiceError> {
     // A continuation ranks as of the moment of its first page.
     let now = retrieval.cursor.map_or(now, |c| from_micros(c.as_of));
-    let page = tx.query_records(&retrieval.query_for(&caller.trust, max_response_bytes), now)?;
+    let page = tx.query_records(&retrieval.query_for(&caller.trust, ranking), now)?;
     let records = page.records;
     debug_assert!(records.iter().all(|r| caller.may_see(r)));
     let selection = select(
@@ -46,6 +49,7 @@ pub fn retrieve(
     Ok(RetrieveResult {
         records,
         selection,
+        scores: page.scores,
         next_cursor: page.next.map(|c| c.encode()),
     })
 }

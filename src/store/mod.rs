@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::domain::decay::Anchor;
 use crate::domain::record::{DecayProfile, DeletionPolicy, MemoryRecord, Status};
+use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
 
@@ -71,6 +72,8 @@ pub struct Loaded {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordPage {
     pub records: Vec<MemoryRecord>,
+    /// One per record, in the same order.
+    pub scores: Vec<Score>,
     pub next: Option<Cursor>,
 }
 

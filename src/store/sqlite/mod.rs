@@ -5,7 +5,9 @@
 pub mod consolidation;
 pub mod maintenance;
 pub mod migrations;
+pub mod filters;
 pub mod ranking;
+pub mod relevance;
 pub mod records;
 pub mod search;
 pub mod stats;

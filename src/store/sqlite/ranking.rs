@@ -17,11 +17,14 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, Row, ToSql};
 
+use super::filters::FilterSql;
 use super::records::{key_array, load_records, parse_enum};
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::record::{DecayCurve, DecayProfile, Sensitivity};
+use crate::domain::relevance::{salience_signal, Score, Signals};
 use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::{RecordPage, StoreError};
@@ -33,12 +36,14 @@ const MAX_PAGE: usize = 4096;
 
 /// A record's place in the answer: salience descending, then layer order,
 /// then newest, then most recently stored.
+///
+/// Ranked retrieval (`relevance.rs`) puts the score in `salience`.
 #[derive(Debug, Clone, Copy)]
-struct Rank {
-    salience: f64,
-    layer: i64,
-    created_at: i64,
-    key: i64,
+pub(super) struct Rank {
+    pub salience: f64,
+    pub layer: i64,
+    pub created_at: i64,
+    pub key: i64,
 }
 
 impl Rank {
@@ -75,14 +80,14 @@ impl Ord for Rank {
 }
 
 /// The best `limit` ranks offered so far, of those after `after`.
-struct TopK {
+pub(super) struct TopK {
     limit: usize,
     after: Option<Rank>,
     heap: BinaryHeap<Rank>,
 }
 
 impl TopK {
-    fn new(limit: usize, after: Option<Rank>) -> Self {
+    pub fn new(limit: usize, after: Option<Rank>) -> Self {
         TopK {
             limit,
             after,
@@ -90,7 +95,7 @@ impl TopK {
         }
     }
 
-    fn offer(&mut self, rank: Rank) {
+    pub fn offer(&mut self, rank: Rank) {
         if self.limit == 0 || self.after.is_some_and(|after| rank <= after) {
             return;
         }
@@ -105,12 +110,12 @@ impl TopK {
     /// Whether no record with current salience at most `bound` can get
     /// in. A tie could still win on layer or age, so it must be strictly
     /// below the last kept.
-    fn excludes_up_to(&self, bound: f64) -> bool {
+    pub fn excludes_up_to(&self, bound: f64) -> bool {
         self.heap.len() >= self.limit
             && self.heap.peek().is_some_and(|worst| worst.salience > bound)
     }
 
-    fn into_sorted(self) -> Vec<Rank> {
+    pub fn into_sorted(self) -> Vec<Rank> {
         self.heap.into_sorted_vec()
     }
 
@@ -122,7 +127,7 @@ impl TopK {
 
 /// How fast the records of a memory type can decay at the slowest.
 #[derive(Debug, Clone, Copy)]
-struct DecayBound {
+pub(super) struct DecayBound {
     max_half_life_seconds: i64,
     max_min_salience: f64,
 }
@@ -132,7 +137,7 @@ impl DecayBound {
     /// have at `now`: the slowest exponential decay of the type (linear
     /// decay is never slower), or the highest floor. Rounded up a little,
     /// so floating point cannot make it too tight.
-    fn at_most(&self, salience: f64, decays_from: i64, now: i64) -> f64 {
+    pub fn at_most(&self, salience: f64, decays_from: i64, now: i64) -> f64 {
         if decays_from >= now {
             return salience;
         }
@@ -149,6 +154,7 @@ impl DecayBound {
 /// with where the last page ended (stored salience, decays_from, key).
 struct Range<'a> {
     sql: &'a str,
+    filter_values: &'a [SqlValue],
     next_tier_sql: &'a str,
     bound: DecayBound,
     layer: i64,
@@ -161,6 +167,7 @@ struct Range<'a> {
 impl<'a> Range<'a> {
     fn new(
         (sql, next_tier_sql): &'a (String, String),
+        filters: &'a FilterSql,
         bound: DecayBound,
         layer: i64,
         sensitivity: i64,
@@ -168,6 +175,7 @@ impl<'a> Range<'a> {
     ) -> Self {
         Range {
             sql,
+            filter_values: &filters.values,
             next_tier_sql,
             bound,
             layer,
@@ -179,7 +187,21 @@ impl<'a> Range<'a> {
     }
 }
 
+/// The answer to a retrieval: ranked by a query (or drawn from a
+/// selective filter's index) in `relevance.rs`, by salience alone here.
 pub fn query_records(
+    conn: &Connection,
+    query: &RecordQuery,
+    now: Timestamp,
+) -> Result<RecordPage, StoreError> {
+    if query.text.is_some() || FilterSql::selective(&query.filters) {
+        super::relevance::query_ranked(conn, query, now)
+    } else {
+        by_salience(conn, query, now)
+    }
+}
+
+fn by_salience(
     conn: &Connection,
     query: &RecordQuery,
     now: Timestamp,
@@ -189,13 +211,18 @@ pub fn query_records(
     } else {
         " AND r.status <> 'retracted'"
     };
-    let select = |index: &str, scope: &str| {
+    // The filters' parameters follow the range's own: ?1-?7, and ?8 for
+    // the scope of a scoped range.
+    let unscoped_filters = FilterSql::new(&query.filters, 8);
+    let scoped_filters = FilterSql::new(&query.filters, 9);
+    let select = |index: &str, scope: &str, filters: &FilterSql| {
         format!(
             "SELECT r.key, r.salience, r.decays_from, r.created_at
              FROM records r INDEXED BY {index}
              WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3{status_clause}
-               AND (r.salience, r.decays_from, r.key) < (?5, ?6, ?7)
-             ORDER BY r.salience DESC, r.decays_from DESC, r.key DESC LIMIT ?4"
+               AND (r.salience, r.decays_from, r.key) < (?5, ?6, ?7){}
+             ORDER BY r.salience DESC, r.decays_from DESC, r.key DESC LIMIT ?4",
+            filters.clause
         )
     };
     // The highest stored salience below a tier: what a record beyond the
@@ -208,16 +235,19 @@ pub fn query_records(
              ORDER BY r.salience DESC LIMIT 1"
         )
     };
+    // The next tier is not filtered: the best record below it, matching
+    // or not, still bounds what a matching one can have, and finding it
+    // stays one index step.
     let unscoped = (
-        select("idx_records_rank", ""),
+        select("idx_records_rank", "", &unscoped_filters),
         next_tier("idx_records_rank", ""),
     );
     let null_scope = (
-        select("idx_records_scope_rank", "r.scope IS NULL AND "),
+        select("idx_records_scope_rank", "r.scope IS NULL AND ", &unscoped_filters),
         next_tier("idx_records_scope_rank", "r.scope IS NULL AND "),
     );
     let scoped = (
-        select("idx_records_scope_rank", "r.scope = ?8 AND "),
+        select("idx_records_scope_rank", "r.scope = ?8 AND ", &scoped_filters),
         next_tier("idx_records_scope_rank", "r.scope = ?5 AND "),
     );
 
@@ -235,14 +265,33 @@ pub fn query_records(
         {
             let rank = sensitivity.rank() as i64;
             match &query.scopes {
-                None => ranges.push(Range::new(&unscoped, bound, layer, rank, None)),
+                None => ranges.push(Range::new(
+                    &unscoped,
+                    &unscoped_filters,
+                    bound,
+                    layer,
+                    rank,
+                    None,
+                )),
                 Some(scopes) => {
-                    ranges.push(Range::new(&null_scope, bound, layer, rank, None));
-                    ranges.extend(
-                        scopes
-                            .iter()
-                            .map(|s| Range::new(&scoped, bound, layer, rank, Some(s.as_str()))),
-                    );
+                    ranges.push(Range::new(
+                        &null_scope,
+                        &unscoped_filters,
+                        bound,
+                        layer,
+                        rank,
+                        None,
+                    ));
+                    ranges.extend(scopes.iter().map(|s| {
+                        Range::new(
+                            &scoped,
+                            &scoped_filters,
+                            bound,
+                            layer,
+                            rank,
+                            Some(s.as_str()),
+                        )
+                    }));
                 }
             }
         }
@@ -282,7 +331,11 @@ pub fn query_records(
         ranges = open;
         page = page.saturating_mul(2).min(MAX_PAGE);
     }
-    within_budget(conn, query, top.into_sorted(), now)
+    within_budget(conn, query, top.into_sorted(), now, |rank| Signals {
+        text: None,
+        vector: None,
+        salience: rank.salience,
+    })
 }
 
 /// What a record adds to an answer besides its payload, at most in
@@ -293,11 +346,15 @@ const RECORD_OVERHEAD_BYTES: usize = 4096;
 /// `query.max_bytes` (always at least one record, so every record can be
 /// read); the rest is left to a next page, which starts after the last
 /// record returned.
-fn within_budget(
+///
+/// `signals` tells each record's signals (salience not normalised), for
+/// its entry in `scores`.
+pub(super) fn within_budget(
     conn: &Connection,
     query: &RecordQuery,
     ranked: Vec<Rank>,
     now: Timestamp,
+    signals: impl Fn(&Rank) -> Signals,
 ) -> Result<RecordPage, StoreError> {
     let keys: Vec<i64> = ranked.iter().map(|r| r.key).collect();
     let sizes = payload_sizes(conn, &keys)?;
@@ -322,8 +379,28 @@ fn within_budget(
             remaining: query.limit - fits,
         }
     });
+    let records = load_records(conn, &keys[..fits], now)?;
+    let scores = records
+        .iter()
+        .zip(&ranked)
+        .map(|(record, rank)| {
+            let signals = signals(rank);
+            let normalised = Signals {
+                salience: salience_signal(signals.salience, query.max_salience),
+                ..signals
+            };
+            Score {
+                id: record.id.clone(),
+                score: normalised.score(&query.weights),
+                text: signals.text,
+                vector: signals.vector,
+                salience: signals.salience,
+            }
+        })
+        .collect();
     Ok(RecordPage {
-        records: load_records(conn, &keys[..fits], now)?,
+        records,
+        scores,
         next,
     })
 }
@@ -342,7 +419,7 @@ fn payload_sizes(conn: &Connection, keys: &[i64]) -> Result<HashMap<i64, usize>,
     Ok(sizes)
 }
 
-fn decay_bounds(conn: &Connection) -> Result<HashMap<i64, DecayBound>, StoreError> {
+pub(super) fn decay_bounds(conn: &Connection) -> Result<HashMap<i64, DecayBound>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT layer, max_half_life_seconds, max_min_salience FROM decay_bounds",
     )?;
@@ -399,32 +476,21 @@ fn read_page(
     let mut stmt = conn.prepare_cached(range.sql)?;
     let limit = page as i64;
     let (salience, decays_from, key) = range.after;
-    let mut rows = match range.scope {
-        None => stmt.query(rusqlite::params![
-            range.layer,
-            range.sensitivity,
-            min_salience,
-            limit,
-            salience,
-            decays_from,
-            key
-        ])?,
-        Some(scope) => stmt.query(rusqlite::params![
-            range.layer,
-            range.sensitivity,
-            min_salience,
-            limit,
-            salience,
-            decays_from,
-            key,
-            scope
-        ])?,
-    };
-    let mut decay = conn.prepare_cached(
-        "SELECT curve, half_life_seconds, min_salience, max_age_seconds, reinforcement_gain,
-                pinned, anchor_salience, COALESCE(anchor_at, last_reinforced_at)
-         FROM decay_profiles WHERE record_key = ?1",
-    )?;
+    let mut params: Vec<&dyn ToSql> = vec![
+        &range.layer,
+        &range.sensitivity,
+        &min_salience,
+        &limit,
+        &salience,
+        &decays_from,
+        &key,
+    ];
+    if let Some(scope) = &range.scope {
+        params.push(scope);
+    }
+    params.extend(range.filter_values.iter().map(|v| v as &dyn ToSql));
+    let mut rows = stmt.query(&*params)?;
+    let mut decay = conn.prepare_cached(PROFILE_SQL)?;
     let now_micros = to_micros(&now);
     let mut read = 0;
     while let Some(row) = rows.next()? {
@@ -460,9 +526,15 @@ fn read_page(
     Ok(())
 }
 
+/// The decay profile columns [`current_salience`] reads.
+pub(super) const PROFILE_SQL: &str =
+    "SELECT curve, half_life_seconds, min_salience, max_age_seconds, reinforcement_gain,
+            pinned, anchor_salience, COALESCE(anchor_at, last_reinforced_at)
+     FROM decay_profiles WHERE record_key = ?1";
+
 /// The salience now of a record, from its decay profile row; `stored` is
 /// its anchor when the profile has none of its own.
-fn current_salience(
+pub(super) fn current_salience(
     row: &Row<'_>,
     stored: f64,
     created_at: i64,
@@ -493,6 +565,8 @@ mod tests {
     use super::super::test_support::{conn, now, record};
     use super::*;
     use crate::domain::record::{MemoryRecord, MemoryType};
+    use crate::domain::relevance::Weights;
+    use crate::domain::retrieval::Filters;
     use serde_json::json;
 
     fn rank(salience: f64, layer: i64, created_at: i64, key: i64) -> Rank {
@@ -610,6 +684,10 @@ mod tests {
             include_retracted: false,
             after: None,
             max_bytes: usize::MAX,
+            filters: Filters::default(),
+            text: None,
+            weights: Weights::default(),
+            max_salience: 1.0,
         };
         let ids: Vec<String> = query_records(&conn, &query, now())
             .unwrap()
@@ -667,6 +745,32 @@ mod tests {
         }
     }
 
+    fn random_filters(rng: &mut Lcg) -> Filters {
+        let name = || ["n0", "n1", "n2"];
+        let mut filters = Filters::default();
+        match rng.below(4) {
+            0 => filters.thread_id = Some(name()[rng.below(3) as usize].to_string()),
+            1 => filters.subject = Some(name()[rng.below(3) as usize].to_string()),
+            _ => {}
+        }
+        if rng.below(3) == 0 {
+            filters.tags = ["x", "y"][..1 + rng.below(2) as usize]
+                .iter()
+                .map(|t| t.to_string())
+                .collect();
+        }
+        if rng.below(3) == 0 {
+            filters.sources = vec!["agent-1".into(), "agent-3".into()];
+        }
+        if rng.below(3) == 0 {
+            filters.created_after = Some(now() - chrono::Duration::days(10));
+        }
+        if rng.below(3) == 0 {
+            filters.created_before = Some(now() - chrono::Duration::days(5));
+        }
+        filters
+    }
+
     /// Records with random decay states, stored salience as of random
     /// past sweeps (or none), against a brute-force ranking of every
     /// record at its current salience.
@@ -683,15 +787,21 @@ mod tests {
             // More records per index range than a first page holds.
             for i in 0..1000 {
                 let memory_type = types[rng.below(3) as usize];
+                let name = ["n0", "n1", "n2"][rng.below(3) as usize];
                 let payload = match memory_type {
                     MemoryType::Working => {
-                        json!({"kind": "working", "thread_id": "t", "state": "done"})
+                        json!({"kind": "working", "thread_id": name, "state": "done"})
                     }
                     MemoryType::Semantic => {
-                        json!({"kind": "semantic", "subject": "a", "predicate": "b"})
+                        json!({"kind": "semantic", "subject": name, "predicate": "b"})
                     }
                     _ => json!({"kind": "episodic"}),
                 };
+                let tags: Vec<&str> = ["x", "y", "z"]
+                    .into_iter()
+                    .filter(|_| rng.below(2) == 0)
+                    .collect();
+                let source = ["agent-1", "agent-2", "agent-3"][rng.below(3) as usize];
                 let sensitivity = ["public", "low"][rng.below(2) as usize];
                 let scope = [None, Some("a"), Some("b")][rng.below(3) as usize];
                 // A few records recent, most days old.
@@ -730,7 +840,9 @@ mod tests {
                             "min_salience": if rng.below(4) == 0 { 0.3 } else { 0.0 }
                         }
                     },
-                    "payload": payload
+                    "payload": payload,
+                    "tags": tags,
+                    "provenance": {"created_by": source}
                 });
                 let r = record(&format!("r{i}"), body);
                 let key = insert_record(&conn, &r).unwrap();
@@ -791,9 +903,21 @@ mod tests {
                     include_retracted: false,
                     after: None,
                     max_bytes: usize::MAX,
+                    // A third of the queries filtered, each filter by
+                    // chance: by index (thread, subject, tags) and within
+                    // the salience ranges (sources, creation times).
+                    filters: if rng.below(3) == 0 {
+                        random_filters(&mut rng)
+                    } else {
+                        Filters::default()
+                    },
+                    text: None,
+                    weights: Weights::default(),
+                    max_salience: 1.0,
                 };
                 let mut expected: Vec<(&MemoryRecord, i64)> = everything
                     .iter()
+                    .filter(|r| query.filters.matches(r))
                     .filter(|r| query.memory_types.contains(&r.memory_type))
                     .filter(|r| r.sensitivity <= query.max_sensitivity)
                     .filter(|r| match (&query.scopes, &r.scope) {

@@ -22,8 +22,8 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     let inserted = conn
         .prepare_cached(
             "INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
-                                  created_by, created_at, updated_at, decays_from)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                  created_by, created_at, updated_at, decays_from, about)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?
         .execute(params![
             record.id,
@@ -37,6 +37,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
             to_micros(&record.created_at),
             to_micros(&record.updated_at),
             decays_from(record, record.lifecycle.last_reinforced_at),
+            record.payload.about(),
         ]);
     match inserted {
         Ok(_) => {}
@@ -86,7 +87,7 @@ pub fn update_record(
             "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5,
                  salience = COALESCE(?6, salience), decays_from = COALESCE(?12, decays_from),
                  scope = ?7, status = ?8, created_by = ?9, created_at = ?10, updated_at = ?11,
-                 version = version + 1
+                 about = ?13, version = version + 1
              WHERE key = ?1 AND version = ?2",
         )?
         .execute(params![
@@ -104,6 +105,7 @@ pub fn update_record(
             to_micros(&record.created_at),
             to_micros(&record.updated_at),
             set_at.map(|at| decays_from(record, at)),
+            record.payload.about(),
         ])?;
     if updated == 0 {
         return Err(if record_key(conn, &record.id)?.is_some() {

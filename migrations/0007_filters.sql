@@ -1,0 +1,20 @@
+-- engram schema, version 7: what retrieval filters on besides visibility.
+--
+-- `about` names what a record is about where its type has one name for
+-- it: a working state's thread id, a semantic fact's subject (NULL for
+-- the other types). It is the working-state-per-thread lookup and the
+-- `thread_id` / `subject` filters of retrieval; `created_by` (the ingest
+-- source) gets an index for the `sources` filter.
+ALTER TABLE records ADD COLUMN about TEXT;
+
+UPDATE records SET about = (
+    SELECT CASE records.layer
+               WHEN 0 THEN json_extract(p.payload_json, '$.thread_id')
+               WHEN 1 THEN json_extract(p.payload_json, '$.subject')
+           END
+    FROM payloads p WHERE p.record_key = records.key
+)
+WHERE layer IN (0, 1);
+
+CREATE INDEX idx_records_about ON records (about, layer, status) WHERE about IS NOT NULL;
+CREATE INDEX idx_records_created_by ON records (created_by) WHERE created_by IS NOT NULL;

@@ -1,0 +1,227 @@
+//! How a retrieval with a query ranks records: one score blending text
+//! relevance, vector similarity and current salience.
+//!
+//! Every signal is brought to [0, 1] first:
+//! - text: the record's BM25 relevance divided by the best relevance among
+//!   the visible records that match (so the best match has 1);
+//! - vector: the cosine similarity of the record's embedding with the
+//!   query's, below 0 counted as 0;
+//! - salience: current salience divided by `policy.max_salience`.
+//!
+//! `score = (wt·text + wv·vector + ws·salience) / (wt + wv + ws)`, where a
+//! signal the query did not ask for (no text, no vector) has its weight
+//! left out of both sums, so a score is always within [0, 1].
+
+use serde::{Deserialize, Serialize};
+
+/// The weight of each signal (`[retrieval.weights]` in the config).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Weights {
+    pub text: f64,
+    pub vector: f64,
+    pub salience: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            text: 1.0,
+            vector: 1.0,
+            salience: 0.25,
+        }
+    }
+}
+
+impl Weights {
+    /// Why these weights cannot rank, if they cannot.
+    pub fn check(&self) -> Result<(), String> {
+        let all = [self.text, self.vector, self.salience];
+        if all.iter().any(|w| !w.is_finite() || *w < 0.0) {
+            return Err("every weight must be a finite number >= 0".into());
+        }
+        if self.text + self.vector == 0.0 {
+            return Err("text and vector cannot both be 0: a query would not count".into());
+        }
+        Ok(())
+    }
+}
+
+/// The signals of one record for one query, each within [0, 1]; `None`
+/// for one the query did not ask for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Signals {
+    pub text: Option<f64>,
+    pub vector: Option<f64>,
+    pub salience: f64,
+}
+
+impl Signals {
+    pub fn score(&self, weights: &Weights) -> f64 {
+        let mut sum = weights.salience * unit(self.salience);
+        let mut total = weights.salience;
+        for (signal, weight) in [(self.text, weights.text), (self.vector, weights.vector)] {
+            if let Some(value) = signal {
+                sum += weight * unit(value);
+                total += weight;
+            }
+        }
+        if total == 0.0 {
+            0.0
+        } else {
+            sum / total
+        }
+    }
+}
+
+fn unit(value: f64) -> f64 {
+    if value.is_nan() {
+        0.0
+    } else {
+        value.clamp(0.0, 1.0)
+    }
+}
+
+/// Relevance `value` brought to [0, 1] against the best `best`.
+pub fn relative(value: f64, best: f64) -> f64 {
+    if best > 0.0 && value > 0.0 {
+        (value / best).min(1.0)
+    } else {
+        0.0
+    }
+}
+
+/// Salience brought to [0, 1].
+pub fn salience_signal(salience: f64, max_salience: f64) -> f64 {
+    if max_salience > 0.0 {
+        unit(salience / max_salience)
+    } else {
+        0.0
+    }
+}
+
+/// Cosine similarity, 0 when either vector is all zeros or they differ in
+/// length.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// What the answer says about each record it returns, in the same order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Score {
+    pub id: String,
+    pub score: f64,
+    /// `null` when the retrieval had no text query.
+    pub text: Option<f64>,
+    /// `null` when the retrieval had no query vector.
+    pub vector: Option<f64>,
+    /// Current salience, as stored (not normalised).
+    pub salience: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_score_blends_only_the_signals_asked_for_and_stays_in_the_unit_interval() {
+        let w = Weights::default();
+        let text_only = Signals {
+            text: Some(1.0),
+            vector: None,
+            salience: 0.0,
+        };
+        assert!((text_only.score(&w) - 1.0 / 1.25).abs() < 1e-12);
+        let both = Signals {
+            text: Some(1.0),
+            vector: Some(1.0),
+            salience: 1.0,
+        };
+        assert!((both.score(&w) - 1.0).abs() < 1e-12);
+        let salience_only = Signals {
+            text: None,
+            vector: None,
+            salience: 0.5,
+        };
+        assert!((salience_only.score(&w) - 0.5).abs() < 1e-12);
+        let wild = Signals {
+            text: Some(f64::NAN),
+            vector: Some(-3.0),
+            salience: 7.0,
+        };
+        let s = wild.score(&w);
+        assert!((0.0..=1.0).contains(&s), "{s}");
+        let none = Weights {
+            text: 0.0,
+            vector: 0.0,
+            salience: 0.0,
+        };
+        assert_eq!(salience_only.score(&none), 0.0);
+    }
+
+    #[test]
+    fn a_better_match_outranks_a_more_salient_weaker_one_at_default_weights() {
+        let w = Weights::default();
+        let strong = Signals {
+            text: Some(1.0),
+            vector: None,
+            salience: 0.1,
+        };
+        let weak = Signals {
+            text: Some(0.6),
+            vector: None,
+            salience: 1.0,
+        };
+        assert!(strong.score(&w) > weak.score(&w));
+    }
+
+    #[test]
+    fn weights_that_cannot_rank_are_refused() {
+        assert!(Weights::default().check().is_ok());
+        for bad in [
+            Weights {
+                text: -1.0,
+                ..Weights::default()
+            },
+            Weights {
+                salience: f64::INFINITY,
+                ..Weights::default()
+            },
+            Weights {
+                text: 0.0,
+                vector: 0.0,
+                salience: 1.0,
+            },
+        ] {
+            assert!(bad.check().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn normalisation_and_cosine() {
+        assert_eq!(relative(2.0, 4.0), 0.5);
+        assert_eq!(relative(5.0, 4.0), 1.0);
+        assert_eq!(relative(1.0, 0.0), 0.0);
+        assert_eq!(salience_signal(0.5, 2.0), 0.25);
+        assert_eq!(salience_signal(3.0, 2.0), 1.0);
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-12);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-12);
+        assert!((cosine(&[1.0, 1.0], &[-1.0, -1.0]) + 1.0).abs() < 1e-12);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
+    }
+}
