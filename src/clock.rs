@@ -49,4 +49,8 @@ impl ManualClock {
         let mut now = self.0.lock().expect("clock lock");
         *now += by;
     }
+
+    pub fn now(&self) -> Timestamp {
+        *self.0.lock().expect("clock lock")
+    }
 }

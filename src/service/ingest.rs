@@ -3,7 +3,10 @@
 
 use super::{check_may_write, check_relation_targets, insert_new, load, ServiceError};
 use crate::domain::ingest::{Candidate, OutcomeUpdate};
-use crate::domain::record::MemoryRecord;
+use crate::domain::payload::Payload;
+use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::revision;
+use crate::domain::validate::RESERVED_ACTOR_PREFIX;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::store::{SalienceChange, Transaction};
@@ -16,8 +19,9 @@ pub fn ingest(
     candidate: Candidate,
 ) -> Result<MemoryRecord, ServiceError> {
     match candidate {
-        Candidate::Create(record) => {
+        Candidate::Create(mut record) => {
             check_may_write(caller, "sensitivity", &record)?;
+            supersede_current_state(tx, caller, now, &mut record)?;
             tx.insert_record(&record)?;
             Ok(*record)
         }
@@ -50,8 +54,44 @@ pub fn create_record(
 ) -> Result<MemoryRecord, ServiceError> {
     check_may_write(caller, "sensitivity", &record)?;
     check_relation_targets(tx, &record)?;
+    supersede_current_state(tx, caller, now, &mut record)?;
     insert_new(tx, &mut record, now)?;
     Ok(record)
+}
+
+/// A thread has one current working state (per scope): a new one
+/// supersedes the one it has, so retrieval shows the latest and `history`
+/// how it got there. States the caller may not see are left alone.
+fn supersede_current_state(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    record: &mut MemoryRecord,
+) -> Result<(), ServiceError> {
+    let Payload::Working(state) = &record.payload else {
+        return Ok(());
+    };
+    let thread = state.thread_id.clone();
+    for id in tx.current_states(&thread, record.scope.as_deref())? {
+        let Some(mut old) = tx.get_for_update(&id, now)? else {
+            continue;
+        };
+        if !caller.may_see(&old.record) {
+            continue;
+        }
+        let actor = record
+            .provenance
+            .created_by
+            .clone()
+            .unwrap_or_else(|| format!("{RESERVED_ACTOR_PREFIX}ingest"));
+        let by = Attribution::new(
+            actor,
+            format!("superseded by a newer working state of thread {thread}"),
+        );
+        revision::supersede(&mut old.record, record, &by, now);
+        tx.update_record(&old.version, &old.record, SalienceChange::SetAt(now))?;
+    }
+    Ok(())
 }
 
 /// Sets the outcome of an episode.

@@ -193,16 +193,23 @@ pub trait Transaction {
     fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError>;
     /// The record `id` with the version a change must be made against.
     fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError>;
-    /// The records with these keys, in the order given (missing ones left out).
     /// The serialised size, in bytes, of the payloads of the records with
     /// these ids (missing ones count 0): what loading them would cost.
     fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError>;
+    /// The records with these keys, in the order given (missing ones left out).
     fn load_records(
         &mut self,
         keys: &[i64],
         now: Timestamp,
     ) -> Result<Vec<MemoryRecord>, StoreError>;
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError>;
+    /// The ids of the working states of `thread_id` in `scope` that are not
+    /// retracted, oldest first.
+    fn current_states(
+        &mut self,
+        thread_id: &str,
+        scope: Option<&str>,
+    ) -> Result<Vec<String>, StoreError>;
     /// Stores a new record with all its parts; `AlreadyExists` when the id
     /// is taken.
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError>;

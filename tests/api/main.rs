@@ -11,6 +11,7 @@ mod jobs;
 mod maintenance;
 mod persistence;
 mod records;
+mod relevance;
 mod retrieve;
 mod revisions;
 mod storage;

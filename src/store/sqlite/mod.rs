@@ -203,6 +203,14 @@ impl Transaction for Connection {
         records::load_records(self, keys, now)
     }
 
+    fn current_states(
+        &mut self,
+        thread_id: &str,
+        scope: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        records::current_states(self, thread_id, scope)
+    }
+
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError> {
         Ok(records::record_key(self, id)?.is_some())
     }

@@ -63,6 +63,27 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     Ok(key)
 }
 
+/// The ids of the working states of `thread_id` in `scope` that are not
+/// retracted, oldest first.
+pub fn current_states(
+    conn: &Connection,
+    thread_id: &str,
+    scope: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let ids = conn
+        .prepare_cached(
+            "SELECT id FROM records
+             WHERE about = ?1 AND layer = ?2 AND status <> 'retracted' AND scope IS ?3
+             ORDER BY key",
+        )?
+        .query_map(
+            params![thread_id, MemoryType::Working.layer(), scope],
+            |row| row.get(0),
+        )?
+        .collect::<Result<_, _>>()?;
+    Ok(ids)
+}
+
 /// Rewrites a record read at `version` to match `record`, moving the
 /// version on. The `UPDATE` is conditional on the version read, so a change
 /// made since (by anyone) makes this one fail with `Changed` instead of
