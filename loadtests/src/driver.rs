@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
+pub use loadtests::http::{client, post};
+
 use crate::workload::{
     batch_request, ingest_request, narrow_retrieval, topic_fact, varied_retrieval, Rng,
 };
@@ -158,35 +160,6 @@ impl Run {
     fn error(&mut self, what: impl Into<String>) {
         *self.errors.entry(what.into()).or_default() += 1;
     }
-}
-
-pub fn client(headers: &[(String, String)]) -> awc::Client {
-    let mut builder = awc::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .connector(awc::Connector::new().limit(0));
-    for (name, value) in headers {
-        builder = builder.add_default_header((name.as_str(), value.as_str()));
-    }
-    builder.finish()
-}
-
-/// POSTs JSON; answers the status and the JSON answer (`null` if none).
-pub async fn post(client: &awc::Client, url: &str, body: &Value) -> Result<(u16, Value), String> {
-    let mut response = client
-        .post(url)
-        .send_json(body)
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = response.status().as_u16();
-    let bytes = response
-        .body()
-        .limit(256 << 20)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok((
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    ))
 }
 
 async fn execute(run: &Rc<RefCell<Run>>, client: &awc::Client, index: u64, due: Instant) {

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use driver::{LoadOptions, Scenario};
+use loadtests::recall;
 
 const USAGE: &str = "\
 Usage: loadtests <command> [options]
@@ -36,6 +37,8 @@ Other commands:
   baseline            the bare SQLite baseline alone (--records,
                       --per-transaction, --db)
   crash               SIGKILL/restart cycles against --engram PATH
+  recall              loads --dataset FILE into engram, asks its queries
+                      and prints recall@k, precision@k, MRR@k, NDCG@k
 
 Options:
   --url URL               engram base URL (default http://127.0.0.1:8080)
@@ -59,7 +62,9 @@ Options:
   --per-transaction N     baseline: records per transaction (default 64)
   --db PATH               baseline: database file (default a temp file)
   --engram PATH           crash: the engram binary
-  --cycles N              crash: kill/restart cycles (default 20)";
+  --cycles N              crash: kill/restart cycles (default 20)
+  --dataset FILE          recall: the JSONL dataset
+  --no-vectors            recall: leave the dataset's embeddings out";
 
 struct Args {
     command: String,
@@ -75,6 +80,8 @@ struct Args {
     db: Option<PathBuf>,
     engram: Option<PathBuf>,
     cycles: u32,
+    dataset: Option<PathBuf>,
+    no_vectors: bool,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -107,6 +114,8 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         db: None,
         engram: None,
         cycles: 20,
+        dataset: None,
+        no_vectors: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
@@ -181,6 +190,8 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--db" => parsed.db = Some(PathBuf::from(value("--db")?)),
             "--engram" => parsed.engram = Some(PathBuf::from(value("--engram")?)),
             "--cycles" => parsed.cycles = number(value("--cycles")?, "--cycles")? as u32,
+            "--dataset" => parsed.dataset = Some(PathBuf::from(value("--dataset")?)),
+            "--no-vectors" => parsed.no_vectors = true,
             other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
         }
     }
@@ -288,6 +299,46 @@ async fn run(args: Args) -> bool {
                 }
                 Err(e) => {
                     eprintln!("loadtests: {e}");
+                    false
+                }
+            }
+        }
+        "recall" => {
+            let Some(dataset) = args.dataset else {
+                eprintln!("loadtests: recall needs --dataset FILE");
+                return false;
+            };
+            let options = recall::RecallOptions {
+                url: args.load.url,
+                dataset,
+                headers: args.load.headers,
+                no_vectors: args.no_vectors,
+            };
+            match recall::run(options).await {
+                Ok(result) => {
+                    if args.json {
+                        println!("{result:#}");
+                    } else {
+                        for miss in result["misses"].as_array().into_iter().flatten() {
+                            println!(
+                                "miss {}: expected {} in the top {}, got {}",
+                                miss["key"], miss["expected"], miss["k"], miss["found"]
+                            );
+                        }
+                        println!(
+                            "{} records, {} queries: recall@k {:.3}  precision@k {:.3}  MRR@k {:.3}  NDCG@k {:.3}",
+                            result["records"],
+                            result["queries"],
+                            result["recall_at_k"].as_f64().unwrap_or(0.0),
+                            result["precision_at_k"].as_f64().unwrap_or(0.0),
+                            result["mrr_at_k"].as_f64().unwrap_or(0.0),
+                            result["ndcg_at_k"].as_f64().unwrap_or(0.0),
+                        );
+                    }
+                    true
+                }
+                Err(e) => {
+                    eprintln!("loadtests: recall: {e}");
                     false
                 }
             }

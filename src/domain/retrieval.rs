@@ -70,7 +70,10 @@ impl Filters {
         let name = |field: &str, value: Option<String>| -> Validated<Option<String>> {
             let Some(value) = value else { return Ok(None) };
             if value.trim().is_empty() {
-                return Err(ValidationError::new(field, format!("{field} must not be empty")));
+                return Err(ValidationError::new(
+                    field,
+                    format!("{field} must not be empty"),
+                ));
             }
             check_name(field, &value)?;
             Ok(Some(value))
@@ -134,7 +137,6 @@ impl Filters {
             && self.created_before.is_none_or(|t| record.created_at < t)
     }
 }
-
 
 /// What storage is asked for: visible records of these types, best first.
 #[derive(Debug, Clone, PartialEq)]

@@ -106,11 +106,11 @@ fn push_word(out: &mut String, word: &str) {
 /// time in proportion to the whole table.
 const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
-    "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has",
-    "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of",
-    "on", "or", "our", "should", "so", "than", "that", "the", "their", "them", "then", "there",
-    "these", "they", "this", "to", "up", "us", "was", "we", "were", "what", "when", "where",
-    "which", "who", "why", "will", "with", "would", "you", "your",
+    "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have",
+    "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or",
+    "our", "should", "so", "than", "that", "the", "their", "them", "then", "there", "these",
+    "they", "this", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which", "who",
+    "why", "will", "with", "would", "you", "your",
 ];
 
 /// A full-text query for a client's free text, or `None` when it has no

@@ -671,15 +671,15 @@ mod tests {
         request
             .into_retrieval(1000)
             .map(|(trust, retrieval)| {
-                    retrieval.query_for(
-                        &trust,
-                        &crate::domain::retrieval::Ranking {
-                            weights: Default::default(),
-                            max_salience: 1.0,
-                            max_response_bytes: usize::MAX,
-                        },
-                    )
-                })
+                retrieval.query_for(
+                    &trust,
+                    &crate::domain::retrieval::Ranking {
+                        weights: Default::default(),
+                        max_salience: 1.0,
+                        max_response_bytes: usize::MAX,
+                    },
+                )
+            })
             .map_err(|e| e.to_string())
     }
 

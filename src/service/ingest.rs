@@ -6,9 +6,9 @@ use crate::domain::ingest::{Candidate, OutcomeUpdate};
 use crate::domain::payload::Payload;
 use crate::domain::record::{Attribution, MemoryRecord};
 use crate::domain::revision;
-use crate::domain::validate::RESERVED_ACTOR_PREFIX;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
+use crate::domain::validate::RESERVED_ACTOR_PREFIX;
 use crate::store::{SalienceChange, Transaction};
 
 /// Stores a validated ingest: a new record, or an outcome on an episode.

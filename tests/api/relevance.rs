@@ -23,7 +23,11 @@ async fn retrieve(app: &TestApp, body: Value) -> Value {
 }
 
 async fn search(app: &TestApp, text: &str) -> Vec<String> {
-    ids(&retrieve(app, json!({"trust": trust("hyper", &[]), "task_descriptor": text})).await)
+    ids(&retrieve(
+        app,
+        json!({"trust": trust("hyper", &[]), "task_descriptor": text}),
+    )
+    .await)
 }
 
 fn fact(id: &str, subject: &str, predicate: &str, object: &str) -> Value {
@@ -199,7 +203,10 @@ async fn trust_filters_before_the_top_k_cut() {
     .await;
     let found = ids(&body);
     assert_eq!(found.len(), 5, "{found:?}");
-    assert!(found.iter().all(|id| id.starts_with("visible-")), "{found:?}");
+    assert!(
+        found.iter().all(|id| id.starts_with("visible-")),
+        "{found:?}"
+    );
     assert_eq!(body["scores"][0]["text"], 1.0, "normalised among visible");
 }
 
@@ -288,9 +295,11 @@ async fn every_filter_narrows_and_they_combine() {
         filtered(json!({"tags": ["prod"], "task_descriptor": "deployed web"})).await,
         sorted(vec![&deploy_a, &deploy_b])
     );
-    assert!(filtered(json!({"thread_id": "thread-x", "memory_types": ["semantic"]}))
-        .await
-        .is_empty());
+    assert!(
+        filtered(json!({"thread_id": "thread-x", "memory_types": ["semantic"]}))
+            .await
+            .is_empty()
+    );
 
     // Creation times: everything above was made at the test clock's now.
     let now = app.clock.now();
@@ -301,9 +310,13 @@ async fn every_filter_narrows_and_they_combine() {
             .len(),
         6
     );
-    assert!(filtered(json!({"created_after": stamp(now)})).await.is_empty());
+    assert!(filtered(json!({"created_after": stamp(now)}))
+        .await
+        .is_empty());
     assert!(
-        filtered(json!({"created_before": stamp(now)})).await.is_empty(),
+        filtered(json!({"created_before": stamp(now)}))
+            .await
+            .is_empty(),
         "strictly before"
     );
     app.clock.advance(Duration::hours(1));
@@ -440,15 +453,19 @@ async fn compressed_episodes_stay_findable_and_pruned_ones_are_gone() {
 #[actix_web::test]
 async fn a_thread_has_one_current_working_state() {
     let app = spawn_app().await;
-    let state = |state: &str, next: &str| {
-        json!({"source": "planner", "thread_id": "release-42", "state": state, "next_actions": [next]})
-    };
+    let state = |state: &str, next: &str| json!({"source": "planner", "thread_id": "release-42", "state": state, "next_actions": [next]});
     let (_, first) = app
-        .post("/v1/ingest/working-state", &state("planning", "write changelog"))
+        .post(
+            "/v1/ingest/working-state",
+            &state("planning", "write changelog"),
+        )
         .await;
     let first = first["record"]["id"].as_str().unwrap().to_string();
     let (status, second) = app
-        .post("/v1/ingest/working-state", &state("executing", "tag release"))
+        .post(
+            "/v1/ingest/working-state",
+            &state("executing", "tag release"),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{second}");
     let second = second["record"]["id"].as_str().unwrap().to_string();
@@ -467,7 +484,7 @@ async fn a_thread_has_one_current_working_state() {
         json!({"trust": trust("hyper", &["team-a"]), "thread_id": "release-42"}),
     )
     .await;
-    assert_eq!(ids(&current), [second.clone()]);
+    assert_eq!(ids(&current), [second.as_str()]);
     let old = app.get_record(&first).await;
     assert_eq!(old["status"], "retracted");
     assert!(old["audit_log"]
@@ -478,7 +495,10 @@ async fn a_thread_has_one_current_working_state() {
             .as_str()
             .unwrap()
             .contains("newer working state of thread release-42")));
-    assert_eq!(app.history_ids(&second).await, [first.clone(), second.clone()]);
+    assert_eq!(
+        app.history_ids(&second).await,
+        [first.clone(), second.clone()]
+    );
 
     // A batch applies its states in order: the last is current.
     let (status, body) = app
@@ -497,7 +517,7 @@ async fn a_thread_has_one_current_working_state() {
         json!({"trust": trust("hyper", &["team-a"]), "thread_id": "release-42"}),
     )
     .await;
-    assert_eq!(ids(&current), [last.clone()]);
+    assert_eq!(ids(&current), [last.as_str()]);
     assert_eq!(app.history_ids(&last).await.len(), 4);
     let all_states = retrieve(
         &app,
@@ -505,4 +525,27 @@ async fn a_thread_has_one_current_working_state() {
     )
     .await;
     assert_eq!(ids(&all_states).len(), 3, "one per thread and scope");
+}
+
+/// The project's recall set (tests/data/recall.jsonl: all five types,
+/// every sensitivity, scoped and unscoped records, trust-restricted and
+/// multi-type queries) through `loadtests recall`, text alone.
+#[actix_web::test]
+async fn the_project_recall_set_is_found_by_text_alone() {
+    let app = spawn_app().await;
+    let result = loadtests::recall::run(loadtests::recall::RecallOptions {
+        url: app.address.clone(),
+        dataset: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/recall.jsonl"),
+        headers: Vec::new(),
+        no_vectors: true,
+    })
+    .await
+    .unwrap();
+    assert!(result["records"].as_u64().unwrap() >= 60, "{result}");
+    assert!(result["queries"].as_u64().unwrap() >= 30, "{result}");
+    assert!(
+        result["recall_at_k"].as_f64().unwrap() >= 0.95,
+        "{result:#}"
+    );
+    assert!(result["mrr_at_k"].as_f64().unwrap() >= 0.90, "{result:#}");
 }

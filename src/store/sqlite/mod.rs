@@ -3,12 +3,12 @@
 //! `&Connection` (one file per area), gathered behind [`Transaction`].
 
 pub mod consolidation;
+pub mod filters;
 pub mod maintenance;
 pub mod migrations;
-pub mod filters;
 pub mod ranking;
-pub mod relevance;
 pub mod records;
+pub mod relevance;
 pub mod search;
 pub mod stats;
 #[cfg(test)]

@@ -243,11 +243,19 @@ fn by_salience(
         next_tier("idx_records_rank", ""),
     );
     let null_scope = (
-        select("idx_records_scope_rank", "r.scope IS NULL AND ", &unscoped_filters),
+        select(
+            "idx_records_scope_rank",
+            "r.scope IS NULL AND ",
+            &unscoped_filters,
+        ),
         next_tier("idx_records_scope_rank", "r.scope IS NULL AND "),
     );
     let scoped = (
-        select("idx_records_scope_rank", "r.scope = ?8 AND ", &scoped_filters),
+        select(
+            "idx_records_scope_rank",
+            "r.scope = ?8 AND ",
+            &scoped_filters,
+        ),
         next_tier("idx_records_scope_rank", "r.scope = ?5 AND "),
     );
 

@@ -16,9 +16,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
 
 use super::filters::FilterSql;
-use super::ranking::{
-    current_salience, decay_bounds, within_budget, Rank, TopK, PROFILE_SQL,
-};
+use super::ranking::{current_salience, decay_bounds, within_budget, Rank, TopK, PROFILE_SQL};
 use crate::domain::relevance::{relative, salience_signal, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
@@ -105,7 +103,9 @@ pub fn query_ranked(
         });
         signals.insert(c.key, record_signals);
     }
-    within_budget(conn, query, top.into_sorted(), now, |rank| signals[&rank.key])
+    within_budget(conn, query, top.into_sorted(), now, |rank| {
+        signals[&rank.key]
+    })
 }
 
 /// Every visible record that matches the query and the filters.

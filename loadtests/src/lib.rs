@@ -1,0 +1,6 @@
+//! What the `loadtests` commands share with engram's own tests: the HTTP
+//! client and the recall evaluation, which the test suite runs on the
+//! project's dataset.
+
+pub mod http;
+pub mod recall;
