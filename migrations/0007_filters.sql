@@ -3,8 +3,10 @@
 -- `about` names what a record is about where its type has one name for
 -- it: a working state's thread id, a semantic fact's subject (NULL for
 -- the other types). It is the working-state-per-thread lookup and the
--- `thread_id` / `subject` filters of retrieval; `created_by` (the ingest
--- source) gets an index for the `sources` filter.
+-- `thread_id` / `subject` filters of retrieval. (The `sources` filter
+-- narrows salience ranges and text matches on `created_by` as it goes,
+-- with no index of its own: one more index on every insert would cost
+-- ingest more than it saves there.)
 ALTER TABLE records ADD COLUMN about TEXT;
 
 UPDATE records SET about = (
@@ -16,5 +18,4 @@ UPDATE records SET about = (
 )
 WHERE layer IN (0, 1);
 
-CREATE INDEX idx_records_about ON records (about, layer, status) WHERE about IS NOT NULL;
-CREATE INDEX idx_records_created_by ON records (created_by) WHERE created_by IS NOT NULL;
+CREATE INDEX idx_records_about ON records (about, layer, scope, status) WHERE about IS NOT NULL;

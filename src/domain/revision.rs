@@ -285,16 +285,22 @@ pub fn supersede(old: &mut MemoryRecord, new: &mut MemoryRecord, by: &Attributio
     if let Payload::Semantic(semantic) = &mut old.payload {
         semantic.revision.superseded_by = Some(new.id.clone());
     }
-    new.relations.push(relation(SUPERSEDES, &old.id, now));
+    link_to_superseded(new, &old.id, by, now);
+}
+
+/// The new record's side of a supersession: a `supersedes` relation to
+/// `old_id`, which is also one of its provenance sources.
+pub fn link_to_superseded(new: &mut MemoryRecord, old_id: &str, by: &Attribution, now: Timestamp) {
+    new.relations.push(relation(SUPERSEDES, old_id, now));
     new.provenance.sources.push(ProvenanceSource {
         kind: ProvenanceKind::Artifact,
-        reference: old.id.clone(),
+        reference: old_id.to_string(),
         hash: None,
         created_by: Some(by.actor.clone()),
         timestamp: now,
     });
     if let Payload::Semantic(semantic) = &mut new.payload {
-        semantic.revision.supersedes = Some(old.id.clone());
+        semantic.revision.supersedes = Some(old_id.to_string());
     }
 }
 

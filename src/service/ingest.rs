@@ -4,7 +4,7 @@
 use super::{check_may_write, check_relation_targets, insert_new, load, ServiceError};
 use crate::domain::ingest::{Candidate, OutcomeUpdate};
 use crate::domain::payload::Payload;
-use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
 use crate::domain::revision;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
@@ -72,11 +72,11 @@ fn supersede_current_state(
         return Ok(());
     };
     let thread = state.thread_id.clone();
-    for id in tx.current_states(&thread, record.scope.as_deref())? {
-        let Some(mut old) = tx.get_for_update(&id, now)? else {
-            continue;
-        };
-        if !caller.may_see(&old.record) {
+    for current in tx.current_states(&thread, record.scope.as_deref())? {
+        if !caller
+            .trust
+            .allows_parts(current.sensitivity, record.scope.as_deref())
+        {
             continue;
         }
         let actor = record
@@ -88,8 +88,14 @@ fn supersede_current_state(
             actor,
             format!("superseded by a newer working state of thread {thread}"),
         );
-        revision::supersede(&mut old.record, record, &by, now);
-        tx.update_record(&old.version, &old.record, SalienceChange::SetAt(now))?;
+        // What a supersede revision does, without reading the old state
+        // whole: retracting it changes its row and audit trail only.
+        tx.retract_replaced(
+            &current.version,
+            &by.entry(AuditAction::Revise, now),
+            now,
+        )?;
+        revision::link_to_superseded(record, &current.id, &by, now);
     }
     Ok(())
 }

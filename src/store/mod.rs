@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::domain::decay::Anchor;
-use crate::domain::record::{DecayProfile, DeletionPolicy, MemoryRecord, Status};
+use crate::domain::record::{
+    AuditEntry, DecayProfile, DeletionPolicy, MemoryRecord, Sensitivity, Status,
+};
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
@@ -58,6 +60,15 @@ pub struct Version {
     pub key: i64,
     pub number: i64,
     pub audit_len: usize,
+}
+
+/// A working state that is its thread's current one, as far as needed to
+/// replace it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurrentState {
+    pub id: String,
+    pub version: Version,
+    pub sensitivity: Sensitivity,
 }
 
 /// A record read for a change, with the version the change is made against.
@@ -203,13 +214,23 @@ pub trait Transaction {
         now: Timestamp,
     ) -> Result<Vec<MemoryRecord>, StoreError>;
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError>;
-    /// The ids of the working states of `thread_id` in `scope` that are not
+    /// The working states of `thread_id` in `scope` that are not
     /// retracted, oldest first.
     fn current_states(
         &mut self,
         thread_id: &str,
         scope: Option<&str>,
-    ) -> Result<Vec<String>, StoreError>;
+    ) -> Result<Vec<CurrentState>, StoreError>;
+    /// Retracts the record read at `version` because a newer one replaces
+    /// it: salience 0 from `now`, status retracted, `entry` appended, the
+    /// rest as it was (a working state's payload has no status of its
+    /// own). `Changed` when it changed since.
+    fn retract_replaced(
+        &mut self,
+        version: &Version,
+        entry: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
     /// Stores a new record with all its parts; `AlreadyExists` when the id
     /// is taken.
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError>;

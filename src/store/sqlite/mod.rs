@@ -21,10 +21,11 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::Connection;
 
 use super::{
+    CurrentState,
     DecayChange, DecayRow, JobRunRecord, JobSetting, Loaded, MemoryStats, RecordPage,
     SalienceChange, Step, StoreError, Transaction, Version, WriteConnection,
 };
-use crate::domain::record::MemoryRecord;
+use crate::domain::record::{AuditEntry, MemoryRecord};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
 
@@ -207,8 +208,17 @@ impl Transaction for Connection {
         &mut self,
         thread_id: &str,
         scope: Option<&str>,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<CurrentState>, StoreError> {
         records::current_states(self, thread_id, scope)
+    }
+
+    fn retract_replaced(
+        &mut self,
+        version: &Version,
+        entry: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        records::retract_replaced(self, version, entry, now)
     }
 
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError> {

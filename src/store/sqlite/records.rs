@@ -14,7 +14,7 @@ use crate::domain::record::{
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{Loaded, SalienceChange, StoreError, Version};
+use crate::store::{CurrentState, Loaded, SalienceChange, StoreError, Version};
 
 /// Stores a new record with all its parts. `AlreadyExists` when the id is
 /// taken.
@@ -63,25 +63,68 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     Ok(key)
 }
 
-/// The ids of the working states of `thread_id` in `scope` that are not
-/// retracted, oldest first.
+/// The working states of `thread_id` in `scope` that are not retracted,
+/// oldest first.
 pub fn current_states(
     conn: &Connection,
     thread_id: &str,
     scope: Option<&str>,
-) -> Result<Vec<String>, StoreError> {
-    let ids = conn
+) -> Result<Vec<CurrentState>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.key, r.id, r.version, r.sensitivity,
+                (SELECT COUNT(*) FROM audit_log a WHERE a.record_key = r.key)
+         FROM records r
+         WHERE r.about = ?1 AND r.layer = ?2 AND r.scope IS ?3 AND r.status <> 'retracted'
+         ORDER BY r.key",
+    )?;
+    let mut rows = stmt.query(params![thread_id, MemoryType::Working.layer(), scope])?;
+    let mut states = Vec::new();
+    while let Some(row) = rows.next()? {
+        states.push(CurrentState {
+            id: row.get(1)?,
+            version: Version {
+                key: row.get(0)?,
+                number: row.get(2)?,
+                audit_len: row.get::<_, i64>(4)? as usize,
+            },
+            sensitivity: {
+                let rank: i64 = row.get(3)?;
+                Sensitivity::from_rank(rank).ok_or_else(|| {
+                    StoreError::Corrupt(format!("unknown sensitivity rank {rank}"))
+                })?
+            },
+        });
+    }
+    Ok(states)
+}
+
+/// Retracts the record read at `version` as a newer one replaces it:
+/// salience 0 from `now` on, status retracted, `entry` appended; nothing
+/// else about it changes. `Changed` when it changed since it was read.
+pub fn retract_replaced(
+    conn: &Connection,
+    version: &Version,
+    entry: &AuditEntry,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let at = to_micros(&now);
+    let updated = conn
         .prepare_cached(
-            "SELECT id FROM records
-             WHERE about = ?1 AND layer = ?2 AND status <> 'retracted' AND scope IS ?3
-             ORDER BY key",
+            "UPDATE records SET salience = 0, status = 'retracted', updated_at = ?3,
+                 decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = ?1)
+                                    THEN 9223372036854775807 ELSE ?3 END,
+                 version = version + 1
+             WHERE key = ?1 AND version = ?2",
         )?
-        .query_map(
-            params![thread_id, MemoryType::Working.layer(), scope],
-            |row| row.get(0),
-        )?
-        .collect::<Result<_, _>>()?;
-    Ok(ids)
+        .execute(params![version.key, version.number, at])?;
+    if updated == 0 {
+        return Err(StoreError::Changed(format!("record key {}", version.key)));
+    }
+    conn.prepare_cached(
+        "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = ?2 WHERE record_key = ?1",
+    )?
+    .execute(params![version.key, at])?;
+    append_audit(conn, version.key, std::slice::from_ref(entry))
 }
 
 /// Rewrites a record read at `version` to match `record`, moving the
