@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 pub use loadtests::http::{client, post};
 
 use crate::workload::{
-    batch_request, ingest_request, narrow_retrieval, topic_fact, varied_retrieval, Rng,
+    batch_request, ingest_request, narrow_retrieval, search_retrieval, topic_fact, varied_retrieval, Rng,
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +29,8 @@ pub enum Scenario {
     Mixed { read_ratio: f64 },
     /// Retrievals only: limit 20, a trust context that sees about 10%.
     Retrieve,
+    /// The same, ranked by a three-word query.
+    Search,
     /// Many clients superseding the same few facts.
     Revise { topics: usize },
     /// Ingests while runs of these jobs (decay, consolidation) are
@@ -43,6 +45,7 @@ impl Scenario {
             Scenario::Batch { .. } => "batch",
             Scenario::Mixed { .. } => "mixed",
             Scenario::Retrieve => "retrieve",
+            Scenario::Search => "search",
             Scenario::Revise { .. } => "revise",
             Scenario::DuringMaintenance { .. } => "during-maintenance",
         }
@@ -108,6 +111,9 @@ fn op_for(scenario: &Scenario, seed: u64, index: u64) -> Op {
         }
         Scenario::Retrieve => Op::Read {
             body: narrow_retrieval(),
+        },
+        Scenario::Search => Op::Read {
+            body: search_retrieval(&mut rng),
         },
         Scenario::Revise { topics } => Op::Supersede {
             topic: rng.below(*topics as u64) as usize,

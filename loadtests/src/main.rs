@@ -27,6 +27,7 @@ Scenarios (against a running engram):
                       --read-ratio of them reads
   retrieve            retrievals only: limit 20, a trust context that sees
                       about a tenth of what the ingest scenarios write
+  search              the same retrievals, ranked by a three-word query
   revise              many clients superseding the same --topics facts
   during-maintenance  ingests while decay and consolidation runs are
                       triggered every --maintenance-every seconds
@@ -220,6 +221,7 @@ async fn run(args: Args) -> bool {
             read_ratio: args.read_ratio,
         }),
         "retrieve" => Some(Scenario::Retrieve),
+        "search" => Some(Scenario::Search),
         "revise" => Some(Scenario::Revise {
             topics: args.topics,
         }),

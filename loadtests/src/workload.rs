@@ -42,9 +42,33 @@ const TAGS: &[&str] = &[
 pub const SCOPES: &[&str] = &["project-alpha", "project-beta", "project-gamma"];
 pub const SENSITIVITIES: &[&str] = &["public", "low", "low", "medium", "high"];
 
+/// Words in the vocabulary texts are drawn from: [`WORDS`] are the most
+/// common, the rest made of syllables.
+const VOCABULARY: u64 = 4096;
+const SYLLABLES: [&str; 16] = [
+    "ka", "to", "mi", "re", "su", "la", "no", "pe", "di", "fu", "go", "bi", "ze", "ro", "ha", "vu",
+];
+
+/// A word of the vocabulary, by rank: frequent ones first, as in real
+/// text, where a few words are everywhere and most are rare.
+pub fn word(rank: u64) -> String {
+    match WORDS.get(rank as usize) {
+        Some(word) => word.to_string(),
+        None => (0..3)
+            .map(|i| SYLLABLES[(rank >> (4 * i)) as usize % 16])
+            .collect(),
+    }
+}
+
+/// A rank with probability about proportional to 1/rank (Zipf's law).
+pub fn zipf_rank(rng: &mut Rng) -> u64 {
+    let u = rng.below(1 << 20) as f64 / (1u64 << 20) as f64;
+    ((VOCABULARY as f64).powf(u) as u64).clamp(1, VOCABULARY) - 1
+}
+
 pub fn sentence(rng: &mut Rng, words: usize) -> String {
     (0..words)
-        .map(|_| *rng.pick(WORDS))
+        .map(|_| word(zipf_rank(rng)))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -194,6 +218,14 @@ pub fn narrow_retrieval() -> Value {
                   "scopes": [SCOPES[0], SCOPES[1]]},
         "limit": 20
     })
+}
+
+/// [`narrow_retrieval`] with a query of three words drawn as the texts
+/// draw theirs: text-ranked, about a tenth of the records visible.
+pub fn search_retrieval(rng: &mut Rng) -> Value {
+    let mut body = narrow_retrieval();
+    body["task_descriptor"] = json!(sentence(rng, 3));
+    body
 }
 
 /// A fact the `revise` scenario keeps superseding: topic `topic`,

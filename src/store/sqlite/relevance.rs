@@ -5,7 +5,8 @@
 //! One statement finds every visible match with its BM25 relevance (the
 //! caller's trust, the layers, the filters and the stored salience floor
 //! are conditions of that statement, so invisible records never take a
-//! place in the answer). Each match's score is bounded from above with its
+//! place in the answer, and BM25 is computed for visible matches only:
+//! it costs more than the record lookup that checks visibility). Each match's score is bounded from above with its
 //! stored salience (decay only lowers it); matches are then taken in order
 //! of that bound, their exact current salience computed, until the bound
 //! of the next cannot beat the last of the top `limit`.
@@ -126,6 +127,10 @@ fn candidates(conn: &Connection, query: &RecordQuery) -> Result<Vec<Candidate>, 
                 "-bm25(record_search) FROM record_search JOIN records r ON r.key = record_search.rowid
                  WHERE record_search MATCH ?{n}"
             ));
+        }
+        // The thread or subject index, when the filters name one.
+        None if query.filters.about().is_some() => {
+            sql.push_str("0.0 FROM records r INDEXED BY idx_records_about WHERE 1")
         }
         None => sql.push_str("0.0 FROM records r WHERE 1"),
     }
