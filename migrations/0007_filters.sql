@@ -1,4 +1,5 @@
--- engram schema, version 7: what retrieval filters on besides visibility.
+-- engram schema, version 7: what retrieval filters on besides visibility,
+-- and rank indexes that keep retracted records apart.
 --
 -- `about` names what a record is about where its type has one name for
 -- it: a working state's thread id, a semantic fact's subject (NULL for
@@ -19,3 +20,19 @@ UPDATE records SET about = (
 WHERE layer IN (0, 1);
 
 CREATE INDEX idx_records_about ON records (about, layer, scope, status) WHERE about IS NOT NULL;
+
+-- The rank indexes of version 5, split by status: retrieval leaves
+-- retracted records out unless asked, and every replaced working state
+-- and superseded fact is one (at salience 0, the end of each range), so a
+-- range that reads to its end would otherwise read the table row of each
+-- to find it is retracted. Every record is in exactly one of each pair.
+DROP INDEX idx_records_rank;
+DROP INDEX idx_records_scope_rank;
+CREATE INDEX idx_records_rank ON records (layer, sensitivity, salience DESC, decays_from DESC)
+    WHERE status <> 'retracted';
+CREATE INDEX idx_records_scope_rank ON records (scope, layer, sensitivity, salience DESC, decays_from DESC)
+    WHERE status <> 'retracted';
+CREATE INDEX idx_records_retracted_rank ON records (layer, sensitivity, salience DESC, decays_from DESC)
+    WHERE status = 'retracted';
+CREATE INDEX idx_records_retracted_scope_rank ON records (scope, layer, sensitivity, salience DESC, decays_from DESC)
+    WHERE status = 'retracted';

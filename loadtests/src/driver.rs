@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 pub use loadtests::http::{client, post};
 
 use crate::workload::{
-    batch_request, ingest_request, narrow_retrieval, search_retrieval, topic_fact, varied_retrieval, Rng,
+    batch_request, ingest_request, narrow_retrieval, search_retrieval, topic_fact,
+    varied_retrieval, Rng,
 };
 
 #[derive(Debug, Clone, PartialEq)]

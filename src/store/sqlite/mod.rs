@@ -21,8 +21,7 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::Connection;
 
 use super::{
-    CurrentState,
-    DecayChange, DecayRow, JobRunRecord, JobSetting, Loaded, MemoryStats, RecordPage,
+    CurrentState, DecayChange, DecayRow, JobRunRecord, JobSetting, Loaded, MemoryStats, RecordPage,
     SalienceChange, Step, StoreError, Transaction, Version, WriteConnection,
 };
 use crate::domain::record::{AuditEntry, MemoryRecord};

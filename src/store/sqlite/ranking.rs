@@ -187,6 +187,74 @@ impl<'a> Range<'a> {
     }
 }
 
+/// Which of the two sets of rank indexes a range reads.
+#[derive(Debug, Clone, Copy)]
+enum RankSet {
+    /// Active and contested records.
+    Live,
+    Retracted,
+}
+
+/// The page and next-tier statements of the three kinds of range (every
+/// scope, unscoped records, one scope) over one set of rank indexes.
+struct RangeSql {
+    unscoped: (String, String),
+    null_scope: (String, String),
+    scoped: (String, String),
+}
+
+impl RangeSql {
+    fn new(status: RankSet, unscoped_filters: &FilterSql, scoped_filters: &FilterSql) -> Self {
+        // The status term is the partial index's own condition, which lets
+        // the index be used and costs no table read.
+        let (rank, scope_rank, status) = match status {
+            RankSet::Live => (
+                "idx_records_rank",
+                "idx_records_scope_rank",
+                "r.status <> 'retracted'",
+            ),
+            RankSet::Retracted => (
+                "idx_records_retracted_rank",
+                "idx_records_retracted_scope_rank",
+                "r.status = 'retracted'",
+            ),
+        };
+        let select = |index: &str, scope: &str, filters: &FilterSql| {
+            format!(
+                "SELECT r.key, r.salience, r.decays_from, r.created_at
+                 FROM records r INDEXED BY {index}
+                 WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3
+                   AND {status} AND (r.salience, r.decays_from, r.key) < (?5, ?6, ?7){}
+                 ORDER BY r.salience DESC, r.decays_from DESC, r.key DESC LIMIT ?4",
+                filters.clause
+            )
+        };
+        // The highest stored salience below a tier: what a record beyond
+        // the tier can have now, at most. Not filtered: the best record
+        // below, matching or not, still bounds what a matching one can
+        // have, and finding it stays one index step.
+        let next_tier = |index: &str, scope: &str| {
+            format!(
+                "SELECT r.salience FROM records r INDEXED BY {index}
+                 WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3
+                   AND {status} AND r.salience < ?4
+                 ORDER BY r.salience DESC LIMIT 1"
+            )
+        };
+        RangeSql {
+            unscoped: (select(rank, "", unscoped_filters), next_tier(rank, "")),
+            null_scope: (
+                select(scope_rank, "r.scope IS NULL AND ", unscoped_filters),
+                next_tier(scope_rank, "r.scope IS NULL AND "),
+            ),
+            scoped: (
+                select(scope_rank, "r.scope = ?8 AND ", scoped_filters),
+                next_tier(scope_rank, "r.scope = ?5 AND "),
+            ),
+        }
+    }
+}
+
 /// The answer to a retrieval: ranked by a query (or drawn from a
 /// selective filter's index) in `relevance.rs`, by salience alone here.
 pub fn query_records(
@@ -206,100 +274,65 @@ fn by_salience(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
-    let status_clause = if query.include_retracted {
-        ""
-    } else {
-        " AND r.status <> 'retracted'"
-    };
     // The filters' parameters follow the range's own: ?1-?7, and ?8 for
     // the scope of a scoped range.
     let unscoped_filters = FilterSql::new(&query.filters, 8);
     let scoped_filters = FilterSql::new(&query.filters, 9);
-    let select = |index: &str, scope: &str, filters: &FilterSql| {
-        format!(
-            "SELECT r.key, r.salience, r.decays_from, r.created_at
-             FROM records r INDEXED BY {index}
-             WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3{status_clause}
-               AND (r.salience, r.decays_from, r.key) < (?5, ?6, ?7){}
-             ORDER BY r.salience DESC, r.decays_from DESC, r.key DESC LIMIT ?4",
-            filters.clause
-        )
-    };
-    // The highest stored salience below a tier: what a record beyond the
-    // tier can have now, at most.
-    let next_tier = |index: &str, scope: &str| {
-        format!(
-            "SELECT r.salience FROM records r INDEXED BY {index}
-             WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3{status_clause}
-               AND r.salience < ?4
-             ORDER BY r.salience DESC LIMIT 1"
-        )
-    };
-    // The next tier is not filtered: the best record below it, matching
-    // or not, still bounds what a matching one can have, and finding it
-    // stays one index step.
-    let unscoped = (
-        select("idx_records_rank", "", &unscoped_filters),
-        next_tier("idx_records_rank", ""),
-    );
-    let null_scope = (
-        select(
-            "idx_records_scope_rank",
-            "r.scope IS NULL AND ",
-            &unscoped_filters,
-        ),
-        next_tier("idx_records_scope_rank", "r.scope IS NULL AND "),
-    );
-    let scoped = (
-        select(
-            "idx_records_scope_rank",
-            "r.scope = ?8 AND ",
-            &scoped_filters,
-        ),
-        next_tier("idx_records_scope_rank", "r.scope = ?5 AND "),
-    );
+    // Live and retracted records are in separate (partial) indexes, so a
+    // retrieval that leaves retracted records out never steps over them;
+    // one that includes them reads both sets of ranges.
+    let mut statuses = vec![RankSet::Live];
+    if query.include_retracted {
+        statuses.push(RankSet::Retracted);
+    }
+    let sql: Vec<RangeSql> = statuses
+        .iter()
+        .map(|status| RangeSql::new(*status, &unscoped_filters, &scoped_filters))
+        .collect();
 
     let bounds = decay_bounds(conn)?;
     let mut ranges = Vec::new();
-    for memory_type in &query.memory_types {
-        let layer = memory_type.layer() as i64;
-        // A type with no bound recorded has no records.
-        let Some(bound) = bounds.get(&layer).copied() else {
-            continue;
-        };
-        for sensitivity in Sensitivity::ALL
-            .iter()
-            .filter(|s| **s <= query.max_sensitivity)
-        {
-            let rank = sensitivity.rank() as i64;
-            match &query.scopes {
-                None => ranges.push(Range::new(
-                    &unscoped,
-                    &unscoped_filters,
-                    bound,
-                    layer,
-                    rank,
-                    None,
-                )),
-                Some(scopes) => {
-                    ranges.push(Range::new(
-                        &null_scope,
+    for sql in &sql {
+        for memory_type in &query.memory_types {
+            let layer = memory_type.layer() as i64;
+            // A type with no bound recorded has no records.
+            let Some(bound) = bounds.get(&layer).copied() else {
+                continue;
+            };
+            for sensitivity in Sensitivity::ALL
+                .iter()
+                .filter(|s| **s <= query.max_sensitivity)
+            {
+                let rank = sensitivity.rank() as i64;
+                match &query.scopes {
+                    None => ranges.push(Range::new(
+                        &sql.unscoped,
                         &unscoped_filters,
                         bound,
                         layer,
                         rank,
                         None,
-                    ));
-                    ranges.extend(scopes.iter().map(|s| {
-                        Range::new(
-                            &scoped,
-                            &scoped_filters,
+                    )),
+                    Some(scopes) => {
+                        ranges.push(Range::new(
+                            &sql.null_scope,
+                            &unscoped_filters,
                             bound,
                             layer,
                             rank,
-                            Some(s.as_str()),
-                        )
-                    }));
+                            None,
+                        ));
+                        ranges.extend(scopes.iter().map(|s| {
+                            Range::new(
+                                &sql.scoped,
+                                &scoped_filters,
+                                bound,
+                                layer,
+                                rank,
+                                Some(s.as_str()),
+                            )
+                        }));
+                    }
                 }
             }
         }
@@ -572,7 +605,7 @@ mod tests {
     use super::super::records::{insert_record, record_key};
     use super::super::test_support::{conn, now, record};
     use super::*;
-    use crate::domain::record::{MemoryRecord, MemoryType};
+    use crate::domain::record::{MemoryRecord, MemoryType, Status};
     use crate::domain::relevance::Weights;
     use crate::domain::retrieval::Filters;
     use serde_json::json;
@@ -882,6 +915,13 @@ mod tests {
                     }
                 }
             }
+            // Some retracted, as revisions leave them (salience as it was:
+            // the two sets of ranges must merge whatever the values).
+            conn.execute(
+                "UPDATE records SET status = 'retracted' WHERE key % 7 = 0",
+                [],
+            )
+            .unwrap();
             let keys: Vec<i64> = conn
                 .prepare("SELECT key FROM records")
                 .unwrap()
@@ -908,7 +948,7 @@ mod tests {
                         .clone(),
                     min_salience: [0.0, 0.05, 0.3, 0.5][rng.below(4) as usize],
                     limit: 1 + rng.below(10) as usize,
-                    include_retracted: false,
+                    include_retracted: rng.below(3) == 0,
                     after: None,
                     max_bytes: usize::MAX,
                     // A third of the queries filtered, each filter by
@@ -926,6 +966,7 @@ mod tests {
                 let mut expected: Vec<(&MemoryRecord, i64)> = everything
                     .iter()
                     .filter(|r| query.filters.matches(r))
+                    .filter(|r| query.include_retracted || r.status != Status::Retracted)
                     .filter(|r| query.memory_types.contains(&r.memory_type))
                     .filter(|r| r.sensitivity <= query.max_sensitivity)
                     .filter(|r| match (&query.scopes, &r.scope) {
