@@ -100,26 +100,6 @@ pub fn salience_signal(salience: f64, max_salience: f64) -> f64 {
     }
 }
 
-/// Cosine similarity, 0 when either vector is all zeros or they differ in
-/// length.
-pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
-}
-
 /// What the answer says about each record it returns, in the same order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Score {
@@ -212,16 +192,11 @@ mod tests {
     }
 
     #[test]
-    fn normalisation_and_cosine() {
+    fn normalisation() {
         assert_eq!(relative(2.0, 4.0), 0.5);
         assert_eq!(relative(5.0, 4.0), 1.0);
         assert_eq!(relative(1.0, 0.0), 0.0);
         assert_eq!(salience_signal(0.5, 2.0), 0.25);
         assert_eq!(salience_signal(3.0, 2.0), 1.0);
-        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-12);
-        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-12);
-        assert!((cosine(&[1.0, 1.0], &[-1.0, -1.0]) + 1.0).abs() < 1e-12);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
-        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
     }
 }
