@@ -132,7 +132,17 @@ fn candidates(conn: &Connection, query: &RecordQuery) -> Result<Vec<Candidate>, 
         None if query.filters.about().is_some() => {
             sql.push_str("0.0 FROM records r INDEXED BY idx_records_about WHERE 1")
         }
-        None => sql.push_str("0.0 FROM records r WHERE 1"),
+        // Otherwise the records of the first tag (the filters check them
+        // all), read from the tag index rather than the rank ranges.
+        None => match query.filters.tags.first() {
+            Some(tag) => {
+                let n = param(SqlValue::Text(tag.clone()));
+                sql.push_str(&format!(
+                    "0.0 FROM tags t CROSS JOIN records r ON r.key = t.record_key WHERE t.tag = ?{n}"
+                ));
+            }
+            None => sql.push_str("0.0 FROM records r WHERE 1"),
+        },
     }
     // Layers and the sensitivity level come from enums, never from text.
     let layers: Vec<String> = query
