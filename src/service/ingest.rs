@@ -90,7 +90,7 @@ fn supersede_current_state(
         );
         // What a supersede revision does, without reading the old state
         // whole: retracting it changes its row and audit trail only.
-        tx.retract_replaced(&current.version, &by.entry(AuditAction::Revise, now), now)?;
+        tx.retract_replaced(&current, &by.entry(AuditAction::Revise, now), now)?;
         revision::link_to_superseded(record, &current.id, &by, now);
     }
     Ok(())

@@ -66,8 +66,10 @@ pub struct Version {
 /// replace it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CurrentState {
+    pub key: i64,
     pub id: String,
-    pub version: Version,
+    /// The version number it was read at.
+    pub version: i64,
     pub sensitivity: Sensitivity,
 }
 
@@ -221,13 +223,13 @@ pub trait Transaction {
         thread_id: &str,
         scope: Option<&str>,
     ) -> Result<Vec<CurrentState>, StoreError>;
-    /// Retracts the record read at `version` because a newer one replaces
-    /// it: salience 0 from `now`, status retracted, `entry` appended, the
-    /// rest as it was (a working state's payload has no status of its
-    /// own). `Changed` when it changed since.
+    /// Retracts a current working state because a newer one replaces it:
+    /// salience 0 from `now`, status retracted, `entry` appended, the rest
+    /// as it was (a working state's payload has no status of its own).
+    /// `Changed` when it changed since it was read.
     fn retract_replaced(
         &mut self,
-        version: &Version,
+        state: &CurrentState,
         entry: &AuditEntry,
         now: Timestamp,
     ) -> Result<(), StoreError>;

@@ -213,11 +213,11 @@ impl Transaction for Connection {
 
     fn retract_replaced(
         &mut self,
-        version: &Version,
+        state: &CurrentState,
         entry: &AuditEntry,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        records::retract_replaced(self, version, entry, now)
+        records::retract_replaced(self, state, entry, now)
     }
 
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError> {

@@ -71,8 +71,7 @@ pub fn current_states(
     scope: Option<&str>,
 ) -> Result<Vec<CurrentState>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT r.key, r.id, r.version, r.sensitivity,
-                (SELECT COUNT(*) FROM audit_log a WHERE a.record_key = r.key)
+        "SELECT r.key, r.id, r.version, r.sensitivity
          FROM records r
          WHERE r.about = ?1 AND r.layer = ?2 AND r.scope IS ?3 AND r.status <> 'retracted'
          ORDER BY r.key",
@@ -81,12 +80,9 @@ pub fn current_states(
     let mut states = Vec::new();
     while let Some(row) = rows.next()? {
         states.push(CurrentState {
+            key: row.get(0)?,
             id: row.get(1)?,
-            version: Version {
-                key: row.get(0)?,
-                number: row.get(2)?,
-                audit_len: row.get::<_, i64>(4)? as usize,
-            },
+            version: row.get(2)?,
             sensitivity: {
                 let rank: i64 = row.get(3)?;
                 Sensitivity::from_rank(rank).ok_or_else(|| {
@@ -98,12 +94,12 @@ pub fn current_states(
     Ok(states)
 }
 
-/// Retracts the record read at `version` as a newer one replaces it:
+/// Retracts the working state `state` as a newer one replaces it:
 /// salience 0 from `now` on, status retracted, `entry` appended; nothing
 /// else about it changes. `Changed` when it changed since it was read.
 pub fn retract_replaced(
     conn: &Connection,
-    version: &Version,
+    state: &CurrentState,
     entry: &AuditEntry,
     now: Timestamp,
 ) -> Result<(), StoreError> {
@@ -116,15 +112,15 @@ pub fn retract_replaced(
                  version = version + 1
              WHERE key = ?1 AND version = ?2",
         )?
-        .execute(params![version.key, version.number, at])?;
+        .execute(params![state.key, state.version, at])?;
     if updated == 0 {
-        return Err(StoreError::Changed(format!("record key {}", version.key)));
+        return Err(StoreError::Changed(state.id.clone()));
     }
     conn.prepare_cached(
         "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = ?2 WHERE record_key = ?1",
     )?
-    .execute(params![version.key, at])?;
-    append_audit(conn, version.key, std::slice::from_ref(entry))
+    .execute(params![state.key, at])?;
+    append_audit(conn, state.key, std::slice::from_ref(entry))
 }
 
 /// Rewrites a record read at `version` to match `record`, moving the
