@@ -47,8 +47,9 @@ impl Weights {
     }
 }
 
-/// The signals of one record for one query, each within [0, 1]; `None`
-/// for one the query did not ask for.
+/// The signals of one record for one query: text and vector within
+/// [0, 1], `None` for one the query did not ask for; salience as the
+/// record has it (brought to [0, 1] by [`Signals::score`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Signals {
     pub text: Option<f64>,
@@ -57,8 +58,9 @@ pub struct Signals {
 }
 
 impl Signals {
-    pub fn score(&self, weights: &Weights) -> f64 {
-        let mut sum = weights.salience * unit(self.salience);
+    /// The blended score, salience normalised against `max_salience`.
+    pub fn score(&self, weights: &Weights, max_salience: f64) -> f64 {
+        let mut sum = weights.salience * salience_signal(self.salience, max_salience);
         let mut total = weights.salience;
         for (signal, weight) in [(self.text, weights.text), (self.vector, weights.vector)] {
             if let Some(value) = signal {
@@ -92,7 +94,7 @@ pub fn relative(value: f64, best: f64) -> f64 {
 }
 
 /// Salience brought to [0, 1].
-pub fn salience_signal(salience: f64, max_salience: f64) -> f64 {
+fn salience_signal(salience: f64, max_salience: f64) -> f64 {
     if max_salience > 0.0 {
         unit(salience / max_salience)
     } else {
@@ -125,32 +127,32 @@ mod tests {
             vector: None,
             salience: 0.0,
         };
-        assert!((text_only.score(&w) - 1.0 / 1.25).abs() < 1e-12);
+        assert!((text_only.score(&w, 1.0) - 1.0 / 1.25).abs() < 1e-12);
         let both = Signals {
             text: Some(1.0),
             vector: Some(1.0),
             salience: 1.0,
         };
-        assert!((both.score(&w) - 1.0).abs() < 1e-12);
+        assert!((both.score(&w, 1.0) - 1.0).abs() < 1e-12);
         let salience_only = Signals {
             text: None,
             vector: None,
             salience: 0.5,
         };
-        assert!((salience_only.score(&w) - 0.5).abs() < 1e-12);
+        assert!((salience_only.score(&w, 1.0) - 0.5).abs() < 1e-12);
         let wild = Signals {
             text: Some(f64::NAN),
             vector: Some(-3.0),
             salience: 7.0,
         };
-        let s = wild.score(&w);
+        let s = wild.score(&w, 1.0);
         assert!((0.0..=1.0).contains(&s), "{s}");
         let none = Weights {
             text: 0.0,
             vector: 0.0,
             salience: 0.0,
         };
-        assert_eq!(salience_only.score(&none), 0.0);
+        assert_eq!(salience_only.score(&none, 1.0), 0.0);
     }
 
     #[test]
@@ -166,7 +168,7 @@ mod tests {
             vector: None,
             salience: 1.0,
         };
-        assert!(strong.score(&w) > weak.score(&w));
+        assert!(strong.score(&w, 1.0) > weak.score(&w, 1.0));
     }
 
     #[test]

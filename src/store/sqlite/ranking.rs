@@ -24,7 +24,7 @@ use super::filters::FilterSql;
 use super::records::{key_array, load_records, parse_enum};
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::record::{DecayCurve, DecayProfile, Sensitivity};
-use crate::domain::relevance::{salience_signal, Score, Signals};
+use crate::domain::relevance::{Score, Signals};
 use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::{RecordPage, StoreError};
@@ -87,7 +87,18 @@ pub(super) struct TopK {
 }
 
 impl TopK {
-    pub fn new(limit: usize, after: Option<Rank>) -> Self {
+    /// The top of `query`'s answer: its limit, after its cursor.
+    pub fn for_query(query: &RecordQuery) -> Self {
+        let after = query.after.map(|c| Rank {
+            salience: c.salience,
+            layer: c.layer,
+            created_at: c.created_at,
+            key: c.key,
+        });
+        TopK::new(query.limit, after)
+    }
+
+    fn new(limit: usize, after: Option<Rank>) -> Self {
         TopK {
             limit,
             after,
@@ -339,13 +350,7 @@ fn by_salience(
     }
 
     let now_micros = to_micros(&now);
-    let after = query.after.map(|c| Rank {
-        salience: c.salience,
-        layer: c.layer,
-        created_at: c.created_at,
-        key: c.key,
-    });
-    let mut top = TopK::new(query.limit, after);
+    let mut top = TopK::for_query(query);
     let mut page = query.limit.saturating_add(FIRST_PAGE_MARGIN).min(MAX_PAGE);
     while !ranges.is_empty() {
         for range in &mut ranges {
@@ -426,13 +431,9 @@ pub(super) fn within_budget(
         .zip(&ranked)
         .map(|(record, rank)| {
             let signals = signals(rank);
-            let normalised = Signals {
-                salience: salience_signal(signals.salience, query.max_salience),
-                ..signals
-            };
             Score {
                 id: record.id.clone(),
-                score: normalised.score(&query.weights),
+                score: signals.score(&query.weights, query.max_salience),
                 text: signals.text,
                 vector: signals.vector,
                 salience: signals.salience,

@@ -18,7 +18,7 @@ use rusqlite::Connection;
 
 use super::filters::FilterSql;
 use super::ranking::{current_salience, decay_bounds, within_budget, Rank, TopK, PROFILE_SQL};
-use crate::domain::relevance::{relative, salience_signal, Signals};
+use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::{RecordPage, StoreError};
@@ -56,19 +56,13 @@ pub fn query_ranked(
         c.bound = Signals {
             text: text_signal(c.relevance),
             vector: None,
-            salience: salience_signal(most, query.max_salience),
+            salience: most,
         }
-        .score(&query.weights);
+        .score(&query.weights, query.max_salience);
     }
     candidates.sort_by(|a, b| b.bound.total_cmp(&a.bound));
 
-    let after = query.after.map(|c| Rank {
-        salience: c.salience,
-        layer: c.layer,
-        created_at: c.created_at,
-        key: c.key,
-    });
-    let mut top = TopK::new(query.limit, after);
+    let mut top = TopK::for_query(query);
     let mut signals: HashMap<i64, Signals> = HashMap::new();
     let mut profile = conn.prepare_cached(PROFILE_SQL)?;
     for c in &candidates {
@@ -91,11 +85,7 @@ pub fn query_ranked(
             vector: None,
             salience,
         };
-        let score = Signals {
-            salience: salience_signal(salience, query.max_salience),
-            ..record_signals
-        }
-        .score(&query.weights);
+        let score = record_signals.score(&query.weights, query.max_salience);
         top.offer(Rank {
             salience: score,
             layer: c.layer,

@@ -37,21 +37,26 @@ pub fn prepare(conn: &Connection) -> Result<(), StoreError> {
 
 /// Queues the indexing of a new record stored under `key`.
 pub fn index(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
-    conn.prepare_cached(
-        "INSERT INTO search_pending (key, text, fresh) VALUES (?1, ?2, 1)
-         ON CONFLICT (key) DO UPDATE SET text = excluded.text",
-    )?
-    .execute(params![key, search_text(record)])?;
-    Ok(())
+    queue(conn, key, record, true)
 }
 
 /// Queues the re-indexing of a record rewritten under `key`.
 pub fn reindex(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
+    queue(conn, key, record, false)
+}
+
+/// `fresh`: the record has no row in the index yet, so none is removed.
+fn queue(
+    conn: &Connection,
+    key: i64,
+    record: &MemoryRecord,
+    fresh: bool,
+) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO search_pending (key, text, fresh) VALUES (?1, ?2, 0)
+        "INSERT INTO search_pending (key, text, fresh) VALUES (?1, ?2, ?3)
          ON CONFLICT (key) DO UPDATE SET text = excluded.text",
     )?
-    .execute(params![key, search_text(record)])?;
+    .execute(params![key, search_text(record), fresh])?;
     Ok(())
 }
 
