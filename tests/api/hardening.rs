@@ -494,12 +494,7 @@ async fn a_large_answer_comes_in_pages_within_the_size_budget() {
     loop {
         let (status, body) = app.post("/v1/retrieve", &request).await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        let ids: Vec<String> = body["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].as_str().unwrap().to_string())
-            .collect();
+        let ids = crate::helpers::ids(&body);
         assert!(!ids.is_empty() && ids.len() <= 3, "{} records", ids.len());
         pages.push(ids);
         // Time passing between pages changes nothing: a continuation ranks

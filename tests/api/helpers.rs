@@ -309,6 +309,16 @@ pub fn assert_error(response: &(StatusCode, Value), status: StatusCode, code: &s
     );
 }
 
+/// The ids of the records of a retrieval answer, in order.
+pub fn ids(body: &Value) -> Vec<String> {
+    body["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no records in {body}"))
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 pub fn event(source: &str) -> Value {
     json!({"source": source, "event_kind": "user_input", "ref": "msg-1", "summary": "hello"})
 }

@@ -5,16 +5,7 @@ use awc::http::StatusCode;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, create, spawn_app, trust, TestApp};
-
-fn ids(body: &Value) -> Vec<String> {
-    body["records"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no records in {body}"))
-        .iter()
-        .map(|r| r["id"].as_str().unwrap().to_string())
-        .collect()
-}
+use crate::helpers::{assert_error, create, ids, spawn_app, trust, TestApp};
 
 async fn retrieve(app: &TestApp, body: Value) -> Value {
     let (status, answer) = app.post("/v1/retrieve", &body).await;

@@ -3,22 +3,13 @@ use std::collections::BTreeSet;
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, close, create, spawn_app, spawn_app_with, trust, TestApp};
+use crate::helpers::{assert_error, close, create, ids, spawn_app, spawn_app_with, trust, TestApp};
 
 const SENSITIVITIES: [&str; 5] = ["public", "low", "medium", "high", "hyper"];
 
 fn fact(id: &str, sensitivity: &str, scope: Option<&str>) -> Value {
     json!({"id": id, "type": "semantic", "sensitivity": sensitivity, "scope": scope,
            "payload": {"kind": "semantic", "subject": id, "predicate": "is"}})
-}
-
-fn ids(body: &Value) -> Vec<String> {
-    body["records"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no records in {body}"))
-        .iter()
-        .map(|r| r["id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[actix_web::test]
