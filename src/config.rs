@@ -13,6 +13,7 @@ use serde::Deserialize;
 use crate::domain::policy::Policy;
 use crate::domain::relevance::Weights;
 use crate::domain::schedule::Schedule;
+use crate::domain::vector::MAX_DIMENSIONS;
 
 /// The embedded defaults; `config/default.toml` documents each key.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -38,6 +39,9 @@ pub struct Settings {
     pub policy: Policy,
     pub retrieval: RetrievalSettings,
     pub jobs: JobsSettings,
+    /// engram's own embedder; off unless configured.
+    #[serde(default)]
+    pub embedding: Option<EmbeddingSettings>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -97,7 +101,66 @@ pub struct RetrievalSettings {
     pub selection_confidence_threshold: f64,
     pub max_response_bytes: usize,
     pub max_reads_in_flight: usize,
+    /// 0: fixed by the first vector stored.
+    pub embedding_dimensions: usize,
     pub weights: Weights,
+}
+
+impl RetrievalSettings {
+    pub fn embedding_dimensions(&self) -> Option<usize> {
+        (self.embedding_dimensions > 0).then_some(self.embedding_dimensions)
+    }
+}
+
+/// `[embedding]`: an OpenAI-compatible embeddings endpoint engram sends the
+/// search text of records to, in the background, for their vectors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingSettings {
+    /// The URL requests are POSTed to, e.g.
+    /// `http://127.0.0.1:11434/v1/embeddings`.
+    pub endpoint: String,
+    pub model: String,
+    /// The environment variable holding the API key, sent as a bearer
+    /// token; none sent when absent.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Asked of the model (`dimensions`), for models that can shorten
+    /// their vectors; every vector must have this many.
+    #[serde(default)]
+    pub dimensions: Option<usize>,
+    #[serde(default = "EmbeddingSettings::default_batch_size")]
+    pub batch_size: usize,
+    #[serde(default = "EmbeddingSettings::default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// The first wait after a failed request; it doubles with each failure
+    /// up to `max_backoff_ms`.
+    #[serde(default = "EmbeddingSettings::default_backoff_ms")]
+    pub backoff_ms: u64,
+    #[serde(default = "EmbeddingSettings::default_max_backoff_ms")]
+    pub max_backoff_ms: u64,
+    /// How often, when idle, the embedder looks for records without a
+    /// vector.
+    #[serde(default = "EmbeddingSettings::default_poll_ms")]
+    pub poll_ms: u64,
+}
+
+impl EmbeddingSettings {
+    fn default_batch_size() -> usize {
+        64
+    }
+    fn default_timeout_ms() -> u64 {
+        30_000
+    }
+    fn default_backoff_ms() -> u64 {
+        1_000
+    }
+    fn default_max_backoff_ms() -> u64 {
+        60_000
+    }
+    fn default_poll_ms() -> u64 {
+        1_000
+    }
 }
 
 /// Environment variables that name a key directly, besides the generic
@@ -299,6 +362,15 @@ impl Settings {
         if let Err(why) = self.retrieval.weights.check() {
             return invalid("retrieval.weights", &why);
         }
+        if self.retrieval.embedding_dimensions > MAX_DIMENSIONS {
+            return invalid(
+                "retrieval.embedding_dimensions",
+                &format!("must be at most {MAX_DIMENSIONS}"),
+            );
+        }
+        if let Some(embedding) = &self.embedding {
+            embedding.validate(self.retrieval.embedding_dimensions())?;
+        }
         let threshold = self.retrieval.selection_confidence_threshold;
         if !(0.0..=1.0).contains(&threshold) {
             return invalid(
@@ -311,6 +383,70 @@ impl Settings {
 
     pub fn listen_addr(&self) -> SocketAddr {
         self.server.listen.parse().expect("validated at load")
+    }
+}
+
+impl EmbeddingSettings {
+    fn validate(&self, retrieval_dimensions: Option<usize>) -> Result<(), ConfigError> {
+        let invalid =
+            |key: &str, why: &str| Err(ConfigError::Invalid(format!("embedding.{key}: {why}")));
+        if !self.endpoint.starts_with("http://") {
+            return invalid(
+                "endpoint",
+                "must be an http:// URL (https is not supported yet: put a local TLS proxy in front)",
+            );
+        }
+        if self.endpoint.parse::<awc::http::Uri>().is_err() {
+            return invalid("endpoint", "is not a valid URL");
+        }
+        if self.model.trim().is_empty() {
+            return invalid("model", "must not be empty");
+        }
+        if let Some(name) = &self.api_key_env {
+            if std::env::var_os(name).is_none() {
+                return invalid(
+                    "api_key_env",
+                    &format!("the environment variable {name} is not set"),
+                );
+            }
+        }
+        if let Some(dimensions) = self.dimensions {
+            if dimensions == 0 || dimensions > MAX_DIMENSIONS {
+                return invalid(
+                    "dimensions",
+                    &format!("must be within 1..={MAX_DIMENSIONS}"),
+                );
+            }
+            if retrieval_dimensions.is_some_and(|r| r != dimensions) {
+                return invalid(
+                    "dimensions",
+                    "must equal retrieval.embedding_dimensions when both are set",
+                );
+            }
+        }
+        if self.batch_size == 0 || self.batch_size > 2048 {
+            return invalid("batch_size", "must be within 1..=2048");
+        }
+        for (key, value) in [
+            ("timeout_ms", self.timeout_ms),
+            ("backoff_ms", self.backoff_ms),
+            ("poll_ms", self.poll_ms),
+        ] {
+            if value == 0 {
+                return invalid(key, "must be at least 1");
+            }
+        }
+        if self.max_backoff_ms < self.backoff_ms {
+            return invalid("max_backoff_ms", "must be at least embedding.backoff_ms");
+        }
+        Ok(())
+    }
+
+    /// The API key, read from `api_key_env`.
+    pub fn api_key(&self) -> Option<String> {
+        self.api_key_env
+            .as_ref()
+            .and_then(|name| std::env::var(name).ok())
     }
 }
 

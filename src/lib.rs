@@ -11,6 +11,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod domain;
+pub mod embeddings;
 pub mod error;
 pub mod http;
 pub mod memory;

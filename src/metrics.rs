@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::store::MemoryStats;
@@ -49,6 +50,25 @@ pub struct Metrics {
     /// (method, route) -> latency.
     latency: Mutex<BTreeMap<(String, String), Histogram>>,
     jobs: Mutex<BTreeMap<String, JobStats>>,
+    embedder: EmbedderStats,
+}
+
+/// What the embedder did, when there is one.
+#[derive(Default)]
+struct EmbedderStats {
+    stored: AtomicU64,
+    /// Requests that failed and will be tried again.
+    retried: AtomicU64,
+    /// Texts the endpoint refused (left without a vector).
+    refused: AtomicU64,
+}
+
+/// One step of the embedder, for the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedderEvent {
+    Stored(u64),
+    Retried,
+    Refused(u64),
 }
 
 impl Metrics {
@@ -88,6 +108,15 @@ impl Metrics {
             stats.failed += 1;
         }
         stats.seconds += seconds;
+    }
+
+    pub fn embedder(&self, event: EmbedderEvent) {
+        let stats = &self.embedder;
+        match event {
+            EmbedderEvent::Stored(n) => stats.stored.fetch_add(n, Ordering::Relaxed),
+            EmbedderEvent::Retried => stats.retried.fetch_add(1, Ordering::Relaxed),
+            EmbedderEvent::Refused(n) => stats.refused.fetch_add(n, Ordering::Relaxed),
+        };
     }
 
     /// The Prometheus text exposition of everything.
@@ -243,6 +272,30 @@ impl Metrics {
                 out,
                 "engram_job_duration_seconds_total{{job=\"{job}\"}} {}",
                 stats.seconds
+            );
+        }
+        let embedder = &self.embedder;
+        for (name, help, counter) in [
+            (
+                "engram_embeddings_stored_total",
+                "Vectors the embedder stored.",
+                &embedder.stored,
+            ),
+            (
+                "engram_embedding_requests_retried_total",
+                "Embedding requests that failed and are retried.",
+                &embedder.retried,
+            ),
+            (
+                "engram_embedding_texts_refused_total",
+                "Texts the embeddings endpoint refused.",
+                &embedder.refused,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                counter.load(Ordering::Relaxed)
             );
         }
         out

@@ -13,6 +13,7 @@ use actix_web::{web, App, HttpServer};
 
 use crate::actors::consolidation::Consolidator;
 use crate::actors::decay::Decayer;
+use crate::actors::embedder::Embedder;
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::{ReadGate, ReadSettings, Retriever};
 use crate::actors::revision::Reviser;
@@ -70,6 +71,7 @@ impl Application {
                 busy_timeout,
                 cache_size_kib: storage.reader_cache_size_kib,
             },
+            settings.retrieval.embedding_dimensions(),
         )
         .map_err(db_error)?;
         if !opened.applied_migrations.is_empty() {
@@ -110,6 +112,16 @@ impl Application {
         )
         .start();
         let metrics = Arc::new(Metrics::with_jobs(JobName::ALL.map(JobName::as_str)));
+        if let Some(embedding) = &settings.embedding {
+            Embedder::new(
+                embedding.clone(),
+                reader.clone(),
+                writer.clone(),
+                clock.clone(),
+                metrics.clone(),
+            )
+            .start();
+        }
         let scheduler = Scheduler::start(
             &settings.jobs,
             stored_jobs,

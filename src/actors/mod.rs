@@ -15,6 +15,9 @@
 //! - [`consolidation::Consolidator`] distils episodes into facts, skills and
 //!   plans, compresses old episodes and merges duplicate facts, a page per
 //!   writer job.
+//! - [`embedder::Embedder`] (when `[embedding]` is configured) makes the
+//!   vectors of records without one through an embeddings endpoint, in
+//!   the background, a batch per read and per writer job.
 //! - [`scheduler::Scheduler`] owns the cron schedule, the job settings, and
 //!   which job is running; it sends the runs to the two actors above.
 //! - [`storage::StoreReader`] is a `SyncArbiter` pool of threads, one pooled
@@ -32,6 +35,7 @@
 
 pub mod consolidation;
 pub mod decay;
+pub mod embedder;
 pub mod ingestion;
 pub mod retrieval;
 pub mod revision;

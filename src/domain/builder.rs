@@ -11,6 +11,7 @@ use super::record::{
 };
 use super::time::Timestamp;
 use super::validate::{Validated, ValidationError};
+use super::vector::Embedding;
 
 /// A record to be: what its author decided. Everything left `None` gets
 /// the policy's value for the record's type.
@@ -35,6 +36,7 @@ pub struct RecordDraft {
     pub relations: Vec<Relation>,
     /// Entries the record arrives with; the author's `create` entry last.
     pub audit_log: Vec<AuditEntry>,
+    pub embedding: Option<Embedding>,
 }
 
 impl RecordDraft {
@@ -61,6 +63,7 @@ impl RecordDraft {
             provenance: Provenance::default(),
             relations: Vec::new(),
             audit_log: Vec::new(),
+            embedding: None,
         }
     }
 
@@ -91,6 +94,7 @@ impl RecordDraft {
             relations: self.relations,
             payload: self.payload,
             audit_log: self.audit_log,
+            embedding: self.embedding,
         };
         record.validate()?;
         record.check_timestamps(now)?;

@@ -20,6 +20,7 @@ use super::validate::{
     check_actor, check_id, check_json_size, check_not_future, check_strings, normalize_tags,
     optional_string, require_string, Validated, ValidationError,
 };
+use super::vector::Embedding;
 
 /// Most items in one `ingest/batch` request.
 pub const MAX_BATCH_ITEMS: usize = 1000;
@@ -38,6 +39,8 @@ pub struct OutcomeUpdate {
     pub status: OutcomeStatus,
     pub source: String,
     pub timestamp: Timestamp,
+    /// A new vector for the episode, as it stands with its outcome.
+    pub embedding: Option<Embedding>,
 }
 
 /// Why an outcome cannot be applied to the record it names.
@@ -78,6 +81,7 @@ pub struct Common {
     tags: Vec<String>,
     scope: Option<String>,
     sensitivity: Sensitivity,
+    embedding: Option<Embedding>,
 }
 
 /// Checks the fields every record-creating request has.
@@ -88,6 +92,7 @@ pub fn common(
     tags: Vec<String>,
     scope: Option<String>,
     sensitivity: Option<Sensitivity>,
+    embedding: Option<Vec<f64>>,
 ) -> Validated<Common> {
     Ok(Common {
         source: require_source(source)?,
@@ -95,6 +100,7 @@ pub fn common(
         tags: normalize_tags("tags", tags)?,
         scope: optional_string("scope", scope)?,
         sensitivity: sensitivity.unwrap_or(cx.policy.default_sensitivity),
+        embedding: Embedding::optional("embedding", embedding)?,
     })
 }
 
@@ -143,6 +149,7 @@ fn new_record(
             Attribution::new(common.source, format!("ingested {}", kind_name(kind)))
                 .entry(AuditAction::Create, cx.now),
         ],
+        embedding: common.embedding,
         ..RecordDraft::new(
             kind.memory_type(),
             common.sensitivity,
@@ -323,6 +330,7 @@ pub fn outcome(
     target_record_id: String,
     status: OutcomeStatus,
     timestamp: Option<String>,
+    embedding: Option<Vec<f64>>,
 ) -> Validated<Candidate> {
     let source = require_source(source)?;
     let target_record_id = require_string(
@@ -336,6 +344,7 @@ pub fn outcome(
         status,
         source,
         timestamp: event_time(cx, timestamp)?,
+        embedding: Embedding::optional("embedding", embedding)?,
     }))
 }
 
@@ -350,6 +359,9 @@ impl OutcomeUpdate {
             });
         };
         payload.outcome = Some(self.status);
+        if self.embedding.is_some() {
+            record.embedding.clone_from(&self.embedding);
+        }
         record.provenance.sources.push(ProvenanceSource {
             kind: ProvenanceKind::Outcome,
             reference: self.source.clone(),

@@ -20,3 +20,4 @@ pub mod strict;
 pub mod time;
 pub mod trust;
 pub mod validate;
+pub mod vector;

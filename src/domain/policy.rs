@@ -15,6 +15,7 @@ use super::time::{rfc3339_option, Timestamp};
 use super::validate::{
     check_actor, normalize_tags, null_as_default, optional_string, Validated, ValidationError,
 };
+use super::vector::Embedding;
 
 /// Relations only a revision may create: a client-made one would give a
 /// chain two heads, or a contest with no audit entry.
@@ -177,6 +178,9 @@ pub struct NewRecord {
     pub payload: Payload,
     #[serde(default, deserialize_with = "null_as_default")]
     pub audit_log: Vec<AuditEntry>,
+    /// A vector to store with the record; not part of the record's JSON.
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -335,6 +339,7 @@ impl NewRecord {
                 })
                 .collect(),
             audit_log,
+            embedding: Embedding::optional("embedding", self.embedding)?,
             ..RecordDraft::new(
                 memory_type,
                 sensitivity,

@@ -8,6 +8,7 @@ use super::validate::{
     check_id, check_name, check_non_negative, check_not_future, check_string, check_unit_interval,
     Validated, ValidationError,
 };
+use super::vector::Embedding;
 
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
@@ -148,6 +149,11 @@ pub struct MemoryRecord {
     pub relations: Vec<Relation>,
     pub payload: Payload,
     pub audit_log: Vec<AuditEntry>,
+    /// A vector to store with the record (replacing the one it has), when
+    /// the request carried one. Never part of the record's JSON, and not
+    /// read back with it: retrieval reads stored vectors itself.
+    #[serde(skip)]
+    pub embedding: Option<Embedding>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ use super::trust::TrustContext;
 use super::validate::{
     check_name, check_non_negative, normalize_tags, optional_string, Validated, ValidationError,
 };
+use super::vector::{Embedding, QueryVector};
 
 /// Most names one `sources` filter may list.
 pub const MAX_FILTER_SOURCES: usize = 100;
@@ -154,9 +155,11 @@ pub struct RecordQuery {
     /// Stop adding records once the answer would be about this large.
     pub max_bytes: usize,
     pub filters: Filters,
-    /// A full-text query made safe by [`fts_query`]; `None`: ranked by
-    /// salience alone.
+    /// A full-text query made safe by [`fts_query`].
     pub text: Option<String>,
+    /// The query's vector; with neither it nor `text`, records are ranked
+    /// by salience alone.
+    pub vector: Option<QueryVector>,
     pub weights: Weights,
     /// `policy.max_salience`, which salience is normalised against.
     pub max_salience: f64,
@@ -236,6 +239,8 @@ pub struct Retrieval {
     pub include_retracted: bool,
     pub context: Option<Map<String, Value>>,
     pub cursor: Option<Cursor>,
+    /// `query_embedding`: rank by similarity to it.
+    pub embedding: Option<Embedding>,
 }
 
 /// How the service ranks, from its configuration.
@@ -268,6 +273,7 @@ impl Retrieval {
             max_bytes: ranking.max_response_bytes,
             filters: self.filters.clone(),
             text: self.task_descriptor.as_deref().and_then(fts_query),
+            vector: self.embedding.as_ref().map(QueryVector::new),
             weights: ranking.weights,
             max_salience: ranking.max_salience,
         }
@@ -326,6 +332,7 @@ impl Retrieval {
             include_retracted,
             context,
             cursor: None,
+            embedding: None,
             filters: Filters::default(),
         })
     }
@@ -343,5 +350,10 @@ impl Retrieval {
     /// The same retrieval, narrowed by `filters`.
     pub fn filtered(self, filters: Filters) -> Retrieval {
         Retrieval { filters, ..self }
+    }
+
+    /// The same retrieval, ranked by similarity to `embedding` too.
+    pub fn embedded(self, embedding: Option<Embedding>) -> Retrieval {
+        Retrieval { embedding, ..self }
     }
 }

@@ -151,6 +151,17 @@ pub fn fts_query(text: &str) -> Option<String> {
     )
 }
 
+/// A stable 64-bit hash (FNV-1a) of a search text: what an embedding made
+/// from the text remembers of it, to tell when the text has changed.
+pub fn text_hash(text: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +263,12 @@ mod tests {
             fts_query(&many).unwrap().matches(" OR ").count(),
             MAX_QUERY_TERMS - 1
         );
+    }
+
+    #[test]
+    fn the_text_hash_is_stable_and_tells_texts_apart() {
+        assert_eq!(text_hash(""), 0xcbf2_9ce4_8422_2325u64 as i64);
+        assert_eq!(text_hash("go build"), text_hash("go build"));
+        assert_ne!(text_hash("go build"), text_hash("go built"));
     }
 }

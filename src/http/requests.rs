@@ -22,6 +22,7 @@ use crate::domain::revision::{
 };
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::{null_as_default, Validated};
+use crate::domain::vector::Embedding;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,6 +41,8 @@ pub struct EventRequest {
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -61,6 +64,8 @@ pub struct ToolOutputRequest {
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -79,6 +84,8 @@ pub struct ObservationRequest {
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -89,6 +96,8 @@ pub struct OutcomeRequest {
     pub outcome_status: OutcomeStatus,
     #[serde(default)]
     pub timestamp: Option<String>,
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -114,6 +123,8 @@ pub struct WorkingStateRequest {
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
 }
 
 /// One item of `POST /v1/ingest/batch`: the same fields as the single
@@ -139,23 +150,51 @@ impl IngestItem {
     pub fn into_candidate(self, cx: &IngestContext<'_>) -> Validated<Candidate> {
         match self {
             IngestItem::Event(r) => {
-                let common =
-                    ingest::common(cx, r.source, r.timestamp, r.tags, r.scope, r.sensitivity)?;
+                let common = ingest::common(
+                    cx,
+                    r.source,
+                    r.timestamp,
+                    r.tags,
+                    r.scope,
+                    r.sensitivity,
+                    r.embedding,
+                )?;
                 ingest::event(cx, common, r.event_kind, r.reference, r.summary)
             }
             IngestItem::ToolOutput(r) => {
-                let common =
-                    ingest::common(cx, r.source, r.timestamp, r.tags, r.scope, r.sensitivity)?;
+                let common = ingest::common(
+                    cx,
+                    r.source,
+                    r.timestamp,
+                    r.tags,
+                    r.scope,
+                    r.sensitivity,
+                    r.embedding,
+                )?;
                 ingest::tool_output(cx, common, r.tool_name, r.args, r.result, r.depends_on)
             }
             IngestItem::Observation(r) => {
-                let common =
-                    ingest::common(cx, r.source, r.timestamp, r.tags, r.scope, r.sensitivity)?;
+                let common = ingest::common(
+                    cx,
+                    r.source,
+                    r.timestamp,
+                    r.tags,
+                    r.scope,
+                    r.sensitivity,
+                    r.embedding,
+                )?;
                 ingest::observation(cx, common, r.subject, r.predicate, r.object)
             }
             IngestItem::WorkingState(r) => {
-                let common =
-                    ingest::common(cx, r.source, r.timestamp, r.tags, r.scope, r.sensitivity)?;
+                let common = ingest::common(
+                    cx,
+                    r.source,
+                    r.timestamp,
+                    r.tags,
+                    r.scope,
+                    r.sensitivity,
+                    r.embedding,
+                )?;
                 let state = WorkingPayload {
                     thread_id: r.thread_id,
                     state: r.state,
@@ -172,6 +211,7 @@ impl IngestItem {
                 r.target_record_id,
                 r.outcome_status,
                 r.timestamp,
+                r.embedding,
             ),
         }
     }
@@ -371,6 +411,8 @@ pub struct RetrieveRequest {
     pub created_after: Option<String>,
     #[serde(default)]
     pub created_before: Option<String>,
+    #[serde(default)]
+    pub query_embedding: Option<Vec<f64>>,
 }
 
 impl RetrieveRequest {
@@ -394,7 +436,11 @@ impl RetrieveRequest {
             subject: self.subject,
             created_after: self.created_after,
             created_before: self.created_before,
-        })?);
+        })?)
+        .embedded(Embedding::optional(
+            "query_embedding",
+            self.query_embedding,
+        )?);
         Ok((trust, retrieval))
     }
 }

@@ -1,7 +1,9 @@
 //! Ingest: new records from the five ingest kinds, batches of them, whole
 //! records, and outcomes reported on episodes.
 
-use super::{check_may_write, check_relation_targets, insert_new, load, ServiceError};
+use super::{
+    check_embedding, check_may_write, check_relation_targets, insert_new, load, ServiceError,
+};
 use crate::domain::ingest::{Candidate, OutcomeUpdate};
 use crate::domain::payload::Payload;
 use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
@@ -21,6 +23,7 @@ pub fn ingest(
     match candidate {
         Candidate::Create(mut record) => {
             check_may_write(caller, "sensitivity", &record)?;
+            check_embedding(tx, "embedding", &record)?;
             supersede_current_state(tx, caller, now, &mut record)?;
             tx.insert_record(&record)?;
             Ok(*record)
@@ -53,6 +56,7 @@ pub fn create_record(
     mut record: MemoryRecord,
 ) -> Result<MemoryRecord, ServiceError> {
     check_may_write(caller, "sensitivity", &record)?;
+    check_embedding(tx, "embedding", &record)?;
     check_relation_targets(tx, &record)?;
     supersede_current_state(tx, caller, now, &mut record)?;
     insert_new(tx, &mut record, now)?;
@@ -116,6 +120,7 @@ pub fn record_outcome(
             e.id, e.actual
         ))
     })?;
+    check_embedding(tx, "embedding", &loaded.record)?;
     tx.update_record(&loaded.version, &loaded.record, SalienceChange::Unchanged)?;
     Ok(loaded.record)
 }
@@ -128,6 +133,7 @@ fn in_item(error: ServiceError, index: usize) -> ServiceError {
         ServiceError::FailedPrecondition(m) => ServiceError::FailedPrecondition(prefix(m)),
         ServiceError::Conflict(m) => ServiceError::Conflict(prefix(m)),
         ServiceError::PermissionDenied(m) => ServiceError::PermissionDenied(prefix(m)),
+        ServiceError::Invalid(e) => ServiceError::Invalid(e.within(&format!("items[{index}]"))),
         other => other,
     }
 }

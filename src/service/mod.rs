@@ -11,6 +11,7 @@
 
 pub mod consolidation;
 pub mod decay;
+pub mod embedding;
 pub mod ingest;
 pub mod retrieval;
 pub mod revision;
@@ -20,6 +21,7 @@ use crate::domain::revision::RevisionError;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
+use crate::domain::vector::{check_dimensions, dimensions_mismatch};
 use crate::store::{Loaded, StoreError, Transaction};
 
 /// Why an operation was not done.
@@ -57,6 +59,9 @@ impl From<StoreError> for ServiceError {
             StoreError::Changed(id) => ServiceError::Conflict(format!(
                 "record {id} was changed by a concurrent operation; read it again and retry"
             )),
+            StoreError::Dimensions { given, expected } => {
+                ServiceError::Invalid(dimensions_mismatch("embedding", given, expected))
+            }
             other => ServiceError::Store(other),
         }
     }
@@ -127,6 +132,22 @@ fn check_may_write(
                 .unwrap_or_default()
         )))
     }
+}
+
+/// A vector sent with a record (`field`) must have the dimensions of the
+/// database's vectors, once they are fixed.
+fn check_embedding(
+    tx: &mut dyn Transaction,
+    field: &str,
+    record: &MemoryRecord,
+) -> Result<(), ServiceError> {
+    let Some(embedding) = &record.embedding else {
+        return Ok(());
+    };
+    if let Some(expected) = tx.vector_dimensions()? {
+        check_dimensions(field, embedding.dimensions(), expected)?;
+    }
+    Ok(())
 }
 
 /// Relations a client sends must point at stored records.

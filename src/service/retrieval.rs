@@ -10,6 +10,7 @@ use crate::domain::retrieval::{Ranking, Retrieval};
 use crate::domain::selection::{select, Selection};
 use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
+use crate::domain::vector::check_dimensions;
 use crate::store::Transaction;
 
 #[derive(Debug, Clone, Serialize)]
@@ -35,6 +36,11 @@ pub fn retrieve(
     selection_threshold: f64,
     ranking: &Ranking,
 ) -> Result<RetrieveResult, ServiceError> {
+    if let Some(embedding) = &retrieval.embedding {
+        if let Some(expected) = tx.vector_dimensions()? {
+            check_dimensions("query_embedding", embedding.dimensions(), expected)?;
+        }
+    }
     // A continuation ranks as of the moment of its first page.
     let now = retrieval.cursor.map_or(now, |c| from_micros(c.as_of));
     let page = tx.query_records(&retrieval.query_for(&caller.trust, ranking), now)?;

@@ -24,6 +24,7 @@ use crate::domain::record::{
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
+use crate::domain::vector::Embedding;
 
 pub use sqlite::{open, ConnectionOptions, ReadPool};
 
@@ -44,6 +45,9 @@ pub enum StoreError {
     Corrupt(String),
     #[error("{0}")]
     Schema(String),
+    /// A vector with another number of dimensions than the database's.
+    #[error("the vector has {given} dimensions, but the vectors of this database have {expected}")]
+    Dimensions { given: usize, expected: usize },
     #[error("cannot create the database directory {path}: {source}")]
     Directory {
         path: String,
@@ -71,6 +75,24 @@ pub struct CurrentState {
     /// The version number it was read at.
     pub version: i64,
     pub sensitivity: Sensitivity,
+}
+
+/// A record the embedder is to make a vector for: its search text, as of
+/// the row version read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToEmbed {
+    pub key: i64,
+    pub version: i64,
+    pub text: String,
+}
+
+/// A vector the embedder made for a [`ToEmbed`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    pub key: i64,
+    pub version: i64,
+    pub text: String,
+    pub embedding: Embedding,
 }
 
 /// A record read for a change, with the version the change is made against.
@@ -233,12 +255,15 @@ pub trait Transaction {
         entry: &AuditEntry,
         now: Timestamp,
     ) -> Result<(), StoreError>;
-    /// Stores a new record with all its parts; `AlreadyExists` when the id
-    /// is taken.
+    /// Stores a new record with all its parts, its vector too when it
+    /// carries one; `AlreadyExists` when the id is taken, `Dimensions` when
+    /// the vector does not fit the database's.
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError>;
     /// Rewrites a record read at `version`, appending the audit entries
     /// beyond those it had then; `Changed` if another change was made to it
-    /// since, `NotFound` if it is gone.
+    /// since, `NotFound` if it is gone. A vector the record carries
+    /// replaces its stored one; without one, a vector the embedder made from
+    /// a search text the record no longer has is dropped.
     fn update_record(
         &mut self,
         version: &Version,
@@ -261,6 +286,23 @@ pub trait Transaction {
     fn memory_stats(&mut self, now: Timestamp) -> Result<MemoryStats, StoreError>;
     /// A cheap query that proves the database answers.
     fn ping(&mut self) -> Result<(), StoreError>;
+
+    // Vectors.
+
+    /// The number of dimensions the database's vectors have, once fixed
+    /// (by the first vector stored, or the configuration).
+    fn vector_dimensions(&mut self) -> Result<Option<usize>, StoreError>;
+    /// Up to `limit` records after `after_key`, in key order, that are not
+    /// retracted and have no vector.
+    fn to_embed(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+        now: Timestamp,
+    ) -> Result<Vec<ToEmbed>, StoreError>;
+    /// Stores a vector the embedder made, unless the record changed since
+    /// it was read or got a vector meanwhile; answers whether it did.
+    fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError>;
 
     // Decay.
 

@@ -62,6 +62,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0007_filters.sql"),
         backfill: None,
     },
+    Migration {
+        version: 8,
+        name: "vectors",
+        sql: include_str!("../../../migrations/0008_vectors.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -118,7 +124,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6, 7, 8]);
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

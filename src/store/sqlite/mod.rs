@@ -13,6 +13,7 @@ pub mod search;
 pub mod stats;
 #[cfg(test)]
 mod test_support;
+pub mod vectors;
 
 use std::path::Path;
 use std::time::Duration;
@@ -21,8 +22,8 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::Connection;
 
 use super::{
-    CurrentState, DecayChange, DecayRow, JobRunRecord, JobSetting, Loaded, MemoryStats, RecordPage,
-    SalienceChange, Step, StoreError, Transaction, Version, WriteConnection,
+    CurrentState, DecayChange, DecayRow, Embedded, JobRunRecord, JobSetting, Loaded, MemoryStats,
+    RecordPage, SalienceChange, Step, StoreError, ToEmbed, Transaction, Version, WriteConnection,
 };
 use crate::domain::record::{AuditEntry, MemoryRecord};
 use crate::domain::retrieval::RecordQuery;
@@ -91,14 +92,20 @@ pub struct Opened {
 /// Opens the database at `path`, brings its schema up to date, and opens
 /// `pool_size` read connections. The writer connection comes first: it
 /// switches the file to WAL and migrates before any reader opens.
+/// `embedding_dimensions`: the configured dimensions of vectors, fixed in
+/// the database (refused if its vectors have another number).
 pub fn open(
     path: &Path,
     pool_size: u32,
     writer_options: ConnectionOptions,
     reader_options: ConnectionOptions,
+    embedding_dimensions: Option<usize>,
 ) -> Result<Opened, StoreError> {
     let mut conn = open_connection(path, writer_options)?;
     let applied_migrations = migrations::run(&mut conn)?;
+    if let Some(configured) = embedding_dimensions {
+        vectors::fix_dimensions(&conn, configured)?;
+    }
     search::prepare(&conn)?;
     let manager = SqliteConnectionManager::file(path)
         .with_init(move |conn| configure_connection(conn, reader_options));
@@ -259,6 +266,23 @@ impl Transaction for Connection {
 
     fn ping(&mut self) -> Result<(), StoreError> {
         records::ping(self)
+    }
+
+    fn vector_dimensions(&mut self) -> Result<Option<usize>, StoreError> {
+        vectors::dimensions(self)
+    }
+
+    fn to_embed(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+        now: Timestamp,
+    ) -> Result<Vec<ToEmbed>, StoreError> {
+        vectors::to_embed(self, after_key, limit, now)
+    }
+
+    fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError> {
+        vectors::store_embedded(self, embedded)
     }
 
     fn scan_for_decay(

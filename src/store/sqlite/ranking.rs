@@ -273,7 +273,7 @@ pub fn query_records(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
-    if query.text.is_some() || FilterSql::selective(&query.filters) {
+    if query.text.is_some() || query.vector.is_some() || FilterSql::selective(&query.filters) {
         super::relevance::query_ranked(conn, query, now)
     } else {
         by_salience(conn, query, now)
@@ -728,6 +728,7 @@ mod tests {
             max_bytes: usize::MAX,
             filters: Filters::default(),
             text: None,
+            vector: None,
             weights: Weights::default(),
             max_salience: 1.0,
         };
@@ -961,6 +962,7 @@ mod tests {
                         Filters::default()
                     },
                     text: None,
+                    vector: None,
                     weights: Weights::default(),
                     max_salience: 1.0,
                 };

@@ -60,6 +60,9 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
     super::search::index(conn, key, record)?;
+    if let Some(embedding) = &record.embedding {
+        super::vectors::put(conn, key, embedding, None)?;
+    }
     Ok(key)
 }
 
@@ -180,7 +183,8 @@ pub fn update_record(
     });
     write_lifecycle(conn, key, record, anchor)?;
     write_payload(conn, key, record)?;
-    super::search::reindex(conn, key, record)?;
+    let text_hash = super::search::reindex(conn, key, record)?;
+    super::vectors::after_update(conn, key, record.embedding.as_ref(), text_hash)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",
@@ -583,6 +587,7 @@ fn record_from_row(row: &Row<'_>) -> Result<MemoryRecord, StoreError> {
         relations: Vec::new(),
         payload,
         audit_log: Vec::new(),
+        embedding: None,
     })
 }
 

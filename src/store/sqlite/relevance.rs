@@ -21,6 +21,7 @@ use super::ranking::{current_salience, decay_bounds, within_budget, Rank, TopK, 
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
+use crate::domain::vector::QueryVector;
 use crate::store::{RecordPage, StoreError};
 
 /// A visible match, as the index gave it.
@@ -32,8 +33,26 @@ struct Candidate {
     created_at: i64,
     /// BM25 relevance, higher is better (0 without a text query).
     relevance: f64,
+    /// Similarity to the query vector; `None` without one or a vector.
+    vector: Option<f64>,
     /// The most the score can be, from the stored salience.
     bound: f64,
+}
+
+impl Candidate {
+    /// The first five columns of every candidate query.
+    fn from_row(row: &rusqlite::Row<'_>) -> Result<Candidate, StoreError> {
+        Ok(Candidate {
+            key: row.get(0)?,
+            layer: row.get(1)?,
+            stored: row.get(2)?,
+            decays_from: row.get(3)?,
+            created_at: row.get(4)?,
+            relevance: 0.0,
+            vector: None,
+            bound: 0.0,
+        })
+    }
 }
 
 pub fn query_ranked(
@@ -47,6 +66,7 @@ pub fn query_ranked(
         .map(|c| c.relevance)
         .fold(0.0f64, f64::max);
     let text_signal = |relevance: f64| query.text.as_ref().map(|_| relative(relevance, best));
+    let vector_signal = |c: &Candidate| query.vector.as_ref().map(|_| c.vector.unwrap_or(0.0));
     let bounds = decay_bounds(conn)?;
     let now_micros = to_micros(&now);
     for c in &mut candidates {
@@ -55,7 +75,7 @@ pub fn query_ranked(
             .map_or(c.stored, |b| b.at_most(c.stored, c.decays_from, now_micros));
         c.bound = Signals {
             text: text_signal(c.relevance),
-            vector: None,
+            vector: vector_signal(c),
             salience: most,
         }
         .score(&query.weights, query.max_salience);
@@ -82,7 +102,7 @@ pub fn query_ranked(
         }
         let record_signals = Signals {
             text: text_signal(c.relevance),
-            vector: None,
+            vector: vector_signal(c),
             salience,
         };
         let score = record_signals.score(&query.weights, query.max_salience);
@@ -99,52 +119,140 @@ pub fn query_ranked(
     })
 }
 
-/// Every visible record that matches the query and the filters.
+/// Every visible record that matches the text query, has a vector (with
+/// a query vector), or, with neither, matches the filters.
 fn candidates(conn: &Connection, query: &RecordQuery) -> Result<Vec<Candidate>, StoreError> {
     if query.memory_types.is_empty() {
         return Ok(Vec::new());
     }
-    let mut values: Vec<SqlValue> = Vec::new();
+    let mut found = match &query.text {
+        Some(text) => text_matches(conn, query, text)?,
+        None if query.vector.is_none() => filter_matches(conn, query)?,
+        None => Vec::new(),
+    };
+    if let Some(vector) = &query.vector {
+        let mut similar = similar(conn, query, vector)?;
+        for c in &mut found {
+            c.vector = similar.remove(&c.key).and_then(|s| s.vector);
+        }
+        found.extend(similar.into_values());
+    }
+    Ok(found)
+}
+
+/// Visible records matching the text query, with their BM25 relevance.
+fn text_matches(
+    conn: &Connection,
+    query: &RecordQuery,
+    text: &str,
+) -> Result<Vec<Candidate>, StoreError> {
+    let mut values = vec![SqlValue::Text(text.to_string())];
+    let sql = format!(
+        "SELECT r.key, r.layer, r.salience, r.decays_from, r.created_at, -bm25(record_search)
+         FROM record_search JOIN records r ON r.key = record_search.rowid
+         WHERE record_search MATCH ?1{}",
+        visible(query, &mut values)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+    let mut found = Vec::new();
+    while let Some(row) = rows.next()? {
+        let mut c = Candidate::from_row(row)?;
+        c.relevance = row.get::<_, f64>(5)?.max(0.0);
+        found.push(c);
+    }
+    Ok(found)
+}
+
+/// Visible records of a selective filter, with no query to rank by.
+fn filter_matches(conn: &Connection, query: &RecordQuery) -> Result<Vec<Candidate>, StoreError> {
+    let mut values = Vec::new();
+    let (from, condition) = filter_source(query, &mut values);
+    let sql = format!(
+        "SELECT r.key, r.layer, r.salience, r.decays_from, r.created_at FROM {from} WHERE {condition}{}",
+        visible(query, &mut values)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+    let mut found = Vec::new();
+    while let Some(row) = rows.next()? {
+        found.push(Candidate::from_row(row)?);
+    }
+    Ok(found)
+}
+
+/// Visible records with a vector, by key, with their similarity to
+/// `vector`. Computed as the rows are read: the vectors are never held.
+fn similar(
+    conn: &Connection,
+    query: &RecordQuery,
+    vector: &QueryVector,
+) -> Result<HashMap<i64, Candidate>, StoreError> {
+    let mut values = Vec::new();
+    let (from, condition) = filter_source(query, &mut values);
+    // Records first, in the order of their own index, then each one's
+    // vector by key: the vectors of invisible records are never read.
+    let sql = format!(
+        "SELECT r.key, r.layer, r.salience, r.decays_from, r.created_at, v.norm, v.vector
+         FROM {from} CROSS JOIN record_vectors v ON v.record_key = r.key WHERE {condition}{}",
+        visible(query, &mut values)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+    let mut found = HashMap::new();
+    while let Some(row) = rows.next()? {
+        let mut c = Candidate::from_row(row)?;
+        let norm: f64 = row.get(5)?;
+        // A vector of other dimensions (none is stored) counts as no match.
+        let stored = row
+            .get_ref(6)?
+            .as_blob()
+            .map_err(|e| StoreError::Corrupt(format!("vector of record {}: {e}", c.key)))?;
+        c.vector = Some(vector.signal(stored, norm).unwrap_or(0.0));
+        found.insert(c.key, c);
+    }
+    Ok(found)
+}
+
+/// The table a filter-only (or vector) query reads records from, and its
+/// condition: the thread or subject index when the filters name one; the
+/// records of the first tag (the filters check them all), read from the
+/// tag index rather than the rank ranges; otherwise the records table.
+fn filter_source(query: &RecordQuery, values: &mut Vec<SqlValue>) -> (&'static str, String) {
+    if query.filters.about().is_some() {
+        return ("records r INDEXED BY idx_records_about", "1".into());
+    }
+    match query.filters.tags.first() {
+        Some(tag) => {
+            values.push(SqlValue::Text(tag.clone()));
+            (
+                "tags t CROSS JOIN records r ON r.key = t.record_key",
+                format!("t.tag = ?{}", values.len()),
+            )
+        }
+        None => ("records r", "1".into()),
+    }
+}
+
+/// The conditions that keep to what the caller may see and asked for
+/// (layers, trust, salience floor, status, filters), their parameters
+/// added to `values`.
+fn visible(query: &RecordQuery, values: &mut Vec<SqlValue>) -> String {
     let mut param = |value: SqlValue| {
         values.push(value);
         values.len()
     };
-    let mut sql = String::from("SELECT r.key, r.layer, r.salience, r.decays_from, r.created_at, ");
-    match &query.text {
-        Some(text) => {
-            let n = param(SqlValue::Text(text.clone()));
-            sql.push_str(&format!(
-                "-bm25(record_search) FROM record_search JOIN records r ON r.key = record_search.rowid
-                 WHERE record_search MATCH ?{n}"
-            ));
-        }
-        // The thread or subject index, when the filters name one.
-        None if query.filters.about().is_some() => {
-            sql.push_str("0.0 FROM records r INDEXED BY idx_records_about WHERE 1")
-        }
-        // Otherwise the records of the first tag (the filters check them
-        // all), read from the tag index rather than the rank ranges.
-        None => match query.filters.tags.first() {
-            Some(tag) => {
-                let n = param(SqlValue::Text(tag.clone()));
-                sql.push_str(&format!(
-                    "0.0 FROM tags t CROSS JOIN records r ON r.key = t.record_key WHERE t.tag = ?{n}"
-                ));
-            }
-            None => sql.push_str("0.0 FROM records r WHERE 1"),
-        },
-    }
     // Layers and the sensitivity level come from enums, never from text.
     let layers: Vec<String> = query
         .memory_types
         .iter()
         .map(|t| t.layer().to_string())
         .collect();
-    sql.push_str(&format!(
+    let mut sql = format!(
         " AND r.layer IN ({}) AND r.sensitivity <= {}",
         layers.join(", "),
         query.max_sensitivity.rank()
-    ));
+    );
     let n = param(SqlValue::Real(query.min_salience));
     sql.push_str(&format!(" AND r.salience >= ?{n}"));
     if !query.include_retracted {
@@ -167,20 +275,5 @@ fn candidates(conn: &Connection, query: &RecordQuery) -> Result<Vec<Candidate>, 
     let filters = FilterSql::new(&query.filters, values.len() + 1);
     sql.push_str(&filters.clause);
     values.extend(filters.values);
-
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
-    let mut found = Vec::new();
-    while let Some(row) = rows.next()? {
-        found.push(Candidate {
-            key: row.get(0)?,
-            layer: row.get(1)?,
-            stored: row.get(2)?,
-            decays_from: row.get(3)?,
-            created_at: row.get(4)?,
-            relevance: row.get::<_, f64>(5)?.max(0.0),
-            bound: 0.0,
-        });
-    }
-    Ok(found)
+    sql
 }

@@ -14,7 +14,7 @@ use rusqlite::{params, Connection};
 
 use super::records::load_records;
 use crate::domain::record::MemoryRecord;
-use crate::domain::search::search_text;
+use crate::domain::search::{search_text, text_hash};
 use crate::store::StoreError;
 
 /// Sets a connection up to write records: the pending table, and a trigger
@@ -35,13 +35,15 @@ pub fn prepare(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Queues the indexing of a new record stored under `key`.
-pub fn index(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
+/// Queues the indexing of a new record stored under `key`; answers the
+/// hash of its search text.
+pub fn index(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<i64, StoreError> {
     queue(conn, key, record, true)
 }
 
-/// Queues the re-indexing of a record rewritten under `key`.
-pub fn reindex(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
+/// Queues the re-indexing of a record rewritten under `key`; answers the
+/// hash of its search text.
+pub fn reindex(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<i64, StoreError> {
     queue(conn, key, record, false)
 }
 
@@ -51,13 +53,14 @@ fn queue(
     key: i64,
     record: &MemoryRecord,
     fresh: bool,
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
+    let text = search_text(record);
     conn.prepare_cached(
         "INSERT INTO search_pending (key, text, fresh) VALUES (?1, ?2, ?3)
          ON CONFLICT (key) DO UPDATE SET text = excluded.text",
     )?
-    .execute(params![key, search_text(record), fresh])?;
-    Ok(())
+    .execute(params![key, text, fresh])?;
+    Ok(text_hash(&text))
 }
 
 /// Applies what the transaction's writes queued; call just before

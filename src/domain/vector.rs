@@ -1,0 +1,218 @@
+//! Embeddings: the vectors clients (or the embedder) attach to records and
+//! to queries, and the cosine similarity retrieval ranks them by.
+//!
+//! Values are kept as `f32`, the precision embedding models produce, so a
+//! 384-dimension vector takes 1.5 KiB on disk. Every vector of one
+//! database has the same number of dimensions: the first one stored fixes
+//! it, unless the configuration does (`retrieval.embedding_dimensions`).
+
+use super::validate::{Validated, ValidationError};
+
+/// The most dimensions a vector may have (the largest common embedding
+/// models have 3,072).
+pub const MAX_DIMENSIONS: usize = 8192;
+
+/// A checked vector: at least one dimension, at most [`MAX_DIMENSIONS`],
+/// every value finite, not all zero (a zero vector has no direction, so no
+/// similarity to anything).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedding(Vec<f32>);
+
+impl Embedding {
+    /// Checks the numbers a client sent for `field`.
+    pub fn new(field: &str, values: Vec<f64>) -> Validated<Embedding> {
+        if values.is_empty() {
+            return Err(ValidationError::new(
+                field,
+                "an embedding needs at least one number",
+            ));
+        }
+        if values.len() > MAX_DIMENSIONS {
+            return Err(ValidationError::new(
+                field,
+                format!(
+                    "too many dimensions: {} given, maximum is {MAX_DIMENSIONS}",
+                    values.len()
+                ),
+            ));
+        }
+        let mut vector = Vec::with_capacity(values.len());
+        for (i, value) in values.into_iter().enumerate() {
+            let single = value as f32;
+            if !single.is_finite() {
+                return Err(ValidationError::new(
+                    format!("{field}[{i}]"),
+                    format!("{value} is not a finite 32-bit number"),
+                ));
+            }
+            vector.push(single);
+        }
+        let embedding = Embedding(vector);
+        if embedding.norm() == 0.0 {
+            return Err(ValidationError::new(
+                field,
+                "an embedding cannot be all zeros",
+            ));
+        }
+        Ok(embedding)
+    }
+
+    /// A vector a client may send (`null` or absent: none).
+    pub fn optional(field: &str, values: Option<Vec<f64>>) -> Validated<Option<Embedding>> {
+        values.map(|v| Embedding::new(field, v)).transpose()
+    }
+
+    pub fn dimensions(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn values(&self) -> &[f32] {
+        &self.0
+    }
+
+    /// Euclidean length, computed in `f64`.
+    pub fn norm(&self) -> f64 {
+        self.0
+            .iter()
+            .map(|v| f64::from(*v) * f64::from(*v))
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    /// Little-endian `f32`s, the stored form.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.0.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// A vector read back from its stored form; `None` when the bytes are
+    /// not one.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Embedding> {
+        if bytes.is_empty() || bytes.len() % 4 != 0 {
+            return None;
+        }
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Some(Embedding(values))
+    }
+}
+
+/// A query vector scaled to length 1, so the cosine with a stored vector is
+/// their dot product over the stored vector's norm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryVector(Vec<f32>);
+
+impl QueryVector {
+    pub fn new(embedding: &Embedding) -> QueryVector {
+        let norm = embedding.norm();
+        QueryVector(
+            embedding
+                .values()
+                .iter()
+                .map(|v| (f64::from(*v) / norm) as f32)
+                .collect(),
+        )
+    }
+
+    pub fn dimensions(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The similarity signal of a stored vector (its bytes and norm): the
+    /// cosine, below 0 counted as 0. `None` when the stored vector has
+    /// another number of dimensions.
+    pub fn signal(&self, stored: &[u8], norm: f64) -> Option<f64> {
+        if stored.len() != self.0.len() * 4 || norm <= 0.0 {
+            return None;
+        }
+        // Four partial sums let the compiler vectorise the loop.
+        let mut sums = [0.0f32; 4];
+        let mut chunks = stored.chunks_exact(16).zip(self.0.chunks_exact(4));
+        for (bytes, query) in &mut chunks {
+            for lane in 0..4 {
+                let b = &bytes[lane * 4..lane * 4 + 4];
+                sums[lane] += f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * query[lane];
+            }
+        }
+        let done = self.0.len() / 4 * 4;
+        let mut dot: f64 = sums.iter().map(|s| f64::from(*s)).sum();
+        for (i, query) in self.0.iter().enumerate().skip(done) {
+            let b = &stored[i * 4..i * 4 + 4];
+            dot += f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * query);
+        }
+        Some((dot / norm).clamp(0.0, 1.0))
+    }
+}
+
+/// `field`'s vector against the dimensions the database's vectors have.
+pub fn check_dimensions(field: &str, given: usize, expected: usize) -> Validated<()> {
+    if given == expected {
+        Ok(())
+    } else {
+        Err(dimensions_mismatch(field, given, expected))
+    }
+}
+
+pub fn dimensions_mismatch(field: &str, given: usize, expected: usize) -> ValidationError {
+    ValidationError::new(
+        field,
+        format!("has {given} dimensions, but the vectors of this database have {expected}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn embedding(values: &[f64]) -> Embedding {
+        Embedding::new("embedding", values.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_vector_must_be_finite_non_empty_and_not_zero() {
+        let field = |values: Vec<f64>| Embedding::new("embedding", values).unwrap_err().field;
+        assert_eq!(field(vec![]), "embedding");
+        assert_eq!(field(vec![0.0, 0.0]), "embedding");
+        assert_eq!(field(vec![1.0, 1e39]), "embedding[1]");
+        assert_eq!(field(vec![0.0; MAX_DIMENSIONS + 1]), "embedding");
+        assert_eq!(embedding(&[3.0, 4.0]).norm(), 5.0);
+    }
+
+    #[test]
+    fn stored_bytes_round_trip() {
+        let e = embedding(&[0.25, -1.5, 3.0]);
+        assert_eq!(Embedding::from_bytes(&e.to_bytes()), Some(e));
+        assert_eq!(Embedding::from_bytes(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn the_signal_is_the_cosine_floored_at_zero() {
+        let stored = embedding(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+        let same_direction = QueryVector::new(&embedding(&[2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]));
+        let signal = same_direction
+            .signal(&stored.to_bytes(), stored.norm())
+            .unwrap();
+        assert!((signal - 1.0).abs() < 1e-6, "{signal}");
+
+        let a = embedding(&[1.0, 0.0, 1.0, 0.0, 1.0]);
+        let b = embedding(&[1.0, 1.0, 0.0, 0.0, 0.0]);
+        let cosine = 1.0 / (3f64.sqrt() * 2f64.sqrt());
+        let signal = QueryVector::new(&b)
+            .signal(&a.to_bytes(), a.norm())
+            .unwrap();
+        assert!((signal - cosine).abs() < 1e-6, "{signal} vs {cosine}");
+
+        let opposite = QueryVector::new(&embedding(&[-1.0, 0.0, -1.0, 0.0, -1.0]));
+        assert_eq!(opposite.signal(&a.to_bytes(), a.norm()), Some(0.0));
+        assert_eq!(opposite.signal(&[0; 8], 1.0), None);
+    }
+
+    #[test]
+    fn dimensions_must_match() {
+        assert!(check_dimensions("query_embedding", 3, 3).is_ok());
+        let error = check_dimensions("query_embedding", 3, 384).unwrap_err();
+        assert_eq!(error.field, "query_embedding");
+        assert!(error.message.contains("384"), "{}", error.message);
+    }
+}

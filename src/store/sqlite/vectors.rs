@@ -1,0 +1,250 @@
+//! Stored embeddings (migration 0008): one vector per record at most, and
+//! the number of dimensions every vector of the database has.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::records::load_records;
+use crate::domain::search::{search_text, text_hash};
+use crate::domain::time::Timestamp;
+use crate::domain::vector::Embedding;
+use crate::store::{Embedded, StoreError, ToEmbed};
+
+/// The dimensions of the database's vectors, once fixed.
+pub fn dimensions(conn: &Connection) -> Result<Option<usize>, StoreError> {
+    let stored: Option<i64> = conn
+        .prepare_cached("SELECT dimensions FROM vector_space WHERE id = 1")?
+        .query_row([], |row| row.get(0))
+        .optional()?;
+    Ok(stored.map(|n| n as usize))
+}
+
+/// Fixes the dimensions to `configured` (from the configuration); refused
+/// when the database's vectors already have another number.
+pub fn fix_dimensions(conn: &Connection, configured: usize) -> Result<(), StoreError> {
+    match dimensions(conn)? {
+        Some(stored) if stored != configured => Err(StoreError::Schema(format!(
+            "retrieval.embedding_dimensions is {configured}, but the vectors of this database \
+             have {stored} dimensions; set it to {stored} or point storage.db_path at another file"
+        ))),
+        Some(_) => Ok(()),
+        None => {
+            conn.prepare_cached("INSERT INTO vector_space (id, dimensions) VALUES (1, ?1)")?
+                .execute([configured as i64])?;
+            Ok(())
+        }
+    }
+}
+
+/// Stores `embedding` as record `key`'s vector (replacing any), the first
+/// vector of the database fixing its dimensions. `text_hash`: the hash of
+/// the search text the embedder made it from; `None` for a client's.
+pub fn put(
+    conn: &Connection,
+    key: i64,
+    embedding: &Embedding,
+    text_hash: Option<i64>,
+) -> Result<(), StoreError> {
+    let given = embedding.dimensions();
+    match dimensions(conn)? {
+        Some(expected) if expected != given => {
+            return Err(StoreError::Dimensions { given, expected });
+        }
+        Some(_) => {}
+        None => fix_dimensions(conn, given)?,
+    }
+    conn.prepare_cached(
+        "INSERT INTO record_vectors (record_key, norm, vector, text_hash) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (record_key) DO UPDATE
+             SET norm = excluded.norm, vector = excluded.vector, text_hash = excluded.text_hash",
+    )?
+    .execute(params![
+        key,
+        embedding.norm(),
+        embedding.to_bytes(),
+        text_hash
+    ])?;
+    Ok(())
+}
+
+/// After record `key` was rewritten: its new vector, if the change brought
+/// one; otherwise a vector the embedder made from another text than the
+/// record's now (`text_hash`) is dropped, to be made again.
+pub fn after_update(
+    conn: &Connection,
+    key: i64,
+    embedding: Option<&Embedding>,
+    text_hash: i64,
+) -> Result<(), StoreError> {
+    match embedding {
+        Some(embedding) => put(conn, key, embedding, None),
+        None => {
+            conn.prepare_cached(
+                "DELETE FROM record_vectors
+                 WHERE record_key = ?1 AND text_hash IS NOT NULL AND text_hash <> ?2",
+            )?
+            .execute(params![key, text_hash])?;
+            Ok(())
+        }
+    }
+}
+
+/// Up to `limit` records after `after_key` (key order) that are not
+/// retracted and have no vector: what the embedder has to do.
+pub fn to_embed(
+    conn: &Connection,
+    after_key: i64,
+    limit: usize,
+    now: Timestamp,
+) -> Result<Vec<ToEmbed>, StoreError> {
+    let rows: Vec<(i64, i64)> = conn
+        .prepare_cached(
+            "SELECT r.key, r.version FROM records r
+             WHERE r.key > ?1 AND r.status <> 'retracted'
+               AND NOT EXISTS (SELECT 1 FROM record_vectors v WHERE v.record_key = r.key)
+             ORDER BY r.key LIMIT ?2",
+        )?
+        .query_map(params![after_key, limit as i64], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    let keys: Vec<i64> = rows.iter().map(|(key, _)| *key).collect();
+    let records = load_records(conn, &keys, now)?;
+    if records.len() != keys.len() {
+        return Err(StoreError::Corrupt(
+            "a record listed for embedding could not be read".into(),
+        ));
+    }
+    Ok(rows
+        .into_iter()
+        .zip(records)
+        .map(|((key, version), record)| ToEmbed {
+            key,
+            version,
+            text: search_text(&record),
+        })
+        .collect())
+}
+
+/// Stores a vector the embedder made, if the record is still as it was
+/// read and has no vector meanwhile (a client's wins). Answers whether it
+/// was stored.
+pub fn store_embedded(conn: &Connection, embedded: &Embedded) -> Result<bool, StoreError> {
+    let current: Option<i64> = conn
+        .prepare_cached("SELECT version FROM records WHERE key = ?1")?
+        .query_row([embedded.key], |row| row.get(0))
+        .optional()?;
+    let has_vector: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM record_vectors WHERE record_key = ?1)")?
+        .query_row([embedded.key], |row| row.get(0))?;
+    if current != Some(embedded.version) || has_vector {
+        return Ok(false);
+    }
+    put(
+        conn,
+        embedded.key,
+        &embedded.embedding,
+        Some(text_hash(&embedded.text)),
+    )?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::{get_for_update, insert_record, update_record};
+    use super::super::test_support::{conn, now, record};
+    use super::*;
+    use crate::store::SalienceChange;
+    use serde_json::json;
+
+    fn fact(
+        id: &str,
+        object: &str,
+        embedding: Option<Vec<f64>>,
+    ) -> crate::domain::record::MemoryRecord {
+        let mut fact = record(
+            id,
+            json!({"type": "semantic", "sensitivity": "low",
+                   "payload": {"kind": "semantic", "subject": "user", "predicate": "likes", "object": object}}),
+        );
+        fact.embedding = embedding.map(|v| Embedding::new("embedding", v).unwrap());
+        fact
+    }
+
+    fn vector_count(conn: &Connection) -> i64 {
+        conn.query_row("SELECT COUNT(*) FROM record_vectors", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_first_vector_fixes_the_dimensions() {
+        let conn = conn();
+        assert_eq!(dimensions(&conn).unwrap(), None);
+        insert_record(&conn, &fact("a", "tea", Some(vec![1.0, 0.0, 0.0]))).unwrap();
+        assert_eq!(dimensions(&conn).unwrap(), Some(3));
+        let err = insert_record(&conn, &fact("b", "coffee", Some(vec![1.0, 0.0]))).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::Dimensions {
+                    given: 2,
+                    expected: 3
+                }
+            ),
+            "{err}"
+        );
+        assert!(fix_dimensions(&conn, 4).is_err());
+        assert!(fix_dimensions(&conn, 3).is_ok());
+        // A deleted record takes its vector along.
+        conn.execute("DELETE FROM records WHERE id = 'a'", [])
+            .unwrap();
+        assert_eq!(vector_count(&conn), 0);
+    }
+
+    #[test]
+    fn the_embedder_works_through_records_without_a_vector() {
+        let conn = conn();
+        let a = insert_record(&conn, &fact("a", "tea", None)).unwrap();
+        insert_record(&conn, &fact("b", "coffee", Some(vec![0.0, 1.0]))).unwrap();
+        let todo = to_embed(&conn, 0, 10, now()).unwrap();
+        assert_eq!(todo.len(), 1);
+        assert_eq!(todo[0].key, a);
+        assert!(todo[0].text.contains("tea"), "{}", todo[0].text);
+        let made = Embedded {
+            key: a,
+            version: todo[0].version,
+            text: todo[0].text.clone(),
+            embedding: Embedding::new("embedding", vec![1.0, 0.0]).unwrap(),
+        };
+        // A record changed since it was read is left for the next pass.
+        let stale = Embedded {
+            version: made.version - 1,
+            ..made.clone()
+        };
+        assert!(!store_embedded(&conn, &stale).unwrap());
+        assert!(store_embedded(&conn, &made).unwrap());
+        assert!(!store_embedded(&conn, &made).unwrap());
+        assert!(to_embed(&conn, 0, 10, now()).unwrap().is_empty());
+
+        // A rewrite that keeps the text keeps the vector; one that changes
+        // it drops the embedder's vector, never a client's.
+        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        update_record(
+            &conn,
+            &loaded.version,
+            &loaded.record,
+            SalienceChange::Unchanged,
+        )
+        .unwrap();
+        assert_eq!(vector_count(&conn), 2);
+        for id in ["a", "b"] {
+            let loaded = get_for_update(&conn, id, now()).unwrap().unwrap();
+            let mut changed = loaded.record.clone();
+            if let crate::domain::payload::Payload::Semantic(p) = &mut changed.payload {
+                p.object = json!("water");
+            }
+            update_record(&conn, &loaded.version, &changed, SalienceChange::Unchanged).unwrap();
+        }
+        assert_eq!(vector_count(&conn), 1);
+        assert_eq!(to_embed(&conn, 0, 10, now()).unwrap()[0].key, a);
+    }
+}
