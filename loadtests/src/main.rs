@@ -65,7 +65,9 @@ Options:
   --engram PATH           crash: the engram binary
   --cycles N              crash: kill/restart cycles (default 20)
   --dataset FILE          recall: the JSONL dataset
-  --no-vectors            recall: leave the dataset's embeddings out";
+  --no-vectors            recall: leave the dataset's embeddings out
+  --test-embedder         recall: records and queries without a vector get
+                          one from the deterministic test embedder";
 
 struct Args {
     command: String,
@@ -83,6 +85,7 @@ struct Args {
     cycles: u32,
     dataset: Option<PathBuf>,
     no_vectors: bool,
+    test_embedder: bool,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -117,6 +120,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         cycles: 20,
         dataset: None,
         no_vectors: false,
+        test_embedder: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
@@ -193,6 +197,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--cycles" => parsed.cycles = number(value("--cycles")?, "--cycles")? as u32,
             "--dataset" => parsed.dataset = Some(PathBuf::from(value("--dataset")?)),
             "--no-vectors" => parsed.no_vectors = true,
+            "--test-embedder" => parsed.test_embedder = true,
             other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
         }
     }
@@ -315,6 +320,7 @@ async fn run(args: Args) -> bool {
                 dataset,
                 headers: args.load.headers,
                 no_vectors: args.no_vectors,
+                test_embedder: args.test_embedder,
             };
             match recall::run(options).await {
                 Ok(result) => {

@@ -26,6 +26,9 @@ pub struct RecallOptions {
     pub headers: Vec<(String, String)>,
     /// Leave `embedding` and `query_embedding` out, to measure text alone.
     pub no_vectors: bool,
+    /// Give records and queries that have no vector one made by
+    /// [`crate::embed::embed`] from their text.
+    pub test_embedder: bool,
 }
 
 /// One query's figures.
@@ -89,7 +92,7 @@ pub fn summary(scored: &[Scored]) -> Value {
 
 /// The `POST /v1/records` body for a dataset record line, stored under
 /// `id`.
-pub fn record_body(line: &Map<String, Value>, id: &str, vectors: bool) -> Result<Value, String> {
+pub fn record_body(line: &Map<String, Value>, id: &str, vectors: Vectors) -> Result<Value, String> {
     let text = line.get("text").and_then(Value::as_str).unwrap_or("");
     let field = |name: &str| line.get(name).cloned();
     let strings = |name: &str| -> Vec<Value> {
@@ -191,12 +194,65 @@ pub fn record_body(line: &Map<String, Value>, id: &str, vectors: bool) -> Result
             body[name] = value;
         }
     }
-    if vectors {
-        if let Some(embedding) = field("embedding") {
-            body["embedding"] = embedding;
-        }
+    if let Some(embedding) = vectors.of(line.get("embedding"), || record_text(line)) {
+        body["embedding"] = embedding;
     }
     Ok(body)
+}
+
+/// Which vectors go with the records and queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vectors {
+    None,
+    /// The dataset's own.
+    Given,
+    /// The dataset's own, or the test embedder's.
+    Made,
+}
+
+impl Vectors {
+    pub fn new(options: &RecallOptions) -> Vectors {
+        match (options.no_vectors, options.test_embedder) {
+            (true, _) => Vectors::None,
+            (false, false) => Vectors::Given,
+            (false, true) => Vectors::Made,
+        }
+    }
+
+    /// The vector to send: the `given` one, or one made from `text`.
+    fn of(self, given: Option<&Value>, text: impl FnOnce() -> String) -> Option<Value> {
+        match (self, given) {
+            (Vectors::None, _) => None,
+            (_, Some(given)) => Some(given.clone()),
+            (Vectors::Given, None) => None,
+            (Vectors::Made, None) => Some(json!(crate::embed::embed(
+                &text(),
+                crate::embed::DIMENSIONS
+            ))),
+        }
+    }
+}
+
+/// Every text of a record line (strings and lists of strings), what the
+/// record is about.
+fn record_text(line: &Map<String, Value>) -> String {
+    let mut parts = Vec::new();
+    for (name, value) in line {
+        if matches!(
+            name.as_str(),
+            "type" | "key" | "memory_type" | "sensitivity" | "scope" | "embedding"
+        ) {
+            continue;
+        }
+        match value {
+            Value::String(text) => parts.push(text.clone()),
+            Value::Array(items) => {
+                parts.extend(items.iter().filter_map(Value::as_str).map(str::to_string))
+            }
+            _ => {}
+        }
+    }
+    parts.join(" ")
 }
 
 /// Loads the dataset, asks every query, prints per-query misses and the
@@ -241,6 +297,7 @@ pub async fn run(options: RecallOptions) -> Result<Value, String> {
         }
     }
     let client = client(&options.headers);
+    let vectors = Vectors::new(&options);
     // Ids unique to this run, so a dataset can be loaded again into the
     // same service; anything else the service holds counts as a miss.
     let prefix = format!("recall-{}-", uuid::Uuid::new_v4().simple());
@@ -249,7 +306,7 @@ pub async fn run(options: RecallOptions) -> Result<Value, String> {
             .get("key")
             .and_then(Value::as_str)
             .ok_or("a record needs a key")?;
-        let body = record_body(line, &format!("{prefix}{key}"), !options.no_vectors)
+        let body = record_body(line, &format!("{prefix}{key}"), vectors)
             .map_err(|e| format!("record {key}: {e}"))?;
         let (status, answer) = post(&client, &format!("{}/v1/records", options.url), &body).await?;
         if status != 201 {
@@ -275,10 +332,14 @@ pub async fn run(options: RecallOptions) -> Result<Value, String> {
         if let Some(types) = line.get("memory_types") {
             body["memory_types"] = types.clone();
         }
-        if !options.no_vectors {
-            if let Some(embedding) = line.get("query_embedding") {
-                body["query_embedding"] = embedding.clone();
-            }
+        let text = || {
+            line.get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        if let Some(embedding) = vectors.of(line.get("query_embedding"), text) {
+            body["query_embedding"] = embedding;
         }
         let (status, answer) =
             post(&client, &format!("{}/v1/retrieve", options.url), &body).await?;
@@ -382,11 +443,11 @@ mod tests {
             ),
         ] {
             let map = line.as_object().unwrap();
-            let body = record_body(map, "id-1", true).unwrap();
+            let body = record_body(map, "id-1", Vectors::Given).unwrap();
             assert_eq!(body.pointer(path), Some(&expected), "{body}");
             assert_eq!(body["id"], "id-1");
         }
         let bad = json!({"memory_type": "dream"});
-        assert!(record_body(bad.as_object().unwrap(), "x", true).is_err());
+        assert!(record_body(bad.as_object().unwrap(), "x", Vectors::Given).is_err());
     }
 }

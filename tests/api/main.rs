@@ -15,3 +15,4 @@ mod relevance;
 mod retrieve;
 mod revisions;
 mod storage;
+mod vectors;

@@ -533,6 +533,7 @@ async fn the_project_recall_set_is_found_by_text_alone() {
         dataset: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/recall.jsonl"),
         headers: Vec::new(),
         no_vectors: true,
+        test_embedder: false,
     })
     .await
     .unwrap();
