@@ -136,6 +136,7 @@ pub async fn run(options: CrashOptions) -> Result<Value, String> {
             verify: false,
             progress: false,
             headers: Vec::new(),
+            vectors: 0,
         };
         let running = actix_rt::spawn(driver::run_collecting(Scenario::Ingest, load));
         actix_rt::time::sleep(kill_after).await;

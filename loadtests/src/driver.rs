@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
+use loadtests::embed;
 pub use loadtests::http::{client, post};
 
 use crate::workload::{
@@ -32,6 +33,9 @@ pub enum Scenario {
     Retrieve,
     /// The same, ranked by a three-word query.
     Search,
+    /// The same, ranked by the vector of a three-word query, and by its
+    /// text too when `text`.
+    Vector { text: bool },
     /// Many clients superseding the same few facts.
     Revise { topics: usize },
     /// Ingests while runs of these jobs (decay, consolidation) are
@@ -47,6 +51,8 @@ impl Scenario {
             Scenario::Mixed { .. } => "mixed",
             Scenario::Retrieve => "retrieve",
             Scenario::Search => "search",
+            Scenario::Vector { text: false } => "vector",
+            Scenario::Vector { text: true } => "hybrid",
             Scenario::Revise { .. } => "revise",
             Scenario::DuringMaintenance { .. } => "during-maintenance",
         }
@@ -66,6 +72,9 @@ pub struct LoadOptions {
     pub progress: bool,
     /// Extra headers on every request (e.g. an API key).
     pub headers: Vec<(String, String)>,
+    /// Dimensions of the vectors records and queries carry; 0: none
+    /// (vector queries then use [`embed::DIMENSIONS`]).
+    pub vectors: usize,
 }
 
 /// One request of a scenario.
@@ -85,7 +94,26 @@ enum Op {
     },
 }
 
-fn op_for(scenario: &Scenario, seed: u64, index: u64) -> Op {
+fn op_for(scenario: &Scenario, seed: u64, index: u64, vectors: usize) -> Op {
+    let mut op = op_without_vectors(scenario, seed, index, vectors);
+    if vectors > 0 {
+        if let Op::Write { body, .. } = &mut op {
+            match body.get_mut("items").and_then(Value::as_array_mut) {
+                Some(items) => items.iter_mut().for_each(|item| with_vector(item, vectors)),
+                None => with_vector(body, vectors),
+            }
+        }
+    }
+    op
+}
+
+/// Gives an ingest body the test embedder's vector of its text.
+fn with_vector(body: &mut Value, dimensions: usize) {
+    let vector = embed::embed(&body.to_string(), dimensions);
+    body["embedding"] = json!(vector);
+}
+
+fn op_without_vectors(scenario: &Scenario, seed: u64, index: u64, vectors: usize) -> Op {
     let mut rng = Rng::new(seed ^ index.rotate_left(17) ^ 0x5EED);
     match scenario {
         Scenario::Ingest | Scenario::DuringMaintenance { .. } => single_write(seed, index),
@@ -116,6 +144,23 @@ fn op_for(scenario: &Scenario, seed: u64, index: u64) -> Op {
         Scenario::Search => Op::Read {
             body: search_retrieval(&mut rng),
         },
+        Scenario::Vector { text } => {
+            let mut body = search_retrieval(&mut rng);
+            let query = body["task_descriptor"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let dimensions = if vectors > 0 {
+                vectors
+            } else {
+                embed::DIMENSIONS
+            };
+            body["query_embedding"] = json!(embed::embed(&query, dimensions));
+            if !text {
+                body.as_object_mut().map(|b| b.remove("task_descriptor"));
+            }
+            Op::Read { body }
+        }
         Scenario::Revise { topics } => Op::Supersede {
             topic: rng.below(*topics as u64) as usize,
         },
@@ -174,7 +219,7 @@ async fn execute(run: &Rc<RefCell<Run>>, client: &awc::Client, index: u64, due: 
         let run = run.borrow();
         (
             run.options.url.clone(),
-            op_for(&run.scenario, run.options.seed, index),
+            op_for(&run.scenario, run.options.seed, index, run.options.vectors),
         )
     };
     match op {

@@ -28,6 +28,9 @@ Scenarios (against a running engram):
   retrieve            retrievals only: limit 20, a trust context that sees
                       about a tenth of what the ingest scenarios write
   search              the same retrievals, ranked by a three-word query
+  vector              the same retrievals, ranked by the query's vector
+                      (--vectors dimensions, default 384)
+  hybrid              the same retrievals, ranked by text and vector
   revise              many clients superseding the same --topics facts
   during-maintenance  ingests while decay and consolidation runs are
                       triggered every --maintenance-every seconds
@@ -64,6 +67,9 @@ Options:
   --db PATH               baseline: database file (default a temp file)
   --engram PATH           crash: the engram binary
   --cycles N              crash: kill/restart cycles (default 20)
+  --vectors N             ingest, batch, mixed: each record carries an
+                          N-dimension vector from the test embedder;
+                          vector, hybrid: query vectors of N (default 384)
   --dataset FILE          recall: the JSONL dataset
   --no-vectors            recall: leave the dataset's embeddings out
   --test-embedder         recall: records and queries without a vector get
@@ -106,6 +112,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             verify: true,
             progress: true,
             headers: Vec::new(),
+            vectors: 0,
         },
         json: false,
         batch_size: 100,
@@ -195,6 +202,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--db" => parsed.db = Some(PathBuf::from(value("--db")?)),
             "--engram" => parsed.engram = Some(PathBuf::from(value("--engram")?)),
             "--cycles" => parsed.cycles = number(value("--cycles")?, "--cycles")? as u32,
+            "--vectors" => parsed.load.vectors = number(value("--vectors")?, "--vectors")? as usize,
             "--dataset" => parsed.dataset = Some(PathBuf::from(value("--dataset")?)),
             "--no-vectors" => parsed.no_vectors = true,
             "--test-embedder" => parsed.test_embedder = true,
@@ -227,6 +235,8 @@ async fn run(args: Args) -> bool {
         }),
         "retrieve" => Some(Scenario::Retrieve),
         "search" => Some(Scenario::Search),
+        "vector" => Some(Scenario::Vector { text: false }),
+        "hybrid" => Some(Scenario::Vector { text: true }),
         "revise" => Some(Scenario::Revise {
             topics: args.topics,
         }),

@@ -107,6 +107,52 @@ async fn records_rank_by_vector_alone_and_blended_with_text() {
 }
 
 #[actix_web::test]
+async fn filters_and_status_narrow_a_vector_query() {
+    let app = spawn_app().await;
+    for (id, tag, by, vector) in [
+        ("t1", "ops", "alice", json!([1.0, 0.0])),
+        ("t2", "dev", "bob", json!([1.0, 0.1])),
+        ("t3", "ops", "bob", json!([0.0, 1.0])),
+    ] {
+        let mut body = fact(id, "tea", vector);
+        body["tags"] = json!([tag]);
+        body["provenance"] = json!({"created_by": by});
+        create(&app, body).await;
+    }
+    let query = |extra: Value| {
+        let mut body = json!({"trust": trust("hyper", &[]), "query_embedding": [1.0, 0.0]});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let cases = [
+        (json!({}), vec!["t1", "t2", "t3"]),
+        (json!({"tags": ["ops"]}), vec!["t1", "t3"]),
+        (json!({"sources": ["bob"]}), vec!["t2", "t3"]),
+        (json!({"subject": "user"}), vec!["t1", "t2", "t3"]),
+        (json!({"tags": ["ops"], "sources": ["bob"]}), vec!["t3"]),
+        (json!({"memory_types": ["episodic"]}), vec![]),
+    ];
+    for (extra, expected) in cases {
+        let answer = retrieve(&app, query(extra.clone())).await;
+        assert_eq!(ids(&answer), expected, "{extra}");
+    }
+    let (status, answer) = app
+        .post(
+            "/v1/revisions/retract",
+            &json!({"id": "t1", "actor": "r", "rationale": "wrong"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(ids(&retrieve(&app, query(json!({}))).await), ["t2", "t3"]);
+    let all = retrieve(&app, query(json!({"include_retracted": true}))).await;
+    // Retracted at salience 0, t1 keeps its similarity but loses salience.
+    assert_eq!(ids(&all), ["t2", "t1", "t3"], "{all}");
+    assert!(close_to(&all["scores"][1]["vector"], 1.0), "{all}");
+}
+
+#[actix_web::test]
 async fn every_way_of_writing_a_record_takes_an_embedding() {
     let app = spawn_app().await;
     let unit = |i: usize| {

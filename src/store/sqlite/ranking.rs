@@ -200,10 +200,40 @@ impl<'a> Range<'a> {
 
 /// Which of the two sets of rank indexes a range reads.
 #[derive(Debug, Clone, Copy)]
-enum RankSet {
+pub(super) enum RankSet {
     /// Active and contested records.
     Live,
     Retracted,
+}
+
+impl RankSet {
+    /// The sets a query reads: the live one, and the retracted one too
+    /// when it asks for retracted records.
+    pub(super) fn for_query(query: &RecordQuery) -> Vec<RankSet> {
+        let mut sets = vec![RankSet::Live];
+        if query.include_retracted {
+            sets.push(RankSet::Retracted);
+        }
+        sets
+    }
+
+    /// Its rank index over every scope, its index by scope, and the status
+    /// term that is the indexes' own condition (which lets them be used and
+    /// costs no table read).
+    pub(super) fn indexes(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            RankSet::Live => (
+                "idx_records_rank",
+                "idx_records_scope_rank",
+                "r.status <> 'retracted'",
+            ),
+            RankSet::Retracted => (
+                "idx_records_retracted_rank",
+                "idx_records_retracted_scope_rank",
+                "r.status = 'retracted'",
+            ),
+        }
+    }
 }
 
 /// The page and next-tier statements of the three kinds of range (every
@@ -216,20 +246,7 @@ struct RangeSql {
 
 impl RangeSql {
     fn new(status: RankSet, unscoped_filters: &FilterSql, scoped_filters: &FilterSql) -> Self {
-        // The status term is the partial index's own condition, which lets
-        // the index be used and costs no table read.
-        let (rank, scope_rank, status) = match status {
-            RankSet::Live => (
-                "idx_records_rank",
-                "idx_records_scope_rank",
-                "r.status <> 'retracted'",
-            ),
-            RankSet::Retracted => (
-                "idx_records_retracted_rank",
-                "idx_records_retracted_scope_rank",
-                "r.status = 'retracted'",
-            ),
-        };
+        let (rank, scope_rank, status) = status.indexes();
         let select = |index: &str, scope: &str, filters: &FilterSql| {
             format!(
                 "SELECT r.key, r.salience, r.decays_from, r.created_at
@@ -292,10 +309,7 @@ fn by_salience(
     // Live and retracted records are in separate (partial) indexes, so a
     // retrieval that leaves retracted records out never steps over them;
     // one that includes them reads both sets of ranges.
-    let mut statuses = vec![RankSet::Live];
-    if query.include_retracted {
-        statuses.push(RankSet::Retracted);
-    }
+    let statuses = RankSet::for_query(query);
     let sql: Vec<RangeSql> = statuses
         .iter()
         .map(|status| RangeSql::new(*status, &unscoped_filters, &scoped_filters))

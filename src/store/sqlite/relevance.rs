@@ -17,7 +17,9 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
 
 use super::filters::FilterSql;
-use super::ranking::{current_salience, decay_bounds, within_budget, Rank, TopK, PROFILE_SQL};
+use super::ranking::{
+    current_salience, decay_bounds, within_budget, Rank, RankSet, TopK, PROFILE_SQL,
+};
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
@@ -30,7 +32,6 @@ struct Candidate {
     layer: i64,
     stored: f64,
     decays_from: i64,
-    created_at: i64,
     /// BM25 relevance, higher is better (0 without a text query).
     relevance: f64,
     /// Similarity to the query vector; `None` without one or a vector.
@@ -40,14 +41,15 @@ struct Candidate {
 }
 
 impl Candidate {
-    /// The first five columns of every candidate query.
+    /// The first four columns of every candidate query. (The creation
+    /// time is read only for the candidates that may make the cut: it is
+    /// in no index the candidates are read from.)
     fn from_row(row: &rusqlite::Row<'_>) -> Result<Candidate, StoreError> {
         Ok(Candidate {
             key: row.get(0)?,
             layer: row.get(1)?,
             stored: row.get(2)?,
             decays_from: row.get(3)?,
-            created_at: row.get(4)?,
             relevance: 0.0,
             vector: None,
             bound: 0.0,
@@ -85,6 +87,7 @@ pub fn query_ranked(
     let mut top = TopK::for_query(query);
     let mut signals: HashMap<i64, Signals> = HashMap::new();
     let mut profile = conn.prepare_cached(PROFILE_SQL)?;
+    let mut created = conn.prepare_cached("SELECT created_at FROM records WHERE key = ?1")?;
     for c in &candidates {
         if top.excludes_up_to(c.bound) {
             break;
@@ -96,7 +99,8 @@ pub fn query_ranked(
                 c.key
             )));
         };
-        let salience = current_salience(row, c.stored, c.created_at, now)?;
+        let created_at: i64 = created.query_row([c.key], |row| row.get(0))?;
+        let salience = current_salience(row, c.stored, created_at, now)?;
         if salience < query.min_salience {
             continue;
         }
@@ -109,7 +113,7 @@ pub fn query_ranked(
         top.offer(Rank {
             salience: score,
             layer: c.layer,
-            created_at: c.created_at,
+            created_at,
             key: c.key,
         });
         signals.insert(c.key, record_signals);
@@ -148,7 +152,7 @@ fn text_matches(
 ) -> Result<Vec<Candidate>, StoreError> {
     let mut values = vec![SqlValue::Text(text.to_string())];
     let sql = format!(
-        "SELECT r.key, r.layer, r.salience, r.decays_from, r.created_at, -bm25(record_search)
+        "SELECT r.key, r.layer, r.salience, r.decays_from, -bm25(record_search)
          FROM record_search JOIN records r ON r.key = record_search.rowid
          WHERE record_search MATCH ?1{}",
         visible(query, &mut values)
@@ -158,7 +162,7 @@ fn text_matches(
     let mut found = Vec::new();
     while let Some(row) = rows.next()? {
         let mut c = Candidate::from_row(row)?;
-        c.relevance = row.get::<_, f64>(5)?.max(0.0);
+        c.relevance = row.get::<_, f64>(4)?.max(0.0);
         found.push(c);
     }
     Ok(found)
@@ -169,7 +173,7 @@ fn filter_matches(conn: &Connection, query: &RecordQuery) -> Result<Vec<Candidat
     let mut values = Vec::new();
     let (from, condition) = filter_source(query, &mut values);
     let sql = format!(
-        "SELECT r.key, r.layer, r.salience, r.decays_from, r.created_at FROM {from} WHERE {condition}{}",
+        "SELECT r.key, r.layer, r.salience, r.decays_from FROM {from} WHERE {condition}{}",
         visible(query, &mut values)
     );
     let mut stmt = conn.prepare_cached(&sql)?;
@@ -182,36 +186,90 @@ fn filter_matches(conn: &Connection, query: &RecordQuery) -> Result<Vec<Candidat
 }
 
 /// Visible records with a vector, by key, with their similarity to
-/// `vector`. Computed as the rows are read: the vectors are never held.
+/// `vector`, computed as the rows are read (the vectors are never held).
+///
+/// Without a thread, subject or tag filter, the visible records are read
+/// as ranges of the rank indexes (unscoped records, then the caller's
+/// scopes; or every scope), which hold everything a candidate needs, so
+/// each visible record costs one index entry and one vector lookup, and
+/// invisible ones nothing.
 fn similar(
     conn: &Connection,
     query: &RecordQuery,
     vector: &QueryVector,
 ) -> Result<HashMap<i64, Candidate>, StoreError> {
+    const COLUMNS: &str = "r.key, r.layer, r.salience, r.decays_from, v.norm, v.vector";
+    const VECTOR: &str = "CROSS JOIN record_vectors v ON v.record_key = r.key";
     let mut values = Vec::new();
-    let (from, condition) = filter_source(query, &mut values);
-    // Records first, in the order of their own index, then each one's
-    // vector by key: the vectors of invisible records are never read.
-    let sql = format!(
-        "SELECT r.key, r.layer, r.salience, r.decays_from, r.created_at, v.norm, v.vector
-         FROM {from} CROSS JOIN record_vectors v ON v.record_key = r.key WHERE {condition}{}",
-        visible(query, &mut values)
-    );
+    let sql = if query.filters.about().is_some() || !query.filters.tags.is_empty() {
+        let (from, condition) = filter_source(query, &mut values);
+        format!(
+            "SELECT {COLUMNS} FROM {from} {VECTOR} WHERE {condition}{}",
+            visible(query, &mut values)
+        )
+    } else {
+        values.push(SqlValue::Real(query.min_salience));
+        let scopes: Vec<String> = query
+            .scopes
+            .iter()
+            .flatten()
+            .map(|scope| {
+                values.push(SqlValue::Text(scope.clone()));
+                format!("?{}", values.len())
+            })
+            .collect();
+        let filters = FilterSql::new(&query.filters, values.len() + 1);
+        values.extend(filters.values);
+        let common = format!(
+            "r.layer IN ({}) AND r.sensitivity <= {} AND r.salience >= ?1{}",
+            layer_list(query),
+            query.max_sensitivity.rank(),
+            filters.clause
+        );
+        let mut ranges = Vec::new();
+        for set in RankSet::for_query(query) {
+            let (rank, scope_rank, status) = set.indexes();
+            let range = |index: &str, scope: &str| {
+                format!("SELECT {COLUMNS} FROM records r INDEXED BY {index} {VECTOR} WHERE {scope}{status} AND {common}")
+            };
+            match &query.scopes {
+                None => ranges.push(range(rank, "")),
+                Some(_) => {
+                    ranges.push(range(scope_rank, "r.scope IS NULL AND "));
+                    if !scopes.is_empty() {
+                        let scope = format!("r.scope IN ({}) AND ", scopes.join(", "));
+                        ranges.push(range(scope_rank, &scope));
+                    }
+                }
+            }
+        }
+        ranges.join(" UNION ALL ")
+    };
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
     let mut found = HashMap::new();
     while let Some(row) = rows.next()? {
         let mut c = Candidate::from_row(row)?;
-        let norm: f64 = row.get(5)?;
-        // A vector of other dimensions (none is stored) counts as no match.
+        let norm: f64 = row.get(4)?;
         let stored = row
-            .get_ref(6)?
+            .get_ref(5)?
             .as_blob()
             .map_err(|e| StoreError::Corrupt(format!("vector of record {}: {e}", c.key)))?;
+        // A vector of other dimensions (none is stored) counts as no match.
         c.vector = Some(vector.signal(stored, norm).unwrap_or(0.0));
         found.insert(c.key, c);
     }
     Ok(found)
+}
+
+fn layer_list(query: &RecordQuery) -> String {
+    // Layers come from an enum, never from text.
+    query
+        .memory_types
+        .iter()
+        .map(|t| t.layer().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The table a filter-only (or vector) query reads records from, and its
@@ -242,15 +300,10 @@ fn visible(query: &RecordQuery, values: &mut Vec<SqlValue>) -> String {
         values.push(value);
         values.len()
     };
-    // Layers and the sensitivity level come from enums, never from text.
-    let layers: Vec<String> = query
-        .memory_types
-        .iter()
-        .map(|t| t.layer().to_string())
-        .collect();
+    // The sensitivity level comes from an enum, never from text.
     let mut sql = format!(
         " AND r.layer IN ({}) AND r.sensitivity <= {}",
-        layers.join(", "),
+        layer_list(query),
         query.max_sensitivity.rank()
     );
     let n = param(SqlValue::Real(query.min_salience));
