@@ -83,19 +83,6 @@ impl Embedding {
     pub fn to_bytes(&self) -> Vec<u8> {
         self.0.iter().flat_map(|v| v.to_le_bytes()).collect()
     }
-
-    /// A vector read back from its stored form; `None` when the bytes are
-    /// not one.
-    pub fn from_bytes(bytes: &[u8]) -> Option<Embedding> {
-        if bytes.is_empty() || bytes.len() % 4 != 0 {
-            return None;
-        }
-        let values: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        Some(Embedding(values))
-    }
 }
 
 /// A query vector scaled to length 1, so the cosine with a stored vector is
@@ -177,13 +164,6 @@ mod tests {
         assert_eq!(field(vec![1.0, 1e39]), "embedding[1]");
         assert_eq!(field(vec![0.0; MAX_DIMENSIONS + 1]), "embedding");
         assert_eq!(embedding(&[3.0, 4.0]).norm(), 5.0);
-    }
-
-    #[test]
-    fn stored_bytes_round_trip() {
-        let e = embedding(&[0.25, -1.5, 3.0]);
-        assert_eq!(Embedding::from_bytes(&e.to_bytes()), Some(e));
-        assert_eq!(Embedding::from_bytes(&[1, 2, 3]), None);
     }
 
     #[test]

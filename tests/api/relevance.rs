@@ -524,24 +524,28 @@ async fn a_thread_has_one_current_working_state() {
 
 /// The project's recall set (tests/data/recall.jsonl: all five types,
 /// every sensitivity, scoped and unscoped records, trust-restricted and
-/// multi-type queries) through `loadtests recall`, text alone.
+/// multi-type queries) through `loadtests recall`: text alone, and text
+/// with the deterministic test embedder's vectors.
 #[actix_web::test]
-async fn the_project_recall_set_is_found_by_text_alone() {
-    let app = spawn_app().await;
-    let result = loadtests::recall::run(loadtests::recall::RecallOptions {
-        url: app.address.clone(),
-        dataset: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/recall.jsonl"),
-        headers: Vec::new(),
-        no_vectors: true,
-        test_embedder: false,
-    })
-    .await
-    .unwrap();
-    assert!(result["records"].as_u64().unwrap() >= 60, "{result}");
-    assert!(result["queries"].as_u64().unwrap() >= 30, "{result}");
-    assert!(
-        result["recall_at_k"].as_f64().unwrap() >= 0.95,
-        "{result:#}"
-    );
-    assert!(result["mrr_at_k"].as_f64().unwrap() >= 0.90, "{result:#}");
+async fn the_project_recall_set_is_found_by_text_alone_and_with_vectors() {
+    for test_embedder in [false, true] {
+        let app = spawn_app().await;
+        let result = loadtests::recall::run(loadtests::recall::RecallOptions {
+            url: app.address.clone(),
+            dataset: std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/recall.jsonl"),
+            headers: Vec::new(),
+            no_vectors: !test_embedder,
+            test_embedder,
+        })
+        .await
+        .unwrap();
+        assert!(result["records"].as_u64().unwrap() >= 60, "{result}");
+        assert!(result["queries"].as_u64().unwrap() >= 30, "{result}");
+        assert!(
+            result["recall_at_k"].as_f64().unwrap() >= 0.95,
+            "{result:#}"
+        );
+        assert!(result["mrr_at_k"].as_f64().unwrap() >= 0.90, "{result:#}");
+    }
 }

@@ -273,7 +273,11 @@ async fn every_way_of_writing_a_record_takes_an_embedding() {
             json!({"trust": trust("hyper", &[]), "query_embedding": unit(*i), "include_retracted": true, "limit": 1}),
         )
         .await;
-        assert_eq!(ids(&answer), [id.clone()], "dimension {i}: {answer}");
+        assert_eq!(
+            ids(&answer),
+            std::slice::from_ref(id),
+            "dimension {i}: {answer}"
+        );
         assert!(close_to(&answer["scores"][0]["vector"], 1.0), "{answer}");
     }
 }
@@ -591,7 +595,7 @@ async fn the_embedder_makes_vectors_in_the_background_through_failures_and_slown
         json!({"trust": trust("hyper", &[]), "task_descriptor": "elasticsearch"}),
     )
     .await);
-    assert_eq!(found, [second.clone()]);
+    assert_eq!(found, std::slice::from_ref(&second));
 
     // Slow: each request outlives the timeout; still no vector.
     endpoint.set(SLOW);
