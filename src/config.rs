@@ -579,4 +579,55 @@ mod tests {
             .to_string();
         assert!(err.contains("storage.pool_size: invalid type"), "{err}");
     }
+
+    #[test]
+    fn the_embedder_is_off_unless_configured_and_checked_when_it_is() {
+        assert!(Settings::embedded().embedding.is_none());
+        let with = |toml: &str| {
+            Settings::from_layers(
+                Some(("f.toml".to_string(), format!("[embedding]\n{toml}"))),
+                std::iter::empty(),
+            )
+        };
+        let settings =
+            with("endpoint = \"http://127.0.0.1:9/v1/embeddings\"\nmodel = \"m\"").unwrap();
+        let embedding = settings.embedding.unwrap();
+        assert_eq!((embedding.batch_size, embedding.timeout_ms), (64, 30_000));
+        for (toml, key) in [
+            (
+                "endpoint = \"https://api.example/v1\"\nmodel = \"m\"",
+                "embedding.endpoint",
+            ),
+            (
+                "endpoint = \"http://x/e\"\nmodel = \" \"",
+                "embedding.model",
+            ),
+            (
+                "endpoint = \"http://x/e\"\nmodel = \"m\"\napi_key_env = \"ENGRAM_TEST_UNSET_KEY\"",
+                "embedding.api_key_env",
+            ),
+            (
+                "endpoint = \"http://x/e\"\nmodel = \"m\"\nbatch_size = 0",
+                "embedding.batch_size",
+            ),
+            (
+                "endpoint = \"http://x/e\"\nmodel = \"m\"\nbackoff_ms = 10\nmax_backoff_ms = 5",
+                "embedding.max_backoff_ms",
+            ),
+            ("model = \"m\"", "endpoint"),
+        ] {
+            let err = with(toml).unwrap_err().to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
+        let err = Settings::from_layers(
+            Some((
+                "f.toml".to_string(),
+                "[retrieval]\nembedding_dimensions = 384\n[embedding]\nendpoint = \"http://x/e\"\nmodel = \"m\"\ndimensions = 256\n".to_string(),
+            )),
+            std::iter::empty(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("embedding.dimensions"), "{err}");
+    }
 }
