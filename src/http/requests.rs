@@ -145,56 +145,40 @@ pub struct BatchRequest {
     pub items: Vec<IngestItem>,
 }
 
+/// The fields every record-creating request has, checked: moved out of
+/// the request `r`, whose other fields stay usable.
+macro_rules! common {
+    ($cx:expr, $r:expr) => {
+        ingest::common(
+            $cx,
+            $r.source,
+            $r.timestamp,
+            $r.tags,
+            $r.scope,
+            $r.sensitivity,
+            $r.embedding,
+        )
+    };
+}
+
 impl IngestItem {
     /// Checks the request and builds what it asks for.
     pub fn into_candidate(self, cx: &IngestContext<'_>) -> Validated<Candidate> {
         match self {
             IngestItem::Event(r) => {
-                let common = ingest::common(
-                    cx,
-                    r.source,
-                    r.timestamp,
-                    r.tags,
-                    r.scope,
-                    r.sensitivity,
-                    r.embedding,
-                )?;
+                let common = common!(cx, r)?;
                 ingest::event(cx, common, r.event_kind, r.reference, r.summary)
             }
             IngestItem::ToolOutput(r) => {
-                let common = ingest::common(
-                    cx,
-                    r.source,
-                    r.timestamp,
-                    r.tags,
-                    r.scope,
-                    r.sensitivity,
-                    r.embedding,
-                )?;
+                let common = common!(cx, r)?;
                 ingest::tool_output(cx, common, r.tool_name, r.args, r.result, r.depends_on)
             }
             IngestItem::Observation(r) => {
-                let common = ingest::common(
-                    cx,
-                    r.source,
-                    r.timestamp,
-                    r.tags,
-                    r.scope,
-                    r.sensitivity,
-                    r.embedding,
-                )?;
+                let common = common!(cx, r)?;
                 ingest::observation(cx, common, r.subject, r.predicate, r.object)
             }
             IngestItem::WorkingState(r) => {
-                let common = ingest::common(
-                    cx,
-                    r.source,
-                    r.timestamp,
-                    r.tags,
-                    r.scope,
-                    r.sensitivity,
-                    r.embedding,
-                )?;
+                let common = common!(cx, r)?;
                 let state = WorkingPayload {
                     thread_id: r.thread_id,
                     state: r.state,
