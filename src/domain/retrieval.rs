@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::record::{MemoryRecord, MemoryType, Sensitivity};
 use super::relevance::Weights;
-use super::search::fts_query;
+use super::search::TextQuery;
 use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
 use super::trust::TrustContext;
 use super::validate::{
@@ -149,14 +149,17 @@ pub struct RecordQuery {
     pub scopes: Option<Vec<String>>,
     pub min_salience: f64,
     pub limit: usize,
+    /// The `limit` of the whole answer, of which this may be a later page
+    /// (then `limit` is what is left of it).
+    pub answer_limit: usize,
     pub include_retracted: bool,
     /// Continue after this place of an earlier answer.
     pub after: Option<Cursor>,
     /// Stop adding records once the answer would be about this large.
     pub max_bytes: usize,
     pub filters: Filters,
-    /// A full-text query made safe by [`fts_query`].
-    pub text: Option<String>,
+    /// The words of the text query.
+    pub text: Option<TextQuery>,
     /// The query's vector; with neither it nor `text`, records are ranked
     /// by salience alone.
     pub vector: Option<QueryVector>,
@@ -268,11 +271,12 @@ impl Retrieval {
             limit: self
                 .cursor
                 .map_or(self.limit, |c| self.limit.min(c.remaining)),
+            answer_limit: self.limit,
             include_retracted: self.include_retracted,
             after: self.cursor,
             max_bytes: ranking.max_response_bytes,
             filters: self.filters.clone(),
-            text: self.task_descriptor.as_deref().and_then(fts_query),
+            text: self.task_descriptor.as_deref().and_then(TextQuery::new),
             vector: self.embedding.as_ref().map(QueryVector::new),
             weights: ranking.weights,
             max_salience: ranking.max_salience,

@@ -113,42 +113,74 @@ const STOP_WORDS: &[&str] = &[
     "why", "will", "with", "would", "you", "your",
 ];
 
-/// A full-text query for a client's free text, or `None` when it has no
-/// words. The text's words (runs of letters and digits) become quoted
-/// terms joined with `OR`, so no operator, quote, `*`, `NEAR`, `-` or
-/// parenthesis the client typed is ever taken as query syntax, and BM25
-/// ranks records by how many and how rare the matching words are. Stop
-/// words are dropped unless the text has nothing else.
-pub fn fts_query(text: &str) -> Option<String> {
-    let mut words: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
+/// A client's free text as full-text query terms: its words (runs of
+/// letters and digits), lower-cased, each quoted, so no operator, quote,
+/// `*`, `NEAR`, `-` or parenthesis the client typed is ever taken as query
+/// syntax. Stop words are dropped unless the text has nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextQuery {
+    terms: Vec<String>,
+}
+
+impl TextQuery {
+    /// `None` when the text has no words.
+    pub fn new(text: &str) -> Option<TextQuery> {
+        let mut words: Vec<String> = Vec::new();
+        for word in text.split(|c: char| !c.is_alphanumeric()) {
+            if word.is_empty() {
+                continue;
+            }
+            let word = word.to_lowercase();
+            if !words.contains(&word) {
+                words.push(word);
+            }
         }
-        let word = word.to_lowercase();
-        if !words.contains(&word) {
-            words.push(word);
-        }
-    }
-    let mut terms: Vec<String> = words
-        .iter()
-        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .cloned()
-        .collect();
-    if terms.is_empty() {
-        terms = words;
-    }
-    terms.truncate(MAX_QUERY_TERMS);
-    if terms.is_empty() {
-        return None;
-    }
-    Some(
-        terms
+        let mut terms: Vec<String> = words
             .iter()
-            .map(|term| format!("\"{term}\""))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
+            .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+            .cloned()
+            .collect();
+        if terms.is_empty() {
+            terms = words;
+        }
+        terms.truncate(MAX_QUERY_TERMS);
+        if terms.is_empty() {
+            return None;
+        }
+        Some(TextQuery {
+            terms: terms.iter().map(|term| format!("\"{term}\"")).collect(),
+        })
+    }
+
+    /// Each word as a query of its own.
+    pub fn terms(&self) -> &[String] {
+        &self.terms
+    }
+
+    /// Records with any of the words: BM25 ranks them by how many and how
+    /// rare the words they have are.
+    pub fn any(&self) -> String {
+        any_of(&self.terms)
+    }
+
+    /// Records with every word.
+    pub fn all(&self) -> String {
+        self.terms.join(" AND ")
+    }
+}
+
+/// Records with any of these terms (of a [`TextQuery`]).
+pub fn any_of(terms: &[impl AsRef<str>]) -> String {
+    terms
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// The query of [`TextQuery::any`] for a client's text, or `None`.
+pub fn fts_query(text: &str) -> Option<String> {
+    TextQuery::new(text).map(|q| q.any())
 }
 
 /// A stable 64-bit hash (FNV-1a) of a search text: what an embedding made

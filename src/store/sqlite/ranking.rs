@@ -737,6 +737,7 @@ mod tests {
             scopes: Some(vec!["p1".into()]),
             min_salience: 0.0,
             limit: 10,
+            answer_limit: 10,
             include_retracted: false,
             after: None,
             max_bytes: usize::MAX,
@@ -953,6 +954,7 @@ mod tests {
                     memory_types.push(types[rng.below(3) as usize]);
                 }
                 memory_types.sort_by_key(|t| t.layer());
+                let limit = 1 + rng.below(10) as usize;
                 let query = RecordQuery {
                     memory_types,
                     max_sensitivity: Sensitivity::ALL[rng.below(3) as usize],
@@ -963,7 +965,8 @@ mod tests {
                     ][rng.below(3) as usize]
                         .clone(),
                     min_salience: [0.0, 0.05, 0.3, 0.5][rng.below(4) as usize],
-                    limit: 1 + rng.below(10) as usize,
+                    limit,
+                    answer_limit: limit,
                     include_retracted: rng.below(3) == 0,
                     after: None,
                     max_bytes: usize::MAX,

@@ -1,20 +1,26 @@
-//! Ranked retrieval: the records a caller may see that match a text query
-//! or a selective filter (a thread, a subject, a tag), best first by the
-//! blended score of `domain::relevance`.
+//! Ranked retrieval: the records a caller may see that match a text query,
+//! are near a query vector, or match a selective filter (a thread, a
+//! subject, a tag), best first by the blended score of
+//! `domain::relevance`.
 //!
-//! One statement finds every visible match with its BM25 relevance (the
-//! caller's trust, the layers, the filters and the stored salience floor
-//! are conditions of that statement, so invisible records never take a
-//! place in the answer, and BM25 is computed for visible matches only:
-//! it costs more than the record lookup that checks visibility). Each match's score is bounded from above with its
-//! stored salience (decay only lowers it); matches are then taken in order
-//! of that bound, their exact current salience computed, until the bound
-//! of the next cannot beat the last of the top `limit`.
+//! One statement finds every visible text match with its BM25 relevance
+//! (the caller's trust, the layers, the filters and the stored salience
+//! floor are conditions of that statement, so invisible records never take
+//! a place in the answer, and BM25 is computed for visible matches only);
+//! another reads the vectors of the visible records (see [`similar`]).
+//! Each candidate's score is bounded from above with its stored salience
+//! (decay only lowers it); candidates are then taken in order of that
+//! bound, their exact current salience computed, until the bound of the
+//! next cannot beat the last of the top `limit`.
+//!
+//! A text query with common words is first tried narrower (see
+//! [`narrower`]); the narrower query stands only when it fills the whole
+//! answer, so a query never returns fewer records than it would have.
 
 use std::collections::HashMap;
 
 use rusqlite::types::Value as SqlValue;
-use rusqlite::Connection;
+use rusqlite::{params, Connection};
 
 use super::filters::FilterSql;
 use super::ranking::{
@@ -22,6 +28,7 @@ use super::ranking::{
 };
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
+use crate::domain::search::{any_of, TextQuery};
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::{RecordPage, StoreError};
@@ -62,12 +69,84 @@ pub fn query_ranked(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
-    let mut candidates = candidates(conn, query)?;
+    let Some(text) = &query.text else {
+        let (top, signals) = ranked(conn, query, None, now)?;
+        return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
+    };
+    let mut tiers = narrower(conn, text)?;
+    tiers.push(text.any());
+    let last = tiers.len() - 1;
+    for (tier, fts) in tiers.iter().enumerate() {
+        let first_page = query.after.is_none() && query.limit == query.answer_limit;
+        if tier < last {
+            // A narrower query stands only when it fills the whole answer,
+            // as the first page has it (so every page takes the same one).
+            let whole = RecordQuery {
+                limit: query.answer_limit,
+                after: None,
+                ..query.clone()
+            };
+            let (top, signals) = ranked(conn, &whole, Some(fts), now)?;
+            if top.len() < query.answer_limit {
+                continue;
+            }
+            if first_page {
+                return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
+            }
+        }
+        let (top, signals) = ranked(conn, query, Some(fts), now)?;
+        return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
+    }
+    unreachable!("the last tier always answers")
+}
+
+/// A word in this many records or more is common: reading its matches
+/// costs more than any one of them is likely to be worth, when the query
+/// has rarer words.
+const COMMON_WORD_MATCHES: i64 = 5000;
+
+/// Narrower queries to try before the whole text query: when some words
+/// are common and some are not, the rarer words alone; when every word is
+/// common, all of them together. A text query that reads every match of
+/// its common words costs in proportion to the table, whatever the limit.
+fn narrower(conn: &Connection, text: &TextQuery) -> Result<Vec<String>, StoreError> {
+    let terms = text.terms();
+    if terms.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let mut count = conn.prepare_cached(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM record_search WHERE record_search MATCH ?1 LIMIT ?2)",
+    )?;
+    let mut rare = Vec::new();
+    for term in terms {
+        let matches: i64 = count.query_row(params![term, COMMON_WORD_MATCHES], |row| row.get(0))?;
+        if matches < COMMON_WORD_MATCHES {
+            rare.push(term.as_str());
+        }
+    }
+    Ok(if rare.is_empty() {
+        vec![text.all()]
+    } else if rare.len() < terms.len() {
+        vec![any_of(&rare)]
+    } else {
+        Vec::new()
+    })
+}
+
+/// The best `limit` candidates of the query (`fts`: the text query to
+/// match), with their signals.
+fn ranked(
+    conn: &Connection,
+    query: &RecordQuery,
+    fts: Option<&str>,
+    now: Timestamp,
+) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
+    let mut candidates = candidates(conn, query, fts)?;
     let best = candidates
         .iter()
         .map(|c| c.relevance)
         .fold(0.0f64, f64::max);
-    let text_signal = |relevance: f64| query.text.as_ref().map(|_| relative(relevance, best));
+    let text_signal = |relevance: f64| fts.map(|_| relative(relevance, best));
     let vector_signal = |c: &Candidate| query.vector.as_ref().map(|_| c.vector.unwrap_or(0.0));
     let bounds = decay_bounds(conn)?;
     let now_micros = to_micros(&now);
@@ -118,18 +197,20 @@ pub fn query_ranked(
         });
         signals.insert(c.key, record_signals);
     }
-    within_budget(conn, query, top.into_sorted(), now, |rank| {
-        signals[&rank.key]
-    })
+    Ok((top.into_sorted(), signals))
 }
 
 /// Every visible record that matches the text query, has a vector (with
 /// a query vector), or, with neither, matches the filters.
-fn candidates(conn: &Connection, query: &RecordQuery) -> Result<Vec<Candidate>, StoreError> {
+fn candidates(
+    conn: &Connection,
+    query: &RecordQuery,
+    fts: Option<&str>,
+) -> Result<Vec<Candidate>, StoreError> {
     if query.memory_types.is_empty() {
         return Ok(Vec::new());
     }
-    let mut found = match &query.text {
+    let mut found = match fts {
         Some(text) => text_matches(conn, query, text)?,
         None if query.vector.is_none() => filter_matches(conn, query)?,
         None => Vec::new(),
@@ -329,4 +410,82 @@ fn visible(query: &RecordQuery, values: &mut Vec<SqlValue>) -> String {
     sql.push_str(&filters.clause);
     values.extend(filters.values);
     sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::insert_record;
+    use super::super::search::flush;
+    use super::super::test_support::{conn, now, record};
+    use super::*;
+    use crate::domain::record::{MemoryType, Sensitivity};
+    use crate::domain::relevance::Weights;
+    use crate::domain::retrieval::Filters;
+    use serde_json::json;
+
+    fn fact(id: &str, object: &str) -> crate::domain::record::MemoryRecord {
+        record(
+            id,
+            json!({"type": "semantic", "sensitivity": "low",
+                   "payload": {"kind": "semantic", "subject": "s", "predicate": "p", "object": object}}),
+        )
+    }
+
+    fn search(conn: &Connection, text: &str, limit: usize) -> Vec<String> {
+        let query = RecordQuery {
+            memory_types: MemoryType::ALL.to_vec(),
+            max_sensitivity: Sensitivity::Hyper,
+            scopes: None,
+            min_salience: 0.0,
+            limit,
+            answer_limit: limit,
+            include_retracted: false,
+            after: None,
+            max_bytes: usize::MAX,
+            filters: Filters::default(),
+            text: TextQuery::new(text),
+            vector: None,
+            weights: Weights::default(),
+            max_salience: 1.0,
+        };
+        query_ranked(conn, &query, now())
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// Common words are left out while the rarer ones fill the answer, and
+    /// brought back when they do not.
+    #[test]
+    fn common_words_give_way_to_rarer_ones_only_while_those_fill_the_answer() {
+        let conn = conn();
+        conn.execute_batch("BEGIN").unwrap();
+        for i in 0..COMMON_WORD_MATCHES {
+            insert_record(&conn, &fact(&format!("c{i}"), "common filler")).unwrap();
+        }
+        for i in 0..3 {
+            insert_record(&conn, &fact(&format!("r{i}"), "rare")).unwrap();
+        }
+        flush(&conn).unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+        let text = TextQuery::new("common rare").unwrap();
+        assert_eq!(narrower(&conn, &text).unwrap(), ["\"rare\""]);
+        let all_common = TextQuery::new("filler common").unwrap();
+        assert_eq!(
+            narrower(&conn, &all_common).unwrap(),
+            ["\"filler\" AND \"common\""]
+        );
+
+        let found = search(&conn, "common rare", 2);
+        assert_eq!(found.len(), 2);
+        assert!(found.iter().all(|id| id.starts_with('r')), "{found:?}");
+        // Three rare matches cannot fill five places: every word counts.
+        let found = search(&conn, "common rare", 5);
+        assert_eq!(found.len(), 5, "{found:?}");
+        assert!(found[..3].iter().all(|id| id.starts_with('r')), "{found:?}");
+        assert!(found[3..].iter().all(|id| id.starts_with('c')), "{found:?}");
+        assert_eq!(search(&conn, "filler common", 4).len(), 4);
+    }
 }
