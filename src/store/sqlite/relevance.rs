@@ -13,9 +13,10 @@
 //! bound, their exact current salience computed, until the bound of the
 //! next cannot beat the last of the top `limit`.
 //!
-//! A text query with common words is first tried narrower (see
-//! [`narrower`]); the narrower query stands only when it fills the whole
-//! answer, so a query never returns fewer records than it would have.
+//! A text query with common words is matched narrower (see [`tiers`]): a
+//! narrower query stands only when it fills the whole answer, so a query
+//! never returns fewer records than there are visible matches, up to its
+//! limit.
 
 use std::collections::HashMap;
 
@@ -73,12 +74,11 @@ pub fn query_ranked(
         let (top, signals) = ranked(conn, query, None, now)?;
         return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
     };
-    let mut tiers = narrower(conn, text)?;
-    tiers.push(text.any());
+    let tiers = tiers(conn, text, query.answer_limit)?;
     let last = tiers.len() - 1;
-    for (tier, fts) in tiers.iter().enumerate() {
+    for (i, tier) in tiers.iter().enumerate() {
         let first_page = query.after.is_none() && query.limit == query.answer_limit;
-        if tier < last {
+        if i < last {
             // A narrower query stands only when it fills the whole answer,
             // as the first page has it (so every page takes the same one).
             let whole = RecordQuery {
@@ -86,7 +86,7 @@ pub fn query_ranked(
                 after: None,
                 ..query.clone()
             };
-            let (top, signals) = ranked(conn, &whole, Some(fts), now)?;
+            let (top, signals) = ranked(conn, &whole, Some(tier), now)?;
             if top.len() < query.answer_limit {
                 continue;
             }
@@ -94,59 +94,80 @@ pub fn query_ranked(
                 return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
             }
         }
-        let (top, signals) = ranked(conn, query, Some(fts), now)?;
+        let (top, signals) = ranked(conn, query, Some(tier), now)?;
         return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
     }
     unreachable!("the last tier always answers")
 }
 
-/// A word in this many records or more is common: reading its matches
-/// costs more than any one of them is likely to be worth, when the query
-/// has rarer words.
+/// A word in this many records or more is common: reading all its matches
+/// costs in proportion to the table, and it says little about what a
+/// record is about.
 const COMMON_WORD_MATCHES: i64 = 5000;
 
-/// Narrower queries to try before the whole text query: when some words
-/// are common and some are not, the rarer words alone; when every word is
-/// common, all of them together. A text query that reads every match of
-/// its common words costs in proportion to the table, whatever the limit.
-fn narrower(conn: &Connection, text: &TextQuery) -> Result<Vec<String>, StoreError> {
-    let terms = text.terms();
-    if terms.len() < 2 {
-        return Ok(Vec::new());
-    }
+/// The most matches a query of common words alone reads (the newest
+/// visible ones), unless its `limit` is larger: then `limit`, so an answer
+/// is never short while there are matches.
+const COMMON_QUERY_CANDIDATES: usize = 250;
+
+/// A full-text query to match, and whether only its newest visible
+/// matches are read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Tier {
+    fts: String,
+    newest: Option<usize>,
+}
+
+/// The full-text queries to try in turn for a text query; the last one
+/// always answers. Words that are all rare: every word, every match. Rare
+/// and common words: the rare ones alone first. Only common words: every
+/// word, the newest [`COMMON_QUERY_CANDIDATES`] visible matches, each a
+/// full text match (such words tell records apart too little to rank by,
+/// and BM25 would read all their matches for how rare they are).
+fn tiers(conn: &Connection, text: &TextQuery, limit: usize) -> Result<Vec<Tier>, StoreError> {
+    let every = |newest| Tier {
+        fts: text.any(),
+        newest,
+    };
     let mut count = conn.prepare_cached(
         "SELECT COUNT(*) FROM (SELECT 1 FROM record_search WHERE record_search MATCH ?1 LIMIT ?2)",
     )?;
     let mut rare = Vec::new();
-    for term in terms {
+    for term in text.terms() {
         let matches: i64 = count.query_row(params![term, COMMON_WORD_MATCHES], |row| row.get(0))?;
         if matches < COMMON_WORD_MATCHES {
             rare.push(term.as_str());
         }
     }
     Ok(if rare.is_empty() {
-        vec![text.all()]
-    } else if rare.len() < terms.len() {
-        vec![any_of(&rare)]
+        vec![every(Some(COMMON_QUERY_CANDIDATES.max(limit)))]
+    } else if rare.len() < text.terms().len() {
+        vec![
+            Tier {
+                fts: any_of(&rare),
+                newest: None,
+            },
+            every(None),
+        ]
     } else {
-        Vec::new()
+        vec![every(None)]
     })
 }
 
-/// The best `limit` candidates of the query (`fts`: the text query to
+/// The best `limit` candidates of the query (`tier`: the text query to
 /// match), with their signals.
 fn ranked(
     conn: &Connection,
     query: &RecordQuery,
-    fts: Option<&str>,
+    tier: Option<&Tier>,
     now: Timestamp,
 ) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
-    let mut candidates = candidates(conn, query, fts)?;
+    let mut candidates = candidates(conn, query, tier)?;
     let best = candidates
         .iter()
         .map(|c| c.relevance)
         .fold(0.0f64, f64::max);
-    let text_signal = |relevance: f64| fts.map(|_| relative(relevance, best));
+    let text_signal = |relevance: f64| tier.map(|_| relative(relevance, best));
     let vector_signal = |c: &Candidate| query.vector.as_ref().map(|_| c.vector.unwrap_or(0.0));
     let bounds = decay_bounds(conn)?;
     let now_micros = to_micros(&now);
@@ -205,12 +226,12 @@ fn ranked(
 fn candidates(
     conn: &Connection,
     query: &RecordQuery,
-    fts: Option<&str>,
+    tier: Option<&Tier>,
 ) -> Result<Vec<Candidate>, StoreError> {
     if query.memory_types.is_empty() {
         return Ok(Vec::new());
     }
-    let mut found = match fts {
+    let mut found = match tier {
         Some(text) => text_matches(conn, query, text)?,
         None if query.vector.is_none() => filter_matches(conn, query)?,
         None => Vec::new(),
@@ -229,15 +250,29 @@ fn candidates(
 fn text_matches(
     conn: &Connection,
     query: &RecordQuery,
-    text: &str,
+    tier: &Tier,
 ) -> Result<Vec<Candidate>, StoreError> {
-    let mut values = vec![SqlValue::Text(text.to_string())];
-    let sql = format!(
-        "SELECT r.key, r.layer, r.salience, r.decays_from, -bm25(record_search)
+    let mut values = vec![SqlValue::Text(tier.fts.clone())];
+    // BM25 reads every match of each word once per query (for how rare
+    // it is): common words alone are not ranked by it, each match counts
+    // as a full one.
+    let relevance = match tier.newest {
+        Some(_) => "1.0",
+        None => "-bm25(record_search)",
+    };
+    let mut sql = format!(
+        "SELECT r.key, r.layer, r.salience, r.decays_from, {relevance}
          FROM record_search JOIN records r ON r.key = record_search.rowid
          WHERE record_search MATCH ?1{}",
         visible(query, &mut values)
     );
+    if let Some(newest) = tier.newest {
+        // The index reads matches in rowid order, newest first here, and
+        // stops once this many visible ones are found.
+        sql.push_str(&format!(
+            " ORDER BY record_search.rowid DESC LIMIT {newest}"
+        ));
+    }
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
     let mut found = Vec::new();
@@ -470,13 +505,28 @@ mod tests {
         }
         flush(&conn).unwrap();
         conn.execute_batch("COMMIT").unwrap();
-        let text = TextQuery::new("common rare").unwrap();
-        assert_eq!(narrower(&conn, &text).unwrap(), ["\"rare\""]);
-        let all_common = TextQuery::new("filler common").unwrap();
+        let fts = |text: &str| {
+            tiers(&conn, &TextQuery::new(text).unwrap(), 10)
+                .unwrap()
+                .into_iter()
+                .map(|t| (t.fts, t.newest))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            narrower(&conn, &all_common).unwrap(),
-            ["\"filler\" AND \"common\""]
+            fts("common rare"),
+            [
+                ("\"rare\"".to_string(), None),
+                ("\"common\" OR \"rare\"".to_string(), None)
+            ]
         );
+        assert_eq!(
+            fts("filler common"),
+            [(
+                "\"filler\" OR \"common\"".to_string(),
+                Some(COMMON_QUERY_CANDIDATES)
+            )]
+        );
+        assert_eq!(fts("rare"), [("\"rare\"".to_string(), None)]);
 
         let found = search(&conn, "common rare", 2);
         assert_eq!(found.len(), 2);
@@ -486,6 +536,11 @@ mod tests {
         assert_eq!(found.len(), 5, "{found:?}");
         assert!(found[..3].iter().all(|id| id.starts_with('r')), "{found:?}");
         assert!(found[3..].iter().all(|id| id.starts_with('c')), "{found:?}");
-        assert_eq!(search(&conn, "filler common", 4).len(), 4);
+        // Common words alone: the newest matches.
+        let last = COMMON_WORD_MATCHES - 1;
+        assert_eq!(
+            search(&conn, "filler common", 2),
+            [format!("c{last}"), format!("c{}", last - 1)]
+        );
     }
 }
