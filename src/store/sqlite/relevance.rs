@@ -103,7 +103,7 @@ pub fn query_ranked(
 /// A word in this many records or more is common: reading all its matches
 /// costs in proportion to the table, and it says little about what a
 /// record is about.
-const COMMON_WORD_MATCHES: i64 = 5000;
+const COMMON_WORD_MATCHES: i64 = 2000;
 
 /// The most matches a query of common words alone reads (the newest
 /// visible ones), unless its `limit` is larger: then `limit`, so an answer
