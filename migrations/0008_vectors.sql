@@ -6,12 +6,38 @@
 -- of that text): a change that alters the text drops the vector, and the
 -- embedder makes a new one. A vector a client sent has none and stays
 -- until the client replaces it. A deleted record takes its vector along.
+--
+-- For retrieval by vector, each row also holds the record's visibility
+-- (scope, type, sensitivity, whether it is live: not retracted), kept in
+-- step with the record by a trigger, and a one-byte-per-dimension copy of
+-- the vector scaled to length 1 (`q`, value i is q[i]·scale). The scan
+-- index holds them all, so the vectors a caller may see are read as a
+-- few contiguous ranges, without touching the records table; only the
+-- few that can make the answer are then read whole.
 CREATE TABLE record_vectors (
-    record_key INTEGER PRIMARY KEY REFERENCES records (key) ON DELETE CASCADE,
-    norm       REAL    NOT NULL CHECK (norm > 0),
-    vector     BLOB    NOT NULL,
-    text_hash  INTEGER
+    record_key  INTEGER PRIMARY KEY REFERENCES records (key) ON DELETE CASCADE,
+    norm        REAL    NOT NULL CHECK (norm > 0),
+    vector      BLOB    NOT NULL,
+    text_hash   INTEGER,
+    scope       TEXT,
+    layer       INTEGER NOT NULL,
+    sensitivity INTEGER NOT NULL,
+    live        INTEGER NOT NULL CHECK (live IN (0, 1)),
+    scale       REAL    NOT NULL,
+    q           BLOB    NOT NULL
 );
+
+CREATE INDEX idx_vectors_scan
+    ON record_vectors (live, scope, layer, sensitivity, record_key, scale, q);
+
+CREATE TRIGGER records_vector_visibility
+AFTER UPDATE OF scope, layer, sensitivity, status ON records
+BEGIN
+    UPDATE record_vectors
+    SET scope = new.scope, layer = new.layer, sensitivity = new.sensitivity,
+        live = (new.status <> 'retracted')
+    WHERE record_key = new.key;
+END;
 
 -- The number of dimensions of every vector of this database: fixed by the
 -- first vector stored, or by `retrieval.embedding_dimensions`.

@@ -83,6 +83,25 @@ impl Embedding {
     pub fn to_bytes(&self) -> Vec<u8> {
         self.0.iter().flat_map(|v| v.to_le_bytes()).collect()
     }
+
+    /// The vector scaled to length 1, one signed byte per dimension:
+    /// `(scale, bytes)`, value i being `bytes[i] as i8 · scale`, each
+    /// within `scale / 2` of the exact one.
+    pub fn quantized(&self) -> (f64, Vec<u8>) {
+        let norm = self.norm();
+        let largest = self
+            .0
+            .iter()
+            .map(|v| (f64::from(*v) / norm).abs())
+            .fold(0.0f64, f64::max);
+        let scale = largest / 127.0;
+        let bytes = self
+            .0
+            .iter()
+            .map(|v| ((f64::from(*v) / norm / scale).round().clamp(-127.0, 127.0) as i8) as u8)
+            .collect();
+        (scale, bytes)
+    }
 }
 
 /// A query vector scaled to length 1, so the cosine with a stored vector is
@@ -104,6 +123,24 @@ impl QueryVector {
 
     pub fn dimensions(&self) -> usize {
         self.0.len()
+    }
+
+    /// The most the similarity signal of a stored vector can be, from its
+    /// [`Embedding::quantized`] form: the approximate cosine plus the most
+    /// its rounding can hide (half a step per dimension, weighed by the
+    /// query). `None` when the dimensions differ.
+    pub fn signal_at_most(&self, scale: f64, bytes: &[u8]) -> Option<f64> {
+        if bytes.len() != self.0.len() {
+            return None;
+        }
+        let mut dot = 0.0f32;
+        let mut weight = 0.0f32;
+        for (b, q) in bytes.iter().zip(&self.0) {
+            dot += f32::from(*b as i8) * q;
+            weight += q.abs();
+        }
+        let most = f64::from(dot) * scale + (f64::from(weight) * scale / 2.0) + 1e-6;
+        Some(most.clamp(0.0, 1.0))
     }
 
     /// The similarity signal of a stored vector (its bytes and norm): the
@@ -186,6 +223,33 @@ mod tests {
         let opposite = QueryVector::new(&embedding(&[-1.0, 0.0, -1.0, 0.0, -1.0]));
         assert_eq!(opposite.signal(&a.to_bytes(), a.norm()), Some(0.0));
         assert_eq!(opposite.signal(&[0; 8], 1.0), None);
+    }
+
+    #[test]
+    fn the_quantized_bound_is_never_below_the_signal() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 2000) as f64 / 1000.0 - 1.0
+        };
+        for _ in 0..200 {
+            let stored = embedding(&(0..48).map(|_| next()).collect::<Vec<_>>());
+            let query = QueryVector::new(&embedding(&(0..48).map(|_| next()).collect::<Vec<_>>()));
+            let exact = query.signal(&stored.to_bytes(), stored.norm()).unwrap();
+            let (scale, bytes) = stored.quantized();
+            let most = query.signal_at_most(scale, &bytes).unwrap();
+            assert!(most >= exact, "{most} < {exact}");
+            assert!(most - exact < 0.2, "a loose bound: {most} vs {exact}");
+        }
+        let same = embedding(&[3.0, 4.0]);
+        let (scale, bytes) = same.quantized();
+        let most = QueryVector::new(&same)
+            .signal_at_most(scale, &bytes)
+            .unwrap();
+        assert!((most - 1.0).abs() < 1e-9, "{most}");
+        assert_eq!(QueryVector::new(&same).signal_at_most(scale, &[1]), None);
     }
 
     #[test]

@@ -28,7 +28,7 @@ use super::ranking::{
     current_salience, decay_bounds, within_budget, Rank, RankSet, TopK, PROFILE_SQL,
 };
 use crate::domain::relevance::{relative, Signals};
-use crate::domain::retrieval::RecordQuery;
+use crate::domain::retrieval::{Filters, RecordQuery};
 use crate::domain::search::{any_of, TextQuery};
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
@@ -71,7 +71,12 @@ pub fn query_ranked(
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
     let Some(text) = &query.text else {
-        let (top, signals) = ranked(conn, query, None, now)?;
+        let (top, signals) = match &query.vector {
+            Some(vector) if query.filters == Filters::default() => {
+                nearest(conn, query, vector, now)?
+            }
+            _ => ranked(conn, query, None, now)?,
+        };
         return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
     };
     let tiers = tiers(conn, text, query.answer_limit)?;
@@ -98,6 +103,129 @@ pub fn query_ranked(
         return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
     }
     unreachable!("the last tier always answers")
+}
+
+/// The best `limit` records by similarity to `vector` (and salience),
+/// for a query with no text and no filters: the quantized vectors of the
+/// visible records are read from the scan index (contiguous ranges, no
+/// table rows), each giving the most its record's score can be; records
+/// are then read whole in order of that bound, exact cosine and current
+/// salience, until the bound cannot beat the last of the top `limit`.
+fn nearest(
+    conn: &Connection,
+    query: &RecordQuery,
+    vector: &QueryVector,
+    now: Timestamp,
+) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
+    let mut top = TopK::for_query(query);
+    let mut signals: HashMap<i64, Signals> = HashMap::new();
+    if query.memory_types.is_empty() {
+        return Ok((top.into_sorted(), signals));
+    }
+    let mut values: Vec<SqlValue> = Vec::new();
+    let scopes: Vec<String> = query
+        .scopes
+        .iter()
+        .flatten()
+        .map(|scope| {
+            values.push(SqlValue::Text(scope.clone()));
+            format!("?{}", values.len())
+        })
+        .collect();
+    let common = format!(
+        "layer IN ({}) AND sensitivity <= {}",
+        layer_list(query),
+        query.max_sensitivity.rank()
+    );
+    let mut ranges = Vec::new();
+    let lives: &[i64] = if query.include_retracted {
+        &[1, 0]
+    } else {
+        &[1]
+    };
+    for live in lives {
+        let range = |scope: &str| {
+            format!(
+                "SELECT record_key, scale, q FROM record_vectors INDEXED BY idx_vectors_scan
+                 WHERE live = {live} AND {scope} AND {common}"
+            )
+        };
+        match &query.scopes {
+            None => ranges.push(range("1")),
+            Some(_) => {
+                ranges.push(range("scope IS NULL"));
+                if !scopes.is_empty() {
+                    ranges.push(range(&format!("scope IN ({})", scopes.join(", "))));
+                }
+            }
+        }
+    }
+    let mut stmt = conn.prepare_cached(&ranges.join(" UNION ALL "))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+    // (bound on the score, key)
+    let mut candidates: Vec<(f64, i64)> = Vec::new();
+    while let Some(row) = rows.next()? {
+        let key: i64 = row.get(0)?;
+        let scale: f64 = row.get(1)?;
+        let bytes = row
+            .get_ref(2)?
+            .as_blob()
+            .map_err(|e| StoreError::Corrupt(format!("vector of record {key}: {e}")))?;
+        let most = vector.signal_at_most(scale, bytes).unwrap_or(0.0);
+        let bound = Signals {
+            text: None,
+            vector: Some(most),
+            salience: query.max_salience,
+        }
+        .score(&query.weights, query.max_salience);
+        candidates.push((bound, key));
+    }
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
+
+    let mut record = conn.prepare_cached(
+        "SELECT r.layer, r.salience, r.created_at, v.norm, v.vector
+         FROM records r JOIN record_vectors v ON v.record_key = r.key WHERE r.key = ?1",
+    )?;
+    let mut profile = conn.prepare_cached(PROFILE_SQL)?;
+    for (bound, key) in candidates {
+        if top.excludes_up_to(bound) {
+            break;
+        }
+        let mut rows = record.query([key])?;
+        let Some(row) = rows.next()? else { continue };
+        let layer: i64 = row.get(0)?;
+        let stored: f64 = row.get(1)?;
+        let created_at: i64 = row.get(2)?;
+        let norm: f64 = row.get(3)?;
+        let stored_vector = row
+            .get_ref(4)?
+            .as_blob()
+            .map_err(|e| StoreError::Corrupt(format!("vector of record {key}: {e}")))?;
+        let similarity = vector.signal(stored_vector, norm).unwrap_or(0.0);
+        let mut profiles = profile.query([key])?;
+        let Some(profile_row) = profiles.next()? else {
+            return Err(StoreError::Corrupt(format!(
+                "record {key} has no decay profile"
+            )));
+        };
+        let salience = current_salience(profile_row, stored, created_at, now)?;
+        if stored < query.min_salience || salience < query.min_salience {
+            continue;
+        }
+        let record_signals = Signals {
+            text: None,
+            vector: Some(similarity),
+            salience,
+        };
+        top.offer(Rank {
+            salience: record_signals.score(&query.weights, query.max_salience),
+            layer,
+            created_at,
+            key,
+        });
+        signals.insert(key, record_signals);
+    }
+    Ok((top.into_sorted(), signals))
 }
 
 /// A word in this many records or more is common: reading all its matches
@@ -542,5 +670,84 @@ mod tests {
             search(&conn, "filler common", 2),
             [format!("c{last}"), format!("c{}", last - 1)]
         );
+    }
+
+    /// The vector scan (quantized bounds, then whole records) gives exactly
+    /// the answer of reading every visible record's vector, whatever the
+    /// trust, status, salience floor and limit.
+    #[test]
+    fn the_vector_scan_finds_the_true_top() {
+        let conn = conn();
+        let mut seed = 11u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let scopes = [None, Some("a"), Some("b")];
+        let sensitivities = ["public", "low", "medium", "high"];
+        for i in 0..300 {
+            let vector: Vec<f64> = (0..8).map(|_| next(2001) as f64 / 1000.0 - 1.0).collect();
+            let kind = ["semantic", "episodic", "competence"][next(3) as usize];
+            let payload = match kind {
+                "semantic" => json!({"kind": "semantic", "subject": "s", "predicate": "p"}),
+                "episodic" => json!({"kind": "episodic"}),
+                _ => json!({"kind": "competence", "skill_name": "k"}),
+            };
+            let mut body = json!({"type": kind,
+                "sensitivity": sensitivities[next(4) as usize],
+                "salience": next(101) as f64 / 100.0,
+                "embedding": vector,
+                "payload": payload});
+            if let Some(scope) = scopes[next(3) as usize] {
+                body["scope"] = json!(scope);
+            }
+            insert_record(&conn, &record(&format!("v{i}"), body)).unwrap();
+        }
+        // Some retracted, after the fact: the trigger follows.
+        conn.execute(
+            "UPDATE records SET status = 'retracted' WHERE key % 5 = 0",
+            [],
+        )
+        .unwrap();
+        for round in 0..60 {
+            let query_vector: Vec<f64> = (0..8).map(|_| next(2001) as f64 / 1000.0 - 1.0).collect();
+            let embedding = crate::domain::vector::Embedding::new("q", query_vector).unwrap();
+            let limit = 1 + next(15) as usize;
+            let query = RecordQuery {
+                memory_types: [
+                    MemoryType::Semantic,
+                    MemoryType::Competence,
+                    MemoryType::Episodic,
+                ][..1 + next(3) as usize]
+                    .iter()
+                    .copied()
+                    .collect::<Vec<_>>(),
+                max_sensitivity: Sensitivity::ALL[next(4) as usize],
+                scopes: [None, Some(vec![]), Some(vec!["a".to_string()])][next(3) as usize].clone(),
+                min_salience: [0.0, 0.3][next(2) as usize],
+                limit,
+                answer_limit: limit,
+                include_retracted: next(2) == 0,
+                after: None,
+                max_bytes: usize::MAX,
+                filters: Filters::default(),
+                text: None,
+                vector: Some(QueryVector::new(&embedding)),
+                weights: Weights::default(),
+                max_salience: 1.0,
+            };
+            let mut query = query;
+            query.memory_types.sort_by_key(|t| t.layer());
+            let vector = query.vector.clone().unwrap();
+            let (fast, fast_signals) = nearest(&conn, &query, &vector, now()).unwrap();
+            let (full, full_signals) = ranked(&conn, &query, None, now()).unwrap();
+            let keys = |ranks: &[Rank]| ranks.iter().map(|r| r.key).collect::<Vec<_>>();
+            assert_eq!(keys(&fast), keys(&full), "round {round}");
+            for rank in &fast {
+                assert_eq!(fast_signals[&rank.key], full_signals[&rank.key]);
+            }
+        }
     }
 }

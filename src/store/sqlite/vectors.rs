@@ -52,16 +52,25 @@ pub fn put(
         Some(_) => {}
         None => fix_dimensions(conn, given)?,
     }
+    let (scale, quantized) = embedding.quantized();
+    // The record's visibility is copied from its row (stored before its
+    // vector); the trigger of migration 0008 keeps it in step after.
     conn.prepare_cached(
-        "INSERT INTO record_vectors (record_key, norm, vector, text_hash) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO record_vectors
+             (record_key, norm, vector, text_hash, scope, layer, sensitivity, live, scale, q)
+         SELECT ?1, ?2, ?3, ?4, r.scope, r.layer, r.sensitivity, r.status <> 'retracted', ?5, ?6
+         FROM records r WHERE r.key = ?1
          ON CONFLICT (record_key) DO UPDATE
-             SET norm = excluded.norm, vector = excluded.vector, text_hash = excluded.text_hash",
+             SET norm = excluded.norm, vector = excluded.vector, text_hash = excluded.text_hash,
+                 scale = excluded.scale, q = excluded.q",
     )?
     .execute(params![
         key,
         embedding.norm(),
         embedding.to_bytes(),
-        text_hash
+        text_hash,
+        scale,
+        quantized
     ])?;
     Ok(())
 }
