@@ -715,15 +715,13 @@ mod tests {
             let query_vector: Vec<f64> = (0..8).map(|_| next(2001) as f64 / 1000.0 - 1.0).collect();
             let embedding = crate::domain::vector::Embedding::new("q", query_vector).unwrap();
             let limit = 1 + next(15) as usize;
-            let query = RecordQuery {
+            let mut query = RecordQuery {
                 memory_types: [
                     MemoryType::Semantic,
                     MemoryType::Competence,
                     MemoryType::Episodic,
                 ][..1 + next(3) as usize]
-                    .iter()
-                    .copied()
-                    .collect::<Vec<_>>(),
+                    .to_vec(),
                 max_sensitivity: Sensitivity::ALL[next(4) as usize],
                 scopes: [None, Some(vec![]), Some(vec!["a".to_string()])][next(3) as usize].clone(),
                 min_salience: [0.0, 0.3][next(2) as usize],
@@ -738,7 +736,6 @@ mod tests {
                 weights: Weights::default(),
                 max_salience: 1.0,
             };
-            let mut query = query;
             query.memory_types.sort_by_key(|t| t.layer());
             let vector = query.vector.clone().unwrap();
             let (fast, fast_signals) = nearest(&conn, &query, &vector, now()).unwrap();
