@@ -34,16 +34,20 @@ use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::{RecordPage, StoreError};
 
-/// A visible match, as the index gave it.
+/// A visible candidate, as an index gave it.
 struct Candidate {
     key: i64,
+    /// Its type's layer; -1 when only the vector scan has seen it (then
+    /// `stored` is the most salience can be).
     layer: i64,
     stored: f64,
     decays_from: i64,
     /// BM25 relevance, higher is better (0 without a text query).
     relevance: f64,
     /// Similarity to the query vector; `None` without one or a vector.
+    /// When `vector_exact` is false, the most it can be.
     vector: Option<f64>,
+    vector_exact: bool,
     /// The most the score can be, from the stored salience.
     bound: f64,
 }
@@ -60,8 +64,24 @@ impl Candidate {
             decays_from: row.get(3)?,
             relevance: 0.0,
             vector: None,
+            vector_exact: true,
             bound: 0.0,
         })
+    }
+
+    /// A record only the vector scan has seen: its similarity at most
+    /// `most`, its salience at most `max_salience`.
+    fn scanned(key: i64, most: f64, max_salience: f64) -> Candidate {
+        Candidate {
+            key,
+            layer: -1,
+            stored: max_salience,
+            decays_from: i64::MAX,
+            relevance: 0.0,
+            vector: Some(most),
+            vector_exact: false,
+            bound: 0.0,
+        }
     }
 }
 
@@ -71,12 +91,7 @@ pub fn query_ranked(
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
     let Some(text) = &query.text else {
-        let (top, signals) = match &query.vector {
-            Some(vector) if query.filters == Filters::default() => {
-                nearest(conn, query, vector, now)?
-            }
-            _ => ranked(conn, query, None, now)?,
-        };
+        let (top, signals) = ranked(conn, query, None, now)?;
         return within_budget(conn, query, top, now, |rank| signals[&rank.key]);
     };
     let tiers = tiers(conn, text, query.answer_limit)?;
@@ -105,23 +120,16 @@ pub fn query_ranked(
     unreachable!("the last tier always answers")
 }
 
-/// The best `limit` records by similarity to `vector` (and salience),
-/// for a query with no text and no filters: the quantized vectors of the
-/// visible records are read from the scan index (contiguous ranges, no
-/// table rows), each giving the most its record's score can be; records
-/// are then read whole in order of that bound, exact cosine and current
-/// salience, until the bound cannot beat the last of the top `limit`.
-fn nearest(
+/// The visible records with a vector, by key, each with the most its
+/// similarity to `vector` can be, for a query with no filters: the
+/// quantized vectors are read from the scan index of migration 0008
+/// (contiguous ranges by visibility, no table rows); the exact similarity
+/// is computed later, only for the records that can make the answer.
+fn scan_bounds(
     conn: &Connection,
     query: &RecordQuery,
     vector: &QueryVector,
-    now: Timestamp,
-) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
-    let mut top = TopK::for_query(query);
-    let mut signals: HashMap<i64, Signals> = HashMap::new();
-    if query.memory_types.is_empty() {
-        return Ok((top.into_sorted(), signals));
-    }
+) -> Result<HashMap<i64, f64>, StoreError> {
     let mut values: Vec<SqlValue> = Vec::new();
     let scopes: Vec<String> = query
         .scopes
@@ -162,8 +170,7 @@ fn nearest(
     }
     let mut stmt = conn.prepare_cached(&ranges.join(" UNION ALL "))?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
-    // (bound on the score, key)
-    let mut candidates: Vec<(f64, i64)> = Vec::new();
+    let mut found = HashMap::new();
     while let Some(row) = rows.next()? {
         let key: i64 = row.get(0)?;
         let scale: f64 = row.get(1)?;
@@ -171,61 +178,9 @@ fn nearest(
             .get_ref(2)?
             .as_blob()
             .map_err(|e| StoreError::Corrupt(format!("vector of record {key}: {e}")))?;
-        let most = vector.signal_at_most(scale, bytes).unwrap_or(0.0);
-        let bound = Signals {
-            text: None,
-            vector: Some(most),
-            salience: query.max_salience,
-        }
-        .score(&query.weights, query.max_salience);
-        candidates.push((bound, key));
+        found.insert(key, vector.signal_at_most(scale, bytes).unwrap_or(0.0));
     }
-    candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
-
-    let mut record = conn.prepare_cached(
-        "SELECT r.layer, r.salience, r.created_at, v.norm, v.vector
-         FROM records r JOIN record_vectors v ON v.record_key = r.key WHERE r.key = ?1",
-    )?;
-    let mut profile = conn.prepare_cached(PROFILE_SQL)?;
-    for (bound, key) in candidates {
-        if top.excludes_up_to(bound) {
-            break;
-        }
-        let mut rows = record.query([key])?;
-        let Some(row) = rows.next()? else { continue };
-        let layer: i64 = row.get(0)?;
-        let stored: f64 = row.get(1)?;
-        let created_at: i64 = row.get(2)?;
-        let norm: f64 = row.get(3)?;
-        let stored_vector = row
-            .get_ref(4)?
-            .as_blob()
-            .map_err(|e| StoreError::Corrupt(format!("vector of record {key}: {e}")))?;
-        let similarity = vector.signal(stored_vector, norm).unwrap_or(0.0);
-        let mut profiles = profile.query([key])?;
-        let Some(profile_row) = profiles.next()? else {
-            return Err(StoreError::Corrupt(format!(
-                "record {key} has no decay profile"
-            )));
-        };
-        let salience = current_salience(profile_row, stored, created_at, now)?;
-        if stored < query.min_salience || salience < query.min_salience {
-            continue;
-        }
-        let record_signals = Signals {
-            text: None,
-            vector: Some(similarity),
-            salience,
-        };
-        top.offer(Rank {
-            salience: record_signals.score(&query.weights, query.max_salience),
-            layer,
-            created_at,
-            key,
-        });
-        signals.insert(key, record_signals);
-    }
-    Ok((top.into_sorted(), signals))
+    Ok(found)
 }
 
 /// A word in this many records or more is common: reading all its matches
@@ -315,10 +270,20 @@ fn ranked(
     let mut top = TopK::for_query(query);
     let mut signals: HashMap<i64, Signals> = HashMap::new();
     let mut profile = conn.prepare_cached(PROFILE_SQL)?;
-    let mut created = conn.prepare_cached("SELECT created_at FROM records WHERE key = ?1")?;
+    let mut record =
+        conn.prepare_cached("SELECT layer, salience, created_at FROM records WHERE key = ?1")?;
+    let mut stored_vector =
+        conn.prepare_cached("SELECT norm, vector FROM record_vectors WHERE record_key = ?1")?;
     for c in &candidates {
         if top.excludes_up_to(c.bound) {
             break;
+        }
+        let (layer, stored, created_at): (i64, f64, i64) =
+            record.query_row([c.key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        // A scanned record's stored salience is checked here; the others'
+        // by their statement.
+        if stored < query.min_salience {
+            continue;
         }
         let mut rows = profile.query([c.key])?;
         let Some(row) = rows.next()? else {
@@ -327,20 +292,35 @@ fn ranked(
                 c.key
             )));
         };
-        let created_at: i64 = created.query_row([c.key], |row| row.get(0))?;
-        let salience = current_salience(row, c.stored, created_at, now)?;
+        let salience = current_salience(row, stored, created_at, now)?;
         if salience < query.min_salience {
             continue;
         }
+        let similarity = match (&query.vector, c.vector_exact) {
+            (Some(vector), false) => {
+                let mut rows = stored_vector.query([c.key])?;
+                match rows.next()? {
+                    Some(row) => {
+                        let norm: f64 = row.get(0)?;
+                        let bytes = row.get_ref(1)?.as_blob().map_err(|e| {
+                            StoreError::Corrupt(format!("vector of record {}: {e}", c.key))
+                        })?;
+                        Some(vector.signal(bytes, norm).unwrap_or(0.0))
+                    }
+                    None => Some(0.0),
+                }
+            }
+            _ => vector_signal(c),
+        };
         let record_signals = Signals {
             text: text_signal(c.relevance),
-            vector: vector_signal(c),
+            vector: similarity,
             salience,
         };
         let score = record_signals.score(&query.weights, query.max_salience);
         top.offer(Rank {
             salience: score,
-            layer: c.layer,
+            layer,
             created_at,
             key: c.key,
         });
@@ -364,7 +344,21 @@ fn candidates(
         None if query.vector.is_none() => filter_matches(conn, query)?,
         None => Vec::new(),
     };
-    if let Some(vector) = &query.vector {
+    let Some(vector) = &query.vector else {
+        return Ok(found);
+    };
+    if query.filters == Filters::default() {
+        let mut scanned = scan_bounds(conn, query, vector)?;
+        for c in &mut found {
+            c.vector = scanned.remove(&c.key);
+            c.vector_exact = c.vector.is_none();
+        }
+        found.extend(
+            scanned
+                .into_iter()
+                .map(|(key, most)| Candidate::scanned(key, most, query.max_salience)),
+        );
+    } else {
         let mut similar = similar(conn, query, vector)?;
         for c in &mut found {
             c.vector = similar.remove(&c.key).and_then(|s| s.vector);
@@ -674,7 +668,7 @@ mod tests {
 
     /// The vector scan (quantized bounds, then whole records) gives exactly
     /// the answer of reading every visible record's vector, whatever the
-    /// trust, status, salience floor and limit.
+    /// trust, status, salience floor and limit, with or without text.
     #[test]
     fn the_vector_scan_finds_the_true_top() {
         let conn = conn();
@@ -737,9 +731,28 @@ mod tests {
                 max_salience: 1.0,
             };
             query.memory_types.sort_by_key(|t| t.layer());
-            let vector = query.vector.clone().unwrap();
-            let (fast, fast_signals) = nearest(&conn, &query, &vector, now()).unwrap();
-            let (full, full_signals) = ranked(&conn, &query, None, now()).unwrap();
+            // Half the rounds blend in a text query.
+            let text = TextQuery::new("k s");
+            let tier = (round % 2 == 0).then(|| Tier {
+                fts: text.as_ref().unwrap().any(),
+                newest: None,
+            });
+            if tier.is_some() {
+                query.text = text;
+            }
+            let (fast, fast_signals) = ranked(&conn, &query, tier.as_ref(), now()).unwrap();
+            // A filter every record passes takes the path that reads every
+            // visible vector whole.
+            let exact = RecordQuery {
+                filters: Filters {
+                    created_after: Some(
+                        crate::domain::time::parse_rfc3339("2000-01-01T00:00:00Z").unwrap(),
+                    ),
+                    ..Filters::default()
+                },
+                ..query.clone()
+            };
+            let (full, full_signals) = ranked(&conn, &exact, tier.as_ref(), now()).unwrap();
             let keys = |ranks: &[Rank]| ranks.iter().map(|r| r.key).collect::<Vec<_>>();
             assert_eq!(keys(&fast), keys(&full), "round {round}");
             for rank in &fast {
