@@ -120,7 +120,7 @@ pub fn query_ranked(
     unreachable!("the last tier always answers")
 }
 
-/// The visible records with a vector, by key, each with the most its
+/// The visible records with a vector, each with the most its
 /// similarity to `vector` can be, for a query with no filters: the
 /// quantized vectors are read from the scan index of migration 0008
 /// (contiguous ranges by visibility, no table rows); the exact similarity
@@ -129,7 +129,7 @@ fn scan_bounds(
     conn: &Connection,
     query: &RecordQuery,
     vector: &QueryVector,
-) -> Result<HashMap<i64, f64>, StoreError> {
+) -> Result<Vec<(i64, f64)>, StoreError> {
     let mut values: Vec<SqlValue> = Vec::new();
     let scopes: Vec<String> = query
         .scopes
@@ -170,7 +170,7 @@ fn scan_bounds(
     }
     let mut stmt = conn.prepare_cached(&ranges.join(" UNION ALL "))?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
-    let mut found = HashMap::new();
+    let mut found = Vec::new();
     while let Some(row) = rows.next()? {
         let key: i64 = row.get(0)?;
         let scale: f64 = row.get(1)?;
@@ -178,7 +178,7 @@ fn scan_bounds(
             .get_ref(2)?
             .as_blob()
             .map_err(|e| StoreError::Corrupt(format!("vector of record {key}: {e}")))?;
-        found.insert(key, vector.signal_at_most(scale, bytes).unwrap_or(0.0));
+        found.push((key, vector.signal_at_most(scale, bytes).unwrap_or(0.0)));
     }
     Ok(found)
 }
@@ -265,7 +265,7 @@ fn ranked(
         }
         .score(&query.weights, query.max_salience);
     }
-    candidates.sort_by(|a, b| b.bound.total_cmp(&a.bound));
+    candidates.sort_unstable_by(|a, b| b.bound.total_cmp(&a.bound));
 
     let mut top = TopK::for_query(query);
     let mut signals: HashMap<i64, Signals> = HashMap::new();
@@ -348,16 +348,18 @@ fn candidates(
         return Ok(found);
     };
     if query.filters == Filters::default() {
-        let mut scanned = scan_bounds(conn, query, vector)?;
-        for c in &mut found {
-            c.vector = scanned.remove(&c.key);
-            c.vector_exact = c.vector.is_none();
+        let scanned = scan_bounds(conn, query, vector)?;
+        let text_matched: HashMap<i64, usize> =
+            found.iter().enumerate().map(|(i, c)| (c.key, i)).collect();
+        for (key, most) in scanned {
+            match text_matched.get(&key) {
+                Some(&i) => {
+                    found[i].vector = Some(most);
+                    found[i].vector_exact = false;
+                }
+                None => found.push(Candidate::scanned(key, most, query.max_salience)),
+            }
         }
-        found.extend(
-            scanned
-                .into_iter()
-                .map(|(key, most)| Candidate::scanned(key, most, query.max_salience)),
-        );
     } else {
         let mut similar = similar(conn, query, vector)?;
         for c in &mut found {
