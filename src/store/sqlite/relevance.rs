@@ -193,47 +193,67 @@ const COMMON_WORD_MATCHES: i64 = 2000;
 /// is never short while there are matches.
 const COMMON_QUERY_CANDIDATES: usize = 250;
 
-/// A full-text query to match, and whether only its newest visible
-/// matches are read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Tier {
-    fts: String,
-    newest: Option<usize>,
+/// How one part of a tier is matched.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reading {
+    /// Every visible match, ranked by BM25.
+    Bm25,
+    /// The newest this many visible matches, each with this relevance:
+    /// for common words, whose BM25 reads all their matches (for how rare
+    /// they are) and tells records apart too little to rank by.
+    Newest(usize, f64),
 }
 
-/// The full-text queries to try in turn for a text query; the last one
-/// always answers. Words that are all rare: every word, every match. Rare
-/// and common words: the rare ones alone first. Only common words: every
-/// word, the newest [`COMMON_QUERY_CANDIDATES`] visible matches, each a
-/// full text match (such words tell records apart too little to rank by,
-/// and BM25 would read all their matches for how rare they are).
+/// A full-text query to match and how to read it.
+#[derive(Debug, Clone, PartialEq)]
+struct Part {
+    fts: String,
+    reading: Reading,
+}
+
+/// The candidates of one way of matching a text query: the records of
+/// each part (a record in an earlier part is not read again).
+type Tier = Vec<Part>;
+
+/// The ways to match a text query, tried in turn; the last one always
+/// answers.
+/// - Every word rare: every word, every match, BM25.
+/// - Rare and common words: the rare words alone (which must fill the
+///   answer); then the rare words' matches followed by the newest
+///   [`COMMON_QUERY_CANDIDATES`] visible matches of the common words
+///   (relevance 0: behind every record with a rare word).
+/// - Only common words: the newest [`COMMON_QUERY_CANDIDATES`] visible
+///   matches of any word, each a full text match.
 fn tiers(conn: &Connection, text: &TextQuery, limit: usize) -> Result<Vec<Tier>, StoreError> {
-    let every = |newest| Tier {
-        fts: text.any(),
-        newest,
-    };
+    let newest = COMMON_QUERY_CANDIDATES.max(limit);
     let mut count = conn.prepare_cached(
         "SELECT COUNT(*) FROM (SELECT 1 FROM record_search WHERE record_search MATCH ?1 LIMIT ?2)",
     )?;
-    let mut rare = Vec::new();
+    let (mut rare, mut common) = (Vec::new(), Vec::new());
     for term in text.terms() {
         let matches: i64 = count.query_row(params![term, COMMON_WORD_MATCHES], |row| row.get(0))?;
         if matches < COMMON_WORD_MATCHES {
             rare.push(term.as_str());
+        } else {
+            common.push(term.as_str());
         }
     }
+    let part = |terms: &[&str], reading| Part {
+        fts: any_of(terms),
+        reading,
+    };
     Ok(if rare.is_empty() {
-        vec![every(Some(COMMON_QUERY_CANDIDATES.max(limit)))]
-    } else if rare.len() < text.terms().len() {
-        vec![
-            Tier {
-                fts: any_of(&rare),
-                newest: None,
-            },
-            every(None),
-        ]
+        vec![vec![part(&common, Reading::Newest(newest, 1.0))]]
+    } else if common.is_empty() {
+        vec![vec![part(&rare, Reading::Bm25)]]
     } else {
-        vec![every(None)]
+        vec![
+            vec![part(&rare, Reading::Bm25)],
+            vec![
+                part(&rare, Reading::Bm25),
+                part(&common, Reading::Newest(newest, 0.0)),
+            ],
+        ]
     })
 }
 
@@ -370,40 +390,45 @@ fn candidates(
     Ok(found)
 }
 
-/// Visible records matching the text query, with their BM25 relevance.
+/// Visible records matching the tier's text queries, with their
+/// relevance.
 fn text_matches(
     conn: &Connection,
     query: &RecordQuery,
     tier: &Tier,
 ) -> Result<Vec<Candidate>, StoreError> {
-    let mut values = vec![SqlValue::Text(tier.fts.clone())];
-    // BM25 reads every match of each word once per query (for how rare
-    // it is): common words alone are not ranked by it, each match counts
-    // as a full one.
-    let relevance = match tier.newest {
-        Some(_) => "1.0",
-        None => "-bm25(record_search)",
-    };
-    let mut sql = format!(
-        "SELECT r.key, r.layer, r.salience, r.decays_from, {relevance}
-         FROM record_search JOIN records r ON r.key = record_search.rowid
-         WHERE record_search MATCH ?1{}",
-        visible(query, &mut values)
-    );
-    if let Some(newest) = tier.newest {
-        // The index reads matches in rowid order, newest first here, and
-        // stops once this many visible ones are found.
-        sql.push_str(&format!(
-            " ORDER BY record_search.rowid DESC LIMIT {newest}"
-        ));
-    }
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
-    let mut found = Vec::new();
-    while let Some(row) = rows.next()? {
-        let mut c = Candidate::from_row(row)?;
-        c.relevance = row.get::<_, f64>(4)?.max(0.0);
-        found.push(c);
+    let mut found: Vec<Candidate> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for part in tier {
+        let mut values = vec![SqlValue::Text(part.fts.clone())];
+        let relevance = match part.reading {
+            Reading::Bm25 => "-bm25(record_search)".to_string(),
+            Reading::Newest(_, relevance) => format!("{relevance:?}"),
+        };
+        let mut sql = format!(
+            "SELECT r.key, r.layer, r.salience, r.decays_from, {relevance}
+             FROM record_search JOIN records r ON r.key = record_search.rowid
+             WHERE record_search MATCH ?1{}",
+            visible(query, &mut values)
+        );
+        if let Reading::Newest(newest, _) = part.reading {
+            // The index reads matches in rowid order, newest first here,
+            // and stops once this many visible ones are found. (A record
+            // an earlier part found is read again but not kept.)
+            sql.push_str(&format!(
+                " ORDER BY record_search.rowid DESC LIMIT {}",
+                newest + found.len()
+            ));
+        }
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+        while let Some(row) = rows.next()? {
+            let mut c = Candidate::from_row(row)?;
+            if seen.insert(c.key) {
+                c.relevance = row.get::<_, f64>(4)?.max(0.0);
+                found.push(c);
+            }
+        }
     }
     Ok(found)
 }
@@ -629,29 +654,39 @@ mod tests {
         }
         flush(&conn).unwrap();
         conn.execute_batch("COMMIT").unwrap();
-        let fts = |text: &str| {
+        let plan = |text: &str| {
             tiers(&conn, &TextQuery::new(text).unwrap(), 10)
                 .unwrap()
                 .into_iter()
-                .map(|t| (t.fts, t.newest))
+                .map(|tier| {
+                    tier.into_iter()
+                        .map(|part| (part.fts, part.reading))
+                        .collect::<Vec<_>>()
+                })
                 .collect::<Vec<_>>()
         };
+        let rare = ("\"rare\"".to_string(), Reading::Bm25);
         assert_eq!(
-            fts("common rare"),
+            plan("common rare"),
             [
-                ("\"rare\"".to_string(), None),
-                ("\"common\" OR \"rare\"".to_string(), None)
+                vec![rare.clone()],
+                vec![
+                    rare.clone(),
+                    (
+                        "\"common\"".to_string(),
+                        Reading::Newest(COMMON_QUERY_CANDIDATES, 0.0)
+                    )
+                ]
             ]
         );
         assert_eq!(
-            fts("filler common"),
-            [(
+            plan("filler common"),
+            [vec![(
                 "\"filler\" OR \"common\"".to_string(),
-                Some(COMMON_QUERY_CANDIDATES)
-            )]
+                Reading::Newest(COMMON_QUERY_CANDIDATES, 1.0)
+            )]]
         );
-        assert_eq!(fts("rare"), [("\"rare\"".to_string(), None)]);
-
+        assert_eq!(plan("rare"), [vec![rare]]);
         let found = search(&conn, "common rare", 2);
         assert_eq!(found.len(), 2);
         assert!(found.iter().all(|id| id.starts_with('r')), "{found:?}");
@@ -735,9 +770,11 @@ mod tests {
             query.memory_types.sort_by_key(|t| t.layer());
             // Half the rounds blend in a text query.
             let text = TextQuery::new("k s");
-            let tier = (round % 2 == 0).then(|| Tier {
-                fts: text.as_ref().unwrap().any(),
-                newest: None,
+            let tier = (round % 2 == 0).then(|| {
+                vec![Part {
+                    fts: text.as_ref().unwrap().any(),
+                    reading: Reading::Bm25,
+                }]
             });
             if tier.is_some() {
                 query.text = text;
