@@ -9,7 +9,9 @@
 --
 -- For retrieval by vector, each row also holds the record's visibility
 -- (scope, type, sensitivity, whether it is live: not retracted), kept in
--- step with the record by a trigger, and a one-byte-per-dimension copy of
+-- step with the record by every write that changes them (a trigger would
+-- make every update of a record pay for a statement journal), and a
+-- one-byte-per-dimension copy of
 -- the vector scaled to length 1 (`q`, value i is q[i]·scale). The scan
 -- index holds them all, so the vectors a caller may see are read as a
 -- few contiguous ranges, without touching the records table; only the
@@ -29,15 +31,6 @@ CREATE TABLE record_vectors (
 
 CREATE INDEX idx_vectors_scan
     ON record_vectors (live, scope, layer, sensitivity, record_key, scale, q);
-
-CREATE TRIGGER records_vector_visibility
-AFTER UPDATE OF scope, layer, sensitivity, status ON records
-BEGIN
-    UPDATE record_vectors
-    SET scope = new.scope, layer = new.layer, sensitivity = new.sensitivity,
-        live = (new.status <> 'retracted')
-    WHERE record_key = new.key;
-END;
 
 -- The number of dimensions of every vector of this database: fixed by the
 -- first vector stored, or by `retrieval.embedding_dimensions`.

@@ -123,6 +123,7 @@ pub fn retract_replaced(
         "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = ?2 WHERE record_key = ?1",
     )?
     .execute(params![state.key, at])?;
+    super::vectors::retracted(conn, state.key)?;
     append_audit(conn, state.key, std::slice::from_ref(entry))
 }
 
@@ -184,7 +185,7 @@ pub fn update_record(
     write_lifecycle(conn, key, record, anchor)?;
     write_payload(conn, key, record)?;
     let text_hash = super::search::reindex(conn, key, record)?;
-    super::vectors::after_update(conn, key, record.embedding.as_ref(), text_hash)?;
+    super::vectors::after_update(conn, key, record, text_hash)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",

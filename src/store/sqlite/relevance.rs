@@ -736,12 +736,21 @@ mod tests {
             }
             insert_record(&conn, &record(&format!("v{i}"), body)).unwrap();
         }
-        // Some retracted, after the fact: the trigger follows.
-        conn.execute(
-            "UPDATE records SET status = 'retracted' WHERE key % 5 = 0",
-            [],
-        )
-        .unwrap();
+        // Some retracted after the fact, by a rewrite of the record.
+        for i in (0..300).step_by(5) {
+            let loaded = super::super::records::get_for_update(&conn, &format!("v{i}"), now())
+                .unwrap()
+                .unwrap();
+            let mut retracted = loaded.record.clone();
+            retracted.status = crate::domain::record::Status::Retracted;
+            super::super::records::update_record(
+                &conn,
+                &loaded.version,
+                &retracted,
+                crate::store::SalienceChange::Unchanged,
+            )
+            .unwrap();
+        }
         for round in 0..60 {
             let query_vector: Vec<f64> = (0..8).map(|_| next(2001) as f64 / 1000.0 - 1.0).collect();
             let embedding = crate::domain::vector::Embedding::new("q", query_vector).unwrap();

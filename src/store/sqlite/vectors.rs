@@ -4,6 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::records::load_records;
+use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
@@ -54,7 +55,7 @@ pub fn put(
     }
     let (scale, quantized) = embedding.quantized();
     // The record's visibility is copied from its row (stored before its
-    // vector); the trigger of migration 0008 keeps it in step after.
+    // vector); `after_update` and `retracted` keep it in step.
     conn.prepare_cached(
         "INSERT INTO record_vectors
              (record_key, norm, vector, text_hash, scope, layer, sensitivity, live, scale, q)
@@ -75,26 +76,43 @@ pub fn put(
     Ok(())
 }
 
-/// After record `key` was rewritten: its new vector, if the change brought
-/// one; otherwise a vector the embedder made from another text than the
+/// After record `key` was rewritten as `record`: its new vector, if the
+/// change brought one; otherwise its vector follows the record's
+/// visibility, and a vector the embedder made from another text than the
 /// record's now (`text_hash`) is dropped, to be made again.
 pub fn after_update(
     conn: &Connection,
     key: i64,
-    embedding: Option<&Embedding>,
+    record: &MemoryRecord,
     text_hash: i64,
 ) -> Result<(), StoreError> {
-    match embedding {
-        Some(embedding) => put(conn, key, embedding, None),
-        None => {
-            conn.prepare_cached(
-                "DELETE FROM record_vectors
-                 WHERE record_key = ?1 AND text_hash IS NOT NULL AND text_hash <> ?2",
-            )?
-            .execute(params![key, text_hash])?;
-            Ok(())
-        }
+    if let Some(embedding) = &record.embedding {
+        return put(conn, key, embedding, None);
     }
+    conn.prepare_cached(
+        "DELETE FROM record_vectors
+         WHERE record_key = ?1 AND text_hash IS NOT NULL AND text_hash <> ?2",
+    )?
+    .execute(params![key, text_hash])?;
+    conn.prepare_cached(
+        "UPDATE record_vectors SET scope = ?2, layer = ?3, sensitivity = ?4, live = ?5
+         WHERE record_key = ?1",
+    )?
+    .execute(params![
+        key,
+        record.scope,
+        record.memory_type.layer(),
+        record.sensitivity.rank(),
+        record.status != Status::Retracted
+    ])?;
+    Ok(())
+}
+
+/// Record `key` was retracted without being rewritten.
+pub fn retracted(conn: &Connection, key: i64) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE record_vectors SET live = 0 WHERE record_key = ?1")?
+        .execute([key])?;
+    Ok(())
 }
 
 /// Up to `limit` records after `after_key` (key order) that are not
@@ -255,5 +273,28 @@ mod tests {
         }
         assert_eq!(vector_count(&conn), 1);
         assert_eq!(to_embed(&conn, 0, 10, now()).unwrap()[0].key, a);
+    }
+
+    #[test]
+    fn a_vector_follows_its_record_visibility() {
+        let conn = conn();
+        let key = insert_record(&conn, &fact("a", "tea", Some(vec![1.0, 0.0]))).unwrap();
+        let visibility = || -> (Option<String>, i64, i64) {
+            conn.query_row(
+                "SELECT scope, sensitivity, live FROM record_vectors WHERE record_key = ?1",
+                [key],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap()
+        };
+        assert_eq!(visibility(), (None, 1, 1));
+        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        let mut moved = loaded.record.clone();
+        moved.scope = Some("team".into());
+        moved.status = Status::Retracted;
+        update_record(&conn, &loaded.version, &moved, SalienceChange::Unchanged).unwrap();
+        assert_eq!(visibility(), (Some("team".into()), 1, 0));
+        retracted(&conn, key).unwrap();
+        assert_eq!(visibility().2, 0);
     }
 }
