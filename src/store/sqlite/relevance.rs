@@ -131,15 +131,7 @@ fn scan_bounds(
     vector: &QueryVector,
 ) -> Result<Vec<(i64, f64)>, StoreError> {
     let mut values: Vec<SqlValue> = Vec::new();
-    let scopes: Vec<String> = query
-        .scopes
-        .iter()
-        .flatten()
-        .map(|scope| {
-            values.push(SqlValue::Text(scope.clone()));
-            format!("?{}", values.len())
-        })
-        .collect();
+    let scopes = scope_conditions(query, "scope", &mut values);
     let common = format!(
         "layer IN ({}) AND sensitivity <= {}",
         layer_list(query),
@@ -152,20 +144,11 @@ fn scan_bounds(
         &[1]
     };
     for live in lives {
-        let range = |scope: &str| {
-            format!(
+        for scope in &scopes {
+            ranges.push(format!(
                 "SELECT record_key, scale, q FROM record_vectors INDEXED BY idx_vectors_scan
                  WHERE live = {live} AND {scope} AND {common}"
-            )
-        };
-        match &query.scopes {
-            None => ranges.push(range("1")),
-            Some(_) => {
-                ranges.push(range("scope IS NULL"));
-                if !scopes.is_empty() {
-                    ranges.push(range(&format!("scope IN ({})", scopes.join(", "))));
-                }
-            }
+            ));
         }
     }
     let mut stmt = conn.prepare_cached(&ranges.join(" UNION ALL "))?;
@@ -474,15 +457,7 @@ fn similar(
         )
     } else {
         values.push(SqlValue::Real(query.min_salience));
-        let scopes: Vec<String> = query
-            .scopes
-            .iter()
-            .flatten()
-            .map(|scope| {
-                values.push(SqlValue::Text(scope.clone()));
-                format!("?{}", values.len())
-            })
-            .collect();
+        let scopes = scope_conditions(query, "r.scope", &mut values);
         let filters = FilterSql::new(&query.filters, values.len() + 1);
         values.extend(filters.values);
         let common = format!(
@@ -494,18 +469,16 @@ fn similar(
         let mut ranges = Vec::new();
         for set in RankSet::for_query(query) {
             let (rank, scope_rank, status) = set.indexes();
-            let range = |index: &str, scope: &str| {
-                format!("SELECT {COLUMNS} FROM records r INDEXED BY {index} {VECTOR} WHERE {scope}{status} AND {common}")
+            let index = if query.scopes.is_some() {
+                scope_rank
+            } else {
+                rank
             };
-            match &query.scopes {
-                None => ranges.push(range(rank, "")),
-                Some(_) => {
-                    ranges.push(range(scope_rank, "r.scope IS NULL AND "));
-                    if !scopes.is_empty() {
-                        let scope = format!("r.scope IN ({}) AND ", scopes.join(", "));
-                        ranges.push(range(scope_rank, &scope));
-                    }
-                }
+            for scope in &scopes {
+                ranges.push(format!(
+                    "SELECT {COLUMNS} FROM records r INDEXED BY {index} {VECTOR}
+                     WHERE {scope} AND {status} AND {common}"
+                ));
             }
         }
         ranges.join(" UNION ALL ")
@@ -525,6 +498,27 @@ fn similar(
         found.insert(c.key, c);
     }
     Ok(found)
+}
+
+/// The scope condition of each range a query reads (`column` is the
+/// scope column): every scope (`1`); or unscoped records, then the
+/// caller's scopes, whose parameters are added to `values`.
+fn scope_conditions(query: &RecordQuery, column: &str, values: &mut Vec<SqlValue>) -> Vec<String> {
+    let Some(scopes) = &query.scopes else {
+        return vec!["1".to_string()];
+    };
+    let mut conditions = vec![format!("{column} IS NULL")];
+    if !scopes.is_empty() {
+        let numbers: Vec<String> = scopes
+            .iter()
+            .map(|scope| {
+                values.push(SqlValue::Text(scope.clone()));
+                format!("?{}", values.len())
+            })
+            .collect();
+        conditions.push(format!("{column} IN ({})", numbers.join(", ")));
+    }
+    conditions
 }
 
 fn layer_list(query: &RecordQuery) -> String {
