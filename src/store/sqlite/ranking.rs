@@ -217,6 +217,14 @@ impl RankSet {
         sets
     }
 
+    /// The `live` value of its records in the vector scan index.
+    pub(super) fn live(self) -> i64 {
+        match self {
+            RankSet::Live => 1,
+            RankSet::Retracted => 0,
+        }
+    }
+
     /// Its rank index over every scope, its index by scope, and the status
     /// term that is the indexes' own condition (which lets them be used and
     /// costs no table read).

@@ -96,8 +96,8 @@ pub fn query_ranked(
     };
     let tiers = tiers(conn, text, query.answer_limit)?;
     let last = tiers.len() - 1;
+    let first_page = query.after.is_none() && query.limit == query.answer_limit;
     for (i, tier) in tiers.iter().enumerate() {
-        let first_page = query.after.is_none() && query.limit == query.answer_limit;
         if i < last {
             // A narrower query stands only when it fills the whole answer,
             // as the first page has it (so every page takes the same one).
@@ -138,12 +138,8 @@ fn scan_bounds(
         query.max_sensitivity.rank()
     );
     let mut ranges = Vec::new();
-    let lives: &[i64] = if query.include_retracted {
-        &[1, 0]
-    } else {
-        &[1]
-    };
-    for live in lives {
+    for set in RankSet::for_query(query) {
+        let live = set.live();
         for scope in &scopes {
             ranges.push(format!(
                 "SELECT record_key, scale, q FROM record_vectors INDEXED BY idx_vectors_scan
@@ -157,10 +153,7 @@ fn scan_bounds(
     while let Some(row) = rows.next()? {
         let key: i64 = row.get(0)?;
         let scale: f64 = row.get(1)?;
-        let bytes = row
-            .get_ref(2)?
-            .as_blob()
-            .map_err(|e| StoreError::Corrupt(format!("vector of record {key}: {e}")))?;
+        let bytes = vector_bytes(row, 2, key)?;
         found.push((key, vector.signal_at_most(scale, bytes).unwrap_or(0.0)));
     }
     Ok(found)
@@ -305,9 +298,7 @@ fn ranked(
                 match rows.next()? {
                     Some(row) => {
                         let norm: f64 = row.get(0)?;
-                        let bytes = row.get_ref(1)?.as_blob().map_err(|e| {
-                            StoreError::Corrupt(format!("vector of record {}: {e}", c.key))
-                        })?;
+                        let bytes = vector_bytes(row, 1, c.key)?;
                         Some(vector.signal(bytes, norm).unwrap_or(0.0))
                     }
                     None => Some(0.0),
@@ -449,7 +440,7 @@ fn similar(
     const COLUMNS: &str = "r.key, r.layer, r.salience, r.decays_from, v.norm, v.vector";
     const VECTOR: &str = "CROSS JOIN record_vectors v ON v.record_key = r.key";
     let mut values = Vec::new();
-    let sql = if query.filters.about().is_some() || !query.filters.tags.is_empty() {
+    let sql = if FilterSql::selective(&query.filters) {
         let (from, condition) = filter_source(query, &mut values);
         format!(
             "SELECT {COLUMNS} FROM {from} {VECTOR} WHERE {condition}{}",
@@ -489,15 +480,23 @@ fn similar(
     while let Some(row) = rows.next()? {
         let mut c = Candidate::from_row(row)?;
         let norm: f64 = row.get(4)?;
-        let stored = row
-            .get_ref(5)?
-            .as_blob()
-            .map_err(|e| StoreError::Corrupt(format!("vector of record {}: {e}", c.key)))?;
-        // A vector of other dimensions (none is stored) counts as no match.
+        let stored = vector_bytes(row, 5, c.key)?;
         c.vector = Some(vector.signal(stored, norm).unwrap_or(0.0));
         found.insert(c.key, c);
     }
     Ok(found)
+}
+
+/// The stored vector (or its quantized copy) in column `column` of a row
+/// about record `key`.
+fn vector_bytes<'a>(
+    row: &'a rusqlite::Row<'_>,
+    column: usize,
+    key: i64,
+) -> Result<&'a [u8], StoreError> {
+    row.get_ref(column)?
+        .as_blob()
+        .map_err(|e| StoreError::Corrupt(format!("vector of record {key}: {e}")))
 }
 
 /// The scope condition of each range a query reads (`column` is the
