@@ -178,11 +178,6 @@ pub fn any_of(terms: &[impl AsRef<str>]) -> String {
         .join(" OR ")
 }
 
-/// The query of [`TextQuery::any`] for a client's text, or `None`.
-pub fn fts_query(text: &str) -> Option<String> {
-    TextQuery::new(text).map(|q| q.any())
-}
-
 /// A stable 64-bit hash (FNV-1a) of a search text: what an embedding made
 /// from the text remembers of it, to tell when the text has changed.
 pub fn text_hash(text: &str) -> i64 {
@@ -197,6 +192,11 @@ pub fn text_hash(text: &str) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The query of [`TextQuery::any`] for a client's text, or `None`.
+    fn any_words(text: &str) -> Option<String> {
+        TextQuery::new(text).map(|q| q.any())
+    }
     use crate::domain::policy::{NewRecord, Policy};
     use crate::domain::record::Attribution;
     use crate::domain::time::parse_rfc3339;
@@ -277,22 +277,22 @@ mod tests {
     #[test]
     fn free_text_becomes_quoted_terms_and_nothing_else() {
         assert_eq!(
-            fts_query("How do I fix a Go linker-cache error?").unwrap(),
+            any_words("How do I fix a Go linker-cache error?").unwrap(),
             r#""fix" OR "go" OR "linker" OR "cache" OR "error""#
         );
         assert_eq!(
-            fts_query(r#"a NEAR(b c) "x* -y" (unbalanced AND OR NOT"#).unwrap(),
+            any_words(r#"a NEAR(b c) "x* -y" (unbalanced AND OR NOT"#).unwrap(),
             r#""near" OR "b" OR "c" OR "x" OR "y" OR "unbalanced""#
         );
         // Only stop words: they are all there is to search for.
         assert_eq!(
-            fts_query("Who are you?").unwrap(),
+            any_words("Who are you?").unwrap(),
             r#""who" OR "are" OR "you""#
         );
-        assert_eq!(fts_query("  ?!* () \"\" "), None);
+        assert_eq!(any_words("  ?!* () \"\" "), None);
         let many: String = (0..100).map(|i| format!("w{i} ")).collect();
         assert_eq!(
-            fts_query(&many).unwrap().matches(" OR ").count(),
+            any_words(&many).unwrap().matches(" OR ").count(),
             MAX_QUERY_TERMS - 1
         );
     }

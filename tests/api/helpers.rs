@@ -223,12 +223,7 @@ impl TestApp {
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        body["chain"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no chain in {body}"))
-            .iter()
-            .map(|r| r["id"].as_str().unwrap().to_string())
-            .collect()
+        ids_in(&body, "chain")
     }
 
     /// Holds the single writer until the returned sender is dropped or sent
@@ -311,9 +306,14 @@ pub fn assert_error(response: &(StatusCode, Value), status: StatusCode, code: &s
 
 /// The ids of the records of a retrieval answer, in order.
 pub fn ids(body: &Value) -> Vec<String> {
-    body["records"]
+    ids_in(body, "records")
+}
+
+/// The ids of the records listed in `body[field]`, in order.
+fn ids_in(body: &Value, field: &str) -> Vec<String> {
+    body[field]
         .as_array()
-        .unwrap_or_else(|| panic!("no records in {body}"))
+        .unwrap_or_else(|| panic!("no {field} in {body}"))
         .iter()
         .map(|r| r["id"].as_str().unwrap().to_string())
         .collect()

@@ -117,13 +117,13 @@ mod tests {
     use super::super::records::{get_for_update, insert_record, update_record};
     use super::super::test_support::{conn, now, record};
     use super::*;
-    use crate::domain::search::fts_query;
+    use crate::domain::search::TextQuery;
     use crate::store::SalienceChange;
     use serde_json::json;
 
     fn matches(conn: &Connection, text: &str) -> Vec<i64> {
         flush(conn).unwrap();
-        let Some(query) = fts_query(text) else {
+        let Some(query) = TextQuery::new(text).map(|q| q.any()) else {
             return Vec::new();
         };
         conn.prepare("SELECT rowid FROM record_search WHERE record_search MATCH ?1 ORDER BY rowid")
