@@ -23,7 +23,7 @@ pub fn ingest(
     match candidate {
         Candidate::Create(mut record) => {
             check_may_write(caller, "sensitivity", &record)?;
-            check_embedding(tx, "embedding", &record)?;
+            check_embedding(tx, "embedding", record.embedding.as_ref())?;
             supersede_current_state(tx, caller, now, &mut record)?;
             tx.insert_record(&record)?;
             Ok(*record)
@@ -56,7 +56,7 @@ pub fn create_record(
     mut record: MemoryRecord,
 ) -> Result<MemoryRecord, ServiceError> {
     check_may_write(caller, "sensitivity", &record)?;
-    check_embedding(tx, "embedding", &record)?;
+    check_embedding(tx, "embedding", record.embedding.as_ref())?;
     check_relation_targets(tx, &record)?;
     supersede_current_state(tx, caller, now, &mut record)?;
     insert_new(tx, &mut record, now)?;
@@ -120,7 +120,7 @@ pub fn record_outcome(
             e.id, e.actual
         ))
     })?;
-    check_embedding(tx, "embedding", &loaded.record)?;
+    check_embedding(tx, "embedding", loaded.record.embedding.as_ref())?;
     tx.update_record(&loaded.version, &loaded.record, SalienceChange::Unchanged)?;
     Ok(loaded.record)
 }

@@ -21,7 +21,7 @@ use crate::domain::revision::RevisionError;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
-use crate::domain::vector::{check_dimensions, dimensions_mismatch};
+use crate::domain::vector::{check_dimensions, dimensions_mismatch, Embedding};
 use crate::store::{Loaded, StoreError, Transaction};
 
 /// Why an operation was not done.
@@ -134,14 +134,14 @@ fn check_may_write(
     }
 }
 
-/// A vector sent with a record (`field`) must have the dimensions of the
+/// A vector a client sent (`field`) must have the dimensions of the
 /// database's vectors, once they are fixed.
 fn check_embedding(
     tx: &mut dyn Transaction,
     field: &str,
-    record: &MemoryRecord,
+    embedding: Option<&Embedding>,
 ) -> Result<(), ServiceError> {
-    let Some(embedding) = &record.embedding else {
+    let Some(embedding) = embedding else {
         return Ok(());
     };
     if let Some(expected) = tx.vector_dimensions()? {

@@ -3,14 +3,13 @@
 
 use serde::Serialize;
 
-use super::ServiceError;
+use super::{check_embedding, ServiceError};
 use crate::domain::record::MemoryRecord;
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Ranking, Retrieval};
 use crate::domain::selection::{select, Selection};
 use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
-use crate::domain::vector::check_dimensions;
 use crate::store::Transaction;
 
 #[derive(Debug, Clone, Serialize)]
@@ -36,11 +35,7 @@ pub fn retrieve(
     selection_threshold: f64,
     ranking: &Ranking,
 ) -> Result<RetrieveResult, ServiceError> {
-    if let Some(embedding) = &retrieval.embedding {
-        if let Some(expected) = tx.vector_dimensions()? {
-            check_dimensions("query_embedding", embedding.dimensions(), expected)?;
-        }
-    }
+    check_embedding(tx, "query_embedding", retrieval.embedding.as_ref())?;
     // A continuation ranks as of the moment of its first page.
     let now = retrieval.cursor.map_or(now, |c| from_micros(c.as_of));
     let page = tx.query_records(&retrieval.query_for(&caller.trust, ranking), now)?;

@@ -69,7 +69,7 @@ pub fn supersede(
     check_not_retracted("old_id", &old.record)?;
     check_same_type("new_record.type", &old.record, &new_record)?;
     check_may_write(caller, "new_record.sensitivity", &new_record)?;
-    check_embedding(tx, "new_record.embedding", &new_record)?;
+    check_embedding(tx, "new_record.embedding", new_record.embedding.as_ref())?;
     check_relation_targets(tx, &new_record)?;
     revision::supersede(&mut old.record, &mut new_record, by, now);
     tx.update_record(&old.version, &old.record, SalienceChange::SetAt(now))?;
@@ -90,7 +90,11 @@ pub fn fork(
     check_revisable("source_id", &source.record)?;
     check_same_type("forked_record.type", &source.record, &forked_record)?;
     check_may_write(caller, "forked_record.sensitivity", &forked_record)?;
-    check_embedding(tx, "forked_record.embedding", &forked_record)?;
+    check_embedding(
+        tx,
+        "forked_record.embedding",
+        forked_record.embedding.as_ref(),
+    )?;
     check_relation_targets(tx, &forked_record)?;
     revision::fork(&mut source.record, &mut forked_record, by, now);
     tx.update_record(&source.version, &source.record, SalienceChange::Unchanged)?;
@@ -162,7 +166,11 @@ pub fn merge(
         sources.push(source);
     }
     check_may_write(caller, "merged_record.sensitivity", &merged_record)?;
-    check_embedding(tx, "merged_record.embedding", &merged_record)?;
+    check_embedding(
+        tx,
+        "merged_record.embedding",
+        merged_record.embedding.as_ref(),
+    )?;
     check_relation_targets(tx, &merged_record)?;
     let mut records: Vec<MemoryRecord> = sources.iter().map(|s| s.record.clone()).collect();
     revision::merge(&mut records, &mut merged_record, by, now);
