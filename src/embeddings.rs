@@ -55,7 +55,7 @@ impl EmbeddingsClient {
     }
 
     /// One vector per text, in order.
-    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>, EmbedError> {
+    pub async fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
         let mut request = self.client.post(&self.endpoint);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
@@ -97,7 +97,7 @@ pub fn clip(text: &str) -> &str {
     &text[..end]
 }
 
-pub fn request_body(model: &str, texts: &[String], dimensions: Option<usize>) -> serde_json::Value {
+pub fn request_body(model: &str, texts: &[&str], dimensions: Option<usize>) -> serde_json::Value {
     let mut body = json!({
         "model": model,
         "input": texts.iter().map(|t| clip(t)).collect::<Vec<_>>(),
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn a_request_names_the_model_and_the_dimensions_asked_for() {
-        let body = request_body("m", &["a".into()], Some(256));
+        let body = request_body("m", &["a"], Some(256));
         assert_eq!(body["model"], "m");
         assert_eq!(body["input"], json!(["a"]));
         assert_eq!(body["dimensions"], 256);

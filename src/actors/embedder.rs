@@ -125,7 +125,7 @@ impl Work {
     /// Embeds and stores one batch; `false` when it is to be tried again
     /// (after the backoff wait, which this has already waited).
     async fn embed_and_store(&mut self, todo: Vec<ToEmbed>) -> bool {
-        let texts: Vec<String> = todo.iter().map(|t| t.text.clone()).collect();
+        let texts: Vec<&str> = todo.iter().map(|t| t.text.as_str()).collect();
         let embedded = match self.client.embed(&texts).await {
             Ok(vectors) => pair(todo, vectors),
             Err(EmbedError::Refused(why)) if todo.len() > 1 => {
@@ -136,8 +136,7 @@ impl Work {
                 }
             }
             Err(EmbedError::Refused(why)) => {
-                tracing::error!(error = %why, key = todo[0].key, "embedder: text refused; the record stays without a vector");
-                self.metrics.embedder(EmbedderEvent::Refused(1));
+                self.refused(&why, todo[0].key);
                 return true;
             }
             Err(EmbedError::Retry(why)) => {
@@ -172,12 +171,9 @@ impl Work {
     async fn one_by_one(&mut self, todo: Vec<ToEmbed>) -> Option<Vec<Embedded>> {
         let mut embedded = Vec::new();
         for item in todo {
-            match self.client.embed(std::slice::from_ref(&item.text)).await {
+            match self.client.embed(&[item.text.as_str()]).await {
                 Ok(vectors) => embedded.extend(pair(vec![item], vectors)),
-                Err(EmbedError::Refused(why)) => {
-                    tracing::error!(error = %why, key = item.key, "embedder: text refused; the record stays without a vector");
-                    self.metrics.embedder(EmbedderEvent::Refused(1));
-                }
+                Err(EmbedError::Refused(why)) => self.refused(&why, item.key),
                 Err(EmbedError::Retry(why)) => {
                     self.wait_after_failure(&why).await;
                     return None;
@@ -185,6 +181,11 @@ impl Work {
             }
         }
         Some(embedded)
+    }
+
+    fn refused(&self, why: &str, key: i64) {
+        tracing::error!(error = %why, key, "embedder: text refused; the record stays without a vector");
+        self.metrics.embedder(EmbedderEvent::Refused(1));
     }
 
     async fn wait_after_failure(&mut self, why: &str) {
