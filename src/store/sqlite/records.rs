@@ -55,8 +55,9 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
         salience: record.salience,
         at: record.lifecycle.last_reinforced_at,
     };
-    write_lifecycle(conn, key, record, Some(anchor))?;
-    write_payload(conn, key, record)?;
+    write_lifecycle(conn, key, record, Write::New(anchor))?;
+    conn.prepare_cached("INSERT INTO payloads (record_key, payload_json) VALUES (?1, ?2)")?
+        .execute(params![key, payload_json(&record.payload)?])?;
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
     super::search::index(conn, key, record)?;
@@ -182,8 +183,9 @@ pub fn update_record(
         salience: record.salience,
         at,
     });
-    write_lifecycle(conn, key, record, anchor)?;
-    write_payload(conn, key, record)?;
+    write_lifecycle(conn, key, record, Write::Update(anchor))?;
+    conn.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
+        .execute(params![key, payload_json(&record.payload)?])?;
     let text_hash = super::search::reindex(conn, key, record)?;
     super::vectors::after_update(conn, key, record, text_hash)?;
     for table in [
@@ -215,30 +217,44 @@ pub(super) fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
     }
 }
 
+/// How a record's row-per-record parts are written: a new record's are
+/// inserted, a rewritten record's updated in place. (An upsert or `INSERT
+/// OR REPLACE` here would make SQLite open a statement journal for every
+/// write, because with foreign keys on it may delete and cascade.)
+enum Write {
+    New(Anchor),
+    /// `None` keeps the stored anchor.
+    Update(Option<Anchor>),
+}
+
 /// The decay profile, and the bounds of its memory type (see migration
-/// 0005). `anchor` is `None` to keep the stored anchor.
+/// 0005).
 fn write_lifecycle(
     conn: &Connection,
     key: i64,
     record: &MemoryRecord,
-    anchor: Option<Anchor>,
+    write: Write,
 ) -> Result<(), StoreError> {
     let lifecycle = &record.lifecycle;
-    conn.prepare_cached(
-        "INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
-             max_age_seconds, reinforcement_gain, last_reinforced_at, pinned, deletion_policy,
-             anchor_salience, anchor_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-         ON CONFLICT (record_key) DO UPDATE SET curve = excluded.curve,
-             half_life_seconds = excluded.half_life_seconds, min_salience = excluded.min_salience,
-             max_age_seconds = excluded.max_age_seconds,
-             reinforcement_gain = excluded.reinforcement_gain,
-             last_reinforced_at = excluded.last_reinforced_at, pinned = excluded.pinned,
-             deletion_policy = excluded.deletion_policy,
-             anchor_salience = COALESCE(excluded.anchor_salience, decay_profiles.anchor_salience),
-             anchor_at = COALESCE(excluded.anchor_at, decay_profiles.anchor_at)",
-    )?
-    .execute(params![
+    let (sql, anchor) = match write {
+        Write::New(anchor) => (
+            "INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
+                 max_age_seconds, reinforcement_gain, last_reinforced_at, pinned,
+                 deletion_policy, anchor_salience, anchor_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            Some(anchor),
+        ),
+        Write::Update(anchor) => (
+            "UPDATE decay_profiles SET curve = ?2, half_life_seconds = ?3, min_salience = ?4,
+                 max_age_seconds = ?5, reinforcement_gain = ?6, last_reinforced_at = ?7,
+                 pinned = ?8, deletion_policy = ?9,
+                 anchor_salience = COALESCE(?10, anchor_salience),
+                 anchor_at = COALESCE(?11, anchor_at)
+             WHERE record_key = ?1",
+            anchor,
+        ),
+    };
+    conn.prepare_cached(sql)?.execute(params![
         key,
         lifecycle.decay.curve.as_str(),
         lifecycle.decay.half_life_seconds,
@@ -265,14 +281,6 @@ fn write_lifecycle(
         lifecycle.decay.half_life_seconds,
         lifecycle.decay.min_salience,
     ])?;
-    Ok(())
-}
-
-fn write_payload(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO payloads (record_key, payload_json) VALUES (?1, ?2)",
-    )?
-    .execute(params![key, payload_json(&record.payload)?])?;
     Ok(())
 }
 
