@@ -130,12 +130,16 @@ pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, Sto
     )?;
     let mut deleted = 0;
     for candidate in candidates {
-        deleted += delete.execute(params![
+        let gone = delete.execute(params![
             candidate.key,
             candidate.version,
             MemoryType::Episodic.layer(),
             Step::Compressed.as_str()
         ])?;
+        if gone > 0 {
+            super::search::remove(candidate.key);
+            deleted += gone;
+        }
     }
     Ok(deleted)
 }

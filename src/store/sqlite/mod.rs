@@ -106,7 +106,6 @@ pub fn open(
     if let Some(configured) = embedding_dimensions {
         vectors::fix_dimensions(&conn, configured)?;
     }
-    search::prepare(&conn)?;
     let manager = SqliteConnectionManager::file(path)
         .with_init(move |conn| configure_connection(conn, reader_options));
     let pool = r2d2::Pool::builder()
@@ -152,23 +151,29 @@ struct SqliteWriter {
 
 impl WriteConnection for SqliteWriter {
     fn begin(&mut self) -> Result<(), StoreError> {
+        search::discard();
         // IMMEDIATE takes the write lock now, so a busy database is found
         // here rather than at the first write of some job.
         Ok(self.conn.execute_batch("BEGIN IMMEDIATE")?)
     }
 
     fn savepoint(&mut self) -> Result<(), StoreError> {
-        Ok(self.conn.execute_batch("SAVEPOINT write_job")?)
+        self.conn.execute_batch("SAVEPOINT write_job")?;
+        search::savepoint();
+        Ok(())
     }
 
     fn release(&mut self) -> Result<(), StoreError> {
-        Ok(self.conn.execute_batch("RELEASE write_job")?)
+        self.conn.execute_batch("RELEASE write_job")?;
+        search::release();
+        Ok(())
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
-        Ok(self
-            .conn
-            .execute_batch("ROLLBACK TO write_job; RELEASE write_job")?)
+        self.conn
+            .execute_batch("ROLLBACK TO write_job; RELEASE write_job")?;
+        search::rollback_to_savepoint();
+        Ok(())
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
@@ -177,6 +182,7 @@ impl WriteConnection for SqliteWriter {
     }
 
     fn rollback(&mut self) {
+        search::discard();
         let _ = self.conn.execute_batch("ROLLBACK");
     }
 

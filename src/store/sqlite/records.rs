@@ -60,7 +60,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
         .execute(params![key, payload_json(&record.payload)?])?;
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
-    super::search::index(conn, key, record)?;
+    super::search::index(key, record);
     if let Some(embedding) = &record.embedding {
         super::vectors::put(conn, key, embedding, None)?;
     }
@@ -186,7 +186,7 @@ pub fn update_record(
     write_lifecycle(conn, key, record, Write::Update(anchor))?;
     conn.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
         .execute(params![key, payload_json(&record.payload)?])?;
-    let text_hash = super::search::reindex(conn, key, record)?;
+    let text_hash = super::search::reindex(key, record);
     super::vectors::after_update(conn, key, record, text_hash)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",

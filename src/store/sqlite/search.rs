@@ -4,10 +4,18 @@
 //! FTS5 writes its pending terms to disk whenever a savepoint opens, and
 //! the writer runs every job in a savepoint of its own, so indexing in
 //! place would write one tiny segment per record and merge them all the
-//! time. Instead a write records what to index in a temporary table (which
-//! a rolled-back savepoint rolls back with the rest of the job), and
-//! [`flush`] applies it all in two statements just before the transaction
-//! commits: same transaction, one segment per commit.
+//! time. Instead a write queues what to index, and [`flush`] applies it
+//! all just before the transaction commits: same transaction, one segment
+//! per commit.
+//!
+//! The queue lives in memory, on the thread that writes (one write
+//! transaction per thread at a time: the writer's, or a test's), not in a
+//! table: a table's pages would be copied to the statement journal by
+//! every job's savepoint. So the queue follows the savepoints itself:
+//! [`savepoint`], [`release`], [`rollback_to_savepoint`] and [`discard`]
+//! mirror what the writer does to the transaction.
+
+use std::cell::RefCell;
 
 use chrono::Utc;
 use rusqlite::{params, Connection};
@@ -17,72 +25,114 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::search::{search_text, text_hash};
 use crate::store::StoreError;
 
-/// Sets a connection up to write records: the pending table, and a trigger
-/// that queues the removal of a deleted record's row.
-pub fn prepare(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute_batch(
-        "CREATE TEMP TABLE IF NOT EXISTS search_pending (
-             key   INTEGER PRIMARY KEY,
-             text  TEXT,
-             fresh INTEGER NOT NULL
-         );
-         CREATE TEMP TRIGGER IF NOT EXISTS search_pending_delete AFTER DELETE ON main.records
-         BEGIN
-             INSERT INTO search_pending (key, text, fresh) VALUES (old.key, NULL, 0)
-             ON CONFLICT (key) DO UPDATE SET text = NULL;
-         END;",
-    )?;
-    Ok(())
+/// A change to a record's row: `text` is its new search text (`None`: the
+/// record was deleted), `fresh` that it has no row yet (none to remove).
+struct Queued {
+    key: i64,
+    text: Option<String>,
+    fresh: bool,
+}
+
+#[derive(Default)]
+struct Queue {
+    items: Vec<Queued>,
+    /// The queue's length when each open savepoint began, innermost last.
+    savepoints: Vec<usize>,
+}
+
+thread_local! {
+    static QUEUE: RefCell<Queue> = RefCell::new(Queue::default());
+}
+
+/// A savepoint opened: what is queued from now on can be rolled back.
+pub fn savepoint() {
+    QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        let len = q.items.len();
+        q.savepoints.push(len);
+    });
+}
+
+/// The innermost savepoint was released: its queued items stay.
+pub fn release() {
+    QUEUE.with(|q| {
+        q.borrow_mut().savepoints.pop();
+    });
+}
+
+/// The innermost savepoint was rolled back (and released): what it queued
+/// is dropped.
+pub fn rollback_to_savepoint() {
+    QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        if let Some(len) = q.savepoints.pop() {
+            q.items.truncate(len);
+        }
+    });
+}
+
+/// The transaction was rolled back: nothing queued stays.
+pub fn discard() {
+    QUEUE.with(|q| *q.borrow_mut() = Queue::default());
 }
 
 /// Queues the indexing of a new record stored under `key`; answers the
 /// hash of its search text.
-pub fn index(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<i64, StoreError> {
-    queue(conn, key, record, true)
+pub fn index(key: i64, record: &MemoryRecord) -> i64 {
+    queue(key, record, true)
 }
 
 /// Queues the re-indexing of a record rewritten under `key`; answers the
 /// hash of its search text.
-pub fn reindex(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<i64, StoreError> {
-    queue(conn, key, record, false)
+pub fn reindex(key: i64, record: &MemoryRecord) -> i64 {
+    queue(key, record, false)
 }
 
-/// `fresh`: the record has no row in the index yet, so none is removed.
-fn queue(
-    conn: &Connection,
-    key: i64,
-    record: &MemoryRecord,
-    fresh: bool,
-) -> Result<i64, StoreError> {
+fn queue(key: i64, record: &MemoryRecord, fresh: bool) -> i64 {
     let text = search_text(record);
-    conn.prepare_cached(
-        "INSERT INTO search_pending (key, text, fresh) VALUES (?1, ?2, ?3)
-         ON CONFLICT (key) DO UPDATE SET text = excluded.text",
-    )?
-    .execute(params![key, text, fresh])?;
-    Ok(text_hash(&text))
+    let hash = text_hash(&text);
+    push(Queued {
+        key,
+        text: Some(text),
+        fresh,
+    });
+    hash
+}
+
+/// Queues the removal of a deleted record's row.
+pub fn remove(key: i64) {
+    push(Queued {
+        key,
+        text: None,
+        fresh: false,
+    });
+}
+
+fn push(item: Queued) {
+    QUEUE.with(|q| q.borrow_mut().items.push(item));
 }
 
 /// Applies what the transaction's writes queued; call just before
-/// committing.
+/// committing. A record queued more than once ends as its last entry says.
 pub fn flush(conn: &Connection) -> Result<(), StoreError> {
-    let queued: i64 = conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM search_pending)")?
-        .query_row([], |row| row.get(0))?;
-    if queued == 0 {
+    let mut items = QUEUE.with(|q| std::mem::take(&mut q.borrow_mut().items));
+    if items.is_empty() {
         return Ok(());
     }
-    conn.prepare_cached(
-        "DELETE FROM record_search WHERE rowid IN (SELECT key FROM search_pending WHERE fresh = 0)",
-    )?
-    .execute([])?;
-    conn.prepare_cached(
-        "INSERT INTO record_search (rowid, text)
-         SELECT key, text FROM search_pending WHERE text IS NOT NULL ORDER BY key",
-    )?
-    .execute([])?;
-    conn.prepare_cached("DELETE FROM search_pending")?
-        .execute([])?;
+    // Stable: a key's entries keep their order, first to last.
+    items.sort_by_key(|item| item.key);
+    let mut remove = conn.prepare_cached("DELETE FROM record_search WHERE rowid = ?1")?;
+    let mut insert =
+        conn.prepare_cached("INSERT INTO record_search (rowid, text) VALUES (?1, ?2)")?;
+    for group in items.chunk_by(|a, b| a.key == b.key) {
+        let (first, last) = (&group[0], &group[group.len() - 1]);
+        if !first.fresh {
+            remove.execute([first.key])?;
+        }
+        if let Some(text) = &last.text {
+            insert.execute(params![last.key, text])?;
+        }
+    }
     Ok(())
 }
 
@@ -160,6 +210,7 @@ mod tests {
         assert_eq!(matches(&conn, "coffee"), vec![b]);
         conn.execute("DELETE FROM records WHERE key = ?1", [a])
             .unwrap();
+        remove(a);
         assert!(matches(&conn, "marathon").is_empty());
         let rows: i64 = conn
             .query_row("SELECT COUNT(*) FROM record_search", [], |r| r.get(0))
@@ -192,17 +243,88 @@ mod tests {
         assert_eq!(matches(&conn, "NEAR"), vec![1]);
     }
 
+    /// A job the way the writer runs one: in a savepoint, released or
+    /// rolled back.
+    fn job(conn: &Connection, keep: bool, work: impl FnOnce()) {
+        conn.execute_batch("SAVEPOINT job").unwrap();
+        savepoint();
+        work();
+        if keep {
+            conn.execute_batch("RELEASE job").unwrap();
+            release();
+        } else {
+            conn.execute_batch("ROLLBACK TO job; RELEASE job").unwrap();
+            rollback_to_savepoint();
+        }
+    }
+
     #[test]
     fn a_rolled_back_write_leaves_nothing_to_index() {
         let conn = conn();
-        conn.execute_batch("BEGIN; SAVEPOINT job").unwrap();
-        insert_record(&conn, &fact("a", "kayaking")).unwrap();
-        conn.execute_batch("ROLLBACK TO job; RELEASE job").unwrap();
-        insert_record(&conn, &fact("b", "climbing")).unwrap();
+        conn.execute_batch("BEGIN").unwrap();
+        job(&conn, false, || {
+            insert_record(&conn, &fact("a", "kayaking")).unwrap();
+        });
+        job(&conn, true, || {
+            insert_record(&conn, &fact("b", "climbing")).unwrap();
+        });
         flush(&conn).unwrap();
         conn.execute_batch("COMMIT").unwrap();
         assert!(matches(&conn, "kayak").is_empty());
         assert_eq!(matches(&conn, "climb").len(), 1);
+    }
+
+    #[test]
+    fn the_last_change_in_a_transaction_wins_and_a_rolled_back_removal_is_undone() {
+        let conn = conn();
+        let a = insert_record(&conn, &fact("a", "rowing")).unwrap();
+        flush(&conn).unwrap();
+        conn.execute_batch("BEGIN").unwrap();
+        // Inserted and deleted in one transaction: no row at all.
+        let b = insert_record(&conn, &fact("b", "fencing")).unwrap();
+        job(&conn, true, || remove(b));
+        // Rewritten twice: the last text is the one indexed.
+        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        update_record(
+            &conn,
+            &loaded.version,
+            &fact("a", "sculling"),
+            SalienceChange::Unchanged,
+        )
+        .unwrap();
+        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        update_record(
+            &conn,
+            &loaded.version,
+            &fact("a", "canoeing"),
+            SalienceChange::Unchanged,
+        )
+        .unwrap();
+        // A removal whose job failed leaves the row where it was.
+        job(&conn, false, || remove(a));
+        flush(&conn).unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+        assert!(matches(&conn, "fencing").is_empty());
+        assert!(matches(&conn, "rowing").is_empty());
+        assert!(matches(&conn, "sculling").is_empty());
+        assert_eq!(matches(&conn, "canoeing"), vec![a]);
+        let rows: i64 = conn
+            .query_row("SELECT COUNT(*) FROM record_search", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1);
+    }
+
+    #[test]
+    fn a_rolled_back_transaction_leaves_nothing_queued() {
+        let conn = conn();
+        insert_record(&conn, &fact("a", "diving")).unwrap();
+        flush(&conn).unwrap();
+        conn.execute_batch("BEGIN").unwrap();
+        insert_record(&conn, &fact("b", "surfing")).unwrap();
+        conn.execute_batch("ROLLBACK").unwrap();
+        discard();
+        assert!(matches(&conn, "surf").is_empty());
+        assert_eq!(matches(&conn, "dive").len(), 1);
     }
 
     #[test]

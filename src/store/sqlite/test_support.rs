@@ -13,7 +13,6 @@ pub fn conn() -> Connection {
     conn.pragma_update(None, "foreign_keys", "ON").unwrap();
     rusqlite::vtab::array::load_module(&conn).unwrap();
     super::migrations::run(&mut conn).unwrap();
-    super::search::prepare(&conn).unwrap();
     conn
 }
 
