@@ -162,7 +162,7 @@ fn scan_bounds(
 /// A word in this many records or more is common: reading all its matches
 /// costs in proportion to the table, and it says little about what a
 /// record is about.
-const COMMON_WORD_MATCHES: i64 = 2000;
+const COMMON_WORD_MATCHES: i64 = 1000;
 
 /// The most matches a query of common words alone reads (the newest
 /// visible ones), unless its `limit` is larger: then `limit`, so an answer
