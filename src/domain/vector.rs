@@ -107,39 +107,77 @@ impl Embedding {
 /// A query vector scaled to length 1, so the cosine with a stored vector is
 /// their dot product over the stored vector's norm.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QueryVector(Vec<f32>);
+pub struct QueryVector {
+    values: Vec<f32>,
+    /// The sum of the values' magnitudes: what half a rounding step per
+    /// stored dimension can add up to, in steps (see [`Self::signal_at_most`]).
+    weight: f64,
+    /// The values in steps of `step`, rounded: the query side of the
+    /// integer dot product with a quantized stored vector.
+    steps: Vec<i16>,
+    step: f64,
+}
+
+/// Dimensions per partial integer sum: 256 products of an i8 and an i16
+/// stay well inside an i32 (127 × 32,767 × 256 < 2³¹).
+const DOT_CHUNK: usize = 256;
 
 impl QueryVector {
     pub fn new(embedding: &Embedding) -> QueryVector {
         let norm = embedding.norm();
-        QueryVector(
-            embedding
-                .values()
-                .iter()
-                .map(|v| (f64::from(*v) / norm) as f32)
-                .collect(),
-        )
+        let values: Vec<f32> = embedding
+            .values()
+            .iter()
+            .map(|v| (f64::from(*v) / norm) as f32)
+            .collect();
+        let weight = values.iter().map(|v| f64::from(v.abs())).sum();
+        let largest = values
+            .iter()
+            .map(|v| f64::from(v.abs()))
+            .fold(0.0, f64::max);
+        let step = largest / f64::from(i16::MAX);
+        let steps = values
+            .iter()
+            .map(|v| (f64::from(*v) / step).round() as i16)
+            .collect();
+        QueryVector {
+            values,
+            weight,
+            steps,
+            step,
+        }
     }
 
     pub fn dimensions(&self) -> usize {
-        self.0.len()
+        self.values.len()
     }
 
     /// The most the similarity signal of a stored vector can be, from its
     /// [`Embedding::quantized`] form: the approximate cosine plus the most
-    /// its rounding can hide (half a step per dimension, weighed by the
-    /// query). `None` when the dimensions differ.
+    /// the rounding of either side can hide (half a step per dimension,
+    /// weighed by the other side), plus more than [`Self::signal`]'s own
+    /// f32 rounding can reach. `None` when the dimensions differ.
+    ///
+    /// This runs once per visible vector of a query, so the dot product is
+    /// taken in integers (exact, and the compiler vectorises it).
     pub fn signal_at_most(&self, scale: f64, bytes: &[u8]) -> Option<f64> {
-        if bytes.len() != self.0.len() {
+        if bytes.len() != self.steps.len() {
             return None;
         }
-        let mut dot = 0.0f32;
-        let mut weight = 0.0f32;
-        for (b, q) in bytes.iter().zip(&self.0) {
-            dot += f32::from(*b as i8) * q;
-            weight += q.abs();
+        let (mut dot, mut magnitude) = (0i64, 0i64);
+        for (b, q) in bytes.chunks(DOT_CHUNK).zip(self.steps.chunks(DOT_CHUNK)) {
+            let (mut d, mut m) = (0i32, 0i32);
+            for (b, q) in b.iter().zip(q) {
+                let b = i32::from(*b as i8);
+                d += b * i32::from(*q);
+                m += b.abs();
+            }
+            dot += i64::from(d);
+            magnitude += i64::from(m);
         }
-        let most = f64::from(dot) * scale + (f64::from(weight) * scale / 2.0) + 1e-6;
+        // Σ b·q ≤ step·Σ b·steps + (step / 2)·Σ|b|, then the stored side.
+        let query_side = dot as f64 * self.step + magnitude as f64 * self.step / 2.0;
+        let most = query_side * scale + self.weight * scale / 2.0 + 1e-5;
         Some(most.clamp(0.0, 1.0))
     }
 
@@ -147,21 +185,21 @@ impl QueryVector {
     /// cosine, below 0 counted as 0. `None` when the stored vector has
     /// another number of dimensions.
     pub fn signal(&self, stored: &[u8], norm: f64) -> Option<f64> {
-        if stored.len() != self.0.len() * 4 || norm <= 0.0 {
+        if stored.len() != self.values.len() * 4 || norm <= 0.0 {
             return None;
         }
         // Four partial sums let the compiler vectorise the loop.
         let mut sums = [0.0f32; 4];
-        let mut chunks = stored.chunks_exact(16).zip(self.0.chunks_exact(4));
+        let mut chunks = stored.chunks_exact(16).zip(self.values.chunks_exact(4));
         for (bytes, query) in &mut chunks {
             for lane in 0..4 {
                 let b = &bytes[lane * 4..lane * 4 + 4];
                 sums[lane] += f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * query[lane];
             }
         }
-        let done = self.0.len() / 4 * 4;
+        let done = self.values.len() / 4 * 4;
         let mut dot: f64 = sums.iter().map(|s| f64::from(*s)).sum();
-        for (i, query) in self.0.iter().enumerate().skip(done) {
+        for (i, query) in self.values.iter().enumerate().skip(done) {
             let b = &stored[i * 4..i * 4 + 4];
             dot += f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * query);
         }
