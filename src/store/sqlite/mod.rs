@@ -149,36 +149,45 @@ struct SqliteWriter {
     conn: Connection,
 }
 
+impl SqliteWriter {
+    /// Runs one of the writer's transaction-control statements, prepared
+    /// once: they run for every write.
+    fn run(&self, sql: &str) -> Result<(), StoreError> {
+        self.conn.prepare_cached(sql)?.execute([])?;
+        Ok(())
+    }
+}
+
 impl WriteConnection for SqliteWriter {
     fn begin(&mut self) -> Result<(), StoreError> {
         search::discard();
         // IMMEDIATE takes the write lock now, so a busy database is found
         // here rather than at the first write of some job.
-        Ok(self.conn.execute_batch("BEGIN IMMEDIATE")?)
+        self.run("BEGIN IMMEDIATE")
     }
 
     fn savepoint(&mut self) -> Result<(), StoreError> {
-        self.conn.execute_batch("SAVEPOINT write_job")?;
+        self.run("SAVEPOINT write_job")?;
         search::savepoint();
         Ok(())
     }
 
     fn release(&mut self) -> Result<(), StoreError> {
-        self.conn.execute_batch("RELEASE write_job")?;
+        self.run("RELEASE write_job")?;
         search::release();
         Ok(())
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
-        self.conn
-            .execute_batch("ROLLBACK TO write_job; RELEASE write_job")?;
+        self.run("ROLLBACK TO write_job")?;
+        self.run("RELEASE write_job")?;
         search::rollback_to_savepoint();
         Ok(())
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
         search::flush(&self.conn)?;
-        Ok(self.conn.execute_batch("COMMIT")?)
+        self.run("COMMIT")
     }
 
     fn rollback(&mut self) {
