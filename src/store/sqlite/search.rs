@@ -184,6 +184,23 @@ mod tests {
             .collect()
     }
 
+    fn index_rows(conn: &Connection) -> i64 {
+        conn.query_row("SELECT COUNT(*) FROM record_search", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// Rewrites stored fact `id` with `object`.
+    fn rewrite(conn: &Connection, id: &str, object: &str) {
+        let loaded = get_for_update(conn, id, now()).unwrap().unwrap();
+        update_record(
+            conn,
+            &loaded.version,
+            &fact(id, object),
+            SalienceChange::Unchanged,
+        )
+        .unwrap();
+    }
+
     fn fact(id: &str, object: &str) -> MemoryRecord {
         record(
             id,
@@ -212,10 +229,7 @@ mod tests {
             .unwrap();
         remove(a);
         assert!(matches(&conn, "marathon").is_empty());
-        let rows: i64 = conn
-            .query_row("SELECT COUNT(*) FROM record_search", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(rows, 1);
+        assert_eq!(index_rows(&conn), 1);
     }
 
     #[test]
@@ -284,22 +298,8 @@ mod tests {
         let b = insert_record(&conn, &fact("b", "fencing")).unwrap();
         job(&conn, true, || remove(b));
         // Rewritten twice: the last text is the one indexed.
-        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
-        update_record(
-            &conn,
-            &loaded.version,
-            &fact("a", "sculling"),
-            SalienceChange::Unchanged,
-        )
-        .unwrap();
-        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
-        update_record(
-            &conn,
-            &loaded.version,
-            &fact("a", "canoeing"),
-            SalienceChange::Unchanged,
-        )
-        .unwrap();
+        rewrite(&conn, "a", "sculling");
+        rewrite(&conn, "a", "canoeing");
         // A removal whose job failed leaves the row where it was.
         job(&conn, false, || remove(a));
         flush(&conn).unwrap();
@@ -308,10 +308,7 @@ mod tests {
         assert!(matches(&conn, "rowing").is_empty());
         assert!(matches(&conn, "sculling").is_empty());
         assert_eq!(matches(&conn, "canoeing"), vec![a]);
-        let rows: i64 = conn
-            .query_row("SELECT COUNT(*) FROM record_search", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(rows, 1);
+        assert_eq!(index_rows(&conn), 1);
     }
 
     #[test]
