@@ -1,7 +1,8 @@
 //! The trust context a caller presents with every read: it sees a record
 //! when the record's sensitivity is at most `max_sensitivity` and the
 //! record's scope is empty, or the context allows every scope (an empty
-//! list), or the record's scope is in the list.
+//! list, unless the list was narrowed to nothing), or the record's scope is
+//! in the list.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +24,11 @@ pub struct TrustContext {
     pub actor_id: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub scopes: Vec<String>,
+    /// The scopes are a limit even when there are none: a request's scopes
+    /// narrowed by a key's grant to nothing see unscoped records only, never
+    /// every scope. Set by the server, never read from a request.
+    #[serde(skip)]
+    pub scopes_narrowed: bool,
 }
 
 impl TrustContext {
@@ -54,14 +60,19 @@ impl TrustContext {
         sensitivity <= self.max_sensitivity
             && match scope {
                 None => true,
-                Some(scope) => self.scopes.is_empty() || self.scopes.iter().any(|s| s == scope),
+                Some(scope) => self.every_scope() || self.scopes.iter().any(|s| s == scope),
             }
+    }
+
+    /// Every scope is visible.
+    pub fn every_scope(&self) -> bool {
+        self.scopes.is_empty() && !self.scopes_narrowed
     }
 
     /// The scopes a query may return besides unscoped records; `None` when
     /// every scope is allowed.
     pub fn scope_filter(&self) -> Option<Vec<String>> {
-        if self.scopes.is_empty() {
+        if self.every_scope() {
             None
         } else {
             let mut scopes = self.scopes.clone();
@@ -102,6 +113,7 @@ impl Caller {
                 authenticated: false,
                 actor_id: identity.clone(),
                 scopes: Vec::new(),
+                scopes_narrowed: false,
             },
             identity,
         }
@@ -109,7 +121,7 @@ impl Caller {
 
     /// Sees every sensitivity in every scope.
     pub fn is_unrestricted(&self) -> bool {
-        self.trust.max_sensitivity == Sensitivity::Hyper && self.trust.scopes.is_empty()
+        self.trust.max_sensitivity == Sensitivity::Hyper && self.trust.every_scope()
     }
 
     pub fn may_see(&self, record: &MemoryRecord) -> bool {
@@ -127,6 +139,7 @@ mod tests {
             authenticated: true,
             actor_id: Some("a".into()),
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            scopes_narrowed: false,
         }
     }
 
@@ -146,6 +159,14 @@ mod tests {
         assert!(!listed.allows_parts(Sensitivity::Low, Some("p2")));
         let open = trust(Sensitivity::Hyper, &[]);
         assert!(open.allows_parts(Sensitivity::Low, Some("anything")));
+        assert_eq!(open.scope_filter(), None);
+        let none = TrustContext {
+            scopes_narrowed: true,
+            ..open
+        };
+        assert!(none.allows_parts(Sensitivity::Low, None));
+        assert!(!none.allows_parts(Sensitivity::Low, Some("anything")));
+        assert_eq!(none.scope_filter(), Some(Vec::new()));
     }
 
     #[test]
