@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::record::Sensitivity;
+use super::time::Timestamp;
 use super::trust::TrustContext;
+use super::validate::{Validated, ValidationError};
 
 /// What a key may do; `admin` implies every other role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -57,6 +59,36 @@ pub struct Grant {
     /// The scopes it may see and write; empty: every scope.
     pub scopes: Vec<String>,
     pub roles: BTreeSet<Role>,
+}
+
+/// A key as stored: never its secret.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiKey {
+    /// Unique for ever; what audit entries name as the actor.
+    pub name: String,
+    pub grant: Grant,
+    /// Requests per second; `None`: the configured default.
+    pub rate: Option<f64>,
+    pub created_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+/// Longest key name.
+pub const MAX_KEY_NAME: usize = 64;
+
+/// A key name: 1 to 64 letters, digits, `.`, `_`, `-` or `:` (it is shown
+/// in audit entries and logs, and typed on command lines).
+pub fn check_key_name(name: &str) -> Validated<()> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':');
+    if name.is_empty() || name.len() > MAX_KEY_NAME || !name.chars().all(allowed) {
+        return Err(ValidationError::new(
+            "name",
+            format!(
+                "must be 1 to {MAX_KEY_NAME} letters, digits, '.', '_', '-' or ':', got {name:?}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Why a key may not write a record where it asked to.
@@ -229,6 +261,22 @@ mod tests {
         let t = g.narrow("indexer", Some(&asked(Sensitivity::Low, &[])));
         assert_eq!(t.actor_id.as_deref(), Some("indexer"));
         assert!(t.authenticated);
+    }
+
+    #[test]
+    fn key_names_are_short_plain_words() {
+        for ok in ["indexer", "team-a:reader", "k.1_2"] {
+            assert!(check_key_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "with space",
+            "new\nline",
+            "ünï",
+            &"k".repeat(MAX_KEY_NAME + 1),
+        ] {
+            assert_eq!(check_key_name(bad).unwrap_err().field, "name", "{bad:?}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod consolidation;
 pub mod filters;
+pub mod keys;
 pub mod maintenance;
 pub mod migrations;
 pub mod ranking;
