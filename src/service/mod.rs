@@ -13,6 +13,7 @@ pub mod consolidation;
 pub mod decay;
 pub mod embedding;
 pub mod ingest;
+pub mod keys;
 pub mod retrieval;
 pub mod revision;
 

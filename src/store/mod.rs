@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::domain::access::ApiKey;
 use crate::domain::decay::Anchor;
 use crate::domain::record::{
     AuditEntry, DecayProfile, DeletionPolicy, MemoryRecord, Sensitivity, Status,
@@ -359,6 +360,19 @@ pub trait Transaction {
     fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError>;
     fn last_job_runs(&mut self) -> Result<Vec<JobRunRecord>, StoreError>;
     fn save_job_run(&mut self, run: &JobRunRecord) -> Result<(), StoreError>;
+
+    // API keys.
+
+    /// Stores a new key under the hash of its secret; `AlreadyExists` when
+    /// its name was ever used.
+    fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError>;
+    /// Every key, revoked ones too, by name.
+    fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError>;
+    /// The key, not revoked, whose secret hashes to `hash`.
+    fn active_key(&mut self, hash: &[u8]) -> Result<Option<ApiKey>, StoreError>;
+    /// Revokes a key: `false` if it was revoked already, `NotFound` if
+    /// there is none.
+    fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError>;
 }
 
 /// The writer's connection: group-committed transactions, each job in a

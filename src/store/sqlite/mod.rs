@@ -26,6 +26,7 @@ use super::{
     CurrentState, DecayChange, DecayRow, Embedded, JobRunRecord, JobSetting, Loaded, MemoryStats,
     RecordPage, SalienceChange, Step, StoreError, ToEmbed, Transaction, Version, WriteConnection,
 };
+use crate::domain::access::ApiKey;
 use crate::domain::record::{AuditEntry, MemoryRecord};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
@@ -383,5 +384,21 @@ impl Transaction for Connection {
 
     fn save_job_run(&mut self, run: &JobRunRecord) -> Result<(), StoreError> {
         maintenance::save_job_run(self, run)
+    }
+
+    fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
+        keys::insert_key(self, key, hash)
+    }
+
+    fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError> {
+        keys::list_keys(self)
+    }
+
+    fn active_key(&mut self, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
+        keys::active_key(self, hash)
+    }
+
+    fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+        keys::revoke_key(self, name, now)
     }
 }
