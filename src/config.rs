@@ -42,6 +42,40 @@ pub struct Settings {
     /// engram's own embedder; off unless configured.
     #[serde(default)]
     pub embedding: Option<EmbeddingSettings>,
+    pub auth: AuthSettings,
+}
+
+/// API keys: when they are required, and how they are kept.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    pub mode: AuthMode,
+    /// Requests per second per key, unless the key has its own rate.
+    pub default_rate: f64,
+    /// The environment variable holding the pepper of the keys' hashes
+    /// (64 hex digits); unset: a file beside the database,
+    /// `<db_path>.pepper`, made on first use.
+    #[serde(default)]
+    pub pepper_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// Open while no key exists and the service listens on a loopback
+    /// address; otherwise every request needs a key.
+    Auto,
+    Required,
+    Off,
+}
+
+impl Settings {
+    /// Where the pepper file is kept when no `auth.pepper_env` is set.
+    pub fn pepper_path(&self) -> PathBuf {
+        let mut path = self.storage.db_path.clone().into_os_string();
+        path.push(".pepper");
+        PathBuf::from(path)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -264,6 +298,15 @@ impl Settings {
         }
         if self.server.body_read_timeout_ms == 0 {
             return invalid("server.body_read_timeout_ms", "must be greater than 0");
+        }
+        if !(self.auth.default_rate.is_finite() && self.auth.default_rate > 0.0) {
+            return invalid(
+                "auth.default_rate",
+                "must be a positive number of requests per second",
+            );
+        }
+        if self.auth.pepper_env.as_deref().is_some_and(str::is_empty) {
+            return invalid("auth.pepper_env", "must name an environment variable");
         }
         if self.storage.db_path.as_os_str().is_empty() {
             return invalid("storage.db_path", "must not be empty");

@@ -30,6 +30,8 @@ pub enum SecretError {
     },
     #[error("the pepper in {0} is not {RANDOM_BYTES} bytes of hex")]
     BadPepper(String),
+    #[error("auth.pepper_env names {0}, which is not set")]
+    PepperUnset(String),
     #[error("the system random number generator failed")]
     Random,
 }

@@ -8,6 +8,7 @@ mod health;
 mod helpers;
 mod ingest;
 mod jobs;
+mod keys;
 mod maintenance;
 mod persistence;
 mod records;
