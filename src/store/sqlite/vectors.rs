@@ -63,6 +63,8 @@ pub fn put(
          FROM records r WHERE r.key = ?1
          ON CONFLICT (record_key) DO UPDATE
              SET norm = excluded.norm, vector = excluded.vector, text_hash = excluded.text_hash,
+                 scope = excluded.scope, layer = excluded.layer,
+                 sensitivity = excluded.sensitivity, live = excluded.live,
                  scale = excluded.scale, q = excluded.q",
     )?
     .execute(params![
@@ -296,5 +298,13 @@ mod tests {
         assert_eq!(visibility(), (Some("team".into()), 1, 0));
         retracted(&conn, key).unwrap();
         assert_eq!(visibility().2, 0);
+        // A rewrite that brings a new vector moves the visibility too.
+        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        let mut back = loaded.record.clone();
+        back.scope = None;
+        back.status = Status::Active;
+        back.embedding = Some(Embedding::new("embedding", vec![0.0, 1.0]).unwrap());
+        update_record(&conn, &loaded.version, &back, SalienceChange::Unchanged).unwrap();
+        assert_eq!(visibility(), (None, 1, 1));
     }
 }
