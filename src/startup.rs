@@ -19,10 +19,14 @@ use crate::actors::retrieval::{ReadGate, ReadSettings, Retriever};
 use crate::actors::revision::Reviser;
 use crate::actors::scheduler::{JobName, JobsError, Scheduler, SchedulerDeps, StopSchedule};
 use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
+use crate::auth;
+use crate::auth::gate::{self, Protection, Unprotected};
+use crate::auth::secret::SecretError;
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::domain::policy::Policy;
 use crate::domain::retrieval::Ranking;
+use crate::http::auth::Gatekeeper;
 use crate::http::body::BodyBudget;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
@@ -40,6 +44,10 @@ pub enum StartupError {
     },
     #[error(transparent)]
     Jobs(#[from] JobsError),
+    #[error(transparent)]
+    Unprotected(#[from] Unprotected),
+    #[error(transparent)]
+    Pepper(#[from] SecretError),
 }
 
 pub struct Application {
@@ -77,6 +85,24 @@ impl Application {
         if !opened.applied_migrations.is_empty() {
             tracing::info!(versions = ?opened.applied_migrations, "applied schema migrations");
         }
+        let keys_exist = opened
+            .key_lookup
+            .read(|tx| tx.any_key())
+            .map_err(db_error)?;
+        let addr = settings.listen_addr();
+        let protection = gate::protection(settings.auth.mode, addr, keys_exist)?;
+        tracing::info!(
+            mode = ?settings.auth.mode,
+            keys_required = protection == Protection::Keys,
+            "authentication"
+        );
+        let gatekeeper = web::Data::new(Gatekeeper::new(
+            settings.auth.mode,
+            keys_exist,
+            auth::pepper(&settings)?,
+            opened.key_lookup,
+            settings.auth.default_rate,
+        ));
         let mut writer_conn = opened.writer;
         let stored_jobs = writer_conn.transaction().job_settings().map_err(db_error)?;
         let last_runs = writer_conn
@@ -157,7 +183,6 @@ impl Application {
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
         };
 
-        let addr = settings.listen_addr();
         let listener =
             TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
         let local = listener
@@ -169,6 +194,8 @@ impl Application {
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(web::Data::new(shared.worker_state()))
+                .app_data(gatekeeper.clone())
+                .wrap(from_fn(http::auth::authenticate))
                 .wrap(from_fn(telemetry::access_log))
                 .configure(http::configure)
                 .default_service(web::to(http::route_not_found))

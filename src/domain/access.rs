@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::record::Sensitivity;
 use super::time::Timestamp;
-use super::trust::TrustContext;
-use super::validate::{Validated, ValidationError};
+use super::trust::{Caller, TrustContext};
+use super::validate::{Validated, ValidationError, RESERVED_ACTOR_PREFIX};
 
 /// What a key may do; `admin` implies every other role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -53,7 +53,7 @@ impl Role {
 }
 
 /// The most a key may see and what it may do.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Grant {
     pub max_sensitivity: Sensitivity,
     /// The scopes it may see and write; empty: every scope.
@@ -62,14 +62,17 @@ pub struct Grant {
 }
 
 /// A key as stored: never its secret.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApiKey {
     /// Unique for ever; what audit entries name as the actor.
     pub name: String,
+    #[serde(flatten)]
     pub grant: Grant,
     /// Requests per second; `None`: the configured default.
     pub rate: Option<f64>,
+    #[serde(with = "super::time::rfc3339")]
     pub created_at: Timestamp,
+    #[serde(with = "super::time::rfc3339_option")]
     pub revoked_at: Option<Timestamp>,
 }
 
@@ -77,7 +80,8 @@ pub struct ApiKey {
 pub const MAX_KEY_NAME: usize = 64;
 
 /// A key name: 1 to 64 letters, digits, `.`, `_`, `-` or `:` (it is shown
-/// in audit entries and logs, and typed on command lines).
+/// in audit entries and logs, and typed on command lines), not starting
+/// with the prefix of the service's own actors.
 pub fn check_key_name(name: &str) -> Validated<()> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':');
     if name.is_empty() || name.len() > MAX_KEY_NAME || !name.chars().all(allowed) {
@@ -88,33 +92,13 @@ pub fn check_key_name(name: &str) -> Validated<()> {
             ),
         ));
     }
-    Ok(())
-}
-
-/// Why a key may not write a record where it asked to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WriteDenied {
-    /// The record is more sensitive than the grant allows.
-    Sensitivity {
-        given: Sensitivity,
-        most: Sensitivity,
-    },
-    /// The record's scope is not one of the grant's.
-    Scope(String),
-}
-
-impl std::fmt::Display for WriteDenied {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WriteDenied::Sensitivity { given, most } => write!(
-                f,
-                "this key may write records up to sensitivity {most}, not {given}"
-            ),
-            WriteDenied::Scope(scope) => {
-                write!(f, "this key may not write into scope \"{scope}\"")
-            }
-        }
+    if name.starts_with(RESERVED_ACTOR_PREFIX) {
+        return Err(ValidationError::new(
+            "name",
+            format!("names starting with {RESERVED_ACTOR_PREFIX:?} are reserved for the service"),
+        ));
     }
+    Ok(())
 }
 
 impl Grant {
@@ -157,27 +141,62 @@ impl Grant {
             scopes_narrowed,
         }
     }
+}
 
-    /// The scope a record this key writes goes into: the one asked for if
-    /// the grant has it, or the grant's first scope when none was asked
-    /// for. The record's sensitivity must be within the grant.
-    pub fn write_scope(
-        &self,
-        sensitivity: Sensitivity,
-        scope: Option<&str>,
-    ) -> Result<Option<String>, WriteDenied> {
-        if sensitivity > self.max_sensitivity {
-            return Err(WriteDenied::Sensitivity {
-                given: sensitivity,
-                most: self.max_sensitivity,
-            });
+/// Who a request comes from, as authentication found it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    /// No key is needed (`auth.mode` off, or auto on loopback before any
+    /// key exists): the request states its own trust and may do anything.
+    Open,
+    /// A request made with this key.
+    Key(ApiKey),
+}
+
+impl Access {
+    pub fn may(&self, role: Role) -> bool {
+        match self {
+            Access::Open => true,
+            Access::Key(key) => key.grant.has(role),
         }
-        match scope {
-            None => Ok(self.scopes.first().cloned()),
-            Some(scope) if self.scopes.is_empty() || self.scopes.iter().any(|s| s == scope) => {
-                Ok(Some(scope.to_string()))
-            }
-            Some(scope) => Err(WriteDenied::Scope(scope.to_string())),
+    }
+
+    pub fn key_name(&self) -> Option<&str> {
+        match self {
+            Access::Open => None,
+            Access::Key(key) => Some(&key.name),
+        }
+    }
+
+    /// The caller of a read: the trust the request states narrowed by the
+    /// key's grant. Without a key the request must state it; with one, a
+    /// request that states none reads with the grant.
+    pub fn reader(&self, requested: Option<TrustContext>) -> Validated<Caller> {
+        let requested = requested.map(TrustContext::checked).transpose()?;
+        match self {
+            Access::Open => requested
+                .map(Caller::with_trust)
+                .ok_or_else(|| ValidationError::new("trust", "trust context is required")),
+            Access::Key(key) => Ok(Caller {
+                identity: Some(key.name.clone()),
+                trust: key.grant.narrow(&key.name, requested.as_ref()),
+                key: Some(key.name.clone()),
+                default_scope: None,
+            }),
+        }
+    }
+
+    /// The caller of a write: everything without a key; with one, the
+    /// grant, new records without a scope going into its first scope.
+    pub fn writer(&self) -> Caller {
+        match self {
+            Access::Open => Caller::unrestricted(None),
+            Access::Key(key) => Caller {
+                identity: Some(key.name.clone()),
+                trust: key.grant.narrow(&key.name, None),
+                key: Some(key.name.clone()),
+                default_scope: key.grant.scopes.first().cloned(),
+            },
         }
     }
 }
@@ -279,28 +298,49 @@ mod tests {
         }
     }
 
+    fn key(grant: Grant) -> Access {
+        Access::Key(ApiKey {
+            name: "k".into(),
+            grant,
+            rate: None,
+            created_at: crate::domain::time::from_micros(0),
+            revoked_at: None,
+        })
+    }
+
     #[test]
-    fn writes_stay_within_the_grant() {
-        let g = grant(Sensitivity::Medium, &["a", "b"], &[Role::Write]);
-        assert_eq!(g.write_scope(Sensitivity::Low, None), Ok(Some("a".into())));
+    fn open_access_reads_with_the_stated_trust_and_writes_anything() {
+        let err = Access::Open.reader(None).unwrap_err();
+        assert_eq!(err.to_string(), "trust: trust context is required");
+        let caller = Access::Open
+            .reader(Some(asked(Sensitivity::Hyper, &[])))
+            .unwrap();
+        assert!(caller.is_unrestricted() && caller.key.is_none());
+        assert!(Access::Open.writer().is_unrestricted());
+        assert!(Role::ALL.iter().all(|r| Access::Open.may(*r)));
+    }
+
+    #[test]
+    fn a_key_reads_within_its_grant_and_writes_into_its_first_scope() {
+        let access = key(grant(Sensitivity::Medium, &["a", "b"], &[Role::Write]));
+        let reader = access.reader(None).unwrap();
+        assert_eq!(reader.trust.max_sensitivity, Sensitivity::Medium);
+        assert_eq!(reader.key.as_deref(), Some("k"));
+        let writer = access.writer();
+        assert_eq!(writer.default_scope.as_deref(), Some("a"));
+        assert!(!writer.trust.allows_parts(Sensitivity::High, Some("a")));
+        assert!(!writer.trust.allows_parts(Sensitivity::Low, Some("c")));
+        assert!(access.may(Role::Write) && !access.may(Role::Read));
+        let open = key(grant(Sensitivity::Hyper, &[], &[Role::Admin]));
+        assert_eq!(open.writer().default_scope, None);
+        assert!(open.writer().is_unrestricted());
+    }
+
+    #[test]
+    fn reserved_names_are_not_key_names() {
         assert_eq!(
-            g.write_scope(Sensitivity::Medium, Some("b")),
-            Ok(Some("b".into()))
-        );
-        assert_eq!(
-            g.write_scope(Sensitivity::Low, Some("c")),
-            Err(WriteDenied::Scope("c".into()))
-        );
-        let denied = g.write_scope(Sensitivity::High, Some("a")).unwrap_err();
-        assert!(
-            denied.to_string().contains("up to sensitivity medium"),
-            "{denied}"
-        );
-        let open = grant(Sensitivity::Hyper, &[], &[Role::Write]);
-        assert_eq!(open.write_scope(Sensitivity::Hyper, None), Ok(None));
-        assert_eq!(
-            open.write_scope(Sensitivity::Low, Some("z")),
-            Ok(Some("z".into()))
+            check_key_name("engram:scheduler").unwrap_err().field,
+            "name"
         );
     }
 }

@@ -84,15 +84,20 @@ impl TrustContext {
 }
 
 /// Who asks for an operation, and what it may see: every service
-/// operation takes one. Today reads take their trust from the request and
-/// writes are unrestricted; an authenticated deployment builds callers
-/// from API keys instead, and the operations stay as they are.
+/// operation takes one. Without keys, reads take their trust from the
+/// request and writes are unrestricted; with a key, both come from the
+/// key's grant (see `access::Access`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Caller {
     /// For logs and attribution; `None` when the caller is anonymous.
     pub identity: Option<String>,
     /// The effective trust: what the caller may see and touch.
     pub trust: TrustContext,
+    /// The API key the request was made with: audit entries name it.
+    pub key: Option<String>,
+    /// Where a new record without a scope goes (a scoped key's first
+    /// scope); `None`: it stays unscoped.
+    pub default_scope: Option<String>,
 }
 
 impl Caller {
@@ -101,6 +106,8 @@ impl Caller {
         Caller {
             identity: trust.actor_id.clone(),
             trust,
+            key: None,
+            default_scope: None,
         }
     }
 
@@ -116,6 +123,8 @@ impl Caller {
                 scopes_narrowed: false,
             },
             identity,
+            key: None,
+            default_scope: None,
         }
     }
 
@@ -126,6 +135,23 @@ impl Caller {
 
     pub fn may_see(&self, record: &MemoryRecord) -> bool {
         self.trust.allows(record)
+    }
+
+    /// The actor an audit entry names for what this caller does while
+    /// claiming to be `claimed` (see [`signed`]).
+    pub fn actor(&self, claimed: &str) -> String {
+        signed(self.key.as_deref(), claimed)
+    }
+}
+
+/// The actor an audit entry names: with a key, the key's name, and what
+/// the request claimed beside it when that differs (`"indexer (as
+/// updater-agent)"`), so the claim is kept but cannot pass for the key.
+pub fn signed(key: Option<&str>, claimed: &str) -> String {
+    match key {
+        None => claimed.to_string(),
+        Some(key) if key == claimed || claimed.is_empty() => key.to_string(),
+        Some(key) => format!("{key} (as {claimed})"),
     }
 }
 
@@ -178,6 +204,16 @@ mod tests {
         let limited = Caller::with_trust(trust(Sensitivity::Low, &["p"]));
         assert_eq!(limited.identity.as_deref(), Some("a"));
         assert!(!limited.trust.allows_parts(Sensitivity::High, None));
+    }
+
+    #[test]
+    fn a_key_signs_what_it_does_and_keeps_the_claim_beside() {
+        assert_eq!(signed(None, "agent"), "agent");
+        assert_eq!(signed(Some("indexer"), "indexer"), "indexer");
+        assert_eq!(
+            signed(Some("indexer"), "updater-agent"),
+            "indexer (as updater-agent)"
+        );
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //! is not JSON or a route that does not exist, answers with the same
 //! `{"error":{"code","message"}}` body.
 
+pub mod auth;
 pub mod body;
 mod health;
 mod ingest;
 mod jobs;
+mod keys;
 mod metrics;
 mod records;
 pub mod requests;
@@ -16,8 +18,10 @@ mod revisions;
 use std::future::Future;
 use std::pin::Pin;
 
+use actix_web::dev::HttpServiceFactory;
 use actix_web::dev::Payload;
 use actix_web::http::{header, Method, StatusCode};
+use actix_web::middleware::from_fn;
 use actix_web::{
     guard, web, FromRequest, HttpRequest, HttpResponse, Resource, ResponseError, Route,
 };
@@ -30,9 +34,9 @@ use crate::actors::retrieval::{ReadGate, Retriever};
 use crate::actors::revision::Reviser;
 use crate::actors::scheduler::Scheduler;
 use crate::actors::storage::{Reader, StorageWriter};
+use crate::domain::access::Role;
 use crate::domain::record::MemoryRecord;
 use crate::domain::strict::Strict;
-use crate::domain::trust::Caller;
 use crate::domain::validate::split_nested_error;
 use crate::error::{ApiError, Code};
 use body::{BodyBudget, BodyPermit};
@@ -54,16 +58,11 @@ pub struct AppState {
     pub body_read_timeout: std::time::Duration,
 }
 
-/// The caller of a write. Until requests are authenticated, writes are
-/// unrestricted and attributed by the fields of the request itself.
-fn writer_caller() -> Caller {
-    Caller::unrestricted(None)
-}
-
 pub fn configure(cfg: &mut web::ServiceConfig) {
     health::configure(cfg);
     ingest::configure(cfg);
     jobs::configure(cfg);
+    keys::configure(cfg);
     metrics::configure(cfg);
     records::configure(cfg);
     retrieve::configure(cfg);
@@ -95,9 +94,16 @@ fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
     response
 }
 
-/// A resource with one route for `method` (a GET route answers HEAD too);
-/// other methods get a JSON 405 with an `Allow` header.
-fn resource(path: &str, method: Method, route: Route) -> Resource {
+/// A resource with one route for `method` (a GET route answers HEAD too)
+/// that only a caller with `role` reaches; other methods get a JSON 405
+/// with an `Allow` header.
+fn resource(path: &str, method: Method, role: Role, route: Route) -> impl HttpServiceFactory {
+    public_resource(path, method, route)
+        .wrap(from_fn(move |req, next| auth::require(role, req, next)))
+}
+
+/// A resource anyone may call: the health checks.
+fn public_resource(path: &str, method: Method, route: Route) -> Resource {
     let (route, allow) = if method == Method::GET {
         (
             route.guard(guard::Any(guard::Get()).or(guard::Head())),
@@ -107,6 +113,8 @@ fn resource(path: &str, method: Method, route: Route) -> Resource {
         (route.method(method), "POST")
     } else if method == Method::PUT {
         (route.method(method), "PUT")
+    } else if method == Method::DELETE {
+        (route.method(method), "DELETE")
     } else {
         unreachable!("no resource takes {method}")
     };

@@ -27,7 +27,7 @@ use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
 
-pub use sqlite::{open, ConnectionOptions, ReadPool};
+pub use sqlite::{open, ConnectionOptions, KeyLookup, ReadPool};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -239,6 +239,12 @@ pub trait Transaction {
         now: Timestamp,
     ) -> Result<Vec<MemoryRecord>, StoreError>;
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError>;
+    /// What decides who may see record `id`: its sensitivity and scope;
+    /// `None` when there is no such record.
+    fn record_visibility(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError>;
     /// The working states of `thread_id` in `scope` that are not
     /// retracted, oldest first.
     fn current_states(
@@ -366,6 +372,8 @@ pub trait Transaction {
     /// Stores a new key under the hash of its secret; `AlreadyExists` when
     /// its name was ever used.
     fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError>;
+    /// Whether any key was ever made (revoked ones count).
+    fn any_key(&mut self) -> Result<bool, StoreError>;
     /// Every key, revoked ones too, by name.
     fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError>;
     /// The key, not revoked, whose secret hashes to `hash`.

@@ -45,7 +45,8 @@ async fn trust_gates_every_sensitivity_and_scope_combination() {
                     if rank <= max_rank && scope_ok {
                         assert_eq!(by_id.0, StatusCode::OK, "{id} for {max} {scopes:?}");
                     } else {
-                        assert_error(&by_id, StatusCode::FORBIDDEN, "permission_denied", &id);
+                        // Exactly what a missing record gets: ids cannot be probed.
+                        assert_error(&by_id, StatusCode::NOT_FOUND, "not_found", &id);
                     }
                 }
             }

@@ -169,8 +169,8 @@ async fn history_is_trust_gated() {
             &json!({"trust": trust("low", &[])}),
         )
         .await,
-        StatusCode::FORBIDDEN,
-        "permission_denied",
+        StatusCode::NOT_FOUND,
+        "not_found",
         &old,
     );
     assert_error(

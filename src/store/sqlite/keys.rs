@@ -43,6 +43,12 @@ pub fn insert_key(conn: &Connection, key: &ApiKey, hash: &[u8]) -> Result<(), St
     }
 }
 
+pub fn any_key(conn: &Connection) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys)")?
+        .query_row([], |row| row.get(0))?)
+}
+
 /// Every key ever made, revoked ones too, by name.
 pub fn list_keys(conn: &Connection) -> Result<Vec<ApiKey>, StoreError> {
     let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM api_keys ORDER BY name"))?;

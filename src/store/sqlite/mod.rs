@@ -17,6 +17,7 @@ mod test_support;
 pub mod vectors;
 
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
@@ -27,7 +28,7 @@ use super::{
     RecordPage, SalienceChange, Step, StoreError, ToEmbed, Transaction, Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
-use crate::domain::record::{AuditEntry, MemoryRecord};
+use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
 
@@ -88,6 +89,7 @@ fn open_connection(path: &Path, options: ConnectionOptions) -> Result<Connection
 pub struct Opened {
     pub writer: Box<dyn WriteConnection>,
     pub readers: ReadPool,
+    pub key_lookup: KeyLookup,
     pub applied_migrations: Vec<i64>,
 }
 
@@ -117,9 +119,11 @@ pub fn open(
         .test_on_check_out(false)
         .connection_timeout(Duration::from_secs(10))
         .build(manager)?;
+    let key_lookup = KeyLookup(Mutex::new(open_connection(path, reader_options)?));
     Ok(Opened {
         writer: Box::new(SqliteWriter { conn }),
         readers: ReadPool(pool),
+        key_lookup,
         applied_migrations,
     })
 }
@@ -144,6 +148,24 @@ impl ReadPool {
         // Nothing was written: ending the transaction either way is the same.
         conn.prepare_cached("COMMIT")?.execute([])?;
         Ok(result)
+    }
+}
+
+/// A connection of its own for the reads authentication makes on every
+/// request (does any key exist, which key has this hash): point reads of
+/// microseconds, made on the request's thread rather than queued behind
+/// retrievals for a pooled connection.
+pub struct KeyLookup(Mutex<Connection>);
+
+impl KeyLookup {
+    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> T {
+        // A panic while the lock was held left no transaction open: each
+        // read is one statement.
+        let mut conn = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        work(&mut *conn)
     }
 }
 
@@ -246,6 +268,13 @@ impl Transaction for Connection {
 
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError> {
         Ok(records::record_key(self, id)?.is_some())
+    }
+
+    fn record_visibility(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
+        records::record_visibility(self, id)
     }
 
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {
@@ -388,6 +417,10 @@ impl Transaction for Connection {
 
     fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
         keys::insert_key(self, key, hash)
+    }
+
+    fn any_key(&mut self) -> Result<bool, StoreError> {
+        keys::any_key(self)
     }
 
     fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError> {
