@@ -101,16 +101,17 @@ pub(crate) fn load(
 ) -> Result<Loaded, ServiceError> {
     tx.get_for_update(id, now)?
         .filter(|loaded| caller.may_see(&loaded.record))
-        .ok_or_else(|| not_found(field, id))
+        .ok_or_else(|| not_found(field))
 }
 
 /// What a caller is told of a record that does not exist or that it may
-/// not see.
-fn not_found(field: &str, id: &str) -> ServiceError {
+/// not see: the same, naming the request field, and without the id, so no
+/// answer about an invisible record ever carries it.
+fn not_found(field: &str) -> ServiceError {
     if field.is_empty() {
-        ServiceError::NotFound(format!("record {id} not found"))
+        ServiceError::NotFound("record not found".to_string())
     } else {
-        ServiceError::NotFound(format!("{field}: record {id} not found"))
+        ServiceError::NotFound(format!("{field}: record not found"))
     }
 }
 
@@ -125,7 +126,7 @@ fn check_visible(
         Some((sensitivity, scope)) if caller.trust.allows_parts(sensitivity, scope.as_deref()) => {
             Ok(())
         }
-        _ => Err(not_found(field, id)),
+        _ => Err(not_found(field)),
     }
 }
 

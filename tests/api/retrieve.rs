@@ -46,7 +46,14 @@ async fn trust_gates_every_sensitivity_and_scope_combination() {
                         assert_eq!(by_id.0, StatusCode::OK, "{id} for {max} {scopes:?}");
                     } else {
                         // Exactly what a missing record gets: ids cannot be probed.
-                        assert_error(&by_id, StatusCode::NOT_FOUND, "not_found", &id);
+                        assert_eq!(
+                            by_id,
+                            (
+                                StatusCode::NOT_FOUND,
+                                json!({"error": {"code": "not_found", "message": "record not found"}})
+                            ),
+                            "{id} for {max} {scopes:?}"
+                        );
                     }
                 }
             }
@@ -100,7 +107,7 @@ async fn trust_is_required_and_checked() {
         .await,
         StatusCode::NOT_FOUND,
         "not_found",
-        "nothing-here",
+        "record not found",
     );
 }
 
