@@ -11,13 +11,11 @@ use crate::service::ServiceError;
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(public_resource(
         "/healthz",
-        Method::GET,
-        web::route().to(healthz),
+        vec![(Method::GET, web::route().to(healthz))],
     ))
     .service(public_resource(
         "/readyz",
-        Method::GET,
-        web::route().to(readyz),
+        vec![(Method::GET, web::route().to(readyz))],
     ));
 }
 

@@ -6,7 +6,7 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Gatekeeper;
-use super::{resource, AppState, JsonBody};
+use super::{resource, resource_of, AppState, JsonBody};
 use crate::domain::access::{check_key_name, ApiKey, Role};
 use crate::domain::record::Sensitivity;
 use crate::error::ApiError;
@@ -14,17 +14,13 @@ use crate::service::keys::{self, NewKey};
 use crate::service::ServiceError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
+    cfg.service(resource_of(
         "/v1/keys",
-        Method::POST,
         Role::Admin,
-        web::route().to(create),
-    ))
-    .service(resource(
-        "/v1/keys",
-        Method::GET,
-        Role::Admin,
-        web::route().to(list),
+        vec![
+            (Method::GET, web::route().to(list)),
+            (Method::POST, web::route().to(create)),
+        ],
     ))
     .service(resource(
         "/v1/keys/{name}",

@@ -78,7 +78,7 @@ pub async fn route_not_found(req: HttpRequest) -> Result<HttpResponse, ApiError>
 }
 
 /// A JSON 405 that says, in `Allow`, what the resource does take.
-fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
+fn method_not_allowed(req: &HttpRequest, allow: &str) -> HttpResponse {
     let mut response = ApiError::new(
         Code::MethodNotAllowed,
         format!(
@@ -88,9 +88,9 @@ fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
         ),
     )
     .error_response();
-    response
-        .headers_mut()
-        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    if let Ok(allow) = header::HeaderValue::from_str(allow) {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
     response
 }
 
@@ -98,31 +98,32 @@ fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
 /// that only a caller with `role` reaches; other methods get a JSON 405
 /// with an `Allow` header.
 fn resource(path: &str, method: Method, role: Role, route: Route) -> impl HttpServiceFactory {
-    public_resource(path, method, route)
-        .wrap(from_fn(move |req, next| auth::require(role, req, next)))
+    resource_of(path, role, vec![(method, route)])
+}
+
+/// A resource with a route for each method, all needing `role`.
+fn resource_of(path: &str, role: Role, routes: Vec<(Method, Route)>) -> impl HttpServiceFactory {
+    public_resource(path, routes).wrap(from_fn(move |req, next| auth::require(role, req, next)))
 }
 
 /// A resource anyone may call: the health checks.
-fn public_resource(path: &str, method: Method, route: Route) -> Resource {
-    let (route, allow) = if method == Method::GET {
-        (
-            route.guard(guard::Any(guard::Get()).or(guard::Head())),
-            "GET, HEAD",
-        )
-    } else if method == Method::POST {
-        (route.method(method), "POST")
-    } else if method == Method::PUT {
-        (route.method(method), "PUT")
-    } else if method == Method::DELETE {
-        (route.method(method), "DELETE")
-    } else {
-        unreachable!("no resource takes {method}")
-    };
-    web::resource(path)
-        .route(route)
-        .default_service(web::to(move |req: HttpRequest| async move {
-            method_not_allowed(&req, allow)
-        }))
+fn public_resource(path: &str, routes: Vec<(Method, Route)>) -> Resource {
+    let mut resource = web::resource(path);
+    let mut allowed = Vec::new();
+    for (method, route) in routes {
+        if method == Method::GET {
+            resource = resource.route(route.guard(guard::Any(guard::Get()).or(guard::Head())));
+            allowed.push("GET, HEAD".to_string());
+        } else {
+            allowed.push(method.to_string());
+            resource = resource.route(route.method(method));
+        }
+    }
+    let allow = allowed.join(", ");
+    resource.default_service(web::to(move |req: HttpRequest| {
+        let allow = allow.clone();
+        async move { method_not_allowed(&req, &allow) }
+    }))
 }
 
 /// A JSON request body, parsed before any actor sees it: a body over the

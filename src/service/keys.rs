@@ -40,7 +40,11 @@ impl NewKey {
             ));
         }
         for (i, scope) in self.scopes.iter().enumerate() {
-            check_name(&format!("scopes[{i}]"), scope)?;
+            let field = format!("scopes[{i}]");
+            if scope.trim().is_empty() {
+                return Err(ValidationError::new(field, "a scope must not be blank"));
+            }
+            check_name(&field, scope)?;
         }
         if let Some(rate) = self.rate {
             if !(rate.is_finite() && rate > 0.0) {

@@ -1,6 +1,7 @@
 //! Black-box tests: each starts the real server on a random port with a
 //! fresh database in a temporary directory and talks to it over HTTP.
 
+mod auth;
 mod crash;
 mod fuzz;
 mod hardening;
