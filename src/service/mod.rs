@@ -55,7 +55,7 @@ impl From<StoreError> for ServiceError {
         match error {
             StoreError::NotFound(id) => ServiceError::NotFound(format!("record {id} not found")),
             StoreError::AlreadyExists(id) => {
-                ServiceError::Conflict(format!("a record with id {id} already exists"))
+                ServiceError::Conflict("id: a record with this id already exists".to_string())
             }
             StoreError::Changed(id) => ServiceError::Conflict(format!(
                 "record {id} was changed by a concurrent operation; read it again and retry"

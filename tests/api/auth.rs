@@ -464,3 +464,445 @@ async fn every_endpoint_answers_each_role_as_the_role_allows() {
         }
     }
 }
+
+/// Ids of the records of a retrieval.
+fn ids_of(body: &Value) -> Vec<String> {
+    body["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{body}"))
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn scoped_fact(scope: &str) -> Value {
+    let mut record = fact(scope);
+    record["scope"] = json!(scope);
+    record
+}
+
+/// A record as an import would make it: with its own id.
+fn record(id: &str, sensitivity: &str, scope: Option<&str>) -> Value {
+    let mut record = fact(id);
+    record["id"] = json!(id);
+    record["sensitivity"] = json!(sensitivity);
+    if let Some(scope) = scope {
+        record["scope"] = json!(scope);
+    }
+    record
+}
+
+#[actix_web::test]
+async fn a_request_s_trust_is_narrowed_by_its_key_never_widened() {
+    let (app, admin) = protected().await;
+    for (id, sensitivity, scope) in [
+        ("low-none", "low", None),
+        ("low-a", "low", Some("a")),
+        ("low-b", "low", Some("b")),
+        ("high-a", "high", Some("a")),
+    ] {
+        made(&app, &admin, "/v1/records", record(id, sensitivity, scope)).await;
+    }
+    let key = app
+        .make_key(
+            Some(&admin),
+            json!({"name": "a-reader", "roles": ["read"], "max_sensitivity": "medium", "scopes": ["a"], "rate": 1e6}),
+        )
+        .await;
+    let retrieve = |trust: Option<Value>| {
+        let body = match trust {
+            Some(trust) => json!({"trust": trust}),
+            None => json!({}),
+        };
+        let app = &app;
+        let key = key.clone();
+        async move {
+            let (status, body, _) = app
+                .send("POST", "/v1/retrieve", Some(&body), Some(&key))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            let mut ids = ids_of(&body);
+            ids.sort();
+            ids
+        }
+    };
+    // No trust: the grant's.
+    assert_eq!(retrieve(None).await, ["low-a", "low-none"]);
+    // Asking for more gets the grant, never more.
+    assert_eq!(
+        retrieve(Some(json!({"max_sensitivity": "hyper", "scopes": []}))).await,
+        ["low-a", "low-none"]
+    );
+    assert_eq!(
+        retrieve(Some(
+            json!({"max_sensitivity": "hyper", "scopes": ["a", "b"]})
+        ))
+        .await,
+        ["low-a", "low-none"]
+    );
+    // Naming only scopes outside the grant sees unscoped records only.
+    assert_eq!(
+        retrieve(Some(json!({"max_sensitivity": "low", "scopes": ["b"]}))).await,
+        ["low-none"]
+    );
+    // Asking for less gets less.
+    assert_eq!(
+        retrieve(Some(json!({"max_sensitivity": "public"}))).await,
+        Vec::<String>::new()
+    );
+    for (id, visible) in [("low-a", true), ("low-b", false), ("high-a", false)] {
+        for path in [
+            format!("/v1/retrieve/{id}"),
+            format!("/v1/records/{id}/history"),
+        ] {
+            let (status, body, _) = app.send("POST", &path, Some(&json!({})), Some(&key)).await;
+            if visible {
+                assert_eq!(status, StatusCode::OK, "{path}: {body}");
+            } else {
+                assert_eq!(
+                    (status, body),
+                    (
+                        StatusCode::NOT_FOUND,
+                        json!({"error": {"code": "not_found", "message": "record not found"}})
+                    ),
+                    "{path}"
+                );
+            }
+        }
+    }
+    // The trust stated is checked as without a key.
+    let (status, body, _) = app
+        .send(
+            "POST",
+            "/v1/retrieve",
+            Some(&json!({"trust": {"max_sensitivity": "top"}})),
+            Some(&key),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}
+
+#[actix_web::test]
+async fn a_key_writes_only_within_its_grant() {
+    let (app, admin) = protected().await;
+    let key = app
+        .make_key(
+            Some(&admin),
+            json!({"name": "a-writer", "roles": ["write", "revise", "read"], "max_sensitivity": "medium", "scopes": ["a", "c"], "rate": 1e6}),
+        )
+        .await;
+    let send = |path: &'static str, body: Value| {
+        let app = &app;
+        let key = key.clone();
+        async move { app.send("POST", path, Some(&body), Some(&key)).await }
+    };
+    // No scope: the key's first.
+    let (status, body, _) = send("/v1/ingest/event", event("agent")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["record"]["scope"], "a");
+    let mut in_c = event("agent");
+    in_c["scope"] = json!("c");
+    let (status, body, _) = send("/v1/ingest/event", in_c).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["record"]["scope"], "c");
+
+    let before = app
+        .database()
+        .query_row("SELECT COUNT(*) FROM records", [], |r| r.get::<_, i64>(0))
+        .unwrap();
+    let mut in_b = event("agent");
+    in_b["scope"] = json!("b");
+    let mut too_sensitive = event("agent");
+    too_sensitive["sensitivity"] = json!("high");
+    let mut batch_in_b = event("agent");
+    batch_in_b["kind"] = json!("event");
+    batch_in_b["scope"] = json!("b");
+    let mut plain = event("agent");
+    plain["kind"] = json!("event");
+    for (path, body, field) in [
+        ("/v1/ingest/event", in_b, "scope"),
+        ("/v1/ingest/event", too_sensitive, "sensitivity"),
+        ("/v1/records", scoped_fact("b"), "scope"),
+        (
+            "/v1/ingest/batch",
+            json!({"items": [plain, batch_in_b]}),
+            "items[1].scope",
+        ),
+    ] {
+        let (status, answer, _) = send(path, body.clone()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}: {answer}");
+        assert_eq!(error_code(&answer), "permission_denied");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(field), "{message}");
+    }
+    let after = app
+        .database()
+        .query_row("SELECT COUNT(*) FROM records", [], |r| r.get::<_, i64>(0))
+        .unwrap();
+    assert_eq!(before, after, "nothing refused was stored");
+
+    // A revision's new record is placed the same way.
+    let old = made(
+        &app,
+        &admin,
+        "/v1/records",
+        record("old-a", "low", Some("a")),
+    )
+    .await;
+    let mut new_record = fact("next");
+    new_record["sensitivity"] = json!("high");
+    let (status, body, _) = send(
+        "/v1/revisions/supersede",
+        json!({"old_id": old, "new_record": new_record, "actor": "a", "rationale": "r"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("new_record.sensitivity"));
+    let (status, body, _) = send(
+        "/v1/revisions/supersede",
+        json!({"old_id": old, "new_record": fact("next"), "actor": "a", "rationale": "r"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["record"]["scope"], "a");
+
+    // Import fields need the admin role.
+    for field in ["id", "status", "audit_log", "created_at", "lifecycle"] {
+        let mut body = fact("imported");
+        body[field] = match field {
+            "id" => json!("imported-1"),
+            "status" => json!("active"),
+            "audit_log" => {
+                json!([{"action": "create", "actor": "x", "timestamp": "2026-01-01T00:00:00Z", "rationale": "r"}])
+            }
+            "created_at" => json!("2025-01-01T00:00:00Z"),
+            _ => json!({"pinned": true}),
+        };
+        let (status, answer, _) = send("/v1/records", body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{field}: {answer}");
+        assert!(answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(field));
+    }
+}
+
+#[actix_web::test]
+async fn audit_entries_name_the_key_and_keep_the_claimed_actor_beside_it() {
+    let (app, admin) = protected().await;
+    let key = app
+        .make_key(
+            Some(&admin),
+            json!({"name": "indexer", "roles": ["write", "revise"], "max_sensitivity": "hyper", "rate": 1e6}),
+        )
+        .await;
+    let (_, body, _) = app
+        .send(
+            "POST",
+            "/v1/ingest/event",
+            Some(&event("updater-agent")),
+            Some(&key),
+        )
+        .await;
+    let record = &body["record"];
+    assert_eq!(
+        record["audit_log"][0]["actor"],
+        "indexer (as updater-agent)"
+    );
+    assert_eq!(
+        record["provenance"]["created_by"], "updater-agent",
+        "the claim is kept as data"
+    );
+    let id = record["id"].as_str().unwrap();
+    let (_, body, _) = app
+        .send(
+            "POST",
+            "/v1/ingest/outcome",
+            Some(
+                &json!({"source": "indexer", "target_record_id": id, "outcome_status": "success"}),
+            ),
+            Some(&key),
+        )
+        .await;
+    assert_eq!(body["record"]["audit_log"][1]["actor"], "indexer", "{body}");
+    let fact_id = made(&app, &admin, "/v1/records", fact("1")).await;
+    let (_, body, _) = app
+        .send(
+            "POST",
+            "/v1/revisions/contest",
+            Some(&json!({"id": fact_id, "actor": "root", "rationale": "r"})),
+            Some(&key),
+        )
+        .await;
+    let log = body["record"]["audit_log"].as_array().unwrap();
+    assert_eq!(log.last().unwrap()["actor"], "indexer (as root)", "{body}");
+    // Without a key (auth off) the claim is all there is.
+    let open = spawn_app().await;
+    let (_, body) = open.post("/v1/ingest/event", &event("updater-agent")).await;
+    assert_eq!(body["record"]["audit_log"][0]["actor"], "updater-agent");
+}
+
+#[actix_web::test]
+async fn no_answer_to_any_endpoint_carries_a_record_the_key_may_not_see() {
+    let (app, admin) = protected().await;
+    let secret_words = ["zebra", "quartz"];
+    let mut hidden_fact = record("hidden-fact", "hyper", Some("b"));
+    hidden_fact["payload"]["object"] = json!("zebra quartz vault");
+    hidden_fact["tags"] = json!(["zebra"]);
+    let hidden = made(&app, &admin, "/v1/records", hidden_fact).await;
+    let mut hidden_event = event("agent");
+    hidden_event["summary"] = json!("zebra quartz vault opened");
+    hidden_event["sensitivity"] = json!("hyper");
+    hidden_event["scope"] = json!("b");
+    let episode = made(&app, &admin, "/v1/ingest/event", hidden_event).await;
+    let visible = made(&app, &admin, "/v1/records", scoped_fact("a")).await;
+    let read_hidden = || async {
+        let (status, body, _) = app
+            .send(
+                "POST",
+                &format!("/v1/retrieve/{hidden}"),
+                Some(&json!({})),
+                Some(&admin),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    };
+    let before = read_hidden().await;
+
+    let key = app
+        .make_key(
+            Some(&admin),
+            json!({"name": "tenant-a", "roles": ROLES, "max_sensitivity": "low", "scopes": ["a"], "rate": 1e6}),
+        )
+        .await;
+    let by = |mut body: Value| {
+        body["actor"] = json!("agent");
+        body["rationale"] = json!("because");
+        body
+    };
+    let mut with_relation = fact("linked");
+    with_relation["relations"] = json!([{"predicate": "supports", "target_id": hidden}]);
+    let mut imported = record(&hidden, "low", Some("a"));
+    imported["payload"]["object"] = json!("plain");
+    let everything = json!({"max_sensitivity": "hyper", "scopes": []});
+    let calls: Vec<(&str, String, Option<Value>)> = vec![
+        ("POST", "/v1/ingest/event".into(), Some(event("agent"))),
+        (
+            "POST",
+            "/v1/ingest/outcome".into(),
+            Some(
+                json!({"source": "agent", "target_record_id": episode, "outcome_status": "success"}),
+            ),
+        ),
+        (
+            "POST",
+            "/v1/ingest/batch".into(),
+            Some(json!({"items": [
+                {"kind": "event", "source": "agent", "event_kind": "e", "ref": "r"},
+                {"kind": "outcome", "source": "agent", "target_record_id": episode, "outcome_status": "failure"}
+            ]})),
+        ),
+        ("POST", "/v1/records".into(), Some(with_relation)),
+        ("POST", "/v1/records".into(), Some(imported)),
+        (
+            "POST",
+            format!("/v1/records/{hidden}/reinforce"),
+            Some(by(json!({}))),
+        ),
+        (
+            "POST",
+            format!("/v1/records/{hidden}/penalize"),
+            Some(by(json!({"amount": 1e-300}))),
+        ),
+        (
+            "POST",
+            format!("/v1/records/{hidden}/history"),
+            Some(json!({"trust": everything})),
+        ),
+        (
+            "POST",
+            "/v1/revisions/supersede".into(),
+            Some(by(json!({"old_id": hidden, "new_record": fact("x")}))),
+        ),
+        (
+            "POST",
+            "/v1/revisions/fork".into(),
+            Some(by(json!({"source_id": hidden, "forked_record": fact("y")}))),
+        ),
+        (
+            "POST",
+            "/v1/revisions/retract".into(),
+            Some(by(json!({"id": hidden}))),
+        ),
+        (
+            "POST",
+            "/v1/revisions/merge".into(),
+            Some(by(
+                json!({"ids": [visible, hidden], "merged_record": fact("z")}),
+            )),
+        ),
+        (
+            "POST",
+            "/v1/revisions/contest".into(),
+            Some(by(json!({"id": hidden}))),
+        ),
+        (
+            "POST",
+            "/v1/revisions/contest".into(),
+            Some(by(json!({"id": hidden, "resolve": true}))),
+        ),
+        (
+            "POST",
+            "/v1/retrieve".into(),
+            Some(
+                json!({"trust": everything, "task_descriptor": "zebra quartz vault", "include_retracted": true}),
+            ),
+        ),
+        (
+            "POST",
+            "/v1/retrieve".into(),
+            Some(json!({"trust": everything, "tags": ["zebra"]})),
+        ),
+        (
+            "POST",
+            format!("/v1/retrieve/{hidden}"),
+            Some(json!({"trust": everything})),
+        ),
+        ("POST", format!("/v1/retrieve/{episode}"), Some(json!({}))),
+        ("GET", "/v1/jobs".into(), None),
+        (
+            "PUT",
+            "/v1/jobs/decay".into(),
+            Some(json!({"enabled": false})),
+        ),
+        ("POST", "/v1/jobs/decay/run".into(), None),
+        ("POST", "/v1/jobs/consolidation/run".into(), None),
+        ("GET", "/metrics".into(), None),
+        ("GET", "/v1/metrics".into(), None),
+        ("GET", "/v1/keys".into(), None),
+        ("POST", "/v1/keys".into(), Some(json!({"name": "another"}))),
+        ("DELETE", "/v1/keys/another".into(), None),
+    ];
+    for (method, path, body) in &calls {
+        let (status, answer, _) = app.send(method, path, body.as_ref(), Some(&key)).await;
+        let text = answer.to_string();
+        let what = format!("{method} {path} answered {status}: {text}");
+        assert_ne!(status, StatusCode::FORBIDDEN, "{what}");
+        for needle in [hidden.as_str(), episode.as_str()]
+            .into_iter()
+            .chain(secret_words)
+        {
+            assert!(!text.contains(needle), "{what} carries {needle:?}");
+        }
+        let path = path.replace(&hidden, "{id}").replace(&episode, "{id}");
+        if path.contains("{id}") || path.starts_with("/v1/revisions") || path.contains("outcome") {
+            assert_eq!(status, StatusCode::NOT_FOUND, "{what}");
+        }
+    }
+    let after = read_hidden().await;
+    assert_eq!(before, after, "the hidden record is as it was");
+}
