@@ -906,3 +906,62 @@ async fn no_answer_to_any_endpoint_carries_a_record_the_key_may_not_see() {
     let after = read_hidden().await;
     assert_eq!(before, after, "the hidden record is as it was");
 }
+
+#[actix_web::test]
+async fn keys_and_unauthenticated_addresses_are_held_to_their_rates() {
+    // One request every two seconds: the test's requests take far less.
+    let app = spawn_app_with(|s| s.auth.default_rate = 0.5).await;
+    let admin = app
+        .make_key(
+            None,
+            json!({"name": "root", "roles": ["admin"], "rate": 1e6}),
+        )
+        .await;
+    let slow = app
+        .make_key(Some(&admin), json!({"name": "slow", "rate": 0.5}))
+        .await;
+    let retrieve = json!({});
+    let (status, body, _) = app
+        .send("POST", "/v1/retrieve", Some(&retrieve), Some(&slow))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body, headers) = app
+        .send("POST", "/v1/retrieve", Some(&retrieve), Some(&slow))
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert_eq!(error_code(&body), "rate_limited");
+    let wait: u64 = headers
+        .get("retry-after")
+        .expect("Retry-After")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&wait), "{wait}");
+
+    // Without a valid key, the address is limited (default_rate), so keys
+    // cannot be guessed at speed; the health checks never are.
+    let mut answers = Vec::new();
+    for _ in 0..4 {
+        let (status, _, _) = app
+            .send(
+                "POST",
+                "/v1/retrieve",
+                Some(&retrieve),
+                Some("engram_guess"),
+            )
+            .await;
+        answers.push(status);
+    }
+    assert_eq!(answers[0], StatusCode::UNAUTHORIZED);
+    assert_eq!(answers[1..], [StatusCode::TOO_MANY_REQUESTS; 3]);
+    for _ in 0..5 {
+        let (status, _, _) = app.send("GET", "/healthz", None, None).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    // A valid key from the same address has its own rate.
+    let (status, body, _) = app
+        .send("POST", "/v1/retrieve", Some(&retrieve), Some(&admin))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
