@@ -69,6 +69,21 @@ pub enum AuthMode {
     Off,
 }
 
+/// `scheme://host[:port]`, as browsers send in `Origin`: nothing after
+/// the host and port.
+fn is_origin(text: &str) -> bool {
+    let Some(rest) = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+}
+
 impl Settings {
     /// Where the pepper file is kept when no `auth.pepper_env` is set.
     pub fn pepper_path(&self) -> PathBuf {
@@ -88,6 +103,16 @@ pub struct ServerSettings {
     pub body_read_timeout_ms: u64,
     pub shutdown_timeout_seconds: u64,
     pub log_format: LogFormat,
+    /// PEM files of the certificate chain and its private key: with both,
+    /// the service speaks HTTPS only.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// Origins (`https://app.example.com`) whose pages browsers may let
+    /// call the API; empty: no cross-origin calls.
+    #[serde(default)]
+    pub cors_origins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -109,6 +134,10 @@ pub struct StorageSettings {
     pub max_writes_per_transaction: usize,
     pub write_timeout_ms: u64,
     pub read_timeout_ms: u64,
+    /// The environment variable holding the database's encryption key;
+    /// needs a build with the `sqlcipher` feature.
+    #[serde(default)]
+    pub encryption_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -298,6 +327,38 @@ impl Settings {
         }
         if self.server.body_read_timeout_ms == 0 {
             return invalid("server.body_read_timeout_ms", "must be greater than 0");
+        }
+        if self.server.tls_cert.is_some() != self.server.tls_key.is_some() {
+            return invalid(
+                if self.server.tls_cert.is_some() {
+                    "server.tls_key"
+                } else {
+                    "server.tls_cert"
+                },
+                "server.tls_cert and server.tls_key are set together (both PEM files) or not at all",
+            );
+        }
+        for origin in &self.server.cors_origins {
+            if !is_origin(origin) {
+                return invalid(
+                    "server.cors_origins",
+                    &format!(
+                        "{origin:?} is not an origin: scheme and host, and a port if any, \
+                         like https://app.example.com or http://localhost:3000"
+                    ),
+                );
+            }
+        }
+        if self
+            .storage
+            .encryption_key_env
+            .as_deref()
+            .is_some_and(str::is_empty)
+        {
+            return invalid(
+                "storage.encryption_key_env",
+                "must name an environment variable",
+            );
         }
         if !(self.auth.default_rate.is_finite() && self.auth.default_rate > 0.0) {
             return invalid(

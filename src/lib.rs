@@ -21,3 +21,4 @@ pub mod service;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod tls;

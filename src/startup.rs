@@ -48,6 +48,8 @@ pub enum StartupError {
     Unprotected(#[from] Unprotected),
     #[error(transparent)]
     Pepper(#[from] SecretError),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 pub struct Application {
@@ -207,11 +209,23 @@ impl Application {
         if settings.server.workers > 0 {
             server = server.workers(settings.server.workers);
         }
-        let server = server
-            .listen(listener)
-            .map_err(|source| StartupError::Listen { addr, source })?
-            .run();
-        tracing::info!(addr = %local, db = %storage.db_path.display(), "engram listening");
+        let https = match (&settings.server.tls_cert, &settings.server.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::tls::server_config(cert, key)?),
+            _ => None,
+        };
+        let scheme = if https.is_some() { "https" } else { "http" };
+        let server = match https {
+            Some(config) => server.listen_rustls_0_23(listener, config),
+            None => server.listen(listener),
+        }
+        .map_err(|source| StartupError::Listen { addr, source })?
+        .run();
+        tracing::info!(
+            addr = %local,
+            scheme,
+            db = %storage.db_path.display(),
+            "engram listening"
+        );
         Ok(Application {
             addr: local,
             server,

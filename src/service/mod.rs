@@ -54,7 +54,7 @@ impl From<StoreError> for ServiceError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::NotFound(id) => ServiceError::NotFound(format!("record {id} not found")),
-            StoreError::AlreadyExists(id) => {
+            StoreError::AlreadyExists(_) => {
                 ServiceError::Conflict("id: a record with this id already exists".to_string())
             }
             StoreError::Changed(id) => ServiceError::Conflict(format!(

@@ -17,4 +17,5 @@ mod relevance;
 mod retrieve;
 mod revisions;
 mod storage;
+mod tls;
 mod vectors;
