@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr, SyncArbiter};
 use actix_web::dev::{Server, ServerHandle};
-use actix_web::middleware::from_fn;
+use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpServer};
 
 use crate::actors::consolidation::Consolidator;
@@ -193,12 +193,18 @@ impl Application {
         // Each HTTP worker is an arbiter of its own, one per core (unless
         // configured): the request actors are started on each, so the CPU
         // work of a request stays on the thread that parsed it.
+        let cors_origins = settings.server.cors_origins.clone();
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(web::Data::new(shared.worker_state()))
                 .app_data(gatekeeper.clone())
                 .wrap(from_fn(http::auth::authenticate))
                 .wrap(from_fn(telemetry::access_log))
+                // Outermost: a browser's preflight carries no key.
+                .wrap(Condition::new(
+                    !cors_origins.is_empty(),
+                    http::cors(&cors_origins),
+                ))
                 .configure(http::configure)
                 .default_service(web::to(http::route_not_found))
         })

@@ -69,6 +69,20 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     revisions::configure(cfg);
 }
 
+/// Cross-origin calls from pages of `origins` (none: CORS stays off): the
+/// API's methods, with a key and a JSON body.
+pub fn cors(origins: &[String]) -> actix_cors::Cors {
+    origins
+        .iter()
+        .fold(actix_cors::Cors::default(), |cors, origin| {
+            cors.allowed_origin(origin)
+        })
+        .allowed_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+        .allowed_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+        .expose_headers([header::RETRY_AFTER, header::WWW_AUTHENTICATE])
+        .max_age(3600)
+}
+
 /// Answer for paths no route matches.
 pub async fn route_not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::new(

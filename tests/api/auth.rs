@@ -965,3 +965,75 @@ async fn keys_and_unauthenticated_addresses_are_held_to_their_rates() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+#[actix_web::test]
+async fn browsers_may_call_from_the_listed_origins_only() {
+    let origin = "https://console.example.com";
+    let app = spawn_app_with(|s| s.server.cors_origins = vec![origin.to_string()]).await;
+    let admin = app
+        .make_key(
+            None,
+            json!({"name": "root", "roles": ["admin"], "rate": 1e6}),
+        )
+        .await;
+    let preflight = |from: &'static str| {
+        app.client
+            .request(
+                awc::http::Method::OPTIONS,
+                format!("{}/v1/retrieve", app.address),
+            )
+            .insert_header(("origin", from))
+            .insert_header(("access-control-request-method", "POST"))
+            .insert_header((
+                "access-control-request-headers",
+                "authorization,content-type",
+            ))
+            .send()
+    };
+    let response = preflight(origin).await.unwrap();
+    assert!(response.status().is_success(), "{:?}", response.status());
+    assert_eq!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .unwrap(),
+        origin
+    );
+    let response = preflight("https://evil.example.com").await.unwrap();
+    assert!(response
+        .headers()
+        .get("access-control-allow-origin")
+        .is_none());
+
+    let response = app
+        .client
+        .post(format!("{}/v1/retrieve", app.address))
+        .insert_header(("origin", origin))
+        .insert_header(("authorization", format!("Bearer {admin}")))
+        .send_json(&json!({}))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .unwrap(),
+        origin
+    );
+
+    // Off by default: no page anywhere is let in.
+    let closed = spawn_app().await;
+    let response = closed
+        .client
+        .post(format!("{}/v1/retrieve", closed.address))
+        .insert_header(("origin", origin))
+        .send_json(&json!({"trust": {"max_sensitivity": "low"}}))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response
+        .headers()
+        .get("access-control-allow-origin")
+        .is_none());
+}
