@@ -84,6 +84,23 @@ fn is_origin(text: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
 }
 
+impl StorageSettings {
+    /// The database's encryption key, from the variable
+    /// `encryption_key_env` names; `None` when none is named.
+    pub fn encryption_key(&self) -> Result<Option<String>, ConfigError> {
+        let Some(var) = &self.encryption_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(var) {
+            Ok(key) if !key.is_empty() => Ok(Some(key)),
+            _ => Err(ConfigError::Invalid(format!(
+                "storage.encryption_key_env: it names {var}, which is not set or empty; \
+                 set it to the database's key"
+            ))),
+        }
+    }
+}
+
 impl Settings {
     /// Where the pepper file is kept when no `auth.pepper_env` is set.
     pub fn pepper_path(&self) -> PathBuf {

@@ -50,6 +50,8 @@ pub enum StartupError {
     Pepper(#[from] SecretError),
     #[error(transparent)]
     Tls(#[from] crate::tls::TlsError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
 }
 
 pub struct Application {
@@ -82,6 +84,7 @@ impl Application {
                 cache_size_kib: storage.reader_cache_size_kib,
             },
             settings.retrieval.embedding_dimensions(),
+            storage.encryption_key()?,
         )
         .map_err(db_error)?;
         if !opened.applied_migrations.is_empty() {

@@ -129,6 +129,7 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
         options(storage.writer_cache_size_kib),
         options(storage.reader_cache_size_kib),
         settings.retrieval.embedding_dimensions(),
+        storage.encryption_key().map_err(|e| e.to_string())?,
     )
     .map_err(|e| format!("cannot open {}: {e}", storage.db_path.display()))?;
     let mut conn = opened.writer;

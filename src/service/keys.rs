@@ -124,7 +124,8 @@ mod tests {
             busy_timeout: Duration::from_secs(5),
             cache_size_kib: 1024,
         };
-        let opened = store::open(&dir.path().join("k.db"), 1, options, options, None).unwrap();
+        let opened =
+            store::open(&dir.path().join("k.db"), 1, options, options, None, None).unwrap();
         opened.writer
     }
 

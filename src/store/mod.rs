@@ -49,6 +49,10 @@ pub enum StoreError {
     /// A vector with another number of dimensions than the database's.
     #[error("the vector has {given} dimensions, but the vectors of this database have {expected}")]
     Dimensions { given: usize, expected: usize },
+    /// The file cannot be read as a database: encrypted with another key,
+    /// encrypted with none configured, or not a database at all.
+    #[error("{0}")]
+    Locked(String),
     #[error("cannot create the database directory {path}: {source}")]
     Directory {
         path: String,

@@ -3,6 +3,7 @@
 
 mod auth;
 mod crash;
+mod encryption;
 mod fuzz;
 mod hardening;
 mod health;
