@@ -42,6 +42,72 @@ pub struct Settings {
     /// engram's own embedder; off unless configured.
     #[serde(default)]
     pub embedding: Option<EmbeddingSettings>,
+    pub auth: AuthSettings,
+}
+
+/// API keys: when they are required, and how they are kept.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    pub mode: AuthMode,
+    /// Requests per second per key, unless the key has its own rate.
+    pub default_rate: f64,
+    /// The environment variable holding the pepper of the keys' hashes
+    /// (64 hex digits); unset: a file beside the database,
+    /// `<db_path>.pepper`, made on first use.
+    #[serde(default)]
+    pub pepper_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// Open while no key exists and the service listens on a loopback
+    /// address; otherwise every request needs a key.
+    Auto,
+    Required,
+    Off,
+}
+
+/// `scheme://host[:port]`, as browsers send in `Origin`: nothing after
+/// the host and port.
+fn is_origin(text: &str) -> bool {
+    let Some(rest) = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+}
+
+impl StorageSettings {
+    /// The database's encryption key, from the variable
+    /// `encryption_key_env` names; `None` when none is named.
+    pub fn encryption_key(&self) -> Result<Option<String>, ConfigError> {
+        let Some(var) = &self.encryption_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(var) {
+            Ok(key) if !key.is_empty() => Ok(Some(key)),
+            _ => Err(ConfigError::Invalid(format!(
+                "storage.encryption_key_env: it names {var}, which is not set or empty; \
+                 set it to the database's key"
+            ))),
+        }
+    }
+}
+
+impl Settings {
+    /// Where the pepper file is kept when no `auth.pepper_env` is set.
+    pub fn pepper_path(&self) -> PathBuf {
+        let mut path = self.storage.db_path.clone().into_os_string();
+        path.push(".pepper");
+        PathBuf::from(path)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -54,6 +120,16 @@ pub struct ServerSettings {
     pub body_read_timeout_ms: u64,
     pub shutdown_timeout_seconds: u64,
     pub log_format: LogFormat,
+    /// PEM files of the certificate chain and its private key: with both,
+    /// the service speaks HTTPS only.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// Origins (`https://app.example.com`) whose pages browsers may let
+    /// call the API; empty: no cross-origin calls.
+    #[serde(default)]
+    pub cors_origins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -75,6 +151,10 @@ pub struct StorageSettings {
     pub max_writes_per_transaction: usize,
     pub write_timeout_ms: u64,
     pub read_timeout_ms: u64,
+    /// The environment variable holding the database's encryption key;
+    /// needs a build with the `sqlcipher` feature.
+    #[serde(default)]
+    pub encryption_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -264,6 +344,47 @@ impl Settings {
         }
         if self.server.body_read_timeout_ms == 0 {
             return invalid("server.body_read_timeout_ms", "must be greater than 0");
+        }
+        if self.server.tls_cert.is_some() != self.server.tls_key.is_some() {
+            return invalid(
+                if self.server.tls_cert.is_some() {
+                    "server.tls_key"
+                } else {
+                    "server.tls_cert"
+                },
+                "server.tls_cert and server.tls_key are set together (both PEM files) or not at all",
+            );
+        }
+        for origin in &self.server.cors_origins {
+            if !is_origin(origin) {
+                return invalid(
+                    "server.cors_origins",
+                    &format!(
+                        "{origin:?} is not an origin: scheme and host, and a port if any, \
+                         like https://app.example.com or http://localhost:3000"
+                    ),
+                );
+            }
+        }
+        if self
+            .storage
+            .encryption_key_env
+            .as_deref()
+            .is_some_and(str::is_empty)
+        {
+            return invalid(
+                "storage.encryption_key_env",
+                "must name an environment variable",
+            );
+        }
+        if !(self.auth.default_rate.is_finite() && self.auth.default_rate > 0.0) {
+            return invalid(
+                "auth.default_rate",
+                "must be a positive number of requests per second",
+            );
+        }
+        if self.auth.pepper_env.as_deref().is_some_and(str::is_empty) {
+            return invalid("auth.pepper_env", "must name an environment variable");
         }
         if self.storage.db_path.as_os_str().is_empty() {
             return invalid("storage.db_path", "must not be empty");

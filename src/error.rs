@@ -40,6 +40,8 @@ macro_rules! codes {
 
 codes! {
     InvalidArgument => (BAD_REQUEST, "invalid_argument"),
+    /// No API key, or one that is unknown or revoked.
+    Unauthenticated => (UNAUTHORIZED, "unauthenticated"),
     PermissionDenied => (FORBIDDEN, "permission_denied"),
     NotFound => (NOT_FOUND, "not_found"),
     MethodNotAllowed => (METHOD_NOT_ALLOWED, "method_not_allowed"),
@@ -49,6 +51,9 @@ codes! {
     /// The request body did not arrive within `server.body_read_timeout_ms`.
     RequestTimeout => (REQUEST_TIMEOUT, "request_timeout"),
     PayloadTooLarge => (PAYLOAD_TOO_LARGE, "payload_too_large"),
+    /// The key (or, without one, the client address) is over its rate;
+    /// retry after `Retry-After`.
+    RateLimited => (TOO_MANY_REQUESTS, "rate_limited"),
     /// A queue or bound is full; retry after `Retry-After`.
     Overloaded => (SERVICE_UNAVAILABLE, "overloaded"),
     Unavailable => (SERVICE_UNAVAILABLE, "unavailable"),
@@ -56,13 +61,15 @@ codes! {
 }
 
 /// Seconds a client is asked to wait after a 503.
-const RETRY_AFTER_SECONDS: &str = "1";
+const RETRY_AFTER_SECONDS: u64 = 1;
 
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct ApiError {
     pub code: Code,
     pub message: String,
+    /// Seconds to wait before retrying, when it is known.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -70,7 +77,13 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 }
 
@@ -92,8 +105,16 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.code.status());
-        if matches!(self.code, Code::Overloaded | Code::Unavailable) {
-            response.insert_header((header::RETRY_AFTER, RETRY_AFTER_SECONDS));
+        let retry_after = match self.code {
+            Code::Overloaded | Code::Unavailable => Some(RETRY_AFTER_SECONDS),
+            Code::RateLimited => Some(self.retry_after.unwrap_or(RETRY_AFTER_SECONDS)),
+            _ => None,
+        };
+        if let Some(seconds) = retry_after {
+            response.insert_header((header::RETRY_AFTER, seconds.to_string()));
+        }
+        if self.code == Code::Unauthenticated {
+            response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
         }
         response.json(ErrorBody {
             error: ErrorDetail {

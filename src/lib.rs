@@ -7,6 +7,7 @@
 //! SQL. docs/architecture.md walks through it.
 
 pub mod actors;
+pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -20,3 +21,4 @@ pub mod service;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod tls;

@@ -1,5 +1,6 @@
 //! `engram [serve] [--config PATH]` runs the service; `engram jobs …`
-//! controls the maintenance jobs of a running one.
+//! controls the maintenance jobs of a running one; `engram keys …` makes
+//! and revokes API keys.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +17,8 @@ Usage:
   engram [serve] [--config PATH]   run the service (the default)
   engram jobs list|set|run ...     see or change the maintenance jobs of a
                                    running service (engram jobs --help)
+  engram keys create|list|revoke   make, list or revoke API keys
+                                   (engram keys --help)
   engram --help                    show this help
   engram --version                 show the version
 
@@ -26,6 +29,7 @@ ENGRAM_<SECTION>__<KEY> environment variables.";
 enum Command {
     Serve { config: Option<PathBuf> },
     Jobs(Vec<String>),
+    Keys(Vec<String>),
     Help,
     Version,
 }
@@ -40,6 +44,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
         Some("jobs") => {
             args.next();
             return Ok(Command::Jobs(args.collect()));
+        }
+        Some("keys") => {
+            args.next();
+            return Ok(Command::Keys(args.collect()));
         }
         _ => {}
     }
@@ -75,6 +83,7 @@ fn main() -> ExitCode {
         }
         Ok(Command::Serve { config }) => config,
         Ok(Command::Jobs(args)) => return jobs(&args),
+        Ok(Command::Keys(args)) => return keys(&args),
         Err(message) => {
             eprintln!("engram: {message}\n\n{USAGE}");
             return ExitCode::from(2);
@@ -127,6 +136,37 @@ fn jobs(args: &[String]) -> ExitCode {
         }
         Err(message) => {
             eprintln!("engram jobs: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn keys(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{}", cli::keys::KEYS_USAGE);
+        return ExitCode::SUCCESS;
+    }
+    let (command, config) = match cli::keys::parse_keys(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("engram keys: {message}\n\n{}", cli::keys::KEYS_USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let settings = match Settings::load(config) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("engram keys: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli::keys::run_keys(command, &settings) {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("engram keys: {message}");
             ExitCode::FAILURE
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr, SyncArbiter};
 use actix_web::dev::{Server, ServerHandle};
-use actix_web::middleware::from_fn;
+use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpServer};
 
 use crate::actors::consolidation::Consolidator;
@@ -19,10 +19,14 @@ use crate::actors::retrieval::{ReadGate, ReadSettings, Retriever};
 use crate::actors::revision::Reviser;
 use crate::actors::scheduler::{JobName, JobsError, Scheduler, SchedulerDeps, StopSchedule};
 use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
+use crate::auth;
+use crate::auth::gate::{self, Protection, Unprotected};
+use crate::auth::secret::SecretError;
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::domain::policy::Policy;
 use crate::domain::retrieval::Ranking;
+use crate::http::auth::Gatekeeper;
 use crate::http::body::BodyBudget;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
@@ -40,6 +44,14 @@ pub enum StartupError {
     },
     #[error(transparent)]
     Jobs(#[from] JobsError),
+    #[error(transparent)]
+    Unprotected(#[from] Unprotected),
+    #[error(transparent)]
+    Pepper(#[from] SecretError),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
 }
 
 pub struct Application {
@@ -72,11 +84,30 @@ impl Application {
                 cache_size_kib: storage.reader_cache_size_kib,
             },
             settings.retrieval.embedding_dimensions(),
+            storage.encryption_key()?,
         )
         .map_err(db_error)?;
         if !opened.applied_migrations.is_empty() {
             tracing::info!(versions = ?opened.applied_migrations, "applied schema migrations");
         }
+        let keys_exist = opened
+            .key_lookup
+            .read(|tx| tx.any_key())
+            .map_err(db_error)?;
+        let addr = settings.listen_addr();
+        let protection = gate::protection(settings.auth.mode, addr, keys_exist)?;
+        tracing::info!(
+            mode = ?settings.auth.mode,
+            keys_required = protection == Protection::Keys,
+            "authentication"
+        );
+        let gatekeeper = web::Data::new(Gatekeeper::new(
+            settings.auth.mode,
+            keys_exist,
+            auth::pepper(&settings)?,
+            opened.key_lookup,
+            settings.auth.default_rate,
+        ));
         let mut writer_conn = opened.writer;
         let stored_jobs = writer_conn.transaction().job_settings().map_err(db_error)?;
         let last_runs = writer_conn
@@ -157,7 +188,6 @@ impl Application {
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
         };
 
-        let addr = settings.listen_addr();
         let listener =
             TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
         let local = listener
@@ -166,10 +196,18 @@ impl Application {
         // Each HTTP worker is an arbiter of its own, one per core (unless
         // configured): the request actors are started on each, so the CPU
         // work of a request stays on the thread that parsed it.
+        let cors_origins = settings.server.cors_origins.clone();
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(web::Data::new(shared.worker_state()))
+                .app_data(gatekeeper.clone())
+                .wrap(from_fn(http::auth::authenticate))
                 .wrap(from_fn(telemetry::access_log))
+                // Outermost: a browser's preflight carries no key.
+                .wrap(Condition::new(
+                    !cors_origins.is_empty(),
+                    http::cors(&cors_origins),
+                ))
                 .configure(http::configure)
                 .default_service(web::to(http::route_not_found))
         })
@@ -180,11 +218,23 @@ impl Application {
         if settings.server.workers > 0 {
             server = server.workers(settings.server.workers);
         }
-        let server = server
-            .listen(listener)
-            .map_err(|source| StartupError::Listen { addr, source })?
-            .run();
-        tracing::info!(addr = %local, db = %storage.db_path.display(), "engram listening");
+        let https = match (&settings.server.tls_cert, &settings.server.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::tls::server_config(cert, key)?),
+            _ => None,
+        };
+        let scheme = if https.is_some() { "https" } else { "http" };
+        let server = match https {
+            Some(config) => server.listen_rustls_0_23(listener, config),
+            None => server.listen(listener),
+        }
+        .map_err(|source| StartupError::Listen { addr, source })?
+        .run();
+        tracing::info!(
+            addr = %local,
+            scheme,
+            db = %storage.db_path.display(),
+            "engram listening"
+        );
         Ok(Application {
             addr: local,
             server,

@@ -71,6 +71,7 @@ impl Handler<Ingest> for Ingestor {
             policy: &self.policy,
             now,
             new_id: &new_record_id,
+            key: msg.caller.key.as_deref(),
         };
         let candidate = (msg.check)(&cx);
         let writer = self.writer.clone();
@@ -93,6 +94,7 @@ impl Handler<IngestBatch> for Ingestor {
             policy: &self.policy,
             now,
             new_id: &new_record_id,
+            key: msg.caller.key.as_deref(),
         };
         let candidates = (msg.check)(&cx);
         let writer = self.writer.clone();

@@ -15,7 +15,7 @@ use super::storage::Reader;
 use crate::clock::Clock;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::Retrieval;
-use crate::domain::trust::{Caller, TrustContext};
+use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
 use crate::service::retrieval::RetrieveResult;
 use crate::service::{self, ServiceError};
@@ -97,9 +97,10 @@ impl Actor for Retriever {
     type Context = Context<Self>;
 }
 
-/// Turns a request into the trust it presents and the retrieval it asks
-/// for, given the server's largest `limit`; runs on the retriever's thread.
-pub type Check = Box<dyn FnOnce(usize) -> Validated<(TrustContext, Retrieval)> + Send>;
+/// Turns a request into its caller (the effective trust) and the
+/// retrieval it asks for, given the server's largest `limit`; runs on the
+/// retriever's thread.
+pub type Check = Box<dyn FnOnce(usize) -> Validated<(Caller, Retrieval)> + Send>;
 
 #[derive(Message)]
 #[rtype(result = "Result<RetrieveResult, ServiceError>")]
@@ -111,7 +112,7 @@ pub struct Retrieve {
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct RetrieveById {
     pub id: String,
-    pub trust: TrustContext,
+    pub caller: Caller,
 }
 
 /// The supersession chain through a record the caller may see.
@@ -119,28 +120,23 @@ pub struct RetrieveById {
 #[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
 pub struct RetrieveHistory {
     pub id: String,
-    pub trust: TrustContext,
-}
-
-fn caller(trust: TrustContext) -> Result<Caller, ServiceError> {
-    Ok(Caller::with_trust(TrustContext::checked(trust)?))
+    pub caller: Caller,
 }
 
 impl Handler<Retrieve> for Retriever {
     type Result = ResponseFuture<Result<RetrieveResult, ServiceError>>;
 
     fn handle(&mut self, msg: Retrieve, _: &mut Self::Context) -> Self::Result {
-        let (trust, retrieval) = match (msg.check)(self.settings.max_limit) {
+        let (caller, retrieval) = match (msg.check)(self.settings.max_limit) {
             Ok(checked) => checked,
             Err(e) => return Box::pin(async move { Err(e.into()) }),
         };
         tracing::debug!(
-            actor_id = trust.actor_id.as_deref().unwrap_or(""),
-            authenticated = trust.authenticated,
+            actor_id = caller.trust.actor_id.as_deref().unwrap_or(""),
+            authenticated = caller.trust.authenticated,
             task_descriptor = retrieval.task_descriptor.as_deref().unwrap_or(""),
             "retrieve"
         );
-        let caller = Caller::with_trust(trust);
         let settings = self.settings;
         self.bounded_read(move |tx, now| {
             service::retrieval::retrieve(
@@ -159,13 +155,8 @@ impl Handler<RetrieveById> for Retriever {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
     fn handle(&mut self, msg: RetrieveById, _: &mut Self::Context) -> Self::Result {
-        let caller = match caller(msg.trust) {
-            Ok(caller) => caller,
-            Err(e) => return Box::pin(async move { Err(e) }),
-        };
-        self.bounded_read(move |tx, now| {
-            service::retrieval::retrieve_by_id(tx, &caller, now, &msg.id)
-        })
+        let RetrieveById { id, caller } = msg;
+        self.bounded_read(move |tx, now| service::retrieval::retrieve_by_id(tx, &caller, now, &id))
     }
 }
 
@@ -173,10 +164,7 @@ impl Handler<RetrieveHistory> for Retriever {
     type Result = ResponseFuture<Result<Vec<MemoryRecord>, ServiceError>>;
 
     fn handle(&mut self, msg: RetrieveHistory, _: &mut Self::Context) -> Self::Result {
-        let caller = match caller(msg.trust) {
-            Ok(caller) => caller,
-            Err(e) => return Box::pin(async move { Err(e) }),
-        };
-        self.bounded_read(move |tx, now| service::retrieval::history(tx, &caller, now, &msg.id))
+        let RetrieveHistory { id, caller } = msg;
+        self.bounded_read(move |tx, now| service::retrieval::history(tx, &caller, now, &id))
     }
 }

@@ -56,6 +56,7 @@ impl Handler<Revise> for Reviser {
             policy: &self.policy,
             now,
             new_id: &new_record_id,
+            key: msg.caller.key.as_deref(),
         };
         let command = (msg.check)(&cx);
         let writer = self.writer.clone();

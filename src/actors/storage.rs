@@ -342,7 +342,15 @@ mod tests {
         capacity: usize,
         timeout: Duration,
     ) -> (StorageWriter, ReadPool) {
-        let opened = store::open(&dir.path().join("w.db"), 1, options(), options(), None).unwrap();
+        let opened = store::open(
+            &dir.path().join("w.db"),
+            1,
+            options(),
+            options(),
+            None,
+            None,
+        )
+        .unwrap();
         let writer = StorageWriter::start(
             opened.writer,
             WriterOptions {

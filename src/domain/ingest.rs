@@ -16,6 +16,7 @@ use super::record::{
     Sensitivity,
 };
 use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
+use super::trust::signed;
 use super::validate::{
     check_actor, check_id, check_json_size, check_not_future, check_strings, normalize_tags,
     optional_string, require_string, Validated, ValidationError,
@@ -38,6 +39,8 @@ pub struct OutcomeUpdate {
     pub target_record_id: String,
     pub status: OutcomeStatus,
     pub source: String,
+    /// Who the audit entry names: the source, signed by the request's key.
+    pub actor: String,
     pub timestamp: Timestamp,
     /// A new vector for the episode, as it stands with its outcome.
     pub embedding: Option<Embedding>,
@@ -55,6 +58,8 @@ pub struct IngestContext<'a> {
     pub policy: &'a Policy,
     pub now: Timestamp,
     pub new_id: &'a dyn Fn() -> String,
+    /// The API key of the request: audit entries name it (see `signed`).
+    pub key: Option<&'a str>,
 }
 
 /// Checks the number of items of a batch; each item is checked on its own.
@@ -145,10 +150,11 @@ fn new_record(
             }],
             created_by: Some(common.source.clone()),
         },
-        audit_log: vec![
-            Attribution::new(common.source, format!("ingested {}", kind_name(kind)))
-                .entry(AuditAction::Create, cx.now),
-        ],
+        audit_log: vec![Attribution::new(
+            signed(cx.key, &common.source),
+            format!("ingested {}", kind_name(kind)),
+        )
+        .entry(AuditAction::Create, cx.now)],
         embedding: common.embedding,
         ..RecordDraft::new(
             kind.memory_type(),
@@ -342,6 +348,7 @@ pub fn outcome(
     Ok(Candidate::Outcome(OutcomeUpdate {
         target_record_id,
         status,
+        actor: signed(cx.key, &source),
         source,
         timestamp: event_time(cx, timestamp)?,
         embedding: Embedding::optional("embedding", embedding)?,
@@ -370,7 +377,7 @@ impl OutcomeUpdate {
             timestamp: self.timestamp,
         });
         let by = Attribution::new(
-            self.source.clone(),
+            self.actor.clone(),
             format!("outcome reported: {}", outcome_name(self.status)),
         );
         record.audit_log.push(by.entry(AuditAction::Revise, now));

@@ -3,6 +3,7 @@
 //! types are built valid (requests are checked as they are turned into
 //! records) and know nothing of HTTP or SQL.
 
+pub mod access;
 pub mod builder;
 pub mod consolidation;
 pub mod decay;

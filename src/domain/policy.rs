@@ -183,6 +183,22 @@ pub struct NewRecord {
     pub embedding: Option<Vec<f64>>,
 }
 
+impl NewRecord {
+    /// The first field set that only an import may set (a record brought
+    /// over whole from elsewhere, with its own id, state and history).
+    pub fn import_field(&self) -> Option<&'static str> {
+        [
+            ("id", self.id.is_some()),
+            ("status", self.status.is_some()),
+            ("audit_log", !self.audit_log.is_empty()),
+            ("created_at", self.created_at.is_some()),
+            ("lifecycle", self.lifecycle.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(field, set)| set.then_some(field))
+    }
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewLifecycle {

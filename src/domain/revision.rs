@@ -19,6 +19,7 @@ use super::record::{
     Status,
 };
 use super::time::Timestamp;
+use super::trust::signed;
 use super::validate::{check_actor, check_id, require_string, Validated, ValidationError};
 
 pub const SUPERSEDES: &str = "supersedes";
@@ -96,14 +97,17 @@ pub struct NewRecordContext<'a> {
     pub policy: &'a super::policy::Policy,
     pub now: Timestamp,
     pub new_id: &'a dyn Fn() -> String,
+    /// The API key of the request: audit entries name it (see `signed`).
+    pub key: Option<&'a str>,
 }
 
-/// Who asks for a revision and why: both required.
-pub fn attribution(actor: String, rationale: String) -> Validated<Attribution> {
+/// Who asks for a revision and why: both required. With a key, the
+/// audit entry names the key and keeps `actor` beside it.
+pub fn attribution(key: Option<&str>, actor: String, rationale: String) -> Validated<Attribution> {
     let actor = require_string("actor", actor, "actor is required")?;
     check_actor("actor", &actor)?;
     Ok(Attribution {
-        actor,
+        actor: signed(key, &actor),
         rationale: require_string("rationale", rationale, "rationale is required")?,
     })
 }

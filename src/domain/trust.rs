@@ -1,7 +1,8 @@
 //! The trust context a caller presents with every read: it sees a record
 //! when the record's sensitivity is at most `max_sensitivity` and the
 //! record's scope is empty, or the context allows every scope (an empty
-//! list), or the record's scope is in the list.
+//! list, unless the list was narrowed to nothing), or the record's scope is
+//! in the list.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +24,11 @@ pub struct TrustContext {
     pub actor_id: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub scopes: Vec<String>,
+    /// The scopes are a limit even when there are none: a request's scopes
+    /// narrowed by a key's grant to nothing see unscoped records only, never
+    /// every scope. Set by the server, never read from a request.
+    #[serde(skip)]
+    pub scopes_narrowed: bool,
 }
 
 impl TrustContext {
@@ -54,14 +60,19 @@ impl TrustContext {
         sensitivity <= self.max_sensitivity
             && match scope {
                 None => true,
-                Some(scope) => self.scopes.is_empty() || self.scopes.iter().any(|s| s == scope),
+                Some(scope) => self.every_scope() || self.scopes.iter().any(|s| s == scope),
             }
+    }
+
+    /// Every scope is visible.
+    pub fn every_scope(&self) -> bool {
+        self.scopes.is_empty() && !self.scopes_narrowed
     }
 
     /// The scopes a query may return besides unscoped records; `None` when
     /// every scope is allowed.
     pub fn scope_filter(&self) -> Option<Vec<String>> {
-        if self.scopes.is_empty() {
+        if self.every_scope() {
             None
         } else {
             let mut scopes = self.scopes.clone();
@@ -73,15 +84,20 @@ impl TrustContext {
 }
 
 /// Who asks for an operation, and what it may see: every service
-/// operation takes one. Today reads take their trust from the request and
-/// writes are unrestricted; an authenticated deployment builds callers
-/// from API keys instead, and the operations stay as they are.
+/// operation takes one. Without keys, reads take their trust from the
+/// request and writes are unrestricted; with a key, both come from the
+/// key's grant (see `access::Access`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Caller {
     /// For logs and attribution; `None` when the caller is anonymous.
     pub identity: Option<String>,
     /// The effective trust: what the caller may see and touch.
     pub trust: TrustContext,
+    /// The API key the request was made with: audit entries name it.
+    pub key: Option<String>,
+    /// Where a new record without a scope goes (a scoped key's first
+    /// scope); `None`: it stays unscoped.
+    pub default_scope: Option<String>,
 }
 
 impl Caller {
@@ -90,6 +106,8 @@ impl Caller {
         Caller {
             identity: trust.actor_id.clone(),
             trust,
+            key: None,
+            default_scope: None,
         }
     }
 
@@ -102,18 +120,38 @@ impl Caller {
                 authenticated: false,
                 actor_id: identity.clone(),
                 scopes: Vec::new(),
+                scopes_narrowed: false,
             },
             identity,
+            key: None,
+            default_scope: None,
         }
     }
 
     /// Sees every sensitivity in every scope.
     pub fn is_unrestricted(&self) -> bool {
-        self.trust.max_sensitivity == Sensitivity::Hyper && self.trust.scopes.is_empty()
+        self.trust.max_sensitivity == Sensitivity::Hyper && self.trust.every_scope()
     }
 
     pub fn may_see(&self, record: &MemoryRecord) -> bool {
         self.trust.allows(record)
+    }
+
+    /// The actor an audit entry names for what this caller does while
+    /// claiming to be `claimed` (see [`signed`]).
+    pub fn actor(&self, claimed: &str) -> String {
+        signed(self.key.as_deref(), claimed)
+    }
+}
+
+/// The actor an audit entry names: with a key, the key's name, and what
+/// the request claimed beside it when that differs (`"indexer (as
+/// updater-agent)"`), so the claim is kept but cannot pass for the key.
+pub fn signed(key: Option<&str>, claimed: &str) -> String {
+    match key {
+        None => claimed.to_string(),
+        Some(key) if key == claimed || claimed.is_empty() => key.to_string(),
+        Some(key) => format!("{key} (as {claimed})"),
     }
 }
 
@@ -127,6 +165,7 @@ mod tests {
             authenticated: true,
             actor_id: Some("a".into()),
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            scopes_narrowed: false,
         }
     }
 
@@ -146,6 +185,14 @@ mod tests {
         assert!(!listed.allows_parts(Sensitivity::Low, Some("p2")));
         let open = trust(Sensitivity::Hyper, &[]);
         assert!(open.allows_parts(Sensitivity::Low, Some("anything")));
+        assert_eq!(open.scope_filter(), None);
+        let none = TrustContext {
+            scopes_narrowed: true,
+            ..open
+        };
+        assert!(none.allows_parts(Sensitivity::Low, None));
+        assert!(!none.allows_parts(Sensitivity::Low, Some("anything")));
+        assert_eq!(none.scope_filter(), Some(Vec::new()));
     }
 
     #[test]
@@ -157,6 +204,16 @@ mod tests {
         let limited = Caller::with_trust(trust(Sensitivity::Low, &["p"]));
         assert_eq!(limited.identity.as_deref(), Some("a"));
         assert!(!limited.trust.allows_parts(Sensitivity::High, None));
+    }
+
+    #[test]
+    fn a_key_signs_what_it_does_and_keeps_the_claim_beside() {
+        assert_eq!(signed(None, "agent"), "agent");
+        assert_eq!(signed(Some("indexer"), "indexer"), "indexer");
+        assert_eq!(
+            signed(Some("indexer"), "updater-agent"),
+            "indexer (as updater-agent)"
+        );
     }
 
     #[test]

@@ -4,13 +4,19 @@ use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
-use super::{resource, AppState};
+use super::{public_resource, AppState};
 use crate::error::ApiError;
 use crate::service::ServiceError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/healthz", Method::GET, web::route().to(healthz)))
-        .service(resource("/readyz", Method::GET, web::route().to(readyz)));
+    cfg.service(public_resource(
+        "/healthz",
+        vec![(Method::GET, web::route().to(healthz))],
+    ))
+    .service(public_resource(
+        "/readyz",
+        vec![(Method::GET, web::route().to(readyz))],
+    ));
 }
 
 /// The process is up and serving HTTP.

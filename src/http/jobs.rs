@@ -6,20 +6,28 @@ use serde::{Deserialize, Serialize};
 
 use super::{resource, AppState, JsonBody};
 use crate::actors::scheduler::{JobName, JobView, ListJobs, RunJob, RunView, UpdateJob};
+use crate::domain::access::Role;
 use crate::error::{ApiError, Code};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/v1/jobs", Method::GET, web::route().to(list)))
-        .service(resource(
-            "/v1/jobs/{name}",
-            Method::PUT,
-            web::route().to(update),
-        ))
-        .service(resource(
-            "/v1/jobs/{name}/run",
-            Method::POST,
-            web::route().to(run),
-        ));
+    cfg.service(resource(
+        "/v1/jobs",
+        Method::GET,
+        Role::Admin,
+        web::route().to(list),
+    ))
+    .service(resource(
+        "/v1/jobs/{name}",
+        Method::PUT,
+        Role::Admin,
+        web::route().to(update),
+    ))
+    .service(resource(
+        "/v1/jobs/{name}/run",
+        Method::POST,
+        Role::Admin,
+        web::route().to(run),
+    ));
 }
 
 #[derive(Serialize)]

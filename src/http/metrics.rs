@@ -5,6 +5,7 @@ use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
 use super::{resource, AppState};
+use crate::domain::access::Role;
 use crate::error::ApiError;
 use crate::store::MemoryStats;
 
@@ -12,11 +13,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource(
         "/v1/metrics",
         Method::GET,
+        Role::Metrics,
         web::route().to(memory),
     ))
     .service(resource(
         "/metrics",
         Method::GET,
+        Role::Metrics,
         web::route().to(prometheus),
     ));
 }

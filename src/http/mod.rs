@@ -3,10 +3,12 @@
 //! is not JSON or a route that does not exist, answers with the same
 //! `{"error":{"code","message"}}` body.
 
+pub mod auth;
 pub mod body;
 mod health;
 mod ingest;
 mod jobs;
+mod keys;
 mod metrics;
 mod records;
 pub mod requests;
@@ -16,8 +18,10 @@ mod revisions;
 use std::future::Future;
 use std::pin::Pin;
 
+use actix_web::dev::HttpServiceFactory;
 use actix_web::dev::Payload;
 use actix_web::http::{header, Method, StatusCode};
+use actix_web::middleware::from_fn;
 use actix_web::{
     guard, web, FromRequest, HttpRequest, HttpResponse, Resource, ResponseError, Route,
 };
@@ -30,9 +34,9 @@ use crate::actors::retrieval::{ReadGate, Retriever};
 use crate::actors::revision::Reviser;
 use crate::actors::scheduler::Scheduler;
 use crate::actors::storage::{Reader, StorageWriter};
+use crate::domain::access::Role;
 use crate::domain::record::MemoryRecord;
 use crate::domain::strict::Strict;
-use crate::domain::trust::Caller;
 use crate::domain::validate::split_nested_error;
 use crate::error::{ApiError, Code};
 use body::{BodyBudget, BodyPermit};
@@ -54,20 +58,29 @@ pub struct AppState {
     pub body_read_timeout: std::time::Duration,
 }
 
-/// The caller of a write. Until requests are authenticated, writes are
-/// unrestricted and attributed by the fields of the request itself.
-fn writer_caller() -> Caller {
-    Caller::unrestricted(None)
-}
-
 pub fn configure(cfg: &mut web::ServiceConfig) {
     health::configure(cfg);
     ingest::configure(cfg);
     jobs::configure(cfg);
+    keys::configure(cfg);
     metrics::configure(cfg);
     records::configure(cfg);
     retrieve::configure(cfg);
     revisions::configure(cfg);
+}
+
+/// Cross-origin calls from pages of `origins` (none: CORS stays off): the
+/// API's methods, with a key and a JSON body.
+pub fn cors(origins: &[String]) -> actix_cors::Cors {
+    origins
+        .iter()
+        .fold(actix_cors::Cors::default(), |cors, origin| {
+            cors.allowed_origin(origin)
+        })
+        .allowed_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+        .allowed_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+        .expose_headers([header::RETRY_AFTER, header::WWW_AUTHENTICATE])
+        .max_age(3600)
 }
 
 /// Answer for paths no route matches.
@@ -79,7 +92,7 @@ pub async fn route_not_found(req: HttpRequest) -> Result<HttpResponse, ApiError>
 }
 
 /// A JSON 405 that says, in `Allow`, what the resource does take.
-fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
+fn method_not_allowed(req: &HttpRequest, allow: &str) -> HttpResponse {
     let mut response = ApiError::new(
         Code::MethodNotAllowed,
         format!(
@@ -89,32 +102,42 @@ fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
         ),
     )
     .error_response();
-    response
-        .headers_mut()
-        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    if let Ok(allow) = header::HeaderValue::from_str(allow) {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
     response
 }
 
-/// A resource with one route for `method` (a GET route answers HEAD too);
-/// other methods get a JSON 405 with an `Allow` header.
-fn resource(path: &str, method: Method, route: Route) -> Resource {
-    let (route, allow) = if method == Method::GET {
-        (
-            route.guard(guard::Any(guard::Get()).or(guard::Head())),
-            "GET, HEAD",
-        )
-    } else if method == Method::POST {
-        (route.method(method), "POST")
-    } else if method == Method::PUT {
-        (route.method(method), "PUT")
-    } else {
-        unreachable!("no resource takes {method}")
-    };
-    web::resource(path)
-        .route(route)
-        .default_service(web::to(move |req: HttpRequest| async move {
-            method_not_allowed(&req, allow)
-        }))
+/// A resource with one route for `method` (a GET route answers HEAD too)
+/// that only a caller with `role` reaches; other methods get a JSON 405
+/// with an `Allow` header.
+fn resource(path: &str, method: Method, role: Role, route: Route) -> impl HttpServiceFactory {
+    resource_of(path, role, vec![(method, route)])
+}
+
+/// A resource with a route for each method, all needing `role`.
+fn resource_of(path: &str, role: Role, routes: Vec<(Method, Route)>) -> impl HttpServiceFactory {
+    public_resource(path, routes).wrap(from_fn(move |req, next| auth::require(role, req, next)))
+}
+
+/// A resource anyone may call: the health checks.
+fn public_resource(path: &str, routes: Vec<(Method, Route)>) -> Resource {
+    let mut resource = web::resource(path);
+    let mut allowed = Vec::new();
+    for (method, route) in routes {
+        if method == Method::GET {
+            resource = resource.route(route.guard(guard::Any(guard::Get()).or(guard::Head())));
+            allowed.push("GET, HEAD".to_string());
+        } else {
+            allowed.push(method.to_string());
+            resource = resource.route(route.method(method));
+        }
+    }
+    let allow = allowed.join(", ");
+    resource.default_service(web::to(move |req: HttpRequest| {
+        let allow = allow.clone();
+        async move { method_not_allowed(&req, &allow) }
+    }))
 }
 
 /// A JSON request body, parsed before any actor sees it: a body over the

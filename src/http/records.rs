@@ -7,13 +7,14 @@ use actix_web::{web, HttpResponse};
 
 use super::requests::{PenalizeRequest, ReinforceRequest, RevisionRequest, TrustOnlyRequest};
 use super::revisions::revise;
-use super::{record_response, resource, writer_caller, AppState, JsonBody};
+use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::retrieval::RetrieveHistory;
+use crate::domain::access::{Access, Role};
 use crate::domain::policy::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
 use crate::domain::revision::record_id;
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 
 /// Actor named in the `create` audit entry when the record names no
 /// creator.
@@ -23,49 +24,61 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource(
         "/v1/records",
         Method::POST,
+        Role::Write,
         web::route().to(create),
     ))
     .service(resource(
         "/v1/records/{id}/reinforce",
         Method::POST,
+        Role::Write,
         web::route().to(reinforce),
     ))
     .service(resource(
         "/v1/records/{id}/penalize",
         Method::POST,
+        Role::Write,
         web::route().to(penalize),
     ))
     .service(resource(
         "/v1/records/{id}/history",
         Method::POST,
+        Role::Read,
         web::route().to(history),
     ));
 }
 
 async fn create(
     state: web::Data<AppState>,
+    access: Access,
     body: JsonBody<NewRecord>,
 ) -> Result<HttpResponse, ApiError> {
     let record = body.0;
-    let actor = record
+    if !access.may(Role::Admin) {
+        if let Some(field) = record.import_field() {
+            return Err(ApiError::new(
+                Code::PermissionDenied,
+                format!("{field}: setting it imports a record, which needs the admin role"),
+            ));
+        }
+    }
+    let caller = access.writer();
+    let claimed = record
         .provenance
         .as_ref()
-        .and_then(|p| p.created_by.clone())
+        .and_then(|p| p.created_by.as_deref())
         .filter(|actor| !actor.is_empty())
-        .unwrap_or_else(|| DEFAULT_ACTOR.to_string());
+        .unwrap_or(DEFAULT_ACTOR);
+    let by = Attribution::new(caller.actor(claimed), "record created");
     let record = state
         .ingestor
-        .send(CreateRecord {
-            caller: writer_caller(),
-            record,
-            by: Attribution::new(actor, "record created"),
-        })
+        .send(CreateRecord { caller, record, by })
         .await??;
     Ok(record_response(StatusCode::CREATED, &record))
 }
 
 async fn reinforce(
     state: web::Data<AppState>,
+    access: Access,
     id: web::Path<String>,
     body: JsonBody<ReinforceRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -73,11 +86,12 @@ async fn reinforce(
         id: id.into_inner(),
         request: body.0,
     };
-    revise(&state, request, StatusCode::OK).await
+    revise(&state, access, request, StatusCode::OK).await
 }
 
 async fn penalize(
     state: web::Data<AppState>,
+    access: Access,
     id: web::Path<String>,
     body: JsonBody<PenalizeRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -85,7 +99,7 @@ async fn penalize(
         id: id.into_inner(),
         request: body.0,
     };
-    revise(&state, request, StatusCode::OK).await
+    revise(&state, access, request, StatusCode::OK).await
 }
 
 #[derive(serde::Serialize)]
@@ -95,6 +109,7 @@ struct ChainBody {
 
 async fn history(
     state: web::Data<AppState>,
+    access: Access,
     id: web::Path<String>,
     body: JsonBody<TrustOnlyRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -102,7 +117,7 @@ async fn history(
         .retriever
         .send(RetrieveHistory {
             id: record_id("id", id.into_inner())?,
-            trust: body.0.trust,
+            caller: access.reader(body.0.trust)?,
         })
         .await??;
     Ok(HttpResponse::Ok().json(ChainBody { chain }))

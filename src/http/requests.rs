@@ -12,6 +12,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::domain::access::Access;
 use crate::domain::ingest::{self, Candidate, IngestContext};
 use crate::domain::payload::{empty_array, OutcomeStatus, TaskState, WorkingPayload};
 use crate::domain::policy::NewRecord;
@@ -20,7 +21,7 @@ use crate::domain::retrieval::{FilterFields, Filters, Retrieval};
 use crate::domain::revision::{
     self, attribution, record_id, revised_record, NewRecordContext, Revision, RevisionCommand,
 };
-use crate::domain::trust::TrustContext;
+use crate::domain::trust::{Caller, TrustContext};
 use crate::domain::validate::{null_as_default, Validated};
 use crate::domain::vector::Embedding;
 
@@ -304,7 +305,7 @@ impl RevisionRequest {
     pub fn into_command(self, cx: &NewRecordContext<'_>) -> Validated<RevisionCommand> {
         let (by, revision) = match self {
             RevisionRequest::Supersede(r) => {
-                let by = attribution(r.actor, r.rationale)?;
+                let by = attribution(cx.key, r.actor, r.rationale)?;
                 let old_id = record_id("old_id", r.old_id)?;
                 let new_record = revised_record("new_record", r.new_record, &by, cx)?;
                 let revision = Revision::Supersede {
@@ -314,7 +315,7 @@ impl RevisionRequest {
                 (by, revision)
             }
             RevisionRequest::Fork(r) => {
-                let by = attribution(r.actor, r.rationale)?;
+                let by = attribution(cx.key, r.actor, r.rationale)?;
                 let source_id = record_id("source_id", r.source_id)?;
                 let forked_record = revised_record("forked_record", r.forked_record, &by, cx)?;
                 let revision = Revision::Fork {
@@ -324,12 +325,12 @@ impl RevisionRequest {
                 (by, revision)
             }
             RevisionRequest::Retract(r) => {
-                let by = attribution(r.actor, r.rationale)?;
+                let by = attribution(cx.key, r.actor, r.rationale)?;
                 let id = record_id("id", r.id)?;
                 (by, Revision::Retract { id })
             }
             RevisionRequest::Merge(r) => {
-                let by = attribution(r.actor, r.rationale)?;
+                let by = attribution(cx.key, r.actor, r.rationale)?;
                 revision::check_merge_ids(&r.ids)?;
                 let merged_by = revision::merged_by(&by, &r.ids);
                 let merged_record =
@@ -341,19 +342,19 @@ impl RevisionRequest {
                 (by, revision)
             }
             RevisionRequest::Contest(r) => {
-                let by = attribution(r.actor, r.rationale)?;
+                let by = attribution(cx.key, r.actor, r.rationale)?;
                 let id = record_id("id", r.id)?;
                 let revision =
                     revision::contest_revision(id, r.contesting_ref, r.resolve.unwrap_or(false))?;
                 (by, revision)
             }
             RevisionRequest::Reinforce { id, request } => {
-                let by = attribution(request.actor, request.rationale)?;
+                let by = attribution(cx.key, request.actor, request.rationale)?;
                 let id = record_id("id", id)?;
                 (by, Revision::Reinforce { id })
             }
             RevisionRequest::Penalize { id, request } => {
-                let by = attribution(request.actor, request.rationale)?;
+                let by = attribution(cx.key, request.actor, request.rationale)?;
                 let id = record_id("id", id)?;
                 let amount = revision::check_penalty(request.amount)?;
                 (by, Revision::Penalize { id, amount })
@@ -366,7 +367,9 @@ impl RevisionRequest {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
-    pub trust: TrustContext,
+    /// Required without a key; with one, the key's grant when absent.
+    #[serde(default)]
+    pub trust: Option<TrustContext>,
     #[serde(default)]
     pub task_descriptor: Option<String>,
     #[serde(default)]
@@ -401,8 +404,12 @@ pub struct RetrieveRequest {
 
 impl RetrieveRequest {
     /// The trust the request presents, and the retrieval it asks for.
-    pub fn into_retrieval(self, max_limit: usize) -> Validated<(TrustContext, Retrieval)> {
-        let trust = TrustContext::checked(self.trust)?;
+    pub fn into_retrieval(
+        self,
+        access: &Access,
+        max_limit: usize,
+    ) -> Validated<(Caller, Retrieval)> {
+        let caller = access.reader(self.trust)?;
         let retrieval = Retrieval::new(
             self.task_descriptor,
             self.memory_types.unwrap_or_default(),
@@ -425,7 +432,7 @@ impl RetrieveRequest {
             "query_embedding",
             self.query_embedding,
         )?);
-        Ok((trust, retrieval))
+        Ok((caller, retrieval))
     }
 }
 
@@ -433,7 +440,9 @@ impl RetrieveRequest {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrustOnlyRequest {
-    pub trust: TrustContext,
+    /// Required without a key; with one, the key's grant when absent.
+    #[serde(default)]
+    pub trust: Option<TrustContext>,
 }
 
 #[cfg(test)]
@@ -459,6 +468,7 @@ mod tests {
             policy: &policy,
             now: now(),
             new_id: &|| "fixed-id".to_string(),
+            key: None,
         };
         item.into_candidate(&cx).map_err(|e| e.to_string())
     }
@@ -623,6 +633,7 @@ mod tests {
             policy: &policy,
             now: now(),
             new_id: &new_id,
+            key: None,
         };
         request.into_command(&cx).map_err(|e| e.to_string())
     }
@@ -699,10 +710,10 @@ mod tests {
     fn retrieval(body: Value) -> Result<crate::domain::retrieval::RecordQuery, String> {
         let request: RetrieveRequest = parsed(body)?;
         request
-            .into_retrieval(1000)
-            .map(|(trust, retrieval)| {
+            .into_retrieval(&Access::Open, 1000)
+            .map(|(caller, retrieval)| {
                 retrieval.query_for(
-                    &trust,
+                    &caller.trust,
                     &crate::domain::retrieval::Ranking {
                         weights: Default::default(),
                         max_salience: 1.0,

@@ -7,6 +7,7 @@ use actix_web::{web, HttpResponse};
 use super::requests::{RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::retrieval::{Retrieve, RetrieveById};
+use crate::domain::access::{Access, Role};
 use crate::domain::revision::record_id;
 use crate::error::ApiError;
 
@@ -14,23 +15,26 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource(
         "/v1/retrieve",
         Method::POST,
+        Role::Read,
         web::route().to(retrieve),
     ))
     .service(resource(
         "/v1/retrieve/{id}",
         Method::POST,
+        Role::Read,
         web::route().to(retrieve_by_id),
     ));
 }
 
 async fn retrieve(
     state: web::Data<AppState>,
+    access: Access,
     body: JsonBody<RetrieveRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let result = state
         .retriever
         .send(Retrieve {
-            check: Box::new(move |max_limit| body.0.into_retrieval(max_limit)),
+            check: Box::new(move |max_limit| body.0.into_retrieval(&access, max_limit)),
         })
         .await??;
     Ok(HttpResponse::Ok().json(result))
@@ -38,6 +42,7 @@ async fn retrieve(
 
 async fn retrieve_by_id(
     state: web::Data<AppState>,
+    access: Access,
     id: web::Path<String>,
     body: JsonBody<TrustOnlyRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -45,7 +50,7 @@ async fn retrieve_by_id(
         .retriever
         .send(RetrieveById {
             id: record_id("id", id.into_inner())?,
-            trust: body.0.trust,
+            caller: access.reader(body.0.trust)?,
         })
         .await??;
     Ok(record_response(StatusCode::OK, &record))

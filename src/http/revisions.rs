@@ -7,34 +7,40 @@ use actix_web::{web, HttpResponse};
 use super::requests::{
     ContestRequest, ForkRequest, MergeRequest, RetractRequest, RevisionRequest, SupersedeRequest,
 };
-use super::{record_response, resource, writer_caller, AppState, JsonBody};
+use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::revision::Revise;
+use crate::domain::access::{Access, Role};
 use crate::error::ApiError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource(
         "/v1/revisions/supersede",
         Method::POST,
+        Role::Revise,
         web::route().to(supersede),
     ))
     .service(resource(
         "/v1/revisions/fork",
         Method::POST,
+        Role::Revise,
         web::route().to(fork),
     ))
     .service(resource(
         "/v1/revisions/retract",
         Method::POST,
+        Role::Revise,
         web::route().to(retract),
     ))
     .service(resource(
         "/v1/revisions/merge",
         Method::POST,
+        Role::Revise,
         web::route().to(merge),
     ))
     .service(resource(
         "/v1/revisions/contest",
         Method::POST,
+        Role::Revise,
         web::route().to(contest),
     ));
 }
@@ -42,13 +48,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// Sends a revision and answers its record with `status`.
 pub(super) async fn revise(
     state: &AppState,
+    access: Access,
     request: RevisionRequest,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
     let record = state
         .reviser
         .send(Revise {
-            caller: writer_caller(),
+            caller: access.writer(),
             check: Box::new(move |cx| request.into_command(cx)),
         })
         .await??;
@@ -57,10 +64,12 @@ pub(super) async fn revise(
 
 async fn supersede(
     state: web::Data<AppState>,
+    access: Access,
     body: JsonBody<SupersedeRequest>,
 ) -> Result<HttpResponse, ApiError> {
     revise(
         &state,
+        access,
         RevisionRequest::Supersede(body.0),
         StatusCode::CREATED,
     )
@@ -69,28 +78,56 @@ async fn supersede(
 
 async fn fork(
     state: web::Data<AppState>,
+    access: Access,
     body: JsonBody<ForkRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    revise(&state, RevisionRequest::Fork(body.0), StatusCode::CREATED).await
+    revise(
+        &state,
+        access,
+        RevisionRequest::Fork(body.0),
+        StatusCode::CREATED,
+    )
+    .await
 }
 
 async fn retract(
     state: web::Data<AppState>,
+    access: Access,
     body: JsonBody<RetractRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    revise(&state, RevisionRequest::Retract(body.0), StatusCode::OK).await
+    revise(
+        &state,
+        access,
+        RevisionRequest::Retract(body.0),
+        StatusCode::OK,
+    )
+    .await
 }
 
 async fn merge(
     state: web::Data<AppState>,
+    access: Access,
     body: JsonBody<MergeRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    revise(&state, RevisionRequest::Merge(body.0), StatusCode::CREATED).await
+    revise(
+        &state,
+        access,
+        RevisionRequest::Merge(body.0),
+        StatusCode::CREATED,
+    )
+    .await
 }
 
 async fn contest(
     state: web::Data<AppState>,
+    access: Access,
     body: JsonBody<ContestRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    revise(&state, RevisionRequest::Contest(body.0), StatusCode::OK).await
+    revise(
+        &state,
+        access,
+        RevisionRequest::Contest(body.0),
+        StatusCode::OK,
+    )
+    .await
 }

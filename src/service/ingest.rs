@@ -1,9 +1,7 @@
 //! Ingest: new records from the five ingest kinds, batches of them, whole
 //! records, and outcomes reported on episodes.
 
-use super::{
-    check_embedding, check_may_write, check_relation_targets, insert_new, load, ServiceError,
-};
+use super::{check_embedding, check_relation_targets, insert_new, load, place_new, ServiceError};
 use crate::domain::ingest::{Candidate, OutcomeUpdate};
 use crate::domain::payload::Payload;
 use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
@@ -22,7 +20,7 @@ pub fn ingest(
 ) -> Result<MemoryRecord, ServiceError> {
     match candidate {
         Candidate::Create(mut record) => {
-            check_may_write(caller, "sensitivity", &record)?;
+            place_new(caller, "", &mut record)?;
             check_embedding(tx, "embedding", record.embedding.as_ref())?;
             supersede_current_state(tx, caller, now, &mut record)?;
             tx.insert_record(&record)?;
@@ -55,9 +53,9 @@ pub fn create_record(
     now: Timestamp,
     mut record: MemoryRecord,
 ) -> Result<MemoryRecord, ServiceError> {
-    check_may_write(caller, "sensitivity", &record)?;
+    place_new(caller, "", &mut record)?;
     check_embedding(tx, "embedding", record.embedding.as_ref())?;
-    check_relation_targets(tx, &record)?;
+    check_relation_targets(tx, caller, &record)?;
     supersede_current_state(tx, caller, now, &mut record)?;
     insert_new(tx, &mut record, now)?;
     Ok(record)
@@ -83,11 +81,10 @@ fn supersede_current_state(
         {
             continue;
         }
-        let actor = record
-            .provenance
-            .created_by
-            .clone()
-            .unwrap_or_else(|| format!("{RESERVED_ACTOR_PREFIX}ingest"));
+        let actor = match &record.provenance.created_by {
+            Some(claimed) => caller.actor(claimed),
+            None => format!("{RESERVED_ACTOR_PREFIX}ingest"),
+        };
         let by = Attribution::new(
             actor,
             format!("superseded by a newer working state of thread {thread}"),

@@ -13,6 +13,7 @@ pub mod consolidation;
 pub mod decay;
 pub mod embedding;
 pub mod ingest;
+pub mod keys;
 pub mod retrieval;
 pub mod revision;
 
@@ -53,8 +54,8 @@ impl From<StoreError> for ServiceError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::NotFound(id) => ServiceError::NotFound(format!("record {id} not found")),
-            StoreError::AlreadyExists(id) => {
-                ServiceError::Conflict(format!("a record with id {id} already exists"))
+            StoreError::AlreadyExists(_) => {
+                ServiceError::Conflict("id: a record with this id already exists".to_string())
             }
             StoreError::Changed(id) => ServiceError::Conflict(format!(
                 "record {id} was changed by a concurrent operation; read it again and retry"
@@ -89,8 +90,8 @@ impl From<RevisionError> for ServiceError {
 }
 
 /// The stored record `id`, read for a change: `NotFound` naming the
-/// request field when there is none, `PermissionDenied` when the caller may
-/// not see it.
+/// request field when there is none or the caller may not see it (the
+/// same answer, so ids cannot be probed).
 pub(crate) fn load(
     tx: &mut dyn Transaction,
     caller: &Caller,
@@ -98,40 +99,59 @@ pub(crate) fn load(
     id: &str,
     now: Timestamp,
 ) -> Result<Loaded, ServiceError> {
-    let loaded = tx
-        .get_for_update(id, now)?
-        .ok_or_else(|| ServiceError::NotFound(format!("{field}: record {id} not found")))?;
-    if !caller.may_see(&loaded.record) {
-        return Err(not_visible(field, id));
+    tx.get_for_update(id, now)?
+        .filter(|loaded| caller.may_see(&loaded.record))
+        .ok_or_else(|| not_found(field))
+}
+
+/// What a caller is told of a record that does not exist or that it may
+/// not see: the same, naming the request field, and without the id, so no
+/// answer about an invisible record ever carries it.
+fn not_found(field: &str) -> ServiceError {
+    if field.is_empty() {
+        ServiceError::NotFound("record not found".to_string())
+    } else {
+        ServiceError::NotFound(format!("{field}: record not found"))
     }
-    Ok(loaded)
 }
 
-fn not_visible(field: &str, id: &str) -> ServiceError {
-    ServiceError::PermissionDenied(format!(
-        "{field}: record {id} is not visible to this trust context"
-    ))
-}
-
-/// A new record may only be written by a caller that could see it.
-fn check_may_write(
+/// Record `id` exists and the caller may see it; `NotFound` otherwise.
+fn check_visible(
+    tx: &mut dyn Transaction,
     caller: &Caller,
     field: &str,
-    record: &MemoryRecord,
+    id: &str,
 ) -> Result<(), ServiceError> {
-    if caller.may_see(record) {
-        Ok(())
-    } else {
-        Err(ServiceError::PermissionDenied(format!(
-            "{field}: a {} record{} is beyond this caller's trust",
-            record.sensitivity,
-            record
-                .scope
-                .as_deref()
-                .map(|s| format!(" in scope {s}"))
-                .unwrap_or_default()
-        )))
+    match tx.record_visibility(id)? {
+        Some((sensitivity, scope)) if caller.trust.allows_parts(sensitivity, scope.as_deref()) => {
+            Ok(())
+        }
+        _ => Err(not_found(field)),
     }
+}
+
+/// A new record goes where the caller may write: without a scope, into
+/// the caller's default scope (a scoped key's first); then it must be
+/// within the caller's trust. `at` is the record's field path (`""` or
+/// `"new_record."`).
+fn place_new(caller: &Caller, at: &str, record: &mut MemoryRecord) -> Result<(), ServiceError> {
+    if record.scope.is_none() {
+        record.scope.clone_from(&caller.default_scope);
+    }
+    let most = caller.trust.max_sensitivity;
+    if record.sensitivity > most {
+        return Err(ServiceError::PermissionDenied(format!(
+            "{at}sensitivity: this caller may write records up to sensitivity {most}, not {}",
+            record.sensitivity
+        )));
+    }
+    if !caller.may_see(record) {
+        return Err(ServiceError::PermissionDenied(format!(
+            "{at}scope: this caller may not write into scope {:?}",
+            record.scope.as_deref().unwrap_or_default()
+        )));
+    }
+    Ok(())
 }
 
 /// A vector a client sent (`field`) must have the dimensions of the
@@ -150,17 +170,16 @@ fn check_embedding(
     Ok(())
 }
 
-/// Relations a client sends must point at stored records.
+/// Relations a client sends must point at stored records it may see.
 fn check_relation_targets(
     tx: &mut dyn Transaction,
+    caller: &Caller,
     record: &MemoryRecord,
 ) -> Result<(), ServiceError> {
     for (i, relation) in record.relations.iter().enumerate() {
-        if relation.target_id != record.id && !tx.record_exists(&relation.target_id)? {
-            return Err(ServiceError::NotFound(format!(
-                "relations[{i}].target_id: record {} not found",
-                relation.target_id
-            )));
+        if relation.target_id != record.id {
+            let field = format!("relations[{i}].target_id");
+            check_visible(tx, caller, &field, &relation.target_id)?;
         }
     }
     Ok(())

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{check_embedding, ServiceError};
+use super::{check_embedding, not_found, ServiceError};
 use crate::domain::record::MemoryRecord;
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Ranking, Retrieval};
@@ -55,21 +55,17 @@ pub fn retrieve(
     })
 }
 
-/// One record: `NotFound`, or `PermissionDenied` when the caller may not
-/// see it.
+/// One record: `NotFound` when there is none or the caller may not see
+/// it.
 pub fn retrieve_by_id(
     tx: &mut dyn Transaction,
     caller: &Caller,
     now: Timestamp,
     id: &str,
 ) -> Result<MemoryRecord, ServiceError> {
-    let record = tx
-        .get_record(id, now)?
-        .ok_or_else(|| ServiceError::NotFound(format!("record {id} not found")))?;
-    if !caller.may_see(&record) {
-        return Err(not_visible(id));
-    }
-    Ok(record)
+    tx.get_record(id, now)?
+        .filter(|record| caller.may_see(record))
+        .ok_or_else(|| not_found(""))
 }
 
 /// The supersession chain through a record the caller may see, oldest
@@ -82,13 +78,7 @@ pub fn history(
 ) -> Result<Vec<MemoryRecord>, ServiceError> {
     let chain = tx
         .supersession_chain(id, now)?
-        .ok_or_else(|| ServiceError::NotFound(format!("record {id} not found")))?;
-    if !chain.iter().any(|r| r.id == id && caller.may_see(r)) {
-        return Err(not_visible(id));
-    }
+        .filter(|chain| chain.iter().any(|r| r.id == id && caller.may_see(r)))
+        .ok_or_else(|| not_found(""))?;
     Ok(chain.into_iter().filter(|r| caller.may_see(r)).collect())
-}
-
-fn not_visible(id: &str) -> ServiceError {
-    ServiceError::PermissionDenied(format!("record {id} is not visible to this trust context"))
 }

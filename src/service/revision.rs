@@ -6,7 +6,8 @@
 //! of being overwritten.
 
 use super::{
-    check_embedding, check_may_write, check_relation_targets, insert_new, load, ServiceError,
+    check_embedding, check_relation_targets, check_visible, insert_new, load, place_new,
+    ServiceError,
 };
 use crate::domain::policy::Policy;
 use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
@@ -68,9 +69,9 @@ pub fn supersede(
     check_revisable("old_id", &old.record)?;
     check_not_retracted("old_id", &old.record)?;
     check_same_type("new_record.type", &old.record, &new_record)?;
-    check_may_write(caller, "new_record.sensitivity", &new_record)?;
+    place_new(caller, "new_record.", &mut new_record)?;
     check_embedding(tx, "new_record.embedding", new_record.embedding.as_ref())?;
-    check_relation_targets(tx, &new_record)?;
+    check_relation_targets(tx, caller, &new_record)?;
     revision::supersede(&mut old.record, &mut new_record, by, now);
     tx.update_record(&old.version, &old.record, SalienceChange::SetAt(now))?;
     insert_new(tx, &mut new_record, now)?;
@@ -89,13 +90,13 @@ pub fn fork(
     let mut source = load(tx, caller, "source_id", source_id, now)?;
     check_revisable("source_id", &source.record)?;
     check_same_type("forked_record.type", &source.record, &forked_record)?;
-    check_may_write(caller, "forked_record.sensitivity", &forked_record)?;
+    place_new(caller, "forked_record.", &mut forked_record)?;
     check_embedding(
         tx,
         "forked_record.embedding",
         forked_record.embedding.as_ref(),
     )?;
-    check_relation_targets(tx, &forked_record)?;
+    check_relation_targets(tx, caller, &forked_record)?;
     revision::fork(&mut source.record, &mut forked_record, by, now);
     tx.update_record(&source.version, &source.record, SalienceChange::Unchanged)?;
     insert_new(tx, &mut forked_record, now)?;
@@ -144,8 +145,11 @@ pub fn merge(
     mut merged_record: MemoryRecord,
     max_bytes: u64,
 ) -> Result<MemoryRecord, ServiceError> {
-    // Checked before anything is loaded. The message gives no sizes: the
-    // caller may not be allowed to see every record it named.
+    // Every source must be one the caller may see before their size is
+    // told, and the size before anything is loaded.
+    for (i, id) in ids.iter().enumerate() {
+        check_visible(tx, caller, &format!("ids[{i}]"), id)?;
+    }
     if tx.payload_bytes(ids)? > max_bytes {
         return Err(ValidationError::new(
             "ids",
@@ -165,13 +169,13 @@ pub fn merge(
         check_same_type("merged_record.type", &source.record, &merged_record)?;
         sources.push(source);
     }
-    check_may_write(caller, "merged_record.sensitivity", &merged_record)?;
+    place_new(caller, "merged_record.", &mut merged_record)?;
     check_embedding(
         tx,
         "merged_record.embedding",
         merged_record.embedding.as_ref(),
     )?;
-    check_relation_targets(tx, &merged_record)?;
+    check_relation_targets(tx, caller, &merged_record)?;
     let mut records: Vec<MemoryRecord> = sources.iter().map(|s| s.record.clone()).collect();
     revision::merge(&mut records, &mut merged_record, by, now);
     for (source, record) in sources.iter().zip(&records) {

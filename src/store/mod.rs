@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::domain::access::ApiKey;
 use crate::domain::decay::Anchor;
 use crate::domain::record::{
     AuditEntry, DecayProfile, DeletionPolicy, MemoryRecord, Sensitivity, Status,
@@ -26,7 +27,7 @@ use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
 
-pub use sqlite::{open, ConnectionOptions, ReadPool};
+pub use sqlite::{open, ConnectionOptions, KeyLookup, ReadPool};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -48,6 +49,10 @@ pub enum StoreError {
     /// A vector with another number of dimensions than the database's.
     #[error("the vector has {given} dimensions, but the vectors of this database have {expected}")]
     Dimensions { given: usize, expected: usize },
+    /// The file cannot be read as a database: encrypted with another key,
+    /// encrypted with none configured, or not a database at all.
+    #[error("{0}")]
+    Locked(String),
     #[error("cannot create the database directory {path}: {source}")]
     Directory {
         path: String,
@@ -238,6 +243,12 @@ pub trait Transaction {
         now: Timestamp,
     ) -> Result<Vec<MemoryRecord>, StoreError>;
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError>;
+    /// What decides who may see record `id`: its sensitivity and scope;
+    /// `None` when there is no such record.
+    fn record_visibility(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError>;
     /// The working states of `thread_id` in `scope` that are not
     /// retracted, oldest first.
     fn current_states(
@@ -359,6 +370,21 @@ pub trait Transaction {
     fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError>;
     fn last_job_runs(&mut self) -> Result<Vec<JobRunRecord>, StoreError>;
     fn save_job_run(&mut self, run: &JobRunRecord) -> Result<(), StoreError>;
+
+    // API keys.
+
+    /// Stores a new key under the hash of its secret; `AlreadyExists` when
+    /// its name was ever used.
+    fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError>;
+    /// Whether any key was ever made (revoked ones count).
+    fn any_key(&mut self) -> Result<bool, StoreError>;
+    /// Every key, revoked ones too, by name.
+    fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError>;
+    /// The key, not revoked, whose secret hashes to `hash`.
+    fn active_key(&mut self, hash: &[u8]) -> Result<Option<ApiKey>, StoreError>;
+    /// Revokes a key: `false` if it was revoked already, `NotFound` if
+    /// there is none.
+    fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError>;
 }
 
 /// The writer's connection: group-committed transactions, each job in a

@@ -28,7 +28,7 @@ pub fn start_time() -> DateTime<Utc> {
     START.parse().unwrap()
 }
 
-fn test_settings(db_path: &std::path::Path) -> Settings {
+pub fn test_settings(db_path: &std::path::Path) -> Settings {
     let mut settings = Settings::embedded();
     settings.server.listen = "127.0.0.1:0".to_string();
     settings.server.workers = 1;
@@ -171,6 +171,40 @@ impl TestApp {
         read(response).await
     }
 
+    /// Sends `method path` with an optional JSON body and API key; answers
+    /// the status, the JSON body and the headers.
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        key: Option<&str>,
+    ) -> (StatusCode, Value, awc::http::header::HeaderMap) {
+        let method = awc::http::Method::from_bytes(method.as_bytes()).expect("a method");
+        let mut request = self
+            .client
+            .request(method, format!("{}{}", self.address, path));
+        if let Some(key) = key {
+            request = request.insert_header(("authorization", format!("Bearer {key}")));
+        }
+        let response = match body {
+            Some(body) => request.send_json(body).await,
+            None => request.send().await,
+        }
+        .expect("request sent");
+        let headers = response.headers().clone();
+        let (status, body) = read(response).await;
+        (status, body, headers)
+    }
+
+    /// Makes an API key over HTTP with `admin` (none while the service is
+    /// open); answers its secret.
+    pub async fn make_key(&self, admin: Option<&str>, key: Value) -> String {
+        let (status, body, _) = self.send("POST", "/v1/keys", Some(&key), admin).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["secret"].as_str().expect("a secret").to_string()
+    }
+
     /// Runs a maintenance job now and answers its result.
     pub async fn run_job(&self, name: &str) -> Value {
         let (status, body) = self
@@ -254,6 +288,11 @@ impl TestApp {
     /// Stops the server (queued writes finish) and hands back its directory.
     /// A second connection to the app's database, for tests that need
     /// stored data no request could produce.
+    /// The database file the service runs on.
+    pub fn db_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("engram.db")
+    }
+
     pub fn database(&self) -> rusqlite::Connection {
         let conn = rusqlite::Connection::open(self.dir.path().join("engram.db")).unwrap();
         conn.busy_timeout(Duration::from_secs(10)).unwrap();

@@ -165,7 +165,7 @@ async fn an_outcome_for_a_missing_or_non_episodic_record_changes_nothing() {
         &missing,
         StatusCode::NOT_FOUND,
         "not_found",
-        "no-such-record",
+        "target_record_id: record not found",
     );
 
     let (_, fact) = app

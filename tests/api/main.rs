@@ -1,13 +1,16 @@
 //! Black-box tests: each starts the real server on a random port with a
 //! fresh database in a temporary directory and talks to it over HTTP.
 
+mod auth;
 mod crash;
+mod encryption;
 mod fuzz;
 mod hardening;
 mod health;
 mod helpers;
 mod ingest;
 mod jobs;
+mod keys;
 mod maintenance;
 mod persistence;
 mod records;
@@ -15,4 +18,5 @@ mod relevance;
 mod retrieve;
 mod revisions;
 mod storage;
+mod tls;
 mod vectors;

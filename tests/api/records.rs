@@ -63,7 +63,7 @@ async fn a_given_id_is_kept_and_a_duplicate_is_a_conflict() {
         &app.post("/v1/records", &body).await,
         StatusCode::CONFLICT,
         "conflict",
-        "skill-1",
+        "id: a record with this id already exists",
     );
     assert_eq!(app.get_record("skill-1").await["salience"], 0.5);
 }

@@ -45,7 +45,15 @@ async fn trust_gates_every_sensitivity_and_scope_combination() {
                     if rank <= max_rank && scope_ok {
                         assert_eq!(by_id.0, StatusCode::OK, "{id} for {max} {scopes:?}");
                     } else {
-                        assert_error(&by_id, StatusCode::FORBIDDEN, "permission_denied", &id);
+                        // Exactly what a missing record gets: ids cannot be probed.
+                        assert_eq!(
+                            by_id,
+                            (
+                                StatusCode::NOT_FOUND,
+                                json!({"error": {"code": "not_found", "message": "record not found"}})
+                            ),
+                            "{id} for {max} {scopes:?}"
+                        );
                     }
                 }
             }
@@ -99,7 +107,7 @@ async fn trust_is_required_and_checked() {
         .await,
         StatusCode::NOT_FOUND,
         "not_found",
-        "nothing-here",
+        "record not found",
     );
 }
 

@@ -169,9 +169,9 @@ async fn history_is_trust_gated() {
             &json!({"trust": trust("low", &[])}),
         )
         .await,
-        StatusCode::FORBIDDEN,
-        "permission_denied",
-        &old,
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "record not found",
     );
     assert_error(
         &app.post(
@@ -181,7 +181,7 @@ async fn history_is_trust_gated() {
         .await,
         StatusCode::NOT_FOUND,
         "not_found",
-        "none",
+        "record not found",
     );
     assert_error(
         &app.post(&format!("/v1/records/{old}/history"), &json!({}))
@@ -316,7 +316,7 @@ async fn a_merge_whose_last_id_is_missing_changes_nothing() {
         &response,
         StatusCode::NOT_FOUND,
         "not_found",
-        "ids[2]: record missing not found",
+        "ids[2]: record not found",
     );
     assert_eq!((app.get_record(&a).await, app.get_record(&b).await), before);
     assert_eq!(
@@ -576,7 +576,7 @@ async fn revision_requests_are_checked_before_anything_changes() {
             json!({"id": "nope", "actor": "a", "rationale": "r"}),
             StatusCode::NOT_FOUND,
             "not_found",
-            "nope",
+            "id: record not found",
         ),
         (
             "/v1/revisions/supersede",
@@ -625,7 +625,7 @@ async fn revision_requests_are_checked_before_anything_changes() {
             json!({"actor": "a", "rationale": "r"}),
             StatusCode::NOT_FOUND,
             "not_found",
-            "nope",
+            "id: record not found",
         ),
         (
             "/v1/records/x/penalize",

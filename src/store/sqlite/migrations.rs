@@ -68,6 +68,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0008_vectors.sql"),
         backfill: None,
     },
+    Migration {
+        version: 9,
+        name: "api_keys",
+        sql: include_str!("../../../migrations/0009_api_keys.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -124,7 +130,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

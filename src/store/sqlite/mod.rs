@@ -4,6 +4,7 @@
 
 pub mod consolidation;
 pub mod filters;
+pub mod keys;
 pub mod maintenance;
 pub mod migrations;
 pub mod ranking;
@@ -16,16 +17,18 @@ mod test_support;
 pub mod vectors;
 
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::Connection;
+use rusqlite::{Connection, ErrorCode};
 
 use super::{
     CurrentState, DecayChange, DecayRow, Embedded, JobRunRecord, JobSetting, Loaded, MemoryStats,
     RecordPage, SalienceChange, Step, StoreError, ToEmbed, Transaction, Version, WriteConnection,
 };
-use crate::domain::record::{AuditEntry, MemoryRecord};
+use crate::domain::access::ApiKey;
+use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
 
@@ -66,10 +69,29 @@ fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqli
     Ok(())
 }
 
-/// Opens (creating if needed) the database file on a dedicated connection.
-/// The directory is created too, so the embedded default
-/// `./data/engram.db` works on a fresh checkout.
-fn open_connection(path: &Path, options: ConnectionOptions) -> Result<Connection, StoreError> {
+/// Gives SQLCipher the database key, before anything reads the file.
+fn unlock(conn: &Connection, key: Option<&str>) -> rusqlite::Result<()> {
+    if let Some(key) = key {
+        conn.pragma_update(None, "key", key)?;
+    }
+    Ok(())
+}
+
+/// Opens (creating if needed) the database file on a dedicated connection,
+/// and checks that it can be read. The directory is created too, so the
+/// embedded default `./data/engram.db` works on a fresh checkout.
+fn open_connection(
+    path: &Path,
+    options: ConnectionOptions,
+    key: Option<&str>,
+) -> Result<Connection, StoreError> {
+    if key.is_some() && !cfg!(feature = "sqlcipher") {
+        return Err(StoreError::Locked(
+            "storage.encryption_key_env is set, but this build of engram has no encryption \
+             at rest: build it with `--features sqlcipher`"
+                .to_string(),
+        ));
+    }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| StoreError::Directory {
             path: dir.display().to_string(),
@@ -77,6 +99,22 @@ fn open_connection(path: &Path, options: ConnectionOptions) -> Result<Connection
         })?;
     }
     let conn = Connection::open(path)?;
+    unlock(&conn, key)?;
+    let readable = conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()));
+    if let Err(rusqlite::Error::SqliteFailure(e, _)) = &readable {
+        if e.code == ErrorCode::NotADatabase {
+            return Err(StoreError::Locked(match key {
+                Some(_) => "the database cannot be read with this key: the key in \
+                            storage.encryption_key_env is not the one it was encrypted with"
+                    .to_string(),
+                None => "the file is not a readable database: if it is encrypted, build with \
+                         `--features sqlcipher` and name its key's variable in \
+                         storage.encryption_key_env"
+                    .to_string(),
+            }));
+        }
+    }
+    readable?;
     configure_connection(&conn, options)?;
     Ok(conn)
 }
@@ -86,6 +124,7 @@ fn open_connection(path: &Path, options: ConnectionOptions) -> Result<Connection
 pub struct Opened {
     pub writer: Box<dyn WriteConnection>,
     pub readers: ReadPool,
+    pub key_lookup: KeyLookup,
     pub applied_migrations: Vec<i64>,
 }
 
@@ -94,20 +133,27 @@ pub struct Opened {
 /// switches the file to WAL and migrates before any reader opens.
 /// `embedding_dimensions`: the configured dimensions of vectors, fixed in
 /// the database (refused if its vectors have another number).
+/// `encryption_key`: the SQLCipher key of the file (builds with the
+/// `sqlcipher` feature).
 pub fn open(
     path: &Path,
     pool_size: u32,
     writer_options: ConnectionOptions,
     reader_options: ConnectionOptions,
     embedding_dimensions: Option<usize>,
+    encryption_key: Option<String>,
 ) -> Result<Opened, StoreError> {
-    let mut conn = open_connection(path, writer_options)?;
+    let key = encryption_key.as_deref();
+    let mut conn = open_connection(path, writer_options, key)?;
     let applied_migrations = migrations::run(&mut conn)?;
     if let Some(configured) = embedding_dimensions {
         vectors::fix_dimensions(&conn, configured)?;
     }
-    let manager = SqliteConnectionManager::file(path)
-        .with_init(move |conn| configure_connection(conn, reader_options));
+    let pool_key = encryption_key.clone();
+    let manager = SqliteConnectionManager::file(path).with_init(move |conn| {
+        unlock(conn, pool_key.as_deref())?;
+        configure_connection(conn, reader_options)
+    });
     let pool = r2d2::Pool::builder()
         .max_size(pool_size)
         // A SQLite connection does not go stale; testing it on every
@@ -115,9 +161,11 @@ pub fn open(
         .test_on_check_out(false)
         .connection_timeout(Duration::from_secs(10))
         .build(manager)?;
+    let key_lookup = KeyLookup(Mutex::new(open_connection(path, reader_options, key)?));
     Ok(Opened {
         writer: Box::new(SqliteWriter { conn }),
         readers: ReadPool(pool),
+        key_lookup,
         applied_migrations,
     })
 }
@@ -142,6 +190,24 @@ impl ReadPool {
         // Nothing was written: ending the transaction either way is the same.
         conn.prepare_cached("COMMIT")?.execute([])?;
         Ok(result)
+    }
+}
+
+/// A connection of its own for the reads authentication makes on every
+/// request (does any key exist, which key has this hash): point reads of
+/// microseconds, made on the request's thread rather than queued behind
+/// retrievals for a pooled connection.
+pub struct KeyLookup(Mutex<Connection>);
+
+impl KeyLookup {
+    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> T {
+        // A panic while the lock was held left no transaction open: each
+        // read is one statement.
+        let mut conn = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        work(&mut *conn)
     }
 }
 
@@ -244,6 +310,13 @@ impl Transaction for Connection {
 
     fn record_exists(&mut self, id: &str) -> Result<bool, StoreError> {
         Ok(records::record_key(self, id)?.is_some())
+    }
+
+    fn record_visibility(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
+        records::record_visibility(self, id)
     }
 
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {
@@ -382,5 +455,25 @@ impl Transaction for Connection {
 
     fn save_job_run(&mut self, run: &JobRunRecord) -> Result<(), StoreError> {
         maintenance::save_job_run(self, run)
+    }
+
+    fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
+        keys::insert_key(self, key, hash)
+    }
+
+    fn any_key(&mut self) -> Result<bool, StoreError> {
+        keys::any_key(self)
+    }
+
+    fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError> {
+        keys::list_keys(self)
+    }
+
+    fn active_key(&mut self, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
+        keys::active_key(self, hash)
+    }
+
+    fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+        keys::revoke_key(self, name, now)
     }
 }

@@ -87,12 +87,7 @@ pub fn current_states(
             key: row.get(0)?,
             id: row.get(1)?,
             version: row.get(2)?,
-            sensitivity: {
-                let rank: i64 = row.get(3)?;
-                Sensitivity::from_rank(rank).ok_or_else(|| {
-                    StoreError::Corrupt(format!("unknown sensitivity rank {rank}"))
-                })?
-            },
+            sensitivity: sensitivity_of(row.get(3)?)?,
         });
     }
     Ok(states)
@@ -364,6 +359,24 @@ pub fn record_key(conn: &Connection, id: &str) -> Result<Option<i64>, StoreError
         .optional()?)
 }
 
+/// The sensitivity and scope of record `id`, if there is one.
+pub fn record_visibility(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
+    conn.prepare_cached("SELECT sensitivity, scope FROM records WHERE id = ?1")?
+        .query_row([id], |row| Ok((row.get::<_, i64>(0)?, row.get(1)?)))
+        .optional()?
+        .map(|(rank, scope)| Ok((sensitivity_of(rank)?, scope)))
+        .transpose()
+}
+
+/// A stored sensitivity rank.
+fn sensitivity_of(rank: i64) -> Result<Sensitivity, StoreError> {
+    Sensitivity::from_rank(rank)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown sensitivity rank {rank}")))
+}
+
 /// The record with `id` and the version a change is made against.
 pub fn get_for_update(
     conn: &Connection,
@@ -567,9 +580,7 @@ fn record_from_row(row: &Row<'_>) -> Result<MemoryRecord, StoreError> {
         id: row.get(1)?,
         memory_type: MemoryType::from_layer(layer)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown memory type layer {layer}")))?,
-        sensitivity: Sensitivity::from_rank(sensitivity).ok_or_else(|| {
-            StoreError::Corrupt(format!("unknown sensitivity rank {sensitivity}"))
-        })?,
+        sensitivity: sensitivity_of(sensitivity)?,
         confidence: row.get(4)?,
         salience: row.get(5)?,
         scope: row.get(6)?,

@@ -1,4 +1,7 @@
-//! `engram jobs …`: operator commands against a running server's job API.
+//! Operator commands: `engram jobs …` against a running server's job API,
+//! `engram keys …` (keys.rs) on the database itself.
+
+pub mod keys;
 
 use std::time::Duration;
 

@@ -1,0 +1,346 @@
+//! What an API key may do and see: its roles, and the grant that narrows
+//! every request made with it. A request's own trust is narrowed by the
+//! grant, never widened; the identity in it comes from the key, not from
+//! the request.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::record::Sensitivity;
+use super::time::Timestamp;
+use super::trust::{Caller, TrustContext};
+use super::validate::{Validated, ValidationError, RESERVED_ACTOR_PREFIX};
+
+/// What a key may do; `admin` implies every other role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Retrieval, reads by id, history.
+    Read,
+    /// Ingest, batches, records, outcomes, reinforce, penalize.
+    Write,
+    /// Supersede, fork, retract, merge, contest.
+    Revise,
+    /// `/metrics` and `/v1/metrics`.
+    Metrics,
+    /// Everything, including jobs, keys and the import fields of records.
+    Admin,
+}
+
+impl Role {
+    pub const ALL: &'static [Role] = &[
+        Role::Read,
+        Role::Write,
+        Role::Revise,
+        Role::Metrics,
+        Role::Admin,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Read => "read",
+            Role::Write => "write",
+            Role::Revise => "revise",
+            Role::Metrics => "metrics",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Role> {
+        Role::ALL.iter().copied().find(|r| r.as_str() == name)
+    }
+}
+
+/// The most a key may see and what it may do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Grant {
+    pub max_sensitivity: Sensitivity,
+    /// The scopes it may see and write; empty: every scope.
+    pub scopes: Vec<String>,
+    pub roles: BTreeSet<Role>,
+}
+
+/// A key as stored: never its secret.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApiKey {
+    /// Unique for ever; what audit entries name as the actor.
+    pub name: String,
+    #[serde(flatten)]
+    pub grant: Grant,
+    /// Requests per second; `None`: the configured default.
+    pub rate: Option<f64>,
+    #[serde(with = "super::time::rfc3339")]
+    pub created_at: Timestamp,
+    #[serde(with = "super::time::rfc3339_option")]
+    pub revoked_at: Option<Timestamp>,
+}
+
+/// Longest key name.
+pub const MAX_KEY_NAME: usize = 64;
+
+/// A key name: 1 to 64 letters, digits, `.`, `_`, `-` or `:` (it is shown
+/// in audit entries and logs, and typed on command lines), not starting
+/// with the prefix of the service's own actors.
+pub fn check_key_name(name: &str) -> Validated<()> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':');
+    if name.is_empty() || name.len() > MAX_KEY_NAME || !name.chars().all(allowed) {
+        return Err(ValidationError::new(
+            "name",
+            format!(
+                "must be 1 to {MAX_KEY_NAME} letters, digits, '.', '_', '-' or ':', got {name:?}"
+            ),
+        ));
+    }
+    if name.starts_with(RESERVED_ACTOR_PREFIX) {
+        return Err(ValidationError::new(
+            "name",
+            format!("names starting with {RESERVED_ACTOR_PREFIX:?} are reserved for the service"),
+        ));
+    }
+    Ok(())
+}
+
+impl Grant {
+    pub fn has(&self, role: Role) -> bool {
+        self.roles.contains(&Role::Admin) || self.roles.contains(&role)
+    }
+
+    /// The trust of a request made with key `name`: the lower of the two
+    /// sensitivities, and the scopes both allow. Naming only scopes outside
+    /// the grant leaves unscoped records, never every scope. Without
+    /// `requested`, the grant itself.
+    pub fn narrow(&self, name: &str, requested: Option<&TrustContext>) -> TrustContext {
+        let (max_sensitivity, scopes) = match requested {
+            None => (self.max_sensitivity, self.scopes.clone()),
+            Some(asked) => {
+                let max = asked.max_sensitivity.min(self.max_sensitivity);
+                let scopes = if asked.every_scope() {
+                    self.scopes.clone()
+                } else if self.scopes.is_empty() {
+                    asked.scopes.clone()
+                } else {
+                    asked
+                        .scopes
+                        .iter()
+                        .filter(|s| self.scopes.contains(s))
+                        .cloned()
+                        .collect()
+                };
+                (max, scopes)
+            }
+        };
+        // Either side limited the scopes, so an empty result is a limit too.
+        let scopes_narrowed = scopes.is_empty()
+            && (!self.scopes.is_empty() || requested.is_some_and(|t| !t.every_scope()));
+        TrustContext {
+            max_sensitivity,
+            authenticated: true,
+            actor_id: Some(name.to_string()),
+            scopes,
+            scopes_narrowed,
+        }
+    }
+}
+
+/// Who a request comes from, as authentication found it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    /// No key is needed (`auth.mode` off, or auto on loopback before any
+    /// key exists): the request states its own trust and may do anything.
+    Open,
+    /// A request made with this key.
+    Key(ApiKey),
+}
+
+impl Access {
+    pub fn may(&self, role: Role) -> bool {
+        match self {
+            Access::Open => true,
+            Access::Key(key) => key.grant.has(role),
+        }
+    }
+
+    pub fn key_name(&self) -> Option<&str> {
+        match self {
+            Access::Open => None,
+            Access::Key(key) => Some(&key.name),
+        }
+    }
+
+    /// The caller of a read: the trust the request states narrowed by the
+    /// key's grant. Without a key the request must state it; with one, a
+    /// request that states none reads with the grant.
+    pub fn reader(&self, requested: Option<TrustContext>) -> Validated<Caller> {
+        let requested = requested.map(TrustContext::checked).transpose()?;
+        match self {
+            Access::Open => requested
+                .map(Caller::with_trust)
+                .ok_or_else(|| ValidationError::new("trust", "trust context is required")),
+            Access::Key(key) => Ok(Caller {
+                identity: Some(key.name.clone()),
+                trust: key.grant.narrow(&key.name, requested.as_ref()),
+                key: Some(key.name.clone()),
+                default_scope: None,
+            }),
+        }
+    }
+
+    /// The caller of a write: everything without a key; with one, the
+    /// grant, new records without a scope going into its first scope.
+    pub fn writer(&self) -> Caller {
+        match self {
+            Access::Open => Caller::unrestricted(None),
+            Access::Key(key) => Caller {
+                identity: Some(key.name.clone()),
+                trust: key.grant.narrow(&key.name, None),
+                key: Some(key.name.clone()),
+                default_scope: key.grant.scopes.first().cloned(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(max: Sensitivity, scopes: &[&str], roles: &[Role]) -> Grant {
+        Grant {
+            max_sensitivity: max,
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            roles: roles.iter().copied().collect(),
+        }
+    }
+
+    fn asked(max: Sensitivity, scopes: &[&str]) -> TrustContext {
+        TrustContext {
+            max_sensitivity: max,
+            authenticated: false,
+            actor_id: Some("claimed".into()),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            scopes_narrowed: false,
+        }
+    }
+
+    #[test]
+    fn roles_parse_and_admin_holds_them_all() {
+        for role in Role::ALL {
+            assert_eq!(Role::parse(role.as_str()), Some(*role));
+        }
+        assert_eq!(Role::parse("root"), None);
+        let admin = grant(Sensitivity::Low, &[], &[Role::Admin]);
+        assert!(Role::ALL.iter().all(|r| admin.has(*r)));
+        let reader = grant(Sensitivity::Low, &[], &[Role::Read]);
+        assert!(reader.has(Role::Read));
+        assert!(!reader.has(Role::Write) && !reader.has(Role::Admin));
+    }
+
+    #[test]
+    fn trust_is_narrowed_never_widened() {
+        let g = grant(Sensitivity::Medium, &["a", "b"], &[Role::Read]);
+        // Asking for more gets the grant.
+        let t = g.narrow("k", Some(&asked(Sensitivity::Hyper, &[])));
+        assert_eq!(t.max_sensitivity, Sensitivity::Medium);
+        assert_eq!(t.scopes, vec!["a", "b"]);
+        assert!(!t.allows_parts(Sensitivity::Low, Some("c")));
+        // Asking for less gets less.
+        let t = g.narrow("k", Some(&asked(Sensitivity::Low, &["b", "c"])));
+        assert_eq!(t.max_sensitivity, Sensitivity::Low);
+        assert_eq!(t.scopes, vec!["b"]);
+        // Only scopes outside the grant: unscoped records only.
+        let t = g.narrow("k", Some(&asked(Sensitivity::Low, &["c"])));
+        assert!(t.allows_parts(Sensitivity::Low, None));
+        assert!(!t.allows_parts(Sensitivity::Low, Some("a")));
+        assert!(!t.allows_parts(Sensitivity::Low, Some("c")));
+        assert_eq!(t.scope_filter(), Some(Vec::new()));
+        // No trust in the request: the grant's.
+        let t = g.narrow("k", None);
+        assert_eq!(
+            (t.max_sensitivity, t.scopes.len()),
+            (Sensitivity::Medium, 2)
+        );
+    }
+
+    #[test]
+    fn an_open_grant_keeps_the_request_s_own_limits() {
+        let g = grant(Sensitivity::Hyper, &[], &[Role::Read]);
+        let t = g.narrow("k", Some(&asked(Sensitivity::High, &["x"])));
+        assert_eq!(t.max_sensitivity, Sensitivity::High);
+        assert!(t.allows_parts(Sensitivity::Low, Some("x")));
+        assert!(!t.allows_parts(Sensitivity::Low, Some("y")));
+        let t = g.narrow("k", None);
+        assert!(t.every_scope());
+        assert!(t.allows_parts(Sensitivity::Hyper, Some("y")));
+    }
+
+    #[test]
+    fn identity_comes_from_the_key() {
+        let g = grant(Sensitivity::Low, &[], &[Role::Read]);
+        let t = g.narrow("indexer", Some(&asked(Sensitivity::Low, &[])));
+        assert_eq!(t.actor_id.as_deref(), Some("indexer"));
+        assert!(t.authenticated);
+    }
+
+    #[test]
+    fn key_names_are_short_plain_words() {
+        for ok in ["indexer", "team-a:reader", "k.1_2"] {
+            assert!(check_key_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "with space",
+            "new\nline",
+            "ünï",
+            &"k".repeat(MAX_KEY_NAME + 1),
+        ] {
+            assert_eq!(check_key_name(bad).unwrap_err().field, "name", "{bad:?}");
+        }
+    }
+
+    fn key(grant: Grant) -> Access {
+        Access::Key(ApiKey {
+            name: "k".into(),
+            grant,
+            rate: None,
+            created_at: crate::domain::time::from_micros(0),
+            revoked_at: None,
+        })
+    }
+
+    #[test]
+    fn open_access_reads_with_the_stated_trust_and_writes_anything() {
+        let err = Access::Open.reader(None).unwrap_err();
+        assert_eq!(err.to_string(), "trust: trust context is required");
+        let caller = Access::Open
+            .reader(Some(asked(Sensitivity::Hyper, &[])))
+            .unwrap();
+        assert!(caller.is_unrestricted() && caller.key.is_none());
+        assert!(Access::Open.writer().is_unrestricted());
+        assert!(Role::ALL.iter().all(|r| Access::Open.may(*r)));
+    }
+
+    #[test]
+    fn a_key_reads_within_its_grant_and_writes_into_its_first_scope() {
+        let access = key(grant(Sensitivity::Medium, &["a", "b"], &[Role::Write]));
+        let reader = access.reader(None).unwrap();
+        assert_eq!(reader.trust.max_sensitivity, Sensitivity::Medium);
+        assert_eq!(reader.key.as_deref(), Some("k"));
+        let writer = access.writer();
+        assert_eq!(writer.default_scope.as_deref(), Some("a"));
+        assert!(!writer.trust.allows_parts(Sensitivity::High, Some("a")));
+        assert!(!writer.trust.allows_parts(Sensitivity::Low, Some("c")));
+        assert!(access.may(Role::Write) && !access.may(Role::Read));
+        let open = key(grant(Sensitivity::Hyper, &[], &[Role::Admin]));
+        assert_eq!(open.writer().default_scope, None);
+        assert!(open.writer().is_unrestricted());
+    }
+
+    #[test]
+    fn reserved_names_are_not_key_names() {
+        assert_eq!(
+            check_key_name("engram:scheduler").unwrap_err().field,
+            "name"
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! Who may call what: every request but the health checks passes the
+//! gatekeeper, which finds its key (`Authorization: Bearer …`) and applies
+//! the rate limits; every route then checks the role it needs. Handlers
+//! take the [`Access`] found and build their callers from it.
+
+use std::collections::HashMap;
+use std::future::{ready, Ready};
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderMap};
+use actix_web::middleware::Next;
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, ResponseError};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+use crate::auth::secret::Pepper;
+use crate::config::AuthMode;
+use crate::domain::access::{Access, ApiKey, Role};
+use crate::error::{ApiError, Code};
+use crate::service;
+use crate::store::KeyLookup;
+
+/// Paths anyone may call: load balancers and orchestrators probe them.
+const PUBLIC_PATHS: [&str; 2] = ["/healthz", "/readyz"];
+
+/// Decides, for each request, which key made it and whether it may go on.
+pub struct Gatekeeper {
+    mode: AuthMode,
+    /// Once a key exists (made here or by `engram keys` in another
+    /// process), `auto` needs keys for good: keys are revoked, never
+    /// deleted.
+    keys_exist: AtomicBool,
+    pepper: Arc<Pepper>,
+    lookup: KeyLookup,
+    default_rate: f64,
+    per_key: Mutex<HashMap<String, Arc<DefaultDirectRateLimiter>>>,
+    per_address: DefaultKeyedRateLimiter<IpAddr>,
+    clock: DefaultClock,
+}
+
+impl Gatekeeper {
+    pub fn new(
+        mode: AuthMode,
+        keys_exist: bool,
+        pepper: Pepper,
+        lookup: KeyLookup,
+        default_rate: f64,
+    ) -> Gatekeeper {
+        Gatekeeper {
+            mode,
+            keys_exist: AtomicBool::new(keys_exist),
+            pepper: Arc::new(pepper),
+            lookup,
+            default_rate,
+            per_key: Mutex::new(HashMap::new()),
+            per_address: RateLimiter::keyed(quota(default_rate)),
+            clock: DefaultClock::default(),
+        }
+    }
+
+    /// The pepper new keys' secrets are hashed with.
+    pub fn pepper(&self) -> &Pepper {
+        &self.pepper
+    }
+
+    /// A key was just made: in `auto` mode keys are needed from now on.
+    pub fn key_created(&self) {
+        self.keys_exist.store(true, Ordering::Release);
+    }
+
+    /// Whether requests need a key now.
+    fn keys_required(&self) -> Result<bool, ApiError> {
+        match self.mode {
+            AuthMode::Off => Ok(false),
+            AuthMode::Required => Ok(true),
+            AuthMode::Auto if self.keys_exist.load(Ordering::Acquire) => Ok(true),
+            AuthMode::Auto => {
+                let exists = self.lookup.read(|tx| tx.any_key()).map_err(store_failed)?;
+                if exists {
+                    self.key_created();
+                }
+                Ok(exists)
+            }
+        }
+    }
+
+    /// The access of a request with these headers from `peer`.
+    fn access(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<Access, ApiError> {
+        if !self.keys_required()? {
+            return Ok(Access::Open);
+        }
+        let presented = bearer(headers);
+        let key = match presented {
+            Ok(secret) => self
+                .lookup
+                .read(|tx| service::keys::authenticate(tx, &self.pepper, secret))
+                .map_err(store_failed)?,
+            Err(_) => None,
+        };
+        match key {
+            Some(key) => {
+                self.limit_key(&key)?;
+                Ok(Access::Key(key))
+            }
+            None => {
+                // Guessing keys costs the address its rate like any other
+                // unauthenticated request.
+                self.limit_address(peer)?;
+                Err(ApiError::new(
+                    Code::Unauthenticated,
+                    match presented {
+                        Ok(_) => "the API key is unknown or revoked",
+                        Err(why) => why,
+                    },
+                ))
+            }
+        }
+    }
+
+    fn limit_key(&self, key: &ApiKey) -> Result<(), ApiError> {
+        let limiter = {
+            let mut limiters = self.per_key.lock().unwrap_or_else(|p| p.into_inner());
+            limiters
+                .entry(key.name.clone())
+                .or_insert_with(|| {
+                    Arc::new(RateLimiter::direct(quota(
+                        key.rate.unwrap_or(self.default_rate),
+                    )))
+                })
+                .clone()
+        };
+        limiter
+            .check()
+            .map_err(|until| self.rate_limited(until.wait_time_from(self.clock.now()), "key"))
+    }
+
+    fn limit_address(&self, peer: Option<IpAddr>) -> Result<(), ApiError> {
+        let Some(peer) = peer else {
+            return Ok(());
+        };
+        // Addresses not seen for a while are forgotten, so the table does
+        // not grow without bound.
+        if self.per_address.len() > MAX_TRACKED_ADDRESSES {
+            self.per_address.retain_recent();
+        }
+        self.per_address
+            .check_key(&peer)
+            .map_err(|until| self.rate_limited(until.wait_time_from(self.clock.now()), "address"))
+    }
+
+    fn rate_limited(&self, wait: Duration, whose: &str) -> ApiError {
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        ApiError::new(
+            Code::RateLimited,
+            format!(
+                "too many requests from this {whose}; retry in {} ms",
+                wait.as_millis()
+            ),
+        )
+        .retry_after(seconds.max(1))
+    }
+}
+
+/// Addresses tracked before the idle ones are dropped.
+const MAX_TRACKED_ADDRESSES: usize = 10_000;
+
+/// A token bucket of `rate` requests a second that holds one second's
+/// worth (at least one request).
+fn quota(rate: f64) -> Quota {
+    let period = Duration::from_secs_f64(1.0 / rate).max(Duration::from_nanos(1));
+    let burst = NonZeroU32::new(rate.ceil().clamp(1.0, f64::from(u32::MAX)) as u32)
+        .unwrap_or(NonZeroU32::MIN);
+    Quota::with_period(period)
+        .expect("the period is at least a nanosecond")
+        .allow_burst(burst)
+}
+
+/// The secret of an `Authorization: Bearer …` header, or why there is
+/// none.
+fn bearer(headers: &HeaderMap) -> Result<&str, &'static str> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or("an API key is required: send it as Authorization: Bearer <secret>")?;
+    let value = value
+        .to_str()
+        .map_err(|_| "the Authorization header is not text")?;
+    let (scheme, secret) = value
+        .split_once(' ')
+        .ok_or("the Authorization header must be: Bearer <secret>")?;
+    if !scheme.eq_ignore_ascii_case("bearer") || secret.trim().is_empty() {
+        return Err("the Authorization header must be: Bearer <secret>");
+    }
+    Ok(secret.trim())
+}
+
+fn store_failed(error: impl std::fmt::Display) -> ApiError {
+    tracing::error!(%error, "cannot check the request's API key");
+    ApiError::new(
+        Code::Unavailable,
+        "cannot check API keys right now; retry shortly",
+    )
+}
+
+/// The middleware in front of every route: finds the request's access and
+/// leaves it in the request for the routes.
+pub async fn authenticate(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    if PUBLIC_PATHS.contains(&req.path()) {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_left_body);
+    }
+    let gate = req
+        .app_data::<web::Data<Gatekeeper>>()
+        .expect("the gatekeeper is registered")
+        .clone();
+    let peer = req.peer_addr().map(|addr| addr.ip());
+    match gate.access(req.headers(), peer) {
+        Ok(access) => {
+            req.extensions_mut().insert(access);
+            next.call(req)
+                .await
+                .map(ServiceResponse::map_into_left_body)
+        }
+        Err(error) => Ok(req
+            .into_response(error.error_response())
+            .map_into_right_body()),
+    }
+}
+
+/// Lets the request through to its route only if its access has `role`.
+pub async fn require(
+    role: Role,
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let allowed = req
+        .extensions()
+        .get::<Access>()
+        .is_some_and(|access| access.may(role));
+    if allowed {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_left_body);
+    }
+    let error = ApiError::new(
+        Code::PermissionDenied,
+        format!(
+            "{} {} needs the {} role, which this key does not have",
+            req.method(),
+            req.path(),
+            role.as_str()
+        ),
+    );
+    Ok(req
+        .into_response(error.error_response())
+        .map_into_right_body())
+}
+
+/// The access the gatekeeper found for the request.
+impl FromRequest for Access {
+    type Error = ApiError;
+    type Future = Ready<Result<Access, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            req.extensions().get::<Access>().cloned().ok_or_else(|| {
+                ApiError::new(Code::Internal, "the request passed no authentication")
+            }),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::http::header::HeaderValue;
+
+    fn headers(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn only_a_bearer_header_carries_a_secret() {
+        assert_eq!(bearer(&headers("Bearer engram_abc")), Ok("engram_abc"));
+        assert_eq!(bearer(&headers("bearer  engram_abc ")), Ok("engram_abc"));
+        for bad in ["Basic dXNlcjpwYXNz", "Bearer", "Bearer   ", "engram_abc"] {
+            assert!(bearer(&headers(bad)).is_err(), "{bad:?}");
+        }
+        assert!(bearer(&HeaderMap::new()).is_err());
+    }
+
+    #[test]
+    fn a_quota_holds_a_second_of_requests() {
+        let limiter = RateLimiter::direct(quota(3.0));
+        assert!((0..3).all(|_| limiter.check().is_ok()));
+        assert!(limiter.check().is_err());
+        let slow = RateLimiter::direct(quota(0.5));
+        assert!(slow.check().is_ok());
+        assert!(slow.check().is_err());
+        let fast = RateLimiter::direct(quota(1e12));
+        assert!((0..1000).all(|_| fast.check().is_ok()));
+    }
+}

@@ -1,0 +1,121 @@
+//! `/v1/keys`: API keys made, listed and revoked by an admin, as
+//! `engram keys` does on the command line.
+
+use actix_web::http::{Method, StatusCode};
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+
+use super::auth::Gatekeeper;
+use super::{resource, resource_of, AppState, JsonBody};
+use crate::domain::access::{check_key_name, ApiKey, Role};
+use crate::domain::record::Sensitivity;
+use crate::error::ApiError;
+use crate::service::keys::{self, NewKey};
+use crate::service::ServiceError;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource_of(
+        "/v1/keys",
+        Role::Admin,
+        vec![
+            (Method::GET, web::route().to(list)),
+            (Method::POST, web::route().to(create)),
+        ],
+    ))
+    .service(resource(
+        "/v1/keys/{name}",
+        Method::DELETE,
+        Role::Admin,
+        web::route().to(revoke),
+    ));
+}
+
+/// A new key: as `engram keys create`, `read` when no role is given and
+/// `low` when no sensitivity is.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateKeyBody {
+    name: String,
+    #[serde(default)]
+    roles: Vec<Role>,
+    #[serde(default)]
+    max_sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    rate: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct CreatedBody {
+    key: ApiKey,
+    /// Shown this once; only its hash is kept.
+    secret: String,
+}
+
+#[derive(Serialize)]
+struct KeyBody {
+    key: ApiKey,
+}
+
+#[derive(Serialize)]
+struct KeysBody {
+    keys: Vec<ApiKey>,
+}
+
+async fn create(
+    state: web::Data<AppState>,
+    gate: web::Data<Gatekeeper>,
+    body: JsonBody<CreateKeyBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let mut roles: std::collections::BTreeSet<Role> = body.roles.into_iter().collect();
+    if roles.is_empty() {
+        roles.insert(Role::Read);
+    }
+    let new = NewKey {
+        name: body.name,
+        roles,
+        max_sensitivity: body.max_sensitivity.unwrap_or(Sensitivity::Low),
+        scopes: body.scopes,
+        rate: body.rate,
+    }
+    .checked()?;
+    let now = state.clock.now();
+    let hashing = gate.clone();
+    let (key, secret) = state
+        .writer
+        .write(move |tx| keys::create(tx, hashing.pepper(), new, now))
+        .await?;
+    gate.key_created();
+    tracing::info!(key = %key.name, "API key created");
+    Ok(HttpResponse::build(StatusCode::CREATED).json(CreatedBody { key, secret }))
+}
+
+async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let keys = state.reader.read(keys::list).await?;
+    Ok(HttpResponse::Ok().json(KeysBody { keys }))
+}
+
+/// Revokes the key (at once: the next request with it is refused) and
+/// answers it as it now stands; revoking it again changes nothing.
+async fn revoke(
+    state: web::Data<AppState>,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let name = name.into_inner();
+    check_key_name(&name)?;
+    let now = state.clock.now();
+    let key = state
+        .writer
+        .write(move |tx| {
+            keys::revoke(tx, &name, now)?;
+            keys::list(tx)?
+                .into_iter()
+                .find(|key| key.name == name)
+                .ok_or_else(|| ServiceError::NotFound(format!("no key named {name}")))
+        })
+        .await?;
+    tracing::info!(key = %key.name, "API key revoked");
+    Ok(HttpResponse::Ok().json(KeyBody { key }))
+}

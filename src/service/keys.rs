@@ -1,0 +1,184 @@
+//! API keys: made, listed and revoked (by `engram keys` and the admin
+//! endpoints), and a presented secret resolved to its key.
+
+use std::collections::BTreeSet;
+
+use crate::auth::secret::{new_secret, Pepper};
+use crate::domain::access::{check_key_name, ApiKey, Grant, Role};
+use crate::domain::record::Sensitivity;
+use crate::domain::time::Timestamp;
+use crate::domain::trust::MAX_TRUST_SCOPES;
+use crate::domain::validate::{check_name, Validated, ValidationError};
+use crate::service::ServiceError;
+use crate::store::{StoreError, Transaction};
+
+/// What a new key is to be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewKey {
+    pub name: String,
+    pub roles: BTreeSet<Role>,
+    pub max_sensitivity: Sensitivity,
+    /// Empty: every scope.
+    pub scopes: Vec<String>,
+    /// Requests per second; `None`: the configured default.
+    pub rate: Option<f64>,
+}
+
+impl NewKey {
+    pub fn checked(self) -> Validated<NewKey> {
+        check_key_name(&self.name)?;
+        if self.roles.is_empty() {
+            return Err(ValidationError::new(
+                "roles",
+                "give at least one role: read, write, revise, metrics or admin",
+            ));
+        }
+        if self.scopes.len() > MAX_TRUST_SCOPES {
+            return Err(ValidationError::new(
+                "scopes",
+                format!("at most {MAX_TRUST_SCOPES} scopes"),
+            ));
+        }
+        for (i, scope) in self.scopes.iter().enumerate() {
+            let field = format!("scopes[{i}]");
+            if scope.trim().is_empty() {
+                return Err(ValidationError::new(field, "a scope must not be blank"));
+            }
+            check_name(&field, scope)?;
+        }
+        if let Some(rate) = self.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(ValidationError::new(
+                    "rate",
+                    format!("must be a positive number of requests per second, got {rate}"),
+                ));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// Makes a key; answers it and its secret, which is shown this once and
+/// never stored.
+pub fn create(
+    tx: &mut dyn Transaction,
+    pepper: &Pepper,
+    new: NewKey,
+    now: Timestamp,
+) -> Result<(ApiKey, String), ServiceError> {
+    let new = new.checked()?;
+    let secret = new_secret().map_err(|e| ServiceError::Internal(e.to_string()))?;
+    let key = ApiKey {
+        name: new.name,
+        grant: Grant {
+            max_sensitivity: new.max_sensitivity,
+            scopes: new.scopes,
+            roles: new.roles,
+        },
+        rate: new.rate,
+        created_at: now,
+        revoked_at: None,
+    };
+    match tx.insert_key(&key, &pepper.hash(&secret)) {
+        Ok(()) => Ok((key, secret)),
+        Err(StoreError::AlreadyExists(name)) => Err(ServiceError::Conflict(format!(
+            "a key named {name} exists or existed; names are never reused"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn list(tx: &mut dyn Transaction) -> Result<Vec<ApiKey>, ServiceError> {
+    Ok(tx.list_keys()?)
+}
+
+/// Revokes key `name`; answers whether it was active until now.
+pub fn revoke(tx: &mut dyn Transaction, name: &str, now: Timestamp) -> Result<bool, ServiceError> {
+    match tx.revoke_key(name, now) {
+        Err(StoreError::NotFound(_)) => Err(ServiceError::NotFound(format!("no key named {name}"))),
+        other => Ok(other?),
+    }
+}
+
+/// The active key whose secret was presented, if any.
+pub fn authenticate(
+    tx: &mut dyn Transaction,
+    pepper: &Pepper,
+    secret: &str,
+) -> Result<Option<ApiKey>, ServiceError> {
+    // Found by the index on the hash: how long the search takes tells at
+    // most how much of a stored hash was matched, and without the pepper
+    // no one can choose a secret to match more.
+    Ok(tx.active_key(&pepper.hash(secret))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::time::parse_rfc3339;
+    use crate::store::{self, ConnectionOptions, WriteConnection};
+    use std::time::Duration;
+
+    fn writer(dir: &tempfile::TempDir) -> Box<dyn WriteConnection> {
+        let options = ConnectionOptions {
+            busy_timeout: Duration::from_secs(5),
+            cache_size_kib: 1024,
+        };
+        let opened =
+            store::open(&dir.path().join("k.db"), 1, options, options, None, None).unwrap();
+        opened.writer
+    }
+
+    fn new_key(name: &str) -> NewKey {
+        NewKey {
+            name: name.to_string(),
+            roles: [Role::Read].into_iter().collect(),
+            max_sensitivity: Sensitivity::Low,
+            scopes: vec!["a".into()],
+            rate: None,
+        }
+    }
+
+    #[test]
+    fn a_key_is_made_found_by_its_secret_and_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(&dir);
+        let pepper = Pepper::from_hex(&"11".repeat(32), "test").unwrap();
+        let now = parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
+        w.begin().unwrap();
+        let tx = w.transaction();
+        let (key, secret) = create(tx, &pepper, new_key("reader"), now).unwrap();
+        assert_eq!(authenticate(tx, &pepper, &secret).unwrap(), Some(key));
+        assert_eq!(authenticate(tx, &pepper, "engram_guess").unwrap(), None);
+        let other = Pepper::from_hex(&"22".repeat(32), "test").unwrap();
+        assert_eq!(authenticate(tx, &other, &secret).unwrap(), None);
+        assert!(matches!(
+            create(tx, &pepper, new_key("reader"), now),
+            Err(ServiceError::Conflict(_))
+        ));
+        assert!(revoke(tx, "reader", now).unwrap());
+        assert_eq!(authenticate(tx, &pepper, &secret).unwrap(), None);
+        assert!(!revoke(tx, "reader", now).unwrap());
+        assert!(matches!(
+            revoke(tx, "ghost", now),
+            Err(ServiceError::NotFound(_))
+        ));
+        assert_eq!(list(tx).unwrap().len(), 1);
+        w.commit().unwrap();
+    }
+
+    #[test]
+    fn a_bad_key_is_refused_naming_the_field() {
+        let field = |k: NewKey| k.checked().unwrap_err().field;
+        assert_eq!(field(new_key("has space")), "name");
+        let mut k = new_key("k");
+        k.roles.clear();
+        assert_eq!(field(k), "roles");
+        let mut k = new_key("k");
+        k.rate = Some(0.0);
+        assert_eq!(field(k), "rate");
+        let mut k = new_key("k");
+        k.scopes = vec!["ok".into(), "bad\u{7}".into()];
+        assert_eq!(field(k), "scopes[1]");
+    }
+}

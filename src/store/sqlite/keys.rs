@@ -1,0 +1,174 @@
+//! API keys (migration 0009): made, listed, revoked, and found by the
+//! hash of a presented secret.
+
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
+
+use crate::domain::access::{ApiKey, Grant, Role};
+use crate::domain::record::Sensitivity;
+use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::store::StoreError;
+
+const COLUMNS: &str = "name, roles, max_sensitivity, scopes_json, rate, created_at, revoked_at";
+
+/// Stores a new key under the hash of its secret; `AlreadyExists` when
+/// the name was ever used.
+pub fn insert_key(conn: &Connection, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
+    let roles: Vec<&str> = key.grant.roles.iter().map(|r| r.as_str()).collect();
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO api_keys (name, hash, roles, max_sensitivity, scopes_json, rate,
+                                   created_at, revoked_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            key.name,
+            hash,
+            roles.join(","),
+            key.grant.max_sensitivity.rank(),
+            serde_json::to_string(&key.grant.scopes)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            key.rate,
+            to_micros(&key.created_at),
+            key.revoked_at.as_ref().map(to_micros),
+        ]);
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == ErrorCode::ConstraintViolation
+                && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+        {
+            Err(StoreError::AlreadyExists(key.name.clone()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn any_key(conn: &Connection) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys)")?
+        .query_row([], |row| row.get(0))?)
+}
+
+/// Every key ever made, revoked ones too, by name.
+pub fn list_keys(conn: &Connection) -> Result<Vec<ApiKey>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM api_keys ORDER BY name"))?;
+    let rows = stmt.query_map([], read_key)?;
+    rows.map(|row| row?).collect()
+}
+
+/// The key, not revoked, whose secret hashes to `hash`.
+pub fn active_key(conn: &Connection, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM api_keys WHERE hash = ?1 AND revoked_at IS NULL"
+    ))?
+    .query_row([hash], read_key)
+    .optional()?
+    .transpose()
+}
+
+/// Revokes key `name`; `NotFound` when there is none, and a key revoked
+/// already stays as it was (answers `false`).
+pub fn revoke_key(conn: &Connection, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE api_keys SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
+        )?
+        .execute(params![name, to_micros(&now)])?;
+    if changed > 0 {
+        return Ok(true);
+    }
+    let exists: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys WHERE name = ?1)")?
+        .query_row([name], |row| row.get(0))?;
+    if exists {
+        Ok(false)
+    } else {
+        Err(StoreError::NotFound(name.to_string()))
+    }
+}
+
+fn read_key(row: &Row) -> rusqlite::Result<Result<ApiKey, StoreError>> {
+    let name: String = row.get(0)?;
+    let roles: String = row.get(1)?;
+    let rank: i64 = row.get(2)?;
+    let scopes: String = row.get(3)?;
+    let corrupt = |what: &str| StoreError::Corrupt(format!("api key {name}: {what}"));
+    let key = (|| {
+        let roles = roles
+            .split(',')
+            .filter(|r| !r.is_empty())
+            .map(|r| Role::parse(r).ok_or_else(|| corrupt(&format!("unknown role {r:?}"))))
+            .collect::<Result<_, _>>()?;
+        let max_sensitivity =
+            Sensitivity::from_rank(rank).ok_or_else(|| corrupt("bad sensitivity"))?;
+        let scopes = serde_json::from_str(&scopes).map_err(|_| corrupt("bad scopes"))?;
+        Ok(ApiKey {
+            name: name.clone(),
+            grant: Grant {
+                max_sensitivity,
+                scopes,
+                roles,
+            },
+            rate: row.get(4).map_err(StoreError::from)?,
+            created_at: from_micros(row.get(5).map_err(StoreError::from)?),
+            revoked_at: row
+                .get::<_, Option<i64>>(6)
+                .map_err(StoreError::from)?
+                .map(from_micros),
+        })
+    })();
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{conn, now};
+    use super::*;
+
+    fn key(name: &str, roles: &[Role], scopes: &[&str]) -> ApiKey {
+        ApiKey {
+            name: name.to_string(),
+            grant: Grant {
+                max_sensitivity: Sensitivity::Medium,
+                scopes: scopes.iter().map(|s| s.to_string()).collect(),
+                roles: roles.iter().copied().collect(),
+            },
+            rate: Some(50.0),
+            created_at: now(),
+            revoked_at: None,
+        }
+    }
+
+    #[test]
+    fn keys_are_stored_found_by_hash_and_revoked() {
+        let conn = conn();
+        let a = key("indexer", &[Role::Read, Role::Write], &["a", "b"]);
+        insert_key(&conn, &a, b"hash-a").unwrap();
+        let b = key("admin", &[Role::Admin], &[]);
+        insert_key(&conn, &b, b"hash-b").unwrap();
+        assert_eq!(active_key(&conn, b"hash-a").unwrap(), Some(a.clone()));
+        assert_eq!(active_key(&conn, b"nope").unwrap(), None);
+        assert_eq!(list_keys(&conn).unwrap(), vec![b.clone(), a.clone()]);
+
+        assert!(revoke_key(&conn, "indexer", now()).unwrap());
+        assert_eq!(active_key(&conn, b"hash-a").unwrap(), None);
+        assert!(!revoke_key(&conn, "indexer", now()).unwrap());
+        let listed = list_keys(&conn).unwrap();
+        assert_eq!(listed[1].revoked_at, Some(now()));
+        assert!(matches!(
+            revoke_key(&conn, "ghost", now()),
+            Err(StoreError::NotFound(name)) if name == "ghost"
+        ));
+    }
+
+    #[test]
+    fn a_name_is_never_given_twice() {
+        let conn = conn();
+        insert_key(&conn, &key("k", &[Role::Read], &[]), b"h1").unwrap();
+        revoke_key(&conn, "k", now()).unwrap();
+        assert!(matches!(
+            insert_key(&conn, &key("k", &[Role::Read], &[]), b"h2"),
+            Err(StoreError::AlreadyExists(name)) if name == "k"
+        ));
+    }
+}
