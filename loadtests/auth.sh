@@ -25,22 +25,34 @@ ingest() {
     | awk '/^throughput/ {print $2}'
 }
 
-off_total=0
-on_total=0
-for round in $(seq 1 "$rounds"); do
+measure_off() {
   export ENGRAM_AUTH__MODE=off
   start "off-$round"
   unset ENGRAM_AUTH__MODE
   off=$(ingest)
+}
+
+measure_on() {
   mkdir -p "$work/on-$round"
   secret=$(ENGRAM_DB_PATH="$work/on-$round/engram.db" "$engram" keys create \
     --name loadtests --role write --role read --max-sensitivity hyper --rate 1000000 | tail -n 1)
   start "on-$round"
   on=$(ingest --header "Authorization: Bearer $secret")
-  echo "round $round: auth off $off req/s, auth on $on req/s"
+}
+
+off_total=0
+on_total=0
+ratios=
+for round in $(seq 1 "$rounds"); do
+  # Which goes first alternates, so neither always meets a colder machine.
+  if [ $((round % 2)) -eq 1 ]; then measure_off; measure_on; else measure_on; measure_off; fi
+  ratio=$(awk -v on="$on" -v off="$off" 'BEGIN {printf "%.3f", on / off}')
+  ratios="$ratios $ratio"
+  echo "round $round: auth off $off req/s, auth on $on req/s, ratio $ratio"
   off_total=$((off_total + off))
   on_total=$((on_total + on))
 done
 stop
-awk -v on="$on_total" -v off="$off_total" \
-  'BEGIN {printf "single-record ingest, %d clients: auth on / auth off = %.3f\n", '"$clients"', on / off}'
+median=$(echo $ratios | tr ' ' '\n' | sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}')
+awk -v on="$on_total" -v off="$off_total" -v median="$median" -v clients="$clients" \
+  'BEGIN {printf "single-record ingest, %d clients: auth on / auth off = %.3f of the totals, median of the rounds %.3f\n", clients, on / off, median}'

@@ -149,8 +149,9 @@ pub enum Access {
     /// No key is needed (`auth.mode` off, or auto on loopback before any
     /// key exists): the request states its own trust and may do anything.
     Open,
-    /// A request made with this key.
-    Key(ApiKey),
+    /// A request made with this key (shared: every extractor of the
+    /// request holds it).
+    Key(std::sync::Arc<ApiKey>),
 }
 
 impl Access {
@@ -299,13 +300,13 @@ mod tests {
     }
 
     fn key(grant: Grant) -> Access {
-        Access::Key(ApiKey {
+        Access::Key(std::sync::Arc::new(ApiKey {
             name: "k".into(),
             grant,
             rate: None,
             created_at: crate::domain::time::from_micros(0),
             revoked_at: None,
-        })
+        }))
     }
 
     #[test]

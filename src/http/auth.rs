@@ -106,7 +106,7 @@ impl Gatekeeper {
         match key {
             Some(key) => {
                 self.limit_key(&key)?;
-                Ok(Access::Key(key))
+                Ok(Access::Key(Arc::new(key)))
             }
             None => {
                 // Guessing keys costs the address its rate like any other
@@ -126,14 +126,15 @@ impl Gatekeeper {
     fn limit_key(&self, key: &ApiKey) -> Result<(), ApiError> {
         let limiter = {
             let mut limiters = self.per_key.lock().unwrap_or_else(|p| p.into_inner());
-            limiters
-                .entry(key.name.clone())
-                .or_insert_with(|| {
-                    Arc::new(RateLimiter::direct(quota(
-                        key.rate.unwrap_or(self.default_rate),
-                    )))
-                })
-                .clone()
+            match limiters.get(&key.name) {
+                Some(limiter) => limiter.clone(),
+                None => {
+                    let rate = key.rate.unwrap_or(self.default_rate);
+                    let limiter = Arc::new(RateLimiter::direct(quota(rate)));
+                    limiters.insert(key.name.clone(), limiter.clone());
+                    limiter
+                }
+            }
         };
         limiter
             .check()
