@@ -7,16 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-engram=${ENGRAM_BIN:-target/release/engram}
-loadtests=${LOADTESTS_BIN:-target/release/loadtests}
-if [ -z "${ENGRAM_BIN:-}" ] || [ -z "${LOADTESTS_BIN:-}" ]; then
-  cargo build --release --quiet -p engram -p loadtests
-fi
 clients=${CLIENTS:-64}
 duration=${DURATION:-10}
 rounds=${ROUNDS:-3}
-work=$(mktemp -d)
 . loadtests/server.sh
+release_binaries
+work=$(mktemp -d)
 trap 'stop; rm -rf "$work"' EXIT
 
 # Requests per second of one ingest measurement against $url.

@@ -6,13 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-engram=${ENGRAM_BIN:-target/release/engram}
-loadtests=${LOADTESTS_BIN:-target/release/loadtests}
-if [ -z "${ENGRAM_BIN:-}" ] || [ -z "${LOADTESTS_BIN:-}" ]; then
-  cargo build --release --quiet -p engram -p loadtests
-fi
-work=$(mktemp -d)
 . loadtests/server.sh
+release_binaries
+work=$(mktemp -d)
 trap 'stop; rm -rf "$work"' EXIT
 
 lt() { "$loadtests" "$@" --url "$url" --quiet; }

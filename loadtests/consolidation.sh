@@ -7,11 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --quiet -p engram -p loadtests
-work=$(mktemp -d)
-engram=${ENGRAM_BIN:-target/release/engram}
-loadtests=${LOADTESTS_BIN:-target/release/loadtests}
 . loadtests/server.sh
+release_binaries
+work=$(mktemp -d)
 trap 'stop; rm -rf "$work"' EXIT
 
 start consolidation

@@ -3,6 +3,16 @@
 
 server=
 
+# The release binaries to measure: $ENGRAM_BIN and $LOADTESTS_BIN when both
+# are given (e.g. built from another commit), else this tree's, built now.
+release_binaries() {
+  if [ -z "${ENGRAM_BIN:-}" ] || [ -z "${LOADTESTS_BIN:-}" ]; then
+    cargo build --release --quiet -p engram -p loadtests
+  fi
+  engram=${ENGRAM_BIN:-target/release/engram}
+  loadtests=${LOADTESTS_BIN:-target/release/loadtests}
+}
+
 stop() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
   server=

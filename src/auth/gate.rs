@@ -49,42 +49,26 @@ mod tests {
     }
 
     #[test]
-    fn auto_is_open_only_on_loopback_while_no_key_exists() {
-        let local = addr("127.0.0.1:8080");
-        let local6 = addr("[::1]:8080");
-        let public = addr("0.0.0.0:8080");
-        assert_eq!(
-            protection(AuthMode::Auto, local, false),
-            Ok(Protection::Open)
-        );
-        assert_eq!(
-            protection(AuthMode::Auto, local6, false),
-            Ok(Protection::Open)
-        );
-        assert_eq!(
-            protection(AuthMode::Auto, local, true),
-            Ok(Protection::Keys)
-        );
-        assert_eq!(
-            protection(AuthMode::Auto, public, true),
-            Ok(Protection::Keys)
-        );
-        let refused = protection(AuthMode::Auto, public, false).unwrap_err();
+    fn auto_is_open_only_on_loopback_while_no_key_exists_and_the_others_are_fixed() {
+        use AuthMode::{Auto, Off, Required};
+        use Protection::{Keys, Open};
+        for (mode, listen, keys_exist, expected) in [
+            (Auto, "127.0.0.1:8080", false, Open),
+            (Auto, "[::1]:8080", false, Open),
+            (Auto, "127.0.0.1:8080", true, Keys),
+            (Auto, "0.0.0.0:8080", true, Keys),
+            (Required, "0.0.0.0:8080", false, Keys),
+            (Off, "0.0.0.0:8080", true, Open),
+        ] {
+            assert_eq!(
+                protection(mode, addr(listen), keys_exist),
+                Ok(expected),
+                "{mode:?} on {listen}, keys {keys_exist}"
+            );
+        }
+        let refused = protection(Auto, addr("0.0.0.0:8080"), false).unwrap_err();
         let message = refused.to_string();
         assert!(message.contains("engram keys create"), "{message}");
         assert!(message.contains("auth.mode = \"off\""), "{message}");
-    }
-
-    #[test]
-    fn required_and_off_mean_what_they_say() {
-        let public = addr("0.0.0.0:8080");
-        assert_eq!(
-            protection(AuthMode::Required, public, false),
-            Ok(Protection::Keys)
-        );
-        assert_eq!(
-            protection(AuthMode::Off, public, true),
-            Ok(Protection::Open)
-        );
     }
 }

@@ -215,13 +215,7 @@ mod tests {
     }
 
     fn asked(max: Sensitivity, scopes: &[&str]) -> TrustContext {
-        TrustContext {
-            max_sensitivity: max,
-            authenticated: false,
-            actor_id: Some("claimed".into()),
-            scopes: scopes.iter().map(|s| s.to_string()).collect(),
-            scopes_narrowed: false,
-        }
+        TrustContext::stated(max, scopes)
     }
 
     #[test]

@@ -52,6 +52,18 @@ impl TrustContext {
         Ok(trust)
     }
 
+    /// A context as a request states it, for tests.
+    #[cfg(test)]
+    pub(crate) fn stated(max_sensitivity: Sensitivity, scopes: &[&str]) -> TrustContext {
+        TrustContext {
+            max_sensitivity,
+            authenticated: true,
+            actor_id: Some("a".into()),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            scopes_narrowed: false,
+        }
+    }
+
     pub fn allows(&self, record: &MemoryRecord) -> bool {
         self.allows_parts(record.sensitivity, record.scope.as_deref())
     }
@@ -160,13 +172,7 @@ mod tests {
     use super::*;
 
     fn trust(max: Sensitivity, scopes: &[&str]) -> TrustContext {
-        TrustContext {
-            max_sensitivity: max,
-            authenticated: true,
-            actor_id: Some("a".into()),
-            scopes: scopes.iter().map(|s| s.to_string()).collect(),
-            scopes_narrowed: false,
-        }
+        TrustContext::stated(max, scopes)
     }
 
     #[test]
