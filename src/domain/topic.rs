@@ -6,7 +6,14 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::record::Sensitivity;
+use super::builder::RecordDraft;
+use super::ingest::IngestContext;
+use super::payload::{Evidence, Payload, RevisionState, SemanticPayload, Validity};
+use super::policy::CandidateKind;
+use super::record::{
+    Attribution, AuditAction, MemoryRecord, Provenance, ProvenanceSource, Sensitivity,
+};
+use super::trust::signed;
 use super::time::Timestamp;
 use super::validate::{
     check_id, check_json_size, check_name, normalize_tags, optional_string, Validated,
@@ -293,6 +300,63 @@ impl Topic {
     pub fn text(&self) -> String {
         format!("{} {}", self.title, self.summary)
     }
+}
+
+/// The semantic record holding one version of a topic's field: subject
+/// the topic's id, predicate the field's name, object its value, valid
+/// from `now`, with the topic's sensitivity, scope and tags. Its `create`
+/// entry names `source` (signed by the request's key) and says why the
+/// value changed when the caller did.
+pub fn field_record(
+    cx: &IngestContext<'_>,
+    topic: &Topic,
+    item: &FieldItem,
+    source: &str,
+) -> Validated<MemoryRecord> {
+    let kind = CandidateKind::Observation;
+    let payload = Payload::Semantic(SemanticPayload {
+        subject: topic.id.clone(),
+        predicate: item.name.clone(),
+        object: item.value.clone(),
+        validity: Validity {
+            start: Some(cx.now),
+            ..Validity::default()
+        },
+        evidence: vec![Evidence {
+            source_type: "observation".to_string(),
+            source_id: source.to_string(),
+            timestamp: Some(cx.now),
+        }],
+        revision_policy: "replace".to_string(),
+        revision: RevisionState::default(),
+    });
+    let rationale = item
+        .why_changed
+        .clone()
+        .unwrap_or_else(|| format!("topic field {} set", item.name));
+    RecordDraft {
+        scope: topic.scope.clone(),
+        tags: topic.tags.clone(),
+        provenance: Provenance {
+            sources: vec![ProvenanceSource {
+                kind: kind.provenance_kind(),
+                reference: format!("topic:{}", topic.id),
+                hash: None,
+                created_by: Some(source.to_string()),
+                timestamp: cx.now,
+            }],
+            created_by: Some(source.to_string()),
+        },
+        audit_log: vec![Attribution::new(signed(cx.key, source), rationale)
+            .entry(AuditAction::Create, cx.now)],
+        ..RecordDraft::new(
+            kind.memory_type(),
+            topic.sensitivity,
+            kind.confidence(),
+            payload,
+        )
+    }
+    .build(cx.policy, cx.now, cx.new_id)
 }
 
 #[cfg(test)]

@@ -1,0 +1,471 @@
+//! Topics: an observation placed as a new topic, an extension of one or a
+//! new version of one field (or wherever `auto` finds it belongs), a
+//! topic's view now or at an earlier instant, a field's history, edges and
+//! archiving. Field versions are semantic records, written with the
+//! revision rules, so trust, audit and history apply to them as to any
+//! record.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::revision::{reinforce, supersede};
+use super::{insert_new, place, place_new, ServiceError};
+use crate::config::TopicSettings;
+use crate::domain::ingest::IngestContext;
+use crate::domain::payload::Payload;
+use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::time::Timestamp;
+use crate::domain::topic::{
+    field_record, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
+};
+use crate::domain::trust::Caller;
+use crate::store::{FieldVersion, TopicEdge, Transaction};
+
+/// What an ingest did to one field.
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    pub field: String,
+    pub op: FieldOp,
+    /// The record holding the field's value now.
+    pub record_id: String,
+}
+
+/// The answer to a topics ingest.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ingested {
+    pub topic_id: String,
+    /// The placement applied (`auto` resolved to one of the others).
+    pub placement: Placement,
+    pub applied: Vec<Applied>,
+    pub edges_added: usize,
+    pub similar_topic_ids: Vec<String>,
+}
+
+fn visible(caller: &Caller, topic: &Topic) -> bool {
+    caller
+        .trust
+        .allows_parts(topic.sensitivity, topic.scope.as_deref())
+}
+
+fn topic_not_found(field: &str) -> ServiceError {
+    if field.is_empty() {
+        ServiceError::NotFound("topic not found".to_string())
+    } else {
+        ServiceError::NotFound(format!("{field}: topic not found"))
+    }
+}
+
+/// Topic `id` if the caller may see it; `NotFound` naming `field`
+/// otherwise (the same for a missing topic).
+fn load_topic(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    field: &str,
+    id: &str,
+) -> Result<(i64, Topic), ServiceError> {
+    tx.topic_by_id(id)?
+        .filter(|(_, topic)| visible(caller, topic))
+        .ok_or_else(|| topic_not_found(field))
+}
+
+/// The value a field's version record holds.
+fn value_of(record: &MemoryRecord) -> Value {
+    match &record.payload {
+        Payload::Semantic(fact) => fact.object.clone(),
+        _ => Value::Null,
+    }
+}
+
+/// The record of a field version; it shares its topic's trust, so a caller
+/// that sees the topic sees it.
+fn version_record(
+    tx: &mut dyn Transaction,
+    version: &FieldVersion,
+    now: Timestamp,
+) -> Result<MemoryRecord, ServiceError> {
+    tx.get_record(&version.record_id, now)?.ok_or_else(|| {
+        ServiceError::Internal(format!(
+            "field {} names record {}, which is gone",
+            version.name, version.record_id
+        ))
+    })
+}
+
+/// Places and stores a topics ingest: every check (placement, topic,
+/// edges) comes before the first write.
+pub fn ingest(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    cx: &IngestContext<'_>,
+    settings: TopicSettings,
+    request: TopicIngest,
+) -> Result<Ingested, ServiceError> {
+    let now = cx.now;
+    // Where a new topic would go, and that the caller may write there.
+    let mut scope = request.scope.clone();
+    place(caller, "", request.sensitivity, &mut scope)?;
+    let text = format!(
+        "{} {}",
+        request.title.as_deref().unwrap_or_default(),
+        request.summary.as_deref().unwrap_or_default()
+    );
+    let similar_topic_ids = if request.suggest_similar {
+        tx.search_topics(&text, &caller.trust, MAX_SIMILAR)?
+            .into_iter()
+            .map(|(_, topic, _)| topic.id)
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let (target, placement) = match request.placement {
+        Placement::NewTopic => (None, Placement::NewTopic),
+        Placement::ExtendTopic | Placement::VersionField => {
+            let id = request.topic_id.as_deref().unwrap_or_default();
+            (Some(load_topic(tx, caller, "topic_id", id)?), request.placement)
+        }
+        Placement::Auto => match find_home(tx, caller, &request, scope.as_deref(), &text, settings)? {
+            Some(found) => (Some(found), Placement::ExtendTopic),
+            None => (None, Placement::NewTopic),
+        },
+    };
+
+    let mut edges = Vec::with_capacity(request.edges.len());
+    for (i, edge) in request.edges.iter().enumerate() {
+        let field = format!("edges[{i}].to_topic_id");
+        let (key, _) = load_topic(tx, caller, &field, &edge.to_topic_id)?;
+        edges.push((key, edge.kind.as_str()));
+    }
+
+    let (key, mut topic, fresh) = match target {
+        Some((key, topic)) => (key, topic, false),
+        None => {
+            let topic = Topic {
+                id: (cx.new_id)(),
+                title: request.title.clone().unwrap_or_default(),
+                summary: request.summary.clone().unwrap_or_default(),
+                kind: request.kind.clone(),
+                sensitivity: request.sensitivity,
+                scope,
+                tags: request.tags.clone(),
+                salience: cx.policy.max_salience,
+                archived: false,
+                created_at: now,
+                updated_at: now,
+            };
+            let key = tx.insert_topic(&topic)?;
+            (key, topic, true)
+        }
+    };
+
+    let mut heads: BTreeMap<String, FieldVersion> = tx
+        .field_heads(key, None)?
+        .into_iter()
+        .map(|head| (head.name.clone(), head))
+        .collect();
+    if placement == Placement::VersionField {
+        let name = &request.fields[0].name;
+        if !heads.contains_key(name) {
+            return Err(crate::domain::validate::ValidationError::new(
+                "fields[0].name",
+                format!("version_field needs a field the topic has; it has no field {name:?}"),
+            )
+            .into());
+        }
+    }
+
+    let mut applied = Vec::with_capacity(request.fields.len());
+    for item in &request.fields {
+        let head = heads.get(&item.name).cloned();
+        let current = match &head {
+            Some(head) => Some(version_record(tx, head, now)?),
+            None => None,
+        };
+        let op = FieldOp::of(current.as_ref().map(value_of).as_ref(), &item.value);
+        let by = Attribution::new(
+            caller.actor(&request.source),
+            item.why_changed
+                .clone()
+                .unwrap_or_else(|| format!("topic field {} changed", item.name)),
+        );
+        let record_id = match (op, head) {
+            (FieldOp::Unchanged, Some(head)) => {
+                reinforce(tx, caller, now, &by, &head.record_id, cx.policy.max_salience)?;
+                head.record_id
+            }
+            (FieldOp::Versioned, Some(head)) => {
+                let record = field_record(cx, &topic, item, &request.source)?;
+                let record = supersede(tx, caller, now, &by, &head.record_id, record)?;
+                let version = FieldVersion {
+                    name: item.name.clone(),
+                    seq: head.seq + 1,
+                    record_id: record.id.clone(),
+                    valid_from: now,
+                    why_changed: item.why_changed.clone(),
+                };
+                tx.add_version(key, &version)?;
+                tx.trim_versions(key, &item.name, settings.max_field_history)?;
+                heads.insert(item.name.clone(), version);
+                record.id
+            }
+            _ => {
+                let mut record = field_record(cx, &topic, item, &request.source)?;
+                place_new(caller, &format!("fields[{}].", applied.len()), &mut record)?;
+                insert_new(tx, &mut record, now)?;
+                let version = FieldVersion {
+                    name: item.name.clone(),
+                    seq: 1,
+                    record_id: record.id.clone(),
+                    valid_from: now,
+                    why_changed: item.why_changed.clone(),
+                };
+                tx.add_version(key, &version)?;
+                heads.insert(item.name.clone(), version);
+                record.id
+            }
+        };
+        applied.push(Applied {
+            field: item.name.clone(),
+            op,
+            record_id,
+        });
+    }
+
+    let mut edges_added = 0;
+    for (to, kind) in edges {
+        edges_added += usize::from(tx.add_edge(key, to, kind, now)?);
+    }
+
+    if !fresh {
+        if let Some(summary) = &request.summary {
+            topic.summary.clone_from(summary);
+        }
+        topic.updated_at = now;
+        tx.update_topic(key, &topic)?;
+    }
+    let text = search_text(tx, &topic, heads.values(), now)?;
+    tx.index_topic(key, &text, fresh)?;
+    Ok(Ingested {
+        topic_id: topic.id,
+        placement,
+        applied,
+        edges_added,
+        similar_topic_ids,
+    })
+}
+
+/// Where `auto` puts an observation: a topic of the same scope the caller
+/// may see, with the same title, or else the most similar text at or
+/// above the threshold.
+fn find_home(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    request: &TopicIngest,
+    scope: Option<&str>,
+    text: &str,
+    settings: TopicSettings,
+) -> Result<Option<(i64, Topic)>, ServiceError> {
+    let title = request.title.as_deref().unwrap_or_default();
+    if let Some(found) = tx
+        .topics_titled(title, scope)?
+        .into_iter()
+        .find(|(_, topic)| visible(caller, topic))
+    {
+        return Ok(Some(found));
+    }
+    let best = tx
+        .search_topics(text, &caller.trust, 20)?
+        .into_iter()
+        .filter(|(_, topic, _)| topic.scope.as_deref() == scope)
+        .map(|(key, topic, _)| {
+            let similarity = text_similarity(text, &topic.text());
+            (similarity, key, topic)
+        })
+        .filter(|(similarity, _, _)| *similarity >= settings.match_threshold)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(best.map(|(_, key, topic)| (key, topic)))
+}
+
+/// What the topic index holds of a topic: its title, summary and the
+/// current values of its fields.
+fn search_text<'a>(
+    tx: &mut dyn Transaction,
+    topic: &Topic,
+    heads: impl Iterator<Item = &'a FieldVersion>,
+    now: Timestamp,
+) -> Result<String, ServiceError> {
+    let mut text = topic.text();
+    for head in heads {
+        let value = value_of(&version_record(tx, head, now)?);
+        text.push(' ');
+        match value {
+            Value::String(s) => text.push_str(&s),
+            other => text.push_str(&other.to_string()),
+        }
+    }
+    Ok(text)
+}
+
+/// A field's value in a view.
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldView {
+    pub value: Value,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    pub valid_from: Timestamp,
+    pub record_id: String,
+}
+
+/// A topic with its fields and edges, now or as of an instant.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicView {
+    #[serde(flatten)]
+    pub topic: Topic,
+    pub fields: BTreeMap<String, FieldView>,
+    pub edges: Vec<TopicEdge>,
+}
+
+/// Topic `id` as it stands, or as it stood at `as_of`: each field's value
+/// then, and the edges that stood then to topics the caller may see.
+pub fn view(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    id: &str,
+    as_of: Option<Timestamp>,
+) -> Result<TopicView, ServiceError> {
+    let (key, topic) = load_topic(tx, caller, "", id)?;
+    let mut fields = BTreeMap::new();
+    for head in tx.field_heads(key, as_of)? {
+        let record = version_record(tx, &head, now)?;
+        fields.insert(
+            head.name.clone(),
+            FieldView {
+                value: value_of(&record),
+                valid_from: head.valid_from,
+                record_id: head.record_id,
+            },
+        );
+    }
+    let mut edges = Vec::new();
+    for (other, edge) in tx.edges_of(key, as_of)? {
+        if tx
+            .topic_by_key(other)?
+            .is_some_and(|topic| visible(caller, &topic))
+        {
+            edges.push(edge);
+        }
+    }
+    Ok(TopicView {
+        topic,
+        fields,
+        edges,
+    })
+}
+
+/// One version in a field's history.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionView {
+    pub value: Value,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    pub valid_from: Timestamp,
+    /// When the next version took over; `None` for the current one.
+    #[serde(with = "crate::domain::time::rfc3339_option")]
+    pub valid_to: Option<Timestamp>,
+    pub why_changed: Option<String>,
+    pub source: Option<String>,
+    pub record_id: String,
+}
+
+/// The kept versions of field `name` of topic `id`, oldest first.
+pub fn field_history(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    id: &str,
+    name: &str,
+) -> Result<Vec<VersionView>, ServiceError> {
+    let (key, _) = load_topic(tx, caller, "", id)?;
+    let versions = tx.field_versions(key, name)?;
+    if versions.is_empty() {
+        return Err(ServiceError::NotFound(format!(
+            "the topic has no field {name:?}"
+        )));
+    }
+    let mut history = Vec::with_capacity(versions.len());
+    for (i, version) in versions.iter().enumerate() {
+        let record = version_record(tx, version, now)?;
+        history.push(VersionView {
+            value: value_of(&record),
+            valid_from: version.valid_from,
+            valid_to: versions.get(i + 1).map(|next| next.valid_from),
+            why_changed: version.why_changed.clone(),
+            source: record.provenance.created_by.clone(),
+            record_id: version.record_id.clone(),
+        });
+    }
+    Ok(history)
+}
+
+/// Adds an edge from topic `from` to `to` (both visible to the caller);
+/// answers it, and whether it is new.
+pub fn add_edge(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    from: &str,
+    to: &str,
+    kind: &str,
+) -> Result<(TopicEdge, bool), ServiceError> {
+    let (from_key, from_topic) = load_topic(tx, caller, "", from)?;
+    let (to_key, to_topic) = load_topic(tx, caller, "to_topic_id", to)?;
+    let added = tx.add_edge(from_key, to_key, kind, now)?;
+    Ok((
+        TopicEdge {
+            from_topic_id: from_topic.id,
+            to_topic_id: to_topic.id,
+            kind: kind.to_string(),
+            created_at: now,
+        },
+        added,
+    ))
+}
+
+/// Ends the edge from `from` to `to` of `kind`; `NotFound` when none
+/// stands.
+pub fn remove_edge(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    from: &str,
+    to: &str,
+    kind: &str,
+) -> Result<(), ServiceError> {
+    let (from_key, _) = load_topic(tx, caller, "", from)?;
+    let (to_key, _) = load_topic(tx, caller, "to_topic_id", to)?;
+    if tx.remove_edge(from_key, to_key, kind, now)? {
+        Ok(())
+    } else {
+        Err(ServiceError::NotFound(format!(
+            "no {kind} edge stands between these topics"
+        )))
+    }
+}
+
+/// Archives topic `id`: it stays readable by id, but `auto` placement and
+/// topic search no longer find it.
+pub fn archive(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    id: &str,
+) -> Result<Topic, ServiceError> {
+    let (key, mut topic) = load_topic(tx, caller, "", id)?;
+    if !topic.archived {
+        topic.archived = true;
+        topic.updated_at = now;
+        tx.update_topic(key, &topic)?;
+    }
+    Ok(topic)
+}
