@@ -6,12 +6,16 @@ use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
 use super::storage::StorageWriter;
 use crate::clock::Clock;
+use crate::config::TopicSettings;
 use crate::domain::ingest::{Candidate, IngestContext};
 use crate::domain::policy::{NewRecord, Policy};
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
+use crate::domain::topic::{Topic, TopicIngest};
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
+use crate::service::topics::Ingested;
 use crate::service::{self, ServiceError};
+use crate::store::TopicEdge;
 
 pub struct Ingestor {
     policy: Policy,
@@ -122,6 +126,108 @@ impl Handler<CreateRecord> for Ingestor {
             let record = record?;
             writer
                 .write(move |tx| service::ingest::create_record(tx, &caller, now, record))
+                .await
+        })
+    }
+}
+
+/// A topics ingest: placed and stored in one writer job.
+#[derive(Message)]
+#[rtype(result = "Result<Ingested, ServiceError>")]
+pub struct IngestTopic {
+    pub caller: Caller,
+    pub request: TopicIngest,
+    pub settings: TopicSettings,
+}
+
+impl Handler<IngestTopic> for Ingestor {
+    type Result = ResponseFuture<Result<Ingested, ServiceError>>;
+
+    fn handle(&mut self, msg: IngestTopic, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        let policy = self.policy.clone();
+        let writer = self.writer.clone();
+        let IngestTopic {
+            caller,
+            request,
+            settings,
+        } = msg;
+        Box::pin(async move {
+            writer
+                .write(move |tx| {
+                    let cx = IngestContext {
+                        policy: &policy,
+                        now,
+                        new_id: &new_record_id,
+                        key: caller.key.as_deref(),
+                    };
+                    service::topics::ingest(tx, &caller, &cx, settings, request)
+                })
+                .await
+        })
+    }
+}
+
+/// A change to a topic's edges or state.
+#[derive(Debug, Clone)]
+pub enum TopicChange {
+    AddEdge {
+        from: String,
+        to: String,
+        kind: String,
+    },
+    RemoveEdge {
+        from: String,
+        to: String,
+        kind: String,
+    },
+    Archive {
+        id: String,
+    },
+}
+
+/// What a [`TopicChange`] did.
+#[derive(Debug, Clone)]
+pub enum TopicChanged {
+    /// The edge, and whether it is new.
+    Edge(TopicEdge, bool),
+    Removed,
+    Archived(Topic),
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<TopicChanged, ServiceError>")]
+pub struct ChangeTopic {
+    pub caller: Caller,
+    pub change: TopicChange,
+}
+
+impl Handler<ChangeTopic> for Ingestor {
+    type Result = ResponseFuture<Result<TopicChanged, ServiceError>>;
+
+    fn handle(&mut self, msg: ChangeTopic, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        let writer = self.writer.clone();
+        let ChangeTopic { caller, change } = msg;
+        Box::pin(async move {
+            writer
+                .write(move |tx| {
+                    use service::topics;
+                    Ok(match change {
+                        TopicChange::AddEdge { from, to, kind } => {
+                            let (edge, added) =
+                                topics::add_edge(tx, &caller, now, &from, &to, &kind)?;
+                            TopicChanged::Edge(edge, added)
+                        }
+                        TopicChange::RemoveEdge { from, to, kind } => {
+                            topics::remove_edge(tx, &caller, now, &from, &to, &kind)?;
+                            TopicChanged::Removed
+                        }
+                        TopicChange::Archive { id } => {
+                            TopicChanged::Archived(topics::archive(tx, &caller, now, &id)?)
+                        }
+                    })
+                })
                 .await
         })
     }

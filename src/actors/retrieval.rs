@@ -15,9 +15,11 @@ use super::storage::Reader;
 use crate::clock::Clock;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::Retrieval;
+use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
 use crate::service::retrieval::RetrieveResult;
+use crate::service::topics::{TopicView, VersionView};
 use crate::service::{self, ServiceError};
 
 /// The bound on reads in flight, shared by every retriever.
@@ -166,5 +168,47 @@ impl Handler<RetrieveHistory> for Retriever {
     fn handle(&mut self, msg: RetrieveHistory, _: &mut Self::Context) -> Self::Result {
         let RetrieveHistory { id, caller } = msg;
         self.bounded_read(move |tx, now| service::retrieval::history(tx, &caller, now, &id))
+    }
+}
+
+/// A read of one topic.
+#[derive(Debug, Clone)]
+pub enum TopicRead {
+    /// The topic now, or as of an instant.
+    View {
+        id: String,
+        as_of: Option<Timestamp>,
+    },
+    /// One field's kept versions, oldest first.
+    FieldHistory { id: String, name: String },
+}
+
+/// What a [`TopicRead`] answers.
+#[derive(Debug, Clone)]
+pub enum TopicAnswer {
+    View(Box<TopicView>),
+    History(Vec<VersionView>),
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<TopicAnswer, ServiceError>")]
+pub struct ReadTopic {
+    pub caller: Caller,
+    pub read: TopicRead,
+}
+
+impl Handler<ReadTopic> for Retriever {
+    type Result = ResponseFuture<Result<TopicAnswer, ServiceError>>;
+
+    fn handle(&mut self, msg: ReadTopic, _: &mut Self::Context) -> Self::Result {
+        let ReadTopic { caller, read } = msg;
+        self.bounded_read(move |tx, now| match read {
+            TopicRead::View { id, as_of } => service::topics::view(tx, &caller, now, &id, as_of)
+                .map(|view| TopicAnswer::View(Box::new(view))),
+            TopicRead::FieldHistory { id, name } => {
+                service::topics::field_history(tx, &caller, now, &id, &name)
+                    .map(TopicAnswer::History)
+            }
+        })
     }
 }

@@ -13,8 +13,8 @@ use super::policy::CandidateKind;
 use super::record::{
     Attribution, AuditAction, MemoryRecord, Provenance, ProvenanceSource, Sensitivity,
 };
-use super::trust::signed;
 use super::time::Timestamp;
+use super::trust::signed;
 use super::validate::{
     check_id, check_json_size, check_name, normalize_tags, optional_string, Validated,
     ValidationError,
@@ -347,8 +347,9 @@ pub fn field_record(
             }],
             created_by: Some(source.to_string()),
         },
-        audit_log: vec![Attribution::new(signed(cx.key, source), rationale)
-            .entry(AuditAction::Create, cx.now)],
+        audit_log: vec![
+            Attribution::new(signed(cx.key, source), rationale).entry(AuditAction::Create, cx.now)
+        ],
         ..RecordDraft::new(
             kind.memory_type(),
             topic.sensitivity,
@@ -387,7 +388,10 @@ mod tests {
 
     #[test]
     fn placements_check_what_each_needs() {
-        assert_eq!(TopicIngest::checked(parts(None)).unwrap().placement, Placement::Auto);
+        assert_eq!(
+            TopicIngest::checked(parts(None)).unwrap().placement,
+            Placement::Auto
+        );
         let err = TopicIngest::checked(parts(Some("merge"))).unwrap_err();
         assert_eq!(err.field, "placement");
         let err = TopicIngest::checked(parts(Some("extend_topic"))).unwrap_err();
@@ -423,7 +427,10 @@ mod tests {
     #[test]
     fn titles_match_whatever_their_case_and_spacing() {
         assert_eq!(normalize_title("  Go   Toolchain "), "go toolchain");
-        assert_eq!(normalize_title("GO toolchain"), normalize_title("go  toolchain"));
+        assert_eq!(
+            normalize_title("GO toolchain"),
+            normalize_title("go  toolchain")
+        );
     }
 
     #[test]

@@ -124,12 +124,17 @@ pub fn ingest(
         Placement::NewTopic => (None, Placement::NewTopic),
         Placement::ExtendTopic | Placement::VersionField => {
             let id = request.topic_id.as_deref().unwrap_or_default();
-            (Some(load_topic(tx, caller, "topic_id", id)?), request.placement)
+            (
+                Some(load_topic(tx, caller, "topic_id", id)?),
+                request.placement,
+            )
         }
-        Placement::Auto => match find_home(tx, caller, &request, scope.as_deref(), &text, settings)? {
-            Some(found) => (Some(found), Placement::ExtendTopic),
-            None => (None, Placement::NewTopic),
-        },
+        Placement::Auto => {
+            match find_home(tx, caller, &request, scope.as_deref(), &text, settings)? {
+                Some(found) => (Some(found), Placement::ExtendTopic),
+                None => (None, Placement::NewTopic),
+            }
+        }
     };
 
     let mut edges = Vec::with_capacity(request.edges.len());
@@ -192,7 +197,14 @@ pub fn ingest(
         );
         let record_id = match (op, head) {
             (FieldOp::Unchanged, Some(head)) => {
-                reinforce(tx, caller, now, &by, &head.record_id, cx.policy.max_salience)?;
+                reinforce(
+                    tx,
+                    caller,
+                    now,
+                    &by,
+                    &head.record_id,
+                    cx.policy.max_salience,
+                )?;
                 head.record_id
             }
             (FieldOp::Versioned, Some(head)) => {

@@ -18,8 +18,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::domain::access::ApiKey;
-use crate::domain::topic::Topic;
-use crate::domain::trust::TrustContext;
 use crate::domain::decay::Anchor;
 use crate::domain::record::{
     AuditEntry, DecayProfile, DeletionPolicy, MemoryRecord, Sensitivity, Status,
@@ -27,6 +25,8 @@ use crate::domain::record::{
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
+use crate::domain::topic::Topic;
+use crate::domain::trust::TrustContext;
 use crate::domain::vector::Embedding;
 
 pub use sqlite::{open, ConnectionOptions, KeyLookup, ReadPool};
@@ -423,8 +423,13 @@ pub trait Transaction {
     /// Keeps a field's newest `keep` versions in its history.
     fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError>;
     /// Adds an edge unless it stands already; answers whether it was added.
-    fn add_edge(&mut self, from: i64, to: i64, kind: &str, now: Timestamp)
-        -> Result<bool, StoreError>;
+    fn add_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
     /// Ends a standing edge; answers whether there was one.
     fn remove_edge(
         &mut self,

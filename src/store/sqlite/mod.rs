@@ -12,9 +12,9 @@ pub mod records;
 pub mod relevance;
 pub mod search;
 pub mod stats;
-pub mod topics;
 #[cfg(test)]
 mod test_support;
+pub mod topics;
 pub mod vectors;
 
 use std::path::Path;
@@ -30,11 +30,11 @@ use super::{
     Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
-use crate::domain::topic::Topic;
-use crate::domain::trust::TrustContext;
 use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
+use crate::domain::topic::Topic;
+use crate::domain::trust::TrustContext;
 
 type Pool = r2d2::Pool<SqliteConnectionManager>;
 

@@ -210,11 +210,7 @@ pub fn field_versions(
 }
 
 /// Records that record `record_id` is version `seq` of field `name`.
-pub fn add_version(
-    conn: &Connection,
-    key: i64,
-    version: &FieldVersion,
-) -> Result<(), StoreError> {
+pub fn add_version(conn: &Connection, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO topic_versions (topic_key, name, seq, record_key, valid_from, why_changed)
          SELECT ?1, ?2, ?3, key, ?4, ?5 FROM records WHERE id = ?6",

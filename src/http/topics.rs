@@ -1,0 +1,318 @@
+//! `/v1/topics/*`: topics ingest, a topic's view, a field's history,
+//! edges and archiving.
+
+use actix_web::http::{Method, StatusCode};
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{resource, resource_of, AppState, JsonBody};
+use crate::actors::ingestion::{ChangeTopic, IngestTopic, TopicChange, TopicChanged};
+use crate::actors::retrieval::{ReadTopic, TopicAnswer, TopicRead};
+use crate::domain::access::{Access, Role};
+use crate::domain::record::Sensitivity;
+use crate::domain::time::{rfc3339_option, Timestamp};
+use crate::domain::topic::{
+    check_edge_kind, check_field_name, EdgeItem, FieldItem, TopicIngest, TopicIngestParts,
+};
+use crate::domain::trust::TrustContext;
+use crate::domain::validate::{check_id, null_as_default};
+use crate::error::ApiError;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource(
+        "/v1/topics/ingest",
+        Method::POST,
+        Role::Write,
+        web::route().to(ingest),
+    ))
+    .service(resource(
+        "/v1/topics/{id}/view",
+        Method::POST,
+        Role::Read,
+        web::route().to(view),
+    ))
+    .service(resource(
+        "/v1/topics/{id}/fields/{name}/history",
+        Method::POST,
+        Role::Read,
+        web::route().to(field_history),
+    ))
+    .service(resource_of(
+        "/v1/topics/{id}/edges",
+        Role::Write,
+        vec![
+            (Method::POST, web::route().to(add_edge)),
+            (Method::DELETE, web::route().to(remove_edge)),
+        ],
+    ))
+    .service(resource(
+        "/v1/topics/{id}/archive",
+        Method::POST,
+        Role::Write,
+        web::route().to(archive),
+    ));
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FieldBody {
+    name: String,
+    #[serde(default)]
+    value: Value,
+    #[serde(default)]
+    why_changed: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EdgeBody {
+    to_topic_id: String,
+    kind: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IngestBody {
+    #[serde(default)]
+    placement: Option<String>,
+    #[serde(default)]
+    topic_id: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    summary: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    fields: Vec<FieldBody>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    edges: Vec<EdgeBody>,
+    #[serde(default)]
+    suggest_similar: bool,
+    source: String,
+    #[serde(default)]
+    sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    tags: Vec<String>,
+    #[serde(default)]
+    trust: Option<TrustContext>,
+}
+
+async fn ingest(
+    state: web::Data<AppState>,
+    access: Access,
+    body: JsonBody<IngestBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let caller = access.acting(body.trust)?;
+    let request = TopicIngest::checked(TopicIngestParts {
+        placement: body.placement,
+        topic_id: body.topic_id,
+        title: body.title,
+        summary: body.summary,
+        kind: body.kind,
+        fields: body
+            .fields
+            .into_iter()
+            .map(|f| FieldItem {
+                name: f.name,
+                value: f.value,
+                why_changed: f.why_changed,
+            })
+            .collect(),
+        edges: body
+            .edges
+            .into_iter()
+            .map(|e| EdgeItem {
+                to_topic_id: e.to_topic_id,
+                kind: e.kind,
+            })
+            .collect(),
+        suggest_similar: body.suggest_similar,
+        source: body.source,
+        sensitivity: body.sensitivity.unwrap_or(Sensitivity::Low),
+        scope: body.scope,
+        tags: body.tags,
+    })?;
+    let ingested = state
+        .ingestor
+        .send(IngestTopic {
+            caller,
+            request,
+            settings: state.topics,
+        })
+        .await??;
+    Ok(HttpResponse::Created().json(ingested))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ViewBody {
+    #[serde(default)]
+    trust: Option<TrustContext>,
+    #[serde(default, with = "rfc3339_option")]
+    as_of: Option<Timestamp>,
+}
+
+#[derive(Serialize)]
+struct TopicBody<T> {
+    topic: T,
+}
+
+async fn read(
+    state: &AppState,
+    access: Access,
+    trust: Option<TrustContext>,
+    read: TopicRead,
+) -> Result<TopicAnswer, ApiError> {
+    let caller = access.reader(trust)?;
+    Ok(state.retriever.send(ReadTopic { caller, read }).await??)
+}
+
+async fn view(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<ViewBody>,
+) -> Result<HttpResponse, ApiError> {
+    let id = id.into_inner();
+    check_id("id", &id)?;
+    let read_as = TopicRead::View {
+        id,
+        as_of: body.0.as_of,
+    };
+    match read(&state, access, body.0.trust, read_as).await? {
+        TopicAnswer::View(topic) => Ok(HttpResponse::Ok().json(TopicBody { topic })),
+        TopicAnswer::History(_) => unreachable!("a view answers a view"),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrustBody {
+    #[serde(default)]
+    trust: Option<TrustContext>,
+}
+
+#[derive(Serialize)]
+struct VersionsBody<T> {
+    versions: T,
+}
+
+async fn field_history(
+    state: web::Data<AppState>,
+    access: Access,
+    path: web::Path<(String, String)>,
+    body: JsonBody<TrustBody>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, name) = path.into_inner();
+    check_id("id", &id)?;
+    check_field_name("name", &name)?;
+    match read(
+        &state,
+        access,
+        body.0.trust,
+        TopicRead::FieldHistory { id, name },
+    )
+    .await?
+    {
+        TopicAnswer::History(versions) => Ok(HttpResponse::Ok().json(VersionsBody { versions })),
+        TopicAnswer::View(_) => unreachable!("a history answers a history"),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EdgeChangeBody {
+    to_topic_id: String,
+    kind: String,
+    #[serde(default)]
+    trust: Option<TrustContext>,
+}
+
+#[derive(Serialize)]
+struct EdgeAnswer<T> {
+    edge: T,
+    added: bool,
+}
+
+async fn change(
+    state: &AppState,
+    access: Access,
+    trust: Option<TrustContext>,
+    change: TopicChange,
+) -> Result<TopicChanged, ApiError> {
+    let caller = access.acting(trust)?;
+    Ok(state
+        .ingestor
+        .send(ChangeTopic { caller, change })
+        .await??)
+}
+
+fn edge_change(id: String, body: &EdgeChangeBody) -> Result<(String, String, String), ApiError> {
+    check_id("id", &id)?;
+    check_id("to_topic_id", &body.to_topic_id)?;
+    check_edge_kind("kind", &body.kind)?;
+    Ok((id, body.to_topic_id.clone(), body.kind.clone()))
+}
+
+async fn add_edge(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<EdgeChangeBody>,
+) -> Result<HttpResponse, ApiError> {
+    let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
+    match change(
+        &state,
+        access,
+        body.0.trust,
+        TopicChange::AddEdge { from, to, kind },
+    )
+    .await?
+    {
+        TopicChanged::Edge(edge, added) => {
+            Ok(HttpResponse::build(StatusCode::CREATED).json(EdgeAnswer { edge, added }))
+        }
+        _ => unreachable!("adding an edge answers the edge"),
+    }
+}
+
+#[derive(Serialize)]
+struct RemovedBody {
+    removed: bool,
+}
+
+async fn remove_edge(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<EdgeChangeBody>,
+) -> Result<HttpResponse, ApiError> {
+    let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
+    change(
+        &state,
+        access,
+        body.0.trust,
+        TopicChange::RemoveEdge { from, to, kind },
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(RemovedBody { removed: true }))
+}
+
+async fn archive(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<TrustBody>,
+) -> Result<HttpResponse, ApiError> {
+    let id = id.into_inner();
+    check_id("id", &id)?;
+    match change(&state, access, body.0.trust, TopicChange::Archive { id }).await? {
+        TopicChanged::Archived(topic) => Ok(HttpResponse::Ok().json(TopicBody { topic })),
+        _ => unreachable!("archiving answers the topic"),
+    }
+}
