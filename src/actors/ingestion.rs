@@ -4,18 +4,18 @@
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
+use super::retrieval::TopicsWork;
 use super::storage::StorageWriter;
 use crate::clock::Clock;
 use crate::config::TopicSettings;
 use crate::domain::ingest::{Candidate, IngestContext};
 use crate::domain::policy::{NewRecord, Policy};
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
-use crate::domain::topic::{Topic, TopicIngest};
+use crate::domain::topic::TopicIngest;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
 use crate::service::topics::Ingested;
 use crate::service::{self, ServiceError};
-use crate::store::TopicEdge;
 
 pub struct Ingestor {
     policy: Policy,
@@ -168,67 +168,23 @@ impl Handler<IngestTopic> for Ingestor {
     }
 }
 
-/// A change to a topic's edges or state.
-#[derive(Debug, Clone)]
-pub enum TopicChange {
-    AddEdge {
-        from: String,
-        to: String,
-        kind: String,
-    },
-    RemoveEdge {
-        from: String,
-        to: String,
-        kind: String,
-    },
-    Archive {
-        id: String,
-    },
-}
-
-/// What a [`TopicChange`] did.
-#[derive(Debug, Clone)]
-pub enum TopicChanged {
-    /// The edge, and whether it is new.
-    Edge(TopicEdge, bool),
-    Removed,
-    Archived(Topic),
-}
-
-#[derive(Message)]
-#[rtype(result = "Result<TopicChanged, ServiceError>")]
-pub struct ChangeTopic {
+/// A change to topics (edges, archiving): one writer job.
+pub struct ChangeTopics<T> {
     pub caller: Caller,
-    pub change: TopicChange,
+    pub work: TopicsWork<T>,
 }
 
-impl Handler<ChangeTopic> for Ingestor {
-    type Result = ResponseFuture<Result<TopicChanged, ServiceError>>;
+impl<T: Send + 'static> Message for ChangeTopics<T> {
+    type Result = Result<T, ServiceError>;
+}
 
-    fn handle(&mut self, msg: ChangeTopic, _: &mut Self::Context) -> Self::Result {
+impl<T: Send + 'static> Handler<ChangeTopics<T>> for Ingestor {
+    type Result = ResponseFuture<Result<T, ServiceError>>;
+
+    fn handle(&mut self, msg: ChangeTopics<T>, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let writer = self.writer.clone();
-        let ChangeTopic { caller, change } = msg;
-        Box::pin(async move {
-            writer
-                .write(move |tx| {
-                    use service::topics;
-                    Ok(match change {
-                        TopicChange::AddEdge { from, to, kind } => {
-                            let (edge, added) =
-                                topics::add_edge(tx, &caller, now, &from, &to, &kind)?;
-                            TopicChanged::Edge(edge, added)
-                        }
-                        TopicChange::RemoveEdge { from, to, kind } => {
-                            topics::remove_edge(tx, &caller, now, &from, &to, &kind)?;
-                            TopicChanged::Removed
-                        }
-                        TopicChange::Archive { id } => {
-                            TopicChanged::Archived(topics::archive(tx, &caller, now, &id)?)
-                        }
-                    })
-                })
-                .await
-        })
+        let ChangeTopics { caller, work } = msg;
+        Box::pin(async move { writer.write(move |tx| work(tx, &caller, now)).await })
     }
 }

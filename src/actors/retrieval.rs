@@ -19,8 +19,8 @@ use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
 use crate::service::retrieval::RetrieveResult;
-use crate::service::topics::{TopicView, VersionView};
 use crate::service::{self, ServiceError};
+use crate::store::Transaction;
 
 /// The bound on reads in flight, shared by every retriever.
 #[derive(Clone)]
@@ -171,44 +171,25 @@ impl Handler<RetrieveHistory> for Retriever {
     }
 }
 
-/// A read of one topic.
-#[derive(Debug, Clone)]
-pub enum TopicRead {
-    /// The topic now, or as of an instant.
-    View {
-        id: String,
-        as_of: Option<Timestamp>,
-    },
-    /// One field's kept versions, oldest first.
-    FieldHistory { id: String, name: String },
-}
+/// Work on the topics that only reads: run like every retrieval, within
+/// the bound on reads in flight, on the read pool.
+pub type TopicsWork<T> =
+    Box<dyn FnOnce(&mut dyn Transaction, &Caller, Timestamp) -> Result<T, ServiceError> + Send>;
 
-/// What a [`TopicRead`] answers.
-#[derive(Debug, Clone)]
-pub enum TopicAnswer {
-    View(Box<TopicView>),
-    History(Vec<VersionView>),
-}
-
-#[derive(Message)]
-#[rtype(result = "Result<TopicAnswer, ServiceError>")]
-pub struct ReadTopic {
+pub struct ReadTopics<T> {
     pub caller: Caller,
-    pub read: TopicRead,
+    pub work: TopicsWork<T>,
 }
 
-impl Handler<ReadTopic> for Retriever {
-    type Result = ResponseFuture<Result<TopicAnswer, ServiceError>>;
+impl<T: Send + 'static> Message for ReadTopics<T> {
+    type Result = Result<T, ServiceError>;
+}
 
-    fn handle(&mut self, msg: ReadTopic, _: &mut Self::Context) -> Self::Result {
-        let ReadTopic { caller, read } = msg;
-        self.bounded_read(move |tx, now| match read {
-            TopicRead::View { id, as_of } => service::topics::view(tx, &caller, now, &id, as_of)
-                .map(|view| TopicAnswer::View(Box::new(view))),
-            TopicRead::FieldHistory { id, name } => {
-                service::topics::field_history(tx, &caller, now, &id, &name)
-                    .map(TopicAnswer::History)
-            }
-        })
+impl<T: Send + 'static> Handler<ReadTopics<T>> for Retriever {
+    type Result = ResponseFuture<Result<T, ServiceError>>;
+
+    fn handle(&mut self, msg: ReadTopics<T>, _: &mut Self::Context) -> Self::Result {
+        let ReadTopics { caller, work } = msg;
+        self.bounded_read(move |tx, now| work(tx, &caller, now))
     }
 }

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{resource, resource_of, AppState, JsonBody};
-use crate::actors::ingestion::{ChangeTopic, IngestTopic, TopicChange, TopicChanged};
-use crate::actors::retrieval::{ReadTopic, TopicAnswer, TopicRead};
+use crate::actors::ingestion::{ChangeTopics, IngestTopic};
+use crate::actors::retrieval::{ReadTopics, TopicsWork};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::{rfc3339_option, Timestamp};
@@ -18,6 +18,7 @@ use crate::domain::topic::{
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::{check_id, null_as_default};
 use crate::error::ApiError;
+use crate::service::topics;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource(
@@ -162,14 +163,28 @@ struct TopicBody<T> {
     topic: T,
 }
 
-async fn read(
+/// Runs `work` on the read pool as the caller the request's trust and
+/// key make.
+async fn read<T: Send + 'static>(
     state: &AppState,
     access: Access,
     trust: Option<TrustContext>,
-    read: TopicRead,
-) -> Result<TopicAnswer, ApiError> {
+    work: TopicsWork<T>,
+) -> Result<T, ApiError> {
     let caller = access.reader(trust)?;
-    Ok(state.retriever.send(ReadTopic { caller, read }).await??)
+    Ok(state.retriever.send(ReadTopics { caller, work }).await??)
+}
+
+/// Runs `work` on the writer as the caller the request's trust and key
+/// make.
+async fn change<T: Send + 'static>(
+    state: &AppState,
+    access: Access,
+    trust: Option<TrustContext>,
+    work: TopicsWork<T>,
+) -> Result<T, ApiError> {
+    let caller = access.acting(trust)?;
+    Ok(state.ingestor.send(ChangeTopics { caller, work }).await??)
 }
 
 async fn view(
@@ -180,14 +195,15 @@ async fn view(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     check_id("id", &id)?;
-    let read_as = TopicRead::View {
-        id,
-        as_of: body.0.as_of,
-    };
-    match read(&state, access, body.0.trust, read_as).await? {
-        TopicAnswer::View(topic) => Ok(HttpResponse::Ok().json(TopicBody { topic })),
-        TopicAnswer::History(_) => unreachable!("a view answers a view"),
-    }
+    let as_of = body.0.as_of;
+    let topic = read(
+        &state,
+        access,
+        body.0.trust,
+        Box::new(move |tx, caller, now| topics::view(tx, caller, now, &id, as_of)),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(TopicBody { topic }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -211,17 +227,14 @@ async fn field_history(
     let (id, name) = path.into_inner();
     check_id("id", &id)?;
     check_field_name("name", &name)?;
-    match read(
+    let versions = read(
         &state,
         access,
         body.0.trust,
-        TopicRead::FieldHistory { id, name },
+        Box::new(move |tx, caller, now| topics::field_history(tx, caller, now, &id, &name)),
     )
-    .await?
-    {
-        TopicAnswer::History(versions) => Ok(HttpResponse::Ok().json(VersionsBody { versions })),
-        TopicAnswer::View(_) => unreachable!("a history answers a history"),
-    }
+    .await?;
+    Ok(HttpResponse::Ok().json(VersionsBody { versions }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -239,19 +252,6 @@ struct EdgeAnswer<T> {
     added: bool,
 }
 
-async fn change(
-    state: &AppState,
-    access: Access,
-    trust: Option<TrustContext>,
-    change: TopicChange,
-) -> Result<TopicChanged, ApiError> {
-    let caller = access.acting(trust)?;
-    Ok(state
-        .ingestor
-        .send(ChangeTopic { caller, change })
-        .await??)
-}
-
 fn edge_change(id: String, body: &EdgeChangeBody) -> Result<(String, String, String), ApiError> {
     check_id("id", &id)?;
     check_id("to_topic_id", &body.to_topic_id)?;
@@ -266,19 +266,14 @@ async fn add_edge(
     body: JsonBody<EdgeChangeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
-    match change(
+    let (edge, added) = change(
         &state,
         access,
         body.0.trust,
-        TopicChange::AddEdge { from, to, kind },
+        Box::new(move |tx, caller, now| topics::add_edge(tx, caller, now, &from, &to, &kind)),
     )
-    .await?
-    {
-        TopicChanged::Edge(edge, added) => {
-            Ok(HttpResponse::build(StatusCode::CREATED).json(EdgeAnswer { edge, added }))
-        }
-        _ => unreachable!("adding an edge answers the edge"),
-    }
+    .await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(EdgeAnswer { edge, added }))
 }
 
 #[derive(Serialize)]
@@ -297,7 +292,7 @@ async fn remove_edge(
         &state,
         access,
         body.0.trust,
-        TopicChange::RemoveEdge { from, to, kind },
+        Box::new(move |tx, caller, now| topics::remove_edge(tx, caller, now, &from, &to, &kind)),
     )
     .await?;
     Ok(HttpResponse::Ok().json(RemovedBody { removed: true }))
@@ -311,8 +306,12 @@ async fn archive(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     check_id("id", &id)?;
-    match change(&state, access, body.0.trust, TopicChange::Archive { id }).await? {
-        TopicChanged::Archived(topic) => Ok(HttpResponse::Ok().json(TopicBody { topic })),
-        _ => unreachable!("archiving answers the topic"),
-    }
+    let topic = change(
+        &state,
+        access,
+        body.0.trust,
+        Box::new(move |tx, caller, now| topics::archive(tx, caller, now, &id)),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(TopicBody { topic }))
 }
