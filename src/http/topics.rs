@@ -28,6 +28,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::route().to(ingest),
     ))
     .service(resource(
+        "/v1/topics/query",
+        Method::POST,
+        Role::Read,
+        web::route().to(query),
+    ))
+    .service(resource(
         "/v1/topics/{id}/view",
         Method::POST,
         Role::Read,
@@ -204,6 +210,54 @@ async fn view(
     )
     .await?;
     Ok(HttpResponse::Ok().json(TopicBody { topic }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryBody {
+    #[serde(default)]
+    trust: Option<TrustContext>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    hops: Option<u8>,
+    #[serde(default, with = "rfc3339_option")]
+    as_of: Option<Timestamp>,
+    #[serde(default)]
+    include_history: bool,
+}
+
+#[derive(Serialize)]
+struct TopicsBody<T> {
+    topics: T,
+}
+
+async fn query(
+    state: web::Data<AppState>,
+    access: Access,
+    body: JsonBody<QueryBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let query = topics::TopicQuery::checked(
+        body.text,
+        body.kind,
+        body.limit,
+        body.hops,
+        body.as_of,
+        body.include_history,
+    )?;
+    let found = read(
+        &state,
+        access,
+        body.trust,
+        Box::new(move |tx, caller, now| topics::query(tx, caller, now, &query)),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(TopicsBody { topics: found }))
 }
 
 #[derive(Debug, Deserialize)]

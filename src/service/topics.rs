@@ -21,6 +21,7 @@ use crate::domain::topic::{
     field_record, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
 };
 use crate::domain::trust::Caller;
+use crate::domain::validate::ValidationError;
 use crate::store::{FieldVersion, TopicEdge, Transaction};
 
 /// What an ingest did to one field.
@@ -112,7 +113,7 @@ pub fn ingest(
         request.summary.as_deref().unwrap_or_default()
     );
     let similar_topic_ids = if request.suggest_similar {
-        tx.search_topics(&text, &caller.trust, MAX_SIMILAR)?
+        tx.search_topics(&text, &caller.trust, None, MAX_SIMILAR)?
             .into_iter()
             .map(|(_, topic, _)| topic.id)
             .collect()
@@ -173,7 +174,7 @@ pub fn ingest(
     if placement == Placement::VersionField {
         let name = &request.fields[0].name;
         if !heads.contains_key(name) {
-            return Err(crate::domain::validate::ValidationError::new(
+            return Err(ValidationError::new(
                 "fields[0].name",
                 format!("version_field needs a field the topic has; it has no field {name:?}"),
             )
@@ -288,7 +289,7 @@ fn find_home(
         return Ok(Some(found));
     }
     let best = tx
-        .search_topics(text, &caller.trust, 20)?
+        .search_topics(text, &caller.trust, None, 20)?
         .into_iter()
         .filter(|(_, topic, _)| topic.scope.as_deref() == scope)
         .map(|(key, topic, _)| {
@@ -480,4 +481,171 @@ pub fn archive(
         tx.update_topic(key, &topic)?;
     }
     Ok(topic)
+}
+
+/// Most topics one query answers, and its default.
+pub const MAX_QUERY_LIMIT: usize = 100;
+pub const DEFAULT_QUERY_LIMIT: usize = 10;
+/// Most hops a query follows edges.
+pub const MAX_HOPS: u8 = 3;
+
+/// A topic query, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicQuery {
+    pub text: Option<String>,
+    pub kind: Option<String>,
+    pub limit: usize,
+    pub hops: u8,
+    pub as_of: Option<Timestamp>,
+    pub include_history: bool,
+}
+
+impl TopicQuery {
+    pub fn checked(
+        text: Option<String>,
+        kind: Option<String>,
+        limit: Option<usize>,
+        hops: Option<u8>,
+        as_of: Option<Timestamp>,
+        include_history: bool,
+    ) -> Result<TopicQuery, ValidationError> {
+        let limit = match limit {
+            None | Some(0) => DEFAULT_QUERY_LIMIT,
+            Some(n) if n > MAX_QUERY_LIMIT => {
+                return Err(ValidationError::new(
+                    "limit",
+                    format!("at most {MAX_QUERY_LIMIT}, got {n}"),
+                ))
+            }
+            Some(n) => n,
+        };
+        let hops = hops.unwrap_or(1);
+        if hops > MAX_HOPS {
+            return Err(ValidationError::new(
+                "hops",
+                format!("at most {MAX_HOPS}, got {hops}"),
+            ));
+        }
+        Ok(TopicQuery {
+            text: text.filter(|t| !t.trim().is_empty()),
+            kind: kind.filter(|k| !k.is_empty()),
+            limit,
+            hops,
+            as_of,
+            include_history,
+        })
+    }
+}
+
+/// A topic reached from a query's topic through edges.
+#[derive(Debug, Clone, Serialize)]
+pub struct Neighbor {
+    pub topic_id: String,
+    pub kind: String,
+    /// `out` when the edge leaves the topic it was reached from.
+    pub direction: &'static str,
+    pub hop: u8,
+}
+
+/// One topic a query found.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryHit {
+    pub topic: TopicView,
+    /// Text relevance in [0, 1); 0 without query text.
+    pub score: f64,
+    pub neighbors: Vec<Neighbor>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<BTreeMap<String, Vec<VersionView>>>,
+}
+
+/// Topics the caller may see, best text match first (most recently changed
+/// first without text); each with the topics up to `hops` edges away, only
+/// through topics the caller may see, and with `include_history` every
+/// field's history.
+pub fn query(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    query: &TopicQuery,
+) -> Result<Vec<QueryHit>, ServiceError> {
+    let kind = query.kind.as_deref();
+    let found: Vec<(i64, Topic, f64)> = match &query.text {
+        Some(text) => tx.search_topics(text, &caller.trust, kind, query.limit)?,
+        None => tx
+            .recent_topics(&caller.trust, kind, query.limit)?
+            .into_iter()
+            .map(|(key, topic)| (key, topic, 0.0))
+            .collect(),
+    };
+    let mut hits = Vec::with_capacity(found.len());
+    for (key, topic, bm25) in found {
+        debug_assert!(visible(caller, &topic));
+        let view = view(tx, caller, now, &topic.id, query.as_of)?;
+        let neighbors = neighbors(tx, caller, key, query.hops, query.as_of)?;
+        let history = if query.include_history {
+            let mut fields = BTreeMap::new();
+            for name in view.fields.keys() {
+                fields.insert(
+                    name.clone(),
+                    field_history(tx, caller, now, &topic.id, name)?,
+                );
+            }
+            Some(fields)
+        } else {
+            None
+        };
+        hits.push(QueryHit {
+            topic: view,
+            score: bm25 / (1.0 + bm25),
+            neighbors,
+            history,
+        });
+    }
+    Ok(hits)
+}
+
+/// The topics up to `hops` edges from topic `start`, breadth first, each
+/// once at its nearest hop; a topic the caller may not see is neither
+/// listed nor passed through.
+fn neighbors(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    start: i64,
+    hops: u8,
+    as_of: Option<Timestamp>,
+) -> Result<Vec<Neighbor>, ServiceError> {
+    let mut seen = std::collections::BTreeSet::from([start]);
+    let mut frontier = vec![start];
+    let mut found = Vec::new();
+    for hop in 1..=hops {
+        let mut next = Vec::new();
+        for key in frontier {
+            for (other, edge) in tx.edges_of(key, as_of)? {
+                if seen.contains(&other) {
+                    continue;
+                }
+                let Some(topic) = tx.topic_by_key(other)? else {
+                    continue;
+                };
+                if !visible(caller, &topic) {
+                    continue;
+                }
+                seen.insert(other);
+                let direction = if edge.to_topic_id == topic.id {
+                    "out"
+                } else {
+                    "in"
+                };
+                found.push(Neighbor {
+                    topic_id: topic.id,
+                    kind: edge.kind,
+                    direction,
+                    hop,
+                });
+                next.push(other);
+            }
+        }
+        frontier = next;
+    }
+    Ok(found)
 }

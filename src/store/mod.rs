@@ -403,14 +403,24 @@ pub trait Transaction {
         title: &str,
         scope: Option<&str>,
     ) -> Result<Vec<(i64, Topic)>, StoreError>;
-    /// Topics not archived that `trust` may see and whose text has a word
-    /// of `text`, best first, with their text scores (higher is better).
+    /// Topics not archived that `trust` may see (of `kind`, when given)
+    /// whose text has a word of `text`, best first, with their text scores
+    /// (higher is better).
     fn search_topics(
         &mut self,
         text: &str,
         trust: &TrustContext,
+        kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
+    /// Topics not archived that `trust` may see (of `kind`, when given),
+    /// most recently changed first.
+    fn recent_topics(
+        &mut self,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic)>, StoreError>;
     /// The newest version of each field valid at `at` (`None`: now).
     fn field_heads(
         &mut self,

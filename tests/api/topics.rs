@@ -450,3 +450,103 @@ async fn topics_the_caller_may_not_see_answer_as_missing_ones() {
     assert_eq!(archived.0, StatusCode::OK, "{}", archived.1);
     assert_eq!(archived.1["topic"]["archived"], true);
 }
+
+#[actix_web::test]
+async fn queries_rank_by_text_and_walk_edges_only_through_visible_topics() {
+    let app = spawn_app().await;
+    let mut ids = Vec::new();
+    // a -> b -> hidden -> c, and a -> d -> e -> f: a chain of three hops
+    // around an invisible middle.
+    for (title, sensitivity) in [
+        ("alpha gateway", "low"),
+        ("bravo ledger", "low"),
+        ("hidden vault", "hyper"),
+        ("charlie cache", "low"),
+        ("delta queue", "low"),
+        ("echo worker", "low"),
+        ("foxtrot store", "low"),
+    ] {
+        let answer = ingest(
+            &app,
+            json!({"placement": "new_topic", "title": title, "kind": "service",
+                   "sensitivity": sensitivity, "source": "a",
+                   "fields": [{"name": "owner", "value": format!("{title} team")}]}),
+        )
+        .await;
+        ids.push(answer["topic_id"].as_str().unwrap().to_string());
+    }
+    for (from, to) in [(0, 1), (1, 2), (2, 3), (0, 4), (4, 5), (5, 6)] {
+        let (status, body) = app
+            .post(
+                &format!("/v1/topics/{}/edges", ids[from]),
+                &json!({"to_topic_id": ids[to], "kind": "depends_on", "trust": hyper()}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let query = |body: Value| {
+        let app = &app;
+        async move {
+            let (status, answer) = app.post("/v1/topics/query", &body).await;
+            assert_eq!(status, StatusCode::OK, "{body}: {answer}");
+            answer["topics"].as_array().unwrap().clone()
+        }
+    };
+    let low = trust("low", &[]);
+    let found = query(json!({"trust": low, "text": "alpha gateway", "hops": 3})).await;
+    assert_eq!(found[0]["topic"]["id"], ids[0].as_str());
+    assert!(found[0]["score"].as_f64().unwrap() > 0.0);
+    let reached: Vec<(String, u64)> = found[0]["neighbors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["topic_id"].as_str().unwrap().to_string(),
+                n["hop"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(reached.contains(&(ids[1].clone(), 1)));
+    assert!(reached.contains(&(ids[4].clone(), 1)));
+    assert!(reached.contains(&(ids[5].clone(), 2)));
+    assert!(reached.contains(&(ids[6].clone(), 3)));
+    assert!(
+        !reached.iter().any(|(id, _)| *id == ids[2] || *id == ids[3]),
+        "the hidden topic is neither shown nor passed through: {reached:?}"
+    );
+    for hops in 1..=3u64 {
+        let found = query(json!({"trust": low, "text": "alpha gateway", "hops": hops})).await;
+        let deepest = found[0]["neighbors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["hop"].as_u64().unwrap())
+            .max();
+        assert_eq!(deepest, Some(hops));
+    }
+    let out = &found[0]["neighbors"][0];
+    assert_eq!(out["direction"], "out");
+    assert_eq!(out["kind"], "depends_on");
+    let from_b = query(json!({"trust": low, "text": "bravo ledger", "hops": 1})).await;
+    assert_eq!(from_b[0]["neighbors"][0]["direction"], "in");
+
+    // Field values are searched too; the hidden topic is never found.
+    let found = query(json!({"trust": low, "text": "charlie team"})).await;
+    assert_eq!(found[0]["topic"]["id"], ids[3].as_str());
+    assert!(query(json!({"trust": low, "text": "hidden vault"}))
+        .await
+        .is_empty());
+    // Without text: the most recently changed; with history when asked.
+    let found = query(json!({"trust": low, "limit": 2, "include_history": true, "hops": 0})).await;
+    assert_eq!(found.len(), 2);
+    assert_eq!(found[0]["history"]["owner"].as_array().unwrap().len(), 1);
+    for (body, field) in [
+        (json!({"trust": low, "hops": 4}), "hops"),
+        (json!({"trust": low, "limit": 1000}), "limit"),
+        (json!({"hops": 1}), "trust"),
+    ] {
+        let answer = app.post("/v1/topics/query", &body).await;
+        assert_error(&answer, StatusCode::BAD_REQUEST, "invalid_argument", field);
+    }
+}

@@ -513,10 +513,31 @@ impl Transaction for Connection {
         &mut self,
         text: &str,
         trust: &TrustContext,
+        kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
         let scopes = trust.scope_filter();
-        topics::search_topics(self, text, trust.max_sensitivity, scopes.as_deref(), limit)
+        let visible = topics::Visible {
+            max_sensitivity: trust.max_sensitivity,
+            scopes: scopes.as_deref(),
+            kind,
+        };
+        topics::search_topics(self, text, &visible, limit)
+    }
+
+    fn recent_topics(
+        &mut self,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic)>, StoreError> {
+        let scopes = trust.scope_filter();
+        let visible = topics::Visible {
+            max_sensitivity: trust.max_sensitivity,
+            scopes: scopes.as_deref(),
+            kind,
+        };
+        topics::recent_topics(self, &visible, limit)
     }
 
     fn field_heads(

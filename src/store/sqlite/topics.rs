@@ -133,33 +133,73 @@ pub fn topics_titled(
 pub fn search_topics(
     conn: &Connection,
     text: &str,
-    max_sensitivity: Sensitivity,
-    scopes: Option<&[String]>,
+    visible: &Visible<'_>,
     limit: usize,
 ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
     let Some(query) = TextQuery::new(text) else {
         return Ok(Vec::new());
     };
-    let scopes_json = scopes
-        .map(|s| serde_json::to_string(s).map_err(|e| StoreError::Corrupt(e.to_string())))
-        .transpose()?;
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS}, s.rank FROM topic_search s JOIN topics t ON t.key = s.rowid
          WHERE topic_search MATCH ?1 AND t.archived = 0 AND t.sensitivity <= ?2
            AND (?3 IS NULL OR t.scope IS NULL OR t.scope IN (SELECT value FROM json_each(?3)))
-         ORDER BY s.rank LIMIT ?4"
+           AND (?4 IS NULL OR t.kind = ?4)
+         ORDER BY s.rank LIMIT ?5"
     ))?;
     let rows = stmt.query_map(
         params![
             query.any(),
-            max_sensitivity.rank(),
-            scopes_json,
+            visible.max_sensitivity.rank(),
+            visible.scopes_json()?,
+            visible.kind,
             limit as i64
         ],
         |row| {
             let rank: f64 = row.get(12)?;
             Ok(read_topic(row)?.map(|(key, topic)| (key, topic, -rank)))
         },
+    )?;
+    rows.map(|row| row?).collect()
+}
+
+/// Which topics a listing may return: up to a sensitivity, unscoped or
+/// in `scopes` (`None`: every scope), of `kind` when given.
+pub struct Visible<'a> {
+    pub max_sensitivity: Sensitivity,
+    pub scopes: Option<&'a [String]>,
+    pub kind: Option<&'a str>,
+}
+
+impl Visible<'_> {
+    fn scopes_json(&self) -> Result<Option<String>, StoreError> {
+        self.scopes
+            .map(|s| serde_json::to_string(s).map_err(|e| StoreError::Corrupt(e.to_string())))
+            .transpose()
+    }
+}
+
+/// Topics not archived that `visible` allows, most recently changed
+/// first, at most `limit`.
+pub fn recent_topics(
+    conn: &Connection,
+    visible: &Visible<'_>,
+    limit: usize,
+) -> Result<Vec<(i64, Topic)>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM topics t
+         WHERE t.archived = 0 AND t.sensitivity <= ?1
+           AND (?2 IS NULL OR t.scope IS NULL OR t.scope IN (SELECT value FROM json_each(?2)))
+           AND (?3 IS NULL OR t.kind = ?3)
+         ORDER BY t.updated_at DESC, t.key DESC LIMIT ?4"
+    ))?;
+    let rows = stmt.query_map(
+        params![
+            visible.max_sensitivity.rank(),
+            visible.scopes_json()?,
+            visible.kind,
+            limit as i64
+        ],
+        read_topic,
     )?;
     rows.map(|row| row?).collect()
 }
