@@ -35,6 +35,9 @@ CREATE TABLE topic_versions (
     why_changed TEXT,
     PRIMARY KEY (topic_key, name, seq)
 ) WITHOUT ROWID;
+-- Which topic a record is a field of (graph retrieval), and what a pruned
+-- record's cascade looks up.
+CREATE INDEX topic_versions_by_record ON topic_versions (record_key);
 
 CREATE TABLE topic_edges (
     from_key   INTEGER NOT NULL REFERENCES topics (key),

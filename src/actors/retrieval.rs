@@ -18,6 +18,7 @@ use crate::domain::retrieval::Retrieval;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
+use crate::service::graph::{Graph, GraphLimits};
 use crate::service::retrieval::RetrieveResult;
 use crate::service::{self, ServiceError};
 use crate::store::Transaction;
@@ -191,5 +192,30 @@ impl<T: Send + 'static> Handler<ReadTopics<T>> for Retriever {
     fn handle(&mut self, msg: ReadTopics<T>, _: &mut Self::Context) -> Self::Result {
         let ReadTopics { caller, work } = msg;
         self.bounded_read(move |tx, now| work(tx, &caller, now))
+    }
+}
+
+/// Turns a graph request into its caller, the retrieval of its roots and
+/// its limits, given the server's largest `limit`.
+pub type GraphCheck = Box<dyn FnOnce(usize) -> Validated<(Caller, Retrieval, GraphLimits)> + Send>;
+
+#[derive(Message)]
+#[rtype(result = "Result<Graph, ServiceError>")]
+pub struct RetrieveGraph {
+    pub check: GraphCheck,
+}
+
+impl Handler<RetrieveGraph> for Retriever {
+    type Result = ResponseFuture<Result<Graph, ServiceError>>;
+
+    fn handle(&mut self, msg: RetrieveGraph, _: &mut Self::Context) -> Self::Result {
+        let (caller, retrieval, limits) = match (msg.check)(self.settings.max_limit) {
+            Ok(checked) => checked,
+            Err(e) => return Box::pin(async move { Err(e.into()) }),
+        };
+        let ranking = self.settings.ranking;
+        self.bounded_read(move |tx, now| {
+            service::graph::graph(tx, &caller, now, &retrieval, limits, &ranking)
+        })
     }
 }

@@ -12,6 +12,7 @@
 pub mod consolidation;
 pub mod decay;
 pub mod embedding;
+pub mod graph;
 pub mod ingest;
 pub mod keys;
 pub mod retrieval;

@@ -430,6 +430,8 @@ pub trait Transaction {
     /// The kept versions of one field, oldest first.
     fn field_versions(&mut self, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError>;
     fn add_version(&mut self, key: i64, version: &FieldVersion) -> Result<(), StoreError>;
+    /// The key of the topic record `record_id` is a field version of.
+    fn topic_of_record(&mut self, record_id: &str) -> Result<Option<i64>, StoreError>;
     /// Keeps a field's newest `keep` versions in its history.
     fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError>;
     /// Adds an edge unless it stands already; answers whether it was added.

@@ -550,3 +550,122 @@ async fn queries_rank_by_text_and_walk_edges_only_through_visible_topics() {
         assert_error(&answer, StatusCode::BAD_REQUEST, "invalid_argument", field);
     }
 }
+
+#[actix_web::test]
+async fn graph_retrieval_walks_relations_and_topic_links_within_its_limits() {
+    let app = spawn_app().await;
+    let service = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Orders", "source": "a",
+               "fields": [{"name": "store", "value": "postgres zanzibar"}, {"name": "owner", "value": "team-o"}]}),
+    )
+    .await;
+    let service_id = service["topic_id"].as_str().unwrap().to_string();
+    let queue = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Queue", "source": "a",
+               "fields": [{"name": "broker", "value": "kafka"}],
+               "edges": []}),
+    )
+    .await;
+    let queue_id = queue["topic_id"].as_str().unwrap().to_string();
+    let secret = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Secret", "source": "a", "sensitivity": "hyper",
+               "fields": [{"name": "key", "value": "hidden"}]}),
+    )
+    .await;
+    let secret_id = secret["topic_id"].as_str().unwrap().to_string();
+    for to in [&queue_id, &secret_id] {
+        let (status, body) = app
+            .post(
+                &format!("/v1/topics/{service_id}/edges"),
+                &json!({"to_topic_id": to, "kind": "depends_on", "trust": hyper()}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    // A version chain: the root's record supersedes the first value.
+    ingest(
+        &app,
+        json!({"placement": "version_field", "topic_id": service_id, "source": "a",
+               "fields": [{"name": "store", "value": "postgres zanzibar 16"}]}),
+    )
+    .await;
+
+    let graph = |body: Value| {
+        let app = &app;
+        async move {
+            let (status, answer) = app.post("/v1/retrieve/graph", &body).await;
+            (status, answer)
+        }
+    };
+    let low = trust("low", &[]);
+    let (status, answer) = graph(json!({"trust": low, "task_descriptor": "zanzibar",
+                                        "memory_types": ["semantic"], "root_limit": 1}))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let nodes = answer["nodes"].as_array().unwrap();
+    assert_eq!(nodes[0]["root"], true);
+    assert_eq!(
+        nodes[0]["record"]["payload"]["object"],
+        "postgres zanzibar 16"
+    );
+    let objects: Vec<&Value> = nodes
+        .iter()
+        .map(|n| &n["record"]["payload"]["object"])
+        .collect();
+    assert!(
+        objects.contains(&&json!("postgres zanzibar")),
+        "the superseded version: {objects:?}"
+    );
+    assert!(
+        objects.contains(&&json!("team-o")),
+        "the same topic: {objects:?}"
+    );
+    assert!(
+        objects.contains(&&json!("kafka")),
+        "a topic it depends on: {objects:?}"
+    );
+    assert!(
+        !answer.to_string().contains("hidden"),
+        "never to an invisible record"
+    );
+    assert!(nodes
+        .iter()
+        .skip(1)
+        .all(|n| n["root"] == false && n["hop"] == 1));
+    let kinds: Vec<&str> = answer["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"same_topic") && kinds.contains(&"depends_on"),
+        "{kinds:?}"
+    );
+    assert!(kinds.iter().any(|k| k.contains("supersede")), "{kinds:?}");
+
+    let (_, only_roots) = graph(json!({"trust": low, "task_descriptor": "zanzibar",
+                                      "root_limit": 1, "max_hops": 0}))
+    .await;
+    assert_eq!(only_roots["nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(only_roots["edges"], json!([]));
+    let (_, small) = graph(
+        json!({"trust": low, "task_descriptor": "zanzibar", "root_limit": 1,
+                                "node_limit": 2, "edge_limit": 1}),
+    )
+    .await;
+    assert_eq!(small["nodes"].as_array().unwrap().len(), 2);
+    assert_eq!(small["edges"].as_array().unwrap().len(), 1);
+    for (body, field) in [
+        (json!({"trust": low, "max_hops": 4}), "max_hops"),
+        (json!({"trust": low, "node_limit": 0}), "node_limit"),
+        (json!({"trust": low, "root_limit": 0}), "root_limit"),
+        (json!({}), "trust"),
+    ] {
+        let answer = graph(body).await;
+        assert_error(&answer, StatusCode::BAD_REQUEST, "invalid_argument", field);
+    }
+}

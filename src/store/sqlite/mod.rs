@@ -556,6 +556,10 @@ impl Transaction for Connection {
         topics::add_version(self, key, version)
     }
 
+    fn topic_of_record(&mut self, record_id: &str) -> Result<Option<i64>, StoreError> {
+        topics::topic_of_record(self, record_id)
+    }
+
     fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError> {
         topics::trim_versions(self, key, name, keep)
     }

@@ -249,6 +249,17 @@ pub fn field_versions(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// The topic record `record_id` is a field version of, if any.
+pub fn topic_of_record(conn: &Connection, record_id: &str) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT v.topic_key FROM records r JOIN topic_versions v ON v.record_key = r.key
+             WHERE r.id = ?1 LIMIT 1",
+        )?
+        .query_row([record_id], |row| row.get(0))
+        .optional()?)
+}
+
 /// Records that record `record_id` is version `seq` of field `name`.
 pub fn add_version(conn: &Connection, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
     conn.prepare_cached(
