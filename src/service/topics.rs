@@ -551,7 +551,8 @@ pub struct Neighbor {
 #[derive(Debug, Clone, Serialize)]
 pub struct QueryHit {
     pub topic: TopicView,
-    /// Text relevance in [0, 1); 0 without query text.
+    /// Text relevance relative to the best match of the answer (1), in
+    /// [0, 1]; 0 without query text.
     pub score: f64,
     pub neighbors: Vec<Neighbor>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -577,6 +578,7 @@ pub fn query(
             .map(|(key, topic)| (key, topic, 0.0))
             .collect(),
     };
+    let best = found.iter().map(|(_, _, bm25)| *bm25).fold(0.0, f64::max);
     let mut hits = Vec::with_capacity(found.len());
     for (key, topic, bm25) in found {
         debug_assert!(visible(caller, &topic));
@@ -596,7 +598,7 @@ pub fn query(
         };
         hits.push(QueryHit {
             topic: view,
-            score: bm25 / (1.0 + bm25),
+            score: if best > 0.0 { bm25 / best } else { 0.0 },
             neighbors,
             history,
         });
