@@ -3,8 +3,9 @@
 -- A topic is a thing agents know about: a title, a summary, a kind, the
 -- trust of a record (sensitivity, scope) and a salience. Its fields are
 -- semantic records (subject = the topic id, predicate = the field name);
--- topic_versions lists each field's versions in order, with what the
--- record does not say (why the value changed). Edges are typed links
+-- topic_versions lists each field's versions in order, with a copy of the
+-- value and source (so views, histories and the topic's search text read
+-- no records) and what the record does not say (why the value changed). Edges are typed links
 -- between topics; a removed edge keeps its row with the time it was
 -- removed, so a view as of an earlier instant shows the edges of then.
 CREATE TABLE topics (
@@ -32,6 +33,8 @@ CREATE TABLE topic_versions (
     seq         INTEGER NOT NULL,
     record_key  INTEGER NOT NULL REFERENCES records (key) ON DELETE CASCADE,
     valid_from  INTEGER NOT NULL,
+    value_json  TEXT NOT NULL,
+    source      TEXT NOT NULL,
     why_changed TEXT,
     PRIMARY KEY (topic_key, name, seq)
 ) WITHOUT ROWID;

@@ -206,7 +206,7 @@ async fn view(
         &state,
         access,
         body.0.trust,
-        Box::new(move |tx, caller, now| topics::view(tx, caller, now, &id, as_of)),
+        Box::new(move |tx, caller, _| topics::view(tx, caller, &id, as_of)),
     )
     .await?;
     Ok(HttpResponse::Ok().json(TopicBody { topic }))
@@ -254,7 +254,7 @@ async fn query(
         &state,
         access,
         body.trust,
-        Box::new(move |tx, caller, now| topics::query(tx, caller, now, &query)),
+        Box::new(move |tx, caller, _| topics::query(tx, caller, &query)),
     )
     .await?;
     Ok(HttpResponse::Ok().json(TopicsBody { topics: found }))
@@ -285,7 +285,7 @@ async fn field_history(
         &state,
         access,
         body.0.trust,
-        Box::new(move |tx, caller, now| topics::field_history(tx, caller, now, &id, &name)),
+        Box::new(move |tx, caller, _| topics::field_history(tx, caller, &id, &name)),
     )
     .await?;
     Ok(HttpResponse::Ok().json(VersionsBody { versions }))

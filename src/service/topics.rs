@@ -14,8 +14,7 @@ use super::revision::{reinforce, supersede};
 use super::{insert_new, place, place_new, ServiceError};
 use crate::config::TopicSettings;
 use crate::domain::ingest::IngestContext;
-use crate::domain::payload::Payload;
-use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::record::Attribution;
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
     field_record, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
@@ -69,29 +68,6 @@ fn load_topic(
     tx.topic_by_id(id)?
         .filter(|(_, topic)| visible(caller, topic))
         .ok_or_else(|| topic_not_found(field))
-}
-
-/// The value a field's version record holds.
-fn value_of(record: &MemoryRecord) -> Value {
-    match &record.payload {
-        Payload::Semantic(fact) => fact.object.clone(),
-        _ => Value::Null,
-    }
-}
-
-/// The record of a field version; it shares its topic's trust, so a caller
-/// that sees the topic sees it.
-fn version_record(
-    tx: &mut dyn Transaction,
-    version: &FieldVersion,
-    now: Timestamp,
-) -> Result<MemoryRecord, ServiceError> {
-    tx.get_record(&version.record_id, now)?.ok_or_else(|| {
-        ServiceError::Internal(format!(
-            "field {} names record {}, which is gone",
-            version.name, version.record_id
-        ))
-    })
 }
 
 /// Places and stores a topics ingest: every check (placement, topic,
@@ -185,11 +161,7 @@ pub fn ingest(
     let mut applied = Vec::with_capacity(request.fields.len());
     for item in &request.fields {
         let head = heads.get(&item.name).cloned();
-        let current = match &head {
-            Some(head) => Some(version_record(tx, head, now)?),
-            None => None,
-        };
-        let op = FieldOp::of(current.as_ref().map(value_of).as_ref(), &item.value);
+        let op = FieldOp::of(head.as_ref().map(|h| &h.value), &item.value);
         let by = Attribution::new(
             caller.actor(&request.source),
             item.why_changed
@@ -216,6 +188,8 @@ pub fn ingest(
                     seq: head.seq + 1,
                     record_id: record.id.clone(),
                     valid_from: now,
+                    value: item.value.clone(),
+                    source: request.source.clone(),
                     why_changed: item.why_changed.clone(),
                 };
                 tx.add_version(key, &version)?;
@@ -232,6 +206,8 @@ pub fn ingest(
                     seq: 1,
                     record_id: record.id.clone(),
                     valid_from: now,
+                    value: item.value.clone(),
+                    source: request.source.clone(),
                     why_changed: item.why_changed.clone(),
                 };
                 tx.add_version(key, &version)?;
@@ -258,7 +234,7 @@ pub fn ingest(
         topic.updated_at = now;
         tx.update_topic(key, &topic)?;
     }
-    let text = search_text(tx, &topic, heads.values(), now)?;
+    let text = search_text(&topic, heads.values());
     tx.index_topic(key, &text, fresh)?;
     Ok(Ingested {
         topic_id: topic.id,
@@ -303,22 +279,16 @@ fn find_home(
 
 /// What the topic index holds of a topic: its title, summary and the
 /// current values of its fields.
-fn search_text<'a>(
-    tx: &mut dyn Transaction,
-    topic: &Topic,
-    heads: impl Iterator<Item = &'a FieldVersion>,
-    now: Timestamp,
-) -> Result<String, ServiceError> {
+fn search_text<'a>(topic: &Topic, heads: impl Iterator<Item = &'a FieldVersion>) -> String {
     let mut text = topic.text();
     for head in heads {
-        let value = value_of(&version_record(tx, head, now)?);
         text.push(' ');
-        match value {
-            Value::String(s) => text.push_str(&s),
+        match &head.value {
+            Value::String(s) => text.push_str(s),
             other => text.push_str(&other.to_string()),
         }
     }
-    Ok(text)
+    text
 }
 
 /// A field's value in a view.
@@ -344,18 +314,16 @@ pub struct TopicView {
 pub fn view(
     tx: &mut dyn Transaction,
     caller: &Caller,
-    now: Timestamp,
     id: &str,
     as_of: Option<Timestamp>,
 ) -> Result<TopicView, ServiceError> {
     let (key, topic) = load_topic(tx, caller, "", id)?;
     let mut fields = BTreeMap::new();
     for head in tx.field_heads(key, as_of)? {
-        let record = version_record(tx, &head, now)?;
         fields.insert(
-            head.name.clone(),
+            head.name,
             FieldView {
-                value: value_of(&record),
+                value: head.value,
                 valid_from: head.valid_from,
                 record_id: head.record_id,
             },
@@ -387,7 +355,7 @@ pub struct VersionView {
     #[serde(with = "crate::domain::time::rfc3339_option")]
     pub valid_to: Option<Timestamp>,
     pub why_changed: Option<String>,
-    pub source: Option<String>,
+    pub source: String,
     pub record_id: String,
 }
 
@@ -395,7 +363,6 @@ pub struct VersionView {
 pub fn field_history(
     tx: &mut dyn Transaction,
     caller: &Caller,
-    now: Timestamp,
     id: &str,
     name: &str,
 ) -> Result<Vec<VersionView>, ServiceError> {
@@ -406,19 +373,24 @@ pub fn field_history(
             "the topic has no field {name:?}"
         )));
     }
-    let mut history = Vec::with_capacity(versions.len());
-    for (i, version) in versions.iter().enumerate() {
-        let record = version_record(tx, version, now)?;
-        history.push(VersionView {
-            value: value_of(&record),
+    let valid_to: Vec<Option<Timestamp>> = versions
+        .iter()
+        .skip(1)
+        .map(|next| Some(next.valid_from))
+        .chain([None])
+        .collect();
+    Ok(versions
+        .into_iter()
+        .zip(valid_to)
+        .map(|(version, valid_to)| VersionView {
+            value: version.value,
             valid_from: version.valid_from,
-            valid_to: versions.get(i + 1).map(|next| next.valid_from),
-            why_changed: version.why_changed.clone(),
-            source: record.provenance.created_by.clone(),
-            record_id: version.record_id.clone(),
-        });
-    }
-    Ok(history)
+            valid_to,
+            why_changed: version.why_changed,
+            source: version.source,
+            record_id: version.record_id,
+        })
+        .collect())
 }
 
 /// Adds an edge from topic `from` to `to` (both visible to the caller);
@@ -566,7 +538,6 @@ pub struct QueryHit {
 pub fn query(
     tx: &mut dyn Transaction,
     caller: &Caller,
-    now: Timestamp,
     query: &TopicQuery,
 ) -> Result<Vec<QueryHit>, ServiceError> {
     let kind = query.kind.as_deref();
@@ -582,15 +553,12 @@ pub fn query(
     let mut hits = Vec::with_capacity(found.len());
     for (key, topic, bm25) in found {
         debug_assert!(visible(caller, &topic));
-        let view = view(tx, caller, now, &topic.id, query.as_of)?;
+        let view = view(tx, caller, &topic.id, query.as_of)?;
         let neighbors = neighbors(tx, caller, key, query.hops, query.as_of)?;
         let history = if query.include_history {
             let mut fields = BTreeMap::new();
             for name in view.fields.keys() {
-                fields.insert(
-                    name.clone(),
-                    field_history(tx, caller, now, &topic.id, name)?,
-                );
+                fields.insert(name.clone(), field_history(tx, caller, &topic.id, name)?);
             }
             Some(fields)
         } else {

@@ -466,6 +466,10 @@ pub struct FieldVersion {
     pub seq: i64,
     pub record_id: String,
     pub valid_from: Timestamp,
+    /// The value the record holds, copied.
+    pub value: serde_json::Value,
+    /// Who set it, as the request said.
+    pub source: String,
     pub why_changed: Option<String>,
 }
 

@@ -204,14 +204,20 @@ pub fn recent_topics(
     rows.map(|row| row?).collect()
 }
 
-fn read_version(row: &Row<'_>) -> rusqlite::Result<FieldVersion> {
-    Ok(FieldVersion {
-        name: row.get(0)?,
-        seq: row.get(1)?,
-        record_id: row.get(2)?,
-        valid_from: from_micros(row.get(3)?),
-        why_changed: row.get(4)?,
-    })
+fn read_version(row: &Row<'_>) -> rusqlite::Result<Result<FieldVersion, StoreError>> {
+    let value: String = row.get(5)?;
+    Ok((|| {
+        Ok(FieldVersion {
+            name: row.get(0)?,
+            seq: row.get(1)?,
+            record_id: row.get(2)?,
+            valid_from: from_micros(row.get(3)?),
+            why_changed: row.get(4)?,
+            value: serde_json::from_str(&value)
+                .map_err(|e| StoreError::Corrupt(format!("field value: {e}")))?,
+            source: row.get(6)?,
+        })
+    })())
 }
 
 /// The newest version of each field of topic `key` that was valid at `at`
@@ -222,7 +228,7 @@ pub fn field_heads(
     at: Option<Timestamp>,
 ) -> Result<Vec<FieldVersion>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed
+        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = ?1 AND v.seq = (
              SELECT MAX(w.seq) FROM topic_versions w
@@ -231,7 +237,7 @@ pub fn field_heads(
          ORDER BY v.name",
     )?;
     let rows = stmt.query_map(params![key, at.as_ref().map(to_micros)], read_version)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.map(|row| row?).collect()
 }
 
 /// Every kept version of field `name` of topic `key`, oldest first.
@@ -241,12 +247,12 @@ pub fn field_versions(
     name: &str,
 ) -> Result<Vec<FieldVersion>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed
+        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = ?1 AND v.name = ?2 ORDER BY v.seq",
     )?;
     let rows = stmt.query_map(params![key, name], read_version)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.map(|row| row?).collect()
 }
 
 /// The topic record `record_id` is a field version of, if any.
@@ -263,8 +269,9 @@ pub fn topic_of_record(conn: &Connection, record_id: &str) -> Result<Option<i64>
 /// Records that record `record_id` is version `seq` of field `name`.
 pub fn add_version(conn: &Connection, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO topic_versions (topic_key, name, seq, record_key, valid_from, why_changed)
-         SELECT ?1, ?2, ?3, key, ?4, ?5 FROM records WHERE id = ?6",
+        "INSERT INTO topic_versions (topic_key, name, seq, record_key, valid_from, why_changed,
+                                     value_json, source)
+         SELECT ?1, ?2, ?3, key, ?4, ?5, ?7, ?8 FROM records WHERE id = ?6",
     )?
     .execute(params![
         key,
@@ -273,6 +280,8 @@ pub fn add_version(conn: &Connection, key: i64, version: &FieldVersion) -> Resul
         to_micros(&version.valid_from),
         version.why_changed,
         version.record_id,
+        version.value.to_string(),
+        version.source,
     ])?;
     Ok(())
 }
