@@ -70,7 +70,8 @@ pub struct EdgeItem {
     pub kind: String,
 }
 
-/// A topics ingest, checked: what to write, and where if the caller said.
+/// A topics ingest: what to write, and where if the caller said;
+/// [`TopicIngest::checked`] before use.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicIngest {
     pub placement: Placement,
@@ -87,25 +88,9 @@ pub struct TopicIngest {
     pub tags: Vec<String>,
 }
 
-/// The fields of a topics ingest as a request carries them.
-pub struct TopicIngestParts {
-    pub placement: Option<String>,
-    pub topic_id: Option<String>,
-    pub title: Option<String>,
-    pub summary: Option<String>,
-    pub kind: Option<String>,
-    pub fields: Vec<FieldItem>,
-    pub edges: Vec<EdgeItem>,
-    pub suggest_similar: bool,
-    pub source: String,
-    pub sensitivity: Sensitivity,
-    pub scope: Option<String>,
-    pub tags: Vec<String>,
-}
-
 impl TopicIngest {
-    pub fn checked(parts: TopicIngestParts) -> Validated<TopicIngest> {
-        let placement = Placement::parse("placement", parts.placement.as_deref())?;
+    pub fn checked(parts: TopicIngest) -> Validated<TopicIngest> {
+        let placement = parts.placement;
         let source = optional_string("source", Some(parts.source))?
             .ok_or_else(|| ValidationError::new("source", "source is required"))?;
         check_name("source", &source)?;
@@ -365,9 +350,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parts(placement: Option<&str>) -> TopicIngestParts {
-        TopicIngestParts {
-            placement: placement.map(str::to_string),
+    fn parts(placement: Option<&str>) -> TopicIngest {
+        TopicIngest {
+            placement: Placement::parse("placement", placement).unwrap_or(Placement::Auto),
             topic_id: None,
             title: Some("Go toolchain".into()),
             summary: None,
@@ -392,7 +377,7 @@ mod tests {
             TopicIngest::checked(parts(None)).unwrap().placement,
             Placement::Auto
         );
-        let err = TopicIngest::checked(parts(Some("merge"))).unwrap_err();
+        let err = Placement::parse("placement", Some("merge")).unwrap_err();
         assert_eq!(err.field, "placement");
         let err = TopicIngest::checked(parts(Some("extend_topic"))).unwrap_err();
         assert_eq!(err.field, "topic_id");

@@ -13,7 +13,7 @@ use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::{rfc3339_option, Timestamp};
 use crate::domain::topic::{
-    check_edge_kind, check_field_name, EdgeItem, FieldItem, TopicIngest, TopicIngestParts,
+    check_edge_kind, check_field_name, EdgeItem, FieldItem, Placement, TopicIngest,
 };
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::{check_id, null_as_default};
@@ -115,8 +115,8 @@ async fn ingest(
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     let caller = access.acting(body.trust)?;
-    let request = TopicIngest::checked(TopicIngestParts {
-        placement: body.placement,
+    let request = TopicIngest::checked(TopicIngest {
+        placement: Placement::parse("placement", body.placement.as_deref())?,
         topic_id: body.topic_id,
         title: body.title,
         summary: body.summary,
