@@ -43,6 +43,21 @@ pub struct Settings {
     #[serde(default)]
     pub embedding: Option<EmbeddingSettings>,
     pub auth: AuthSettings,
+    pub topics: TopicSettings,
+}
+
+/// Topics: how much history a field keeps, and when `auto` placement
+/// takes an observation for an existing topic.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicSettings {
+    /// Versions a field's history keeps; older ones leave it (their
+    /// records stay, retracted, in the supersession chain).
+    pub max_field_history: usize,
+    /// The least text similarity, from 0 to 1 (the share of words of title
+    /// and summary in common), at which `auto` places an observation on an
+    /// existing topic of the same scope when no title matches.
+    pub match_threshold: f64,
 }
 
 /// API keys: when they are required, and how they are kept.
@@ -385,6 +400,12 @@ impl Settings {
         }
         if self.auth.pepper_env.as_deref().is_some_and(str::is_empty) {
             return invalid("auth.pepper_env", "must name an environment variable");
+        }
+        if self.topics.max_field_history == 0 {
+            return invalid("topics.max_field_history", "must be at least 1");
+        }
+        if !(self.topics.match_threshold > 0.0 && self.topics.match_threshold <= 1.0) {
+            return invalid("topics.match_threshold", "must be in (0, 1]");
         }
         if self.storage.db_path.as_os_str().is_empty() {
             return invalid("storage.db_path", "must not be empty");

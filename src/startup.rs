@@ -186,6 +186,7 @@ impl Application {
             max_body_bytes: settings.server.max_body_bytes,
             body_budget: BodyBudget::new(settings.server.max_body_bytes_in_flight),
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
+            topics: settings.topics,
         };
 
         let listener =
@@ -306,6 +307,7 @@ struct SharedState {
     /// One for all workers: the bound is on the whole process.
     body_budget: Arc<BodyBudget>,
     body_read_timeout: Duration,
+    topics: crate::config::TopicSettings,
 }
 
 impl SharedState {
@@ -333,6 +335,7 @@ impl SharedState {
             max_body_bytes: self.max_body_bytes,
             body_budget: self.body_budget.clone(),
             body_read_timeout: self.body_read_timeout,
+            topics: self.topics,
         }
     }
 }

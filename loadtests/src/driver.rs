@@ -17,7 +17,7 @@ pub use loadtests::http::{client, post};
 
 use crate::workload::{
     batch_request, ingest_request, narrow_retrieval, search_retrieval, topic_fact,
-    varied_retrieval, Rng,
+    topic_observation, topic_query, varied_retrieval, Rng,
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +41,10 @@ pub enum Scenario {
     /// Ingests while runs of these jobs (decay, consolidation) are
     /// triggered.
     DuringMaintenance { every: Duration, jobs: Vec<String> },
+    /// `auto` topics ingests of 5-field observations.
+    Topics,
+    /// Topic queries by two title words, one hop.
+    TopicsQuery,
 }
 
 impl Scenario {
@@ -55,6 +59,8 @@ impl Scenario {
             Scenario::Vector { text: true } => "hybrid",
             Scenario::Revise { .. } => "revise",
             Scenario::DuringMaintenance { .. } => "during-maintenance",
+            Scenario::Topics => "topics",
+            Scenario::TopicsQuery => "topics-query",
         }
     }
 }
@@ -87,6 +93,7 @@ enum Op {
         records: Vec<(String, Vec<(&'static str, Value)>)>,
     },
     Read {
+        path: &'static str,
         body: Value,
     },
     Supersede {
@@ -132,16 +139,28 @@ fn op_without_vectors(scenario: &Scenario, seed: u64, index: u64, vectors: usize
         Scenario::Mixed { read_ratio } => {
             if (rng.below(1_000_000) as f64) < read_ratio * 1_000_000.0 {
                 Op::Read {
+                    path: "/v1/retrieve",
                     body: varied_retrieval(&mut rng),
                 }
             } else {
                 single_write(seed, index)
             }
         }
+        Scenario::Topics => Op::Write {
+            path: "/v1/topics/ingest",
+            body: topic_observation(&mut rng),
+            records: Vec::new(),
+        },
+        Scenario::TopicsQuery => Op::Read {
+            path: "/v1/topics/query",
+            body: topic_query(&mut rng),
+        },
         Scenario::Retrieve => Op::Read {
+            path: "/v1/retrieve",
             body: narrow_retrieval(),
         },
         Scenario::Search => Op::Read {
+            path: "/v1/retrieve",
             body: search_retrieval(&mut rng),
         },
         Scenario::Vector { text } => {
@@ -159,7 +178,10 @@ fn op_without_vectors(scenario: &Scenario, seed: u64, index: u64, vectors: usize
             if !text {
                 body.as_object_mut().map(|b| b.remove("task_descriptor"));
             }
-            Op::Read { body }
+            Op::Read {
+                path: "/v1/retrieve",
+                body,
+            }
         }
         Scenario::Revise { topics } => Op::Supersede {
             topic: rng.below(*topics as u64) as usize,
@@ -250,8 +272,8 @@ async fn execute(run: &Rc<RefCell<Run>>, client: &awc::Client, index: u64, due: 
                 Err(e) => run.error(format!("transport: {e}")),
             }
         }
-        Op::Read { body } => {
-            let answer = post(client, &format!("{url}/v1/retrieve"), &body).await;
+        Op::Read { path, body } => {
+            let answer = post(client, &format!("{url}{path}"), &body).await;
             let mut run = run.borrow_mut();
             record_latency(&mut run, due);
             match answer {

@@ -34,6 +34,9 @@ Scenarios (against a running engram):
   revise              many clients superseding the same --topics facts
   during-maintenance  ingests while decay and consolidation runs are
                       triggered every --maintenance-every seconds
+  topics              auto-placed topics ingests of 5-field observations
+                      over 100,000 titles (new topics, then extensions)
+  topics-query        topic queries by two title words, one hop
 
 Other commands:
   targets             bare baselines, then ingest (64 clients) and batch
@@ -234,6 +237,8 @@ async fn run(args: Args) -> bool {
             read_ratio: args.read_ratio,
         }),
         "retrieve" => Some(Scenario::Retrieve),
+        "topics" => Some(Scenario::Topics),
+        "topics-query" => Some(Scenario::TopicsQuery),
         "search" => Some(Scenario::Search),
         "vector" => Some(Scenario::Vector { text: false }),
         "hybrid" => Some(Scenario::Vector { text: true }),

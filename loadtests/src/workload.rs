@@ -230,6 +230,51 @@ pub fn search_retrieval(rng: &mut Rng) -> Value {
 
 /// A fact the `revise` scenario keeps superseding: topic `topic`,
 /// version `version`.
+/// Distinct topic titles the `topics` scenario draws from.
+pub const TOPIC_TITLES: u64 = 100_000;
+
+/// The title of topic `n`: two vocabulary words and the number, so text
+/// queries by words match a few topics each.
+pub fn topic_title(n: u64) -> String {
+    format!("{} {} {n}", word(n % 4096), word((n / 4096 + n * 7) % 4096))
+}
+
+/// A 5-field observation of one of [`TOPIC_TITLES`] topics, `auto`
+/// placed: a title seen before extends its topic (fields versioned when
+/// their drawn value differs, left as they are otherwise), a new one makes
+/// it.
+pub fn topic_observation(rng: &mut Rng) -> Value {
+    let n = rng.below(TOPIC_TITLES);
+    let fields: Vec<Value> = ["status", "owner", "version", "region", "note"]
+        .iter()
+        .map(|name| {
+            let value = match *name {
+                "status" => json!(*rng.pick(&["green", "amber", "red"])),
+                "owner" => json!(format!("team-{}", rng.below(20))),
+                "version" => json!(format!("1.{}", rng.below(4))),
+                "region" => json!(*rng.pick(&["eu", "us", "ap"])),
+                _ => json!(sentence(rng, 6)),
+            };
+            json!({"name": name, "value": value})
+        })
+        .collect();
+    json!({
+        "placement": "auto", "title": topic_title(n), "kind": "service",
+        "source": "loadtests", "fields": fields,
+        "trust": {"max_sensitivity": "hyper", "actor_id": "loadtests"},
+    })
+}
+
+/// A topic query of two words from the topic titles, one hop.
+pub fn topic_query(rng: &mut Rng) -> Value {
+    let n = rng.below(TOPIC_TITLES);
+    json!({
+        "trust": {"max_sensitivity": "hyper", "actor_id": "loadtests"},
+        "text": topic_title(n).rsplit_once(' ').map(|(words, _)| words.to_string()),
+        "limit": 10, "hops": 1,
+    })
+}
+
 pub fn topic_fact(topic: usize, version: u64) -> Value {
     json!({
         "type": "semantic", "sensitivity": "low", "scope": SCOPES[topic % SCOPES.len()],

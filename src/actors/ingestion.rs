@@ -4,13 +4,17 @@
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
+use super::retrieval::TopicsWork;
 use super::storage::StorageWriter;
 use crate::clock::Clock;
+use crate::config::TopicSettings;
 use crate::domain::ingest::{Candidate, IngestContext};
 use crate::domain::policy::{NewRecord, Policy};
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
+use crate::domain::topic::TopicIngest;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
+use crate::service::topics::Ingested;
 use crate::service::{self, ServiceError};
 
 pub struct Ingestor {
@@ -124,5 +128,63 @@ impl Handler<CreateRecord> for Ingestor {
                 .write(move |tx| service::ingest::create_record(tx, &caller, now, record))
                 .await
         })
+    }
+}
+
+/// A topics ingest: placed and stored in one writer job.
+#[derive(Message)]
+#[rtype(result = "Result<Ingested, ServiceError>")]
+pub struct IngestTopic {
+    pub caller: Caller,
+    pub request: TopicIngest,
+    pub settings: TopicSettings,
+}
+
+impl Handler<IngestTopic> for Ingestor {
+    type Result = ResponseFuture<Result<Ingested, ServiceError>>;
+
+    fn handle(&mut self, msg: IngestTopic, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        let policy = self.policy.clone();
+        let writer = self.writer.clone();
+        let IngestTopic {
+            caller,
+            request,
+            settings,
+        } = msg;
+        Box::pin(async move {
+            writer
+                .write(move |tx| {
+                    let cx = IngestContext {
+                        policy: &policy,
+                        now,
+                        new_id: &new_record_id,
+                        key: caller.key.as_deref(),
+                    };
+                    service::topics::ingest(tx, &caller, &cx, settings, request)
+                })
+                .await
+        })
+    }
+}
+
+/// A change to topics (edges, archiving): one writer job.
+pub struct ChangeTopics<T> {
+    pub caller: Caller,
+    pub work: TopicsWork<T>,
+}
+
+impl<T: Send + 'static> Message for ChangeTopics<T> {
+    type Result = Result<T, ServiceError>;
+}
+
+impl<T: Send + 'static> Handler<ChangeTopics<T>> for Ingestor {
+    type Result = ResponseFuture<Result<T, ServiceError>>;
+
+    fn handle(&mut self, msg: ChangeTopics<T>, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        let writer = self.writer.clone();
+        let ChangeTopics { caller, work } = msg;
+        Box::pin(async move { writer.write(move |tx| work(tx, &caller, now)).await })
     }
 }

@@ -15,10 +15,13 @@ use super::storage::Reader;
 use crate::clock::Clock;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::Retrieval;
+use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
+use crate::service::graph::{Graph, GraphLimits};
 use crate::service::retrieval::RetrieveResult;
 use crate::service::{self, ServiceError};
+use crate::store::Transaction;
 
 /// The bound on reads in flight, shared by every retriever.
 #[derive(Clone)]
@@ -166,5 +169,53 @@ impl Handler<RetrieveHistory> for Retriever {
     fn handle(&mut self, msg: RetrieveHistory, _: &mut Self::Context) -> Self::Result {
         let RetrieveHistory { id, caller } = msg;
         self.bounded_read(move |tx, now| service::retrieval::history(tx, &caller, now, &id))
+    }
+}
+
+/// Work on the topics that only reads: run like every retrieval, within
+/// the bound on reads in flight, on the read pool.
+pub type TopicsWork<T> =
+    Box<dyn FnOnce(&mut dyn Transaction, &Caller, Timestamp) -> Result<T, ServiceError> + Send>;
+
+pub struct ReadTopics<T> {
+    pub caller: Caller,
+    pub work: TopicsWork<T>,
+}
+
+impl<T: Send + 'static> Message for ReadTopics<T> {
+    type Result = Result<T, ServiceError>;
+}
+
+impl<T: Send + 'static> Handler<ReadTopics<T>> for Retriever {
+    type Result = ResponseFuture<Result<T, ServiceError>>;
+
+    fn handle(&mut self, msg: ReadTopics<T>, _: &mut Self::Context) -> Self::Result {
+        let ReadTopics { caller, work } = msg;
+        self.bounded_read(move |tx, now| work(tx, &caller, now))
+    }
+}
+
+/// Turns a graph request into its caller, the retrieval of its roots and
+/// its limits, given the server's largest `limit`.
+pub type GraphCheck = Box<dyn FnOnce(usize) -> Validated<(Caller, Retrieval, GraphLimits)> + Send>;
+
+#[derive(Message)]
+#[rtype(result = "Result<Graph, ServiceError>")]
+pub struct RetrieveGraph {
+    pub check: GraphCheck,
+}
+
+impl Handler<RetrieveGraph> for Retriever {
+    type Result = ResponseFuture<Result<Graph, ServiceError>>;
+
+    fn handle(&mut self, msg: RetrieveGraph, _: &mut Self::Context) -> Self::Result {
+        let (caller, retrieval, limits) = match (msg.check)(self.settings.max_limit) {
+            Ok(checked) => checked,
+            Err(e) => return Box::pin(async move { Err(e.into()) }),
+        };
+        let ranking = self.settings.ranking;
+        self.bounded_read(move |tx, now| {
+            service::graph::graph(tx, &caller, now, &retrieval, limits, &ranking)
+        })
     }
 }

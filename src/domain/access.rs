@@ -187,6 +187,17 @@ impl Access {
         }
     }
 
+    /// The caller of an operation that reads and writes as the request's
+    /// trust allows (topics): [`Access::reader`], new things without a
+    /// scope going into a scoped key's first scope.
+    pub fn acting(&self, requested: Option<TrustContext>) -> Validated<Caller> {
+        let mut caller = self.reader(requested)?;
+        if let Access::Key(key) = self {
+            caller.default_scope = key.grant.scopes.first().cloned();
+        }
+        Ok(caller)
+    }
+
     /// The caller of a write: everything without a key; with one, the
     /// grant, new records without a scope going into its first scope.
     pub fn writer(&self) -> Caller {

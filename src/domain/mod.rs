@@ -19,6 +19,7 @@ pub mod search;
 pub mod selection;
 pub mod strict;
 pub mod time;
+pub mod topic;
 pub mod trust;
 pub mod validate;
 pub mod vector;

@@ -37,6 +37,19 @@ impl ValidationError {
         }
     }
 
+    /// The same error told of `to` when it is about `from`: a request that
+    /// names a shared setting otherwise.
+    pub fn renamed(self, from: &str, to: &str) -> Self {
+        if self.field == from {
+            ValidationError {
+                field: to.to_string(),
+                ..self
+            }
+        } else {
+            self
+        }
+    }
+
     /// Nests the error under a parent path (`items[3]` + `source`).
     pub fn within(self, parent: &str) -> Self {
         let field = if self.field.is_empty() {

@@ -14,6 +14,7 @@ mod records;
 pub mod requests;
 mod retrieve;
 mod revisions;
+mod topics;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -56,6 +57,7 @@ pub struct AppState {
     pub max_body_bytes: usize,
     pub body_budget: std::sync::Arc<BodyBudget>,
     pub body_read_timeout: std::time::Duration,
+    pub topics: crate::config::TopicSettings,
 }
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -67,6 +69,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     records::configure(cfg);
     retrieve::configure(cfg);
     revisions::configure(cfg);
+    topics::configure(cfg);
 }
 
 /// Cross-origin calls from pages of `origins` (none: CORS stays off): the

@@ -24,6 +24,7 @@ use crate::domain::revision::{
 use crate::domain::trust::{Caller, TrustContext};
 use crate::domain::validate::{null_as_default, Validated};
 use crate::domain::vector::Embedding;
+use crate::service::graph::GraphLimits;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -433,6 +434,66 @@ impl RetrieveRequest {
             self.query_embedding,
         )?);
         Ok((caller, retrieval))
+    }
+}
+
+/// `POST /v1/retrieve/graph`: ranked roots and what they link to.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphRequest {
+    #[serde(default)]
+    pub trust: Option<TrustContext>,
+    #[serde(default)]
+    pub task_descriptor: Option<String>,
+    #[serde(default)]
+    pub query_embedding: Option<Vec<f64>>,
+    #[serde(default)]
+    pub memory_types: Option<Vec<MemoryType>>,
+    #[serde(default)]
+    pub root_limit: Option<i64>,
+    #[serde(default)]
+    pub max_hops: Option<u8>,
+    #[serde(default)]
+    pub node_limit: Option<usize>,
+    #[serde(default)]
+    pub edge_limit: Option<usize>,
+}
+
+impl GraphRequest {
+    /// The caller, the retrieval of the roots (10 unless `root_limit`
+    /// says) and the limits of the walk.
+    pub fn into_graph(
+        self,
+        access: &Access,
+        max_limit: usize,
+    ) -> Validated<(Caller, Retrieval, GraphLimits)> {
+        let caller = access.reader(self.trust)?;
+        let root_limit = match self.root_limit {
+            None => 10,
+            Some(n) if n < 1 => {
+                return Err(crate::domain::validate::ValidationError::new(
+                    "root_limit",
+                    format!("must be at least 1, got {n}"),
+                ))
+            }
+            Some(n) => n,
+        };
+        let retrieval = Retrieval::new(
+            self.task_descriptor,
+            self.memory_types.unwrap_or_default(),
+            0.0,
+            root_limit,
+            max_limit,
+            None,
+            false,
+        )
+        .map_err(|e| e.renamed("limit", "root_limit"))?
+        .embedded(Embedding::optional(
+            "query_embedding",
+            self.query_embedding,
+        )?);
+        let limits = GraphLimits::checked(self.max_hops, self.node_limit, self.edge_limit)?;
+        Ok((caller, retrieval, limits))
     }
 }
 

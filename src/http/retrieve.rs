@@ -4,9 +4,9 @@ use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::requests::{RetrieveRequest, TrustOnlyRequest};
+use super::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, resource, AppState, JsonBody};
-use crate::actors::retrieval::{Retrieve, RetrieveById};
+use crate::actors::retrieval::{Retrieve, RetrieveById, RetrieveGraph};
 use crate::domain::access::{Access, Role};
 use crate::domain::revision::record_id;
 use crate::error::ApiError;
@@ -17,6 +17,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         Method::POST,
         Role::Read,
         web::route().to(retrieve),
+    ))
+    .service(resource(
+        "/v1/retrieve/graph",
+        Method::POST,
+        Role::Read,
+        web::route().to(graph),
     ))
     .service(resource(
         "/v1/retrieve/{id}",
@@ -54,4 +60,18 @@ async fn retrieve_by_id(
         })
         .await??;
     Ok(record_response(StatusCode::OK, &record))
+}
+
+async fn graph(
+    state: web::Data<AppState>,
+    access: Access,
+    body: JsonBody<GraphRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let graph = state
+        .retriever
+        .send(RetrieveGraph {
+            check: Box::new(move |max_limit| body.0.into_graph(&access, max_limit)),
+        })
+        .await??;
+    Ok(HttpResponse::Ok().json(graph))
 }

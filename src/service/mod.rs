@@ -12,12 +12,14 @@
 pub mod consolidation;
 pub mod decay;
 pub mod embedding;
+pub mod graph;
 pub mod ingest;
 pub mod keys;
 pub mod retrieval;
 pub mod revision;
+pub mod topics;
 
-use crate::domain::record::MemoryRecord;
+use crate::domain::record::{MemoryRecord, Sensitivity};
 use crate::domain::revision::RevisionError;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
@@ -135,20 +137,29 @@ fn check_visible(
 /// within the caller's trust. `at` is the record's field path (`""` or
 /// `"new_record."`).
 fn place_new(caller: &Caller, at: &str, record: &mut MemoryRecord) -> Result<(), ServiceError> {
-    if record.scope.is_none() {
-        record.scope.clone_from(&caller.default_scope);
+    place(caller, at, record.sensitivity, &mut record.scope)
+}
+
+/// [`place_new`] for anything with a sensitivity and a scope.
+fn place(
+    caller: &Caller,
+    at: &str,
+    sensitivity: Sensitivity,
+    scope: &mut Option<String>,
+) -> Result<(), ServiceError> {
+    if scope.is_none() {
+        scope.clone_from(&caller.default_scope);
     }
     let most = caller.trust.max_sensitivity;
-    if record.sensitivity > most {
+    if sensitivity > most {
         return Err(ServiceError::PermissionDenied(format!(
-            "{at}sensitivity: this caller may write records up to sensitivity {most}, not {}",
-            record.sensitivity
+            "{at}sensitivity: this caller may write records up to sensitivity {most}, not {sensitivity}"
         )));
     }
-    if !caller.may_see(record) {
+    if !caller.trust.allows_parts(sensitivity, scope.as_deref()) {
         return Err(ServiceError::PermissionDenied(format!(
             "{at}scope: this caller may not write into scope {:?}",
-            record.scope.as_deref().unwrap_or_default()
+            scope.as_deref().unwrap_or_default()
         )));
     }
     Ok(())

@@ -25,6 +25,8 @@ use crate::domain::record::{
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
+use crate::domain::topic::Topic;
+use crate::domain::trust::TrustContext;
 use crate::domain::vector::Embedding;
 
 pub use sqlite::{open, ConnectionOptions, KeyLookup, ReadPool};
@@ -385,6 +387,100 @@ pub trait Transaction {
     /// Revokes a key: `false` if it was revoked already, `NotFound` if
     /// there is none.
     fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError>;
+
+    // Topics.
+
+    /// Stores a new topic; answers its key.
+    fn insert_topic(&mut self, topic: &Topic) -> Result<i64, StoreError>;
+    fn update_topic(&mut self, key: i64, topic: &Topic) -> Result<(), StoreError>;
+    /// Sets the search text of topic `key` (`fresh`: it has none yet).
+    fn index_topic(&mut self, key: i64, text: &str, fresh: bool) -> Result<(), StoreError>;
+    fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError>;
+    fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError>;
+    /// Topics not archived with this title (normalised) in `scope`.
+    fn topics_titled(
+        &mut self,
+        title: &str,
+        scope: Option<&str>,
+    ) -> Result<Vec<(i64, Topic)>, StoreError>;
+    /// Topics not archived that `trust` may see (of `kind`, when given)
+    /// whose text has a word of `text`, best first, with their text scores
+    /// (higher is better).
+    fn search_topics(
+        &mut self,
+        text: &str,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
+    /// Topics not archived that `trust` may see (of `kind`, when given),
+    /// most recently changed first.
+    fn recent_topics(
+        &mut self,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic)>, StoreError>;
+    /// The newest version of each field valid at `at` (`None`: now).
+    fn field_heads(
+        &mut self,
+        key: i64,
+        at: Option<Timestamp>,
+    ) -> Result<Vec<FieldVersion>, StoreError>;
+    /// The kept versions of one field, oldest first.
+    fn field_versions(&mut self, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError>;
+    fn add_version(&mut self, key: i64, version: &FieldVersion) -> Result<(), StoreError>;
+    /// The key of the topic record `record_id` is a field version of.
+    fn topic_of_record(&mut self, record_id: &str) -> Result<Option<i64>, StoreError>;
+    /// Keeps a field's newest `keep` versions in its history.
+    fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError>;
+    /// Adds an edge unless it stands already; answers whether it was added.
+    fn add_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// Ends a standing edge; answers whether there was one.
+    fn remove_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// The edges from and to topic `key` standing at `at` (`None`: now),
+    /// each with the key of the topic at its other end.
+    fn edges_of(
+        &mut self,
+        key: i64,
+        at: Option<Timestamp>,
+    ) -> Result<Vec<(i64, TopicEdge)>, StoreError>;
+}
+
+/// One version of a topic's field: the record holding it, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldVersion {
+    pub name: String,
+    pub seq: i64,
+    pub record_id: String,
+    pub valid_from: Timestamp,
+    /// The value the record holds, copied.
+    pub value: serde_json::Value,
+    /// Who set it, as the request said.
+    pub source: String,
+    pub why_changed: Option<String>,
+}
+
+/// A typed link between two topics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TopicEdge {
+    pub from_topic_id: String,
+    pub to_topic_id: String,
+    pub kind: String,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    pub created_at: Timestamp,
 }
 
 /// The writer's connection: group-committed transactions, each job in a

@@ -278,6 +278,20 @@ async fn every_call(app: &TestApp, admin: &str, n: usize) -> Vec<Call> {
     }
     let victim = format!("victim-{n}");
     app.make_key(Some(admin), json!({"name": victim})).await;
+    let mut topics = Vec::new();
+    for i in 0..4 {
+        topics.push(topic(app, admin, &format!("topic {n} {i}")).await);
+    }
+    let edge = json!({"to_topic_id": topics[3], "kind": "related"});
+    let (status, body, _) = app
+        .send(
+            "POST",
+            &format!("/v1/topics/{}/edges", topics[2]),
+            Some(&edge),
+            Some(admin),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
     let by = |mut body: Value| {
         body["actor"] = json!("agent");
         body["rationale"] = json!("because");
@@ -435,7 +449,60 @@ async fn every_call(app: &TestApp, admin: &str, n: usize) -> Vec<Call> {
         ),
         call("GET", "/v1/keys".into(), None, "admin", S::OK),
         call("DELETE", format!("/v1/keys/{victim}"), None, "admin", S::OK),
+        call(
+            "POST",
+            "/v1/topics/ingest".into(),
+            Some(json!({"title": format!("new topic {n}"), "source": "agent"})),
+            "write",
+            S::CREATED,
+        ),
+        call(
+            "POST",
+            format!("/v1/topics/{}/view", topics[0]),
+            Some(json!({})),
+            "read",
+            S::OK,
+        ),
+        call(
+            "POST",
+            format!("/v1/topics/{}/fields/status/history", topics[0]),
+            Some(json!({})),
+            "read",
+            S::OK,
+        ),
+        call(
+            "POST",
+            format!("/v1/topics/{}/edges", topics[0]),
+            Some(json!({"to_topic_id": topics[1], "kind": "depends_on"})),
+            "write",
+            S::CREATED,
+        ),
+        call(
+            "DELETE",
+            format!("/v1/topics/{}/edges", topics[2]),
+            Some(edge),
+            "write",
+            S::OK,
+        ),
+        call(
+            "POST",
+            format!("/v1/topics/{}/archive", topics[1]),
+            Some(json!({})),
+            "write",
+            S::OK,
+        ),
     ]
+}
+
+/// Makes a topic with one field with the admin key; answers its id.
+async fn topic(app: &TestApp, admin: &str, title: &str) -> String {
+    let body = json!({"placement": "new_topic", "title": title, "source": "agent",
+                      "fields": [{"name": "status", "value": "green"}]});
+    let (status, body, _) = app
+        .send("POST", "/v1/topics/ingest", Some(&body), Some(admin))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["topic_id"].as_str().unwrap().to_string()
 }
 
 #[actix_web::test]
@@ -759,6 +826,16 @@ async fn no_answer_to_any_endpoint_carries_a_record_the_key_may_not_see() {
     hidden_event["scope"] = json!("b");
     let episode = made(&app, &admin, "/v1/ingest/event", hidden_event).await;
     let visible = made(&app, &admin, "/v1/records", scoped_fact("a")).await;
+    let hidden_topic = {
+        let body = json!({"placement": "new_topic", "title": "zebra quartz vault", "source": "agent",
+                          "sensitivity": "hyper", "scope": "b",
+                          "fields": [{"name": "combination", "value": "zebra-quartz"}]});
+        let (status, body, _) = app
+            .send("POST", "/v1/topics/ingest", Some(&body), Some(&admin))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["topic_id"].as_str().unwrap().to_string()
+    };
     let read_hidden = || async {
         let (status, body, _) = app
             .send(
@@ -886,19 +963,67 @@ async fn no_answer_to_any_endpoint_carries_a_record_the_key_may_not_see() {
         ("GET", "/v1/keys".into(), None),
         ("POST", "/v1/keys".into(), Some(json!({"name": "another"}))),
         ("DELETE", "/v1/keys/another".into(), None),
+        (
+            "POST",
+            "/v1/topics/ingest".into(),
+            Some(
+                json!({"title": "zebra quartz vault", "summary": "zebra quartz", "source": "agent",
+                        "suggest_similar": true, "trust": everything,
+                        "fields": [{"name": "combination", "value": "guess"}]}),
+            ),
+        ),
+        (
+            "POST",
+            "/v1/topics/ingest".into(),
+            Some(json!({"placement": "extend_topic", "topic_id": hidden_topic, "source": "agent"})),
+        ),
+        (
+            "POST",
+            "/v1/topics/ingest".into(),
+            Some(json!({"title": "mine", "source": "agent",
+                        "edges": [{"to_topic_id": hidden_topic, "kind": "related"}]})),
+        ),
+        (
+            "POST",
+            format!("/v1/topics/{hidden_topic}/view"),
+            Some(json!({"trust": everything})),
+        ),
+        (
+            "POST",
+            format!("/v1/topics/{hidden_topic}/fields/combination/history"),
+            Some(json!({"trust": everything})),
+        ),
+        (
+            "POST",
+            format!("/v1/topics/{hidden_topic}/edges"),
+            Some(json!({"to_topic_id": hidden_topic, "kind": "related"})),
+        ),
+        (
+            "DELETE",
+            format!("/v1/topics/{hidden_topic}/edges"),
+            Some(json!({"to_topic_id": hidden_topic, "kind": "related"})),
+        ),
+        (
+            "POST",
+            format!("/v1/topics/{hidden_topic}/archive"),
+            Some(json!({})),
+        ),
     ];
     for (method, path, body) in &calls {
         let (status, answer, _) = app.send(method, path, body.as_ref(), Some(&key)).await;
         let text = answer.to_string();
         let what = format!("{method} {path} answered {status}: {text}");
         assert_ne!(status, StatusCode::FORBIDDEN, "{what}");
-        for needle in [hidden.as_str(), episode.as_str()]
+        for needle in [hidden.as_str(), episode.as_str(), hidden_topic.as_str()]
             .into_iter()
             .chain(secret_words)
         {
             assert!(!text.contains(needle), "{what} carries {needle:?}");
         }
-        let path = path.replace(&hidden, "{id}").replace(&episode, "{id}");
+        let path = path
+            .replace(&hidden, "{id}")
+            .replace(&episode, "{id}")
+            .replace(&hidden_topic, "{id}");
         if path.contains("{id}") || path.starts_with("/v1/revisions") || path.contains("outcome") {
             assert_eq!(status, StatusCode::NOT_FOUND, "{what}");
         }

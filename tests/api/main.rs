@@ -19,4 +19,5 @@ mod retrieve;
 mod revisions;
 mod storage;
 mod tls;
+mod topics;
 mod vectors;

@@ -74,6 +74,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0009_api_keys.sql"),
         backfill: None,
     },
+    Migration {
+        version: 10,
+        name: "topics",
+        sql: include_str!("../../../migrations/0010_topics.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -130,7 +136,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

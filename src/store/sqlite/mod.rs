@@ -14,6 +14,7 @@ pub mod search;
 pub mod stats;
 #[cfg(test)]
 mod test_support;
+pub mod topics;
 pub mod vectors;
 
 use std::path::Path;
@@ -24,13 +25,16 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, ErrorCode};
 
 use super::{
-    CurrentState, DecayChange, DecayRow, Embedded, JobRunRecord, JobSetting, Loaded, MemoryStats,
-    RecordPage, SalienceChange, Step, StoreError, ToEmbed, Transaction, Version, WriteConnection,
+    CurrentState, DecayChange, DecayRow, Embedded, FieldVersion, JobRunRecord, JobSetting, Loaded,
+    MemoryStats, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicEdge, Transaction,
+    Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
 use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
+use crate::domain::topic::Topic;
+use crate::domain::trust::TrustContext;
 
 type Pool = r2d2::Pool<SqliteConnectionManager>;
 
@@ -475,5 +479,116 @@ impl Transaction for Connection {
 
     fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
         keys::revoke_key(self, name, now)
+    }
+
+    fn insert_topic(&mut self, topic: &Topic) -> Result<i64, StoreError> {
+        topics::insert_topic(self, topic)
+    }
+
+    fn update_topic(&mut self, key: i64, topic: &Topic) -> Result<(), StoreError> {
+        topics::update_topic(self, key, topic)
+    }
+
+    fn index_topic(&mut self, key: i64, text: &str, fresh: bool) -> Result<(), StoreError> {
+        topics::index_topic(self, key, text, fresh)
+    }
+
+    fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
+        topics::topic_by_id(self, id)
+    }
+
+    fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError> {
+        topics::topic_by_key(self, key)
+    }
+
+    fn topics_titled(
+        &mut self,
+        title: &str,
+        scope: Option<&str>,
+    ) -> Result<Vec<(i64, Topic)>, StoreError> {
+        topics::topics_titled(self, title, scope)
+    }
+
+    fn search_topics(
+        &mut self,
+        text: &str,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
+        let scopes = trust.scope_filter();
+        let visible = topics::Visible {
+            max_sensitivity: trust.max_sensitivity,
+            scopes: scopes.as_deref(),
+            kind,
+        };
+        topics::search_topics(self, text, &visible, limit)
+    }
+
+    fn recent_topics(
+        &mut self,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic)>, StoreError> {
+        let scopes = trust.scope_filter();
+        let visible = topics::Visible {
+            max_sensitivity: trust.max_sensitivity,
+            scopes: scopes.as_deref(),
+            kind,
+        };
+        topics::recent_topics(self, &visible, limit)
+    }
+
+    fn field_heads(
+        &mut self,
+        key: i64,
+        at: Option<Timestamp>,
+    ) -> Result<Vec<FieldVersion>, StoreError> {
+        topics::field_heads(self, key, at)
+    }
+
+    fn field_versions(&mut self, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError> {
+        topics::field_versions(self, key, name)
+    }
+
+    fn add_version(&mut self, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
+        topics::add_version(self, key, version)
+    }
+
+    fn topic_of_record(&mut self, record_id: &str) -> Result<Option<i64>, StoreError> {
+        topics::topic_of_record(self, record_id)
+    }
+
+    fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError> {
+        topics::trim_versions(self, key, name, keep)
+    }
+
+    fn add_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        topics::add_edge(self, from, to, kind, now)
+    }
+
+    fn remove_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        topics::remove_edge(self, from, to, kind, now)
+    }
+
+    fn edges_of(
+        &mut self,
+        key: i64,
+        at: Option<Timestamp>,
+    ) -> Result<Vec<(i64, TopicEdge)>, StoreError> {
+        topics::edges_of(self, key, at)
     }
 }

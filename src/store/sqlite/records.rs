@@ -372,7 +372,7 @@ pub fn record_visibility(
 }
 
 /// A stored sensitivity rank.
-fn sensitivity_of(rank: i64) -> Result<Sensitivity, StoreError> {
+pub(crate) fn sensitivity_of(rank: i64) -> Result<Sensitivity, StoreError> {
     Sensitivity::from_rank(rank)
         .ok_or_else(|| StoreError::Corrupt(format!("unknown sensitivity rank {rank}")))
 }

@@ -1,0 +1,371 @@
+//! `/v1/topics/*`: topics ingest, a topic's view, a field's history,
+//! edges and archiving.
+
+use actix_web::http::{Method, StatusCode};
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{resource, resource_of, AppState, JsonBody};
+use crate::actors::ingestion::{ChangeTopics, IngestTopic};
+use crate::actors::retrieval::{ReadTopics, TopicsWork};
+use crate::domain::access::{Access, Role};
+use crate::domain::record::Sensitivity;
+use crate::domain::time::{rfc3339_option, Timestamp};
+use crate::domain::topic::{
+    check_edge_kind, check_field_name, EdgeItem, FieldItem, Placement, TopicIngest,
+};
+use crate::domain::trust::TrustContext;
+use crate::domain::validate::{check_id, null_as_default};
+use crate::error::ApiError;
+use crate::service::topics;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource(
+        "/v1/topics/ingest",
+        Method::POST,
+        Role::Write,
+        web::route().to(ingest),
+    ))
+    .service(resource(
+        "/v1/topics/query",
+        Method::POST,
+        Role::Read,
+        web::route().to(query),
+    ))
+    .service(resource(
+        "/v1/topics/{id}/view",
+        Method::POST,
+        Role::Read,
+        web::route().to(view),
+    ))
+    .service(resource(
+        "/v1/topics/{id}/fields/{name}/history",
+        Method::POST,
+        Role::Read,
+        web::route().to(field_history),
+    ))
+    .service(resource_of(
+        "/v1/topics/{id}/edges",
+        Role::Write,
+        vec![
+            (Method::POST, web::route().to(add_edge)),
+            (Method::DELETE, web::route().to(remove_edge)),
+        ],
+    ))
+    .service(resource(
+        "/v1/topics/{id}/archive",
+        Method::POST,
+        Role::Write,
+        web::route().to(archive),
+    ));
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FieldBody {
+    name: String,
+    #[serde(default)]
+    value: Value,
+    #[serde(default)]
+    why_changed: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EdgeBody {
+    to_topic_id: String,
+    kind: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IngestBody {
+    #[serde(default)]
+    placement: Option<String>,
+    #[serde(default)]
+    topic_id: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    summary: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    fields: Vec<FieldBody>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    edges: Vec<EdgeBody>,
+    #[serde(default)]
+    suggest_similar: bool,
+    source: String,
+    #[serde(default)]
+    sensitivity: Option<Sensitivity>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    tags: Vec<String>,
+    #[serde(default)]
+    trust: Option<TrustContext>,
+}
+
+async fn ingest(
+    state: web::Data<AppState>,
+    access: Access,
+    body: JsonBody<IngestBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let caller = access.acting(body.trust)?;
+    let request = TopicIngest::checked(TopicIngest {
+        placement: Placement::parse("placement", body.placement.as_deref())?,
+        topic_id: body.topic_id,
+        title: body.title,
+        summary: body.summary,
+        kind: body.kind,
+        fields: body
+            .fields
+            .into_iter()
+            .map(|f| FieldItem {
+                name: f.name,
+                value: f.value,
+                why_changed: f.why_changed,
+            })
+            .collect(),
+        edges: body
+            .edges
+            .into_iter()
+            .map(|e| EdgeItem {
+                to_topic_id: e.to_topic_id,
+                kind: e.kind,
+            })
+            .collect(),
+        suggest_similar: body.suggest_similar,
+        source: body.source,
+        sensitivity: body.sensitivity.unwrap_or(Sensitivity::Low),
+        scope: body.scope,
+        tags: body.tags,
+    })?;
+    let ingested = state
+        .ingestor
+        .send(IngestTopic {
+            caller,
+            request,
+            settings: state.topics,
+        })
+        .await??;
+    Ok(HttpResponse::Created().json(ingested))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ViewBody {
+    #[serde(default)]
+    trust: Option<TrustContext>,
+    #[serde(default, with = "rfc3339_option")]
+    as_of: Option<Timestamp>,
+}
+
+#[derive(Serialize)]
+struct TopicBody<T> {
+    topic: T,
+}
+
+/// Runs `work` on the read pool as the caller the request's trust and
+/// key make.
+async fn read<T: Send + 'static>(
+    state: &AppState,
+    access: Access,
+    trust: Option<TrustContext>,
+    work: TopicsWork<T>,
+) -> Result<T, ApiError> {
+    let caller = access.reader(trust)?;
+    Ok(state.retriever.send(ReadTopics { caller, work }).await??)
+}
+
+/// Runs `work` on the writer as the caller the request's trust and key
+/// make.
+async fn change<T: Send + 'static>(
+    state: &AppState,
+    access: Access,
+    trust: Option<TrustContext>,
+    work: TopicsWork<T>,
+) -> Result<T, ApiError> {
+    let caller = access.acting(trust)?;
+    Ok(state.ingestor.send(ChangeTopics { caller, work }).await??)
+}
+
+async fn view(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<ViewBody>,
+) -> Result<HttpResponse, ApiError> {
+    let id = id.into_inner();
+    check_id("id", &id)?;
+    let as_of = body.0.as_of;
+    let topic = read(
+        &state,
+        access,
+        body.0.trust,
+        Box::new(move |tx, caller, _| topics::view(tx, caller, &id, as_of)),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(TopicBody { topic }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryBody {
+    #[serde(default)]
+    trust: Option<TrustContext>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    hops: Option<u8>,
+    #[serde(default, with = "rfc3339_option")]
+    as_of: Option<Timestamp>,
+    #[serde(default)]
+    include_history: bool,
+}
+
+#[derive(Serialize)]
+struct TopicsBody<T> {
+    topics: T,
+}
+
+async fn query(
+    state: web::Data<AppState>,
+    access: Access,
+    body: JsonBody<QueryBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let query = topics::TopicQuery::checked(
+        body.text,
+        body.kind,
+        body.limit,
+        body.hops,
+        body.as_of,
+        body.include_history,
+    )?;
+    let found = read(
+        &state,
+        access,
+        body.trust,
+        Box::new(move |tx, caller, _| topics::query(tx, caller, &query)),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(TopicsBody { topics: found }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrustBody {
+    #[serde(default)]
+    trust: Option<TrustContext>,
+}
+
+#[derive(Serialize)]
+struct VersionsBody<T> {
+    versions: T,
+}
+
+async fn field_history(
+    state: web::Data<AppState>,
+    access: Access,
+    path: web::Path<(String, String)>,
+    body: JsonBody<TrustBody>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, name) = path.into_inner();
+    check_id("id", &id)?;
+    check_field_name("name", &name)?;
+    let versions = read(
+        &state,
+        access,
+        body.0.trust,
+        Box::new(move |tx, caller, _| topics::field_history(tx, caller, &id, &name)),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(VersionsBody { versions }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EdgeChangeBody {
+    to_topic_id: String,
+    kind: String,
+    #[serde(default)]
+    trust: Option<TrustContext>,
+}
+
+#[derive(Serialize)]
+struct EdgeAnswer<T> {
+    edge: T,
+    added: bool,
+}
+
+fn edge_change(id: String, body: &EdgeChangeBody) -> Result<(String, String, String), ApiError> {
+    check_id("id", &id)?;
+    check_id("to_topic_id", &body.to_topic_id)?;
+    check_edge_kind("kind", &body.kind)?;
+    Ok((id, body.to_topic_id.clone(), body.kind.clone()))
+}
+
+async fn add_edge(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<EdgeChangeBody>,
+) -> Result<HttpResponse, ApiError> {
+    let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
+    let (edge, added) = change(
+        &state,
+        access,
+        body.0.trust,
+        Box::new(move |tx, caller, now| topics::add_edge(tx, caller, now, &from, &to, &kind)),
+    )
+    .await?;
+    Ok(HttpResponse::build(StatusCode::CREATED).json(EdgeAnswer { edge, added }))
+}
+
+#[derive(Serialize)]
+struct RemovedBody {
+    removed: bool,
+}
+
+async fn remove_edge(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<EdgeChangeBody>,
+) -> Result<HttpResponse, ApiError> {
+    let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
+    change(
+        &state,
+        access,
+        body.0.trust,
+        Box::new(move |tx, caller, now| topics::remove_edge(tx, caller, now, &from, &to, &kind)),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(RemovedBody { removed: true }))
+}
+
+async fn archive(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<TrustBody>,
+) -> Result<HttpResponse, ApiError> {
+    let id = id.into_inner();
+    check_id("id", &id)?;
+    let topic = change(
+        &state,
+        access,
+        body.0.trust,
+        Box::new(move |tx, caller, now| topics::archive(tx, caller, now, &id)),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(TopicBody { topic }))
+}

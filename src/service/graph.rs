@@ -1,0 +1,178 @@
+//! Graph retrieval over all records: the best-ranked records as roots,
+//! then their neighbours through record relations (`supersedes`,
+//! `derived_from`, `contested_by`, …) and topic links (the other fields of
+//! a field's topic, and the fields of topics its topic has edges with),
+//! breadth first, never through or to a record the caller may not see.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use serde::Serialize;
+
+use super::retrieval::retrieve;
+use super::ServiceError;
+use crate::domain::record::MemoryRecord;
+use crate::domain::retrieval::{Ranking, Retrieval};
+use crate::domain::time::Timestamp;
+use crate::domain::trust::Caller;
+use crate::domain::validate::ValidationError;
+use crate::store::Transaction;
+
+/// Most hops, nodes and edges a graph retrieval may ask for.
+pub const MAX_HOPS: u8 = 3;
+pub const MAX_NODES: usize = 1000;
+pub const MAX_EDGES: usize = 5000;
+
+/// How far a graph retrieval goes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GraphLimits {
+    pub max_hops: u8,
+    pub node_limit: usize,
+    pub edge_limit: usize,
+}
+
+impl GraphLimits {
+    pub fn checked(
+        max_hops: Option<u8>,
+        node_limit: Option<usize>,
+        edge_limit: Option<usize>,
+    ) -> Result<GraphLimits, ValidationError> {
+        let max_hops = max_hops.unwrap_or(1);
+        if max_hops > MAX_HOPS {
+            return Err(ValidationError::new(
+                "max_hops",
+                format!("at most {MAX_HOPS}, got {max_hops}"),
+            ));
+        }
+        let bounded = |field: &str, value: Option<usize>, default: usize, most: usize| match value {
+            None => Ok(default),
+            Some(n) if (1..=most).contains(&n) => Ok(n),
+            Some(n) => Err(ValidationError::new(
+                field,
+                format!("must be 1 to {most}, got {n}"),
+            )),
+        };
+        Ok(GraphLimits {
+            max_hops,
+            node_limit: bounded("node_limit", node_limit, 50, MAX_NODES)?,
+            edge_limit: bounded("edge_limit", edge_limit, 100, MAX_EDGES)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphNode {
+    pub record: MemoryRecord,
+    pub root: bool,
+    pub hop: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct GraphEdge {
+    pub from: String,
+    pub to: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Graph {
+    pub nodes: Vec<GraphNode>,
+    pub edges: Vec<GraphEdge>,
+}
+
+/// The links leaving `record`: its relations, and its topic's.
+fn links(
+    tx: &mut dyn Transaction,
+    record: &MemoryRecord,
+) -> Result<Vec<(String, String)>, ServiceError> {
+    let mut links: Vec<(String, String)> = record
+        .relations
+        .iter()
+        .filter(|r| r.target_id != record.id)
+        .map(|r| (r.target_id.clone(), r.predicate.clone()))
+        .collect();
+    if let Some(topic) = tx.topic_of_record(&record.id)? {
+        for head in tx.field_heads(topic, None)? {
+            if head.record_id != record.id {
+                links.push((head.record_id, "same_topic".to_string()));
+            }
+        }
+        for (other, edge) in tx.edges_of(topic, None)? {
+            for head in tx.field_heads(other, None)? {
+                links.push((head.record_id, edge.kind.clone()));
+            }
+        }
+    }
+    Ok(links)
+}
+
+/// The roots `retrieval` ranks first, and what they link to within
+/// `limits`.
+pub fn graph(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    retrieval: &Retrieval,
+    limits: GraphLimits,
+    ranking: &Ranking,
+) -> Result<Graph, ServiceError> {
+    // A graph answer has no selection: any threshold does.
+    let roots = retrieve(tx, caller, now, retrieval, 1.0, ranking)?.records;
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut nodes = Vec::new();
+    let mut queue = VecDeque::new();
+    for record in roots.into_iter().take(limits.node_limit) {
+        index.insert(record.id.clone(), nodes.len());
+        queue.push_back(nodes.len());
+        nodes.push(GraphNode {
+            record,
+            root: true,
+            hop: 0,
+        });
+    }
+    let mut edges = BTreeSet::new();
+    // Records known not to exist or not to be visible: not read twice.
+    let mut unreachable = BTreeSet::new();
+    while let Some(at) = queue.pop_front() {
+        if nodes[at].hop >= limits.max_hops {
+            continue;
+        }
+        let from = nodes[at].record.id.clone();
+        for (to, kind) in links(tx, &nodes[at].record)? {
+            if unreachable.contains(&to) {
+                continue;
+            }
+            if !index.contains_key(&to) {
+                if nodes.len() >= limits.node_limit {
+                    continue;
+                }
+                match tx.get_record(&to, now)?.filter(|r| caller.may_see(r)) {
+                    Some(record) => {
+                        index.insert(to.clone(), nodes.len());
+                        queue.push_back(nodes.len());
+                        let hop = nodes[at].hop + 1;
+                        nodes.push(GraphNode {
+                            record,
+                            root: false,
+                            hop,
+                        });
+                    }
+                    None => {
+                        unreachable.insert(to);
+                        continue;
+                    }
+                }
+            }
+            if edges.len() < limits.edge_limit {
+                edges.insert(GraphEdge {
+                    from: from.clone(),
+                    to,
+                    kind,
+                });
+            }
+        }
+    }
+    Ok(Graph {
+        nodes,
+        edges: edges.into_iter().collect(),
+    })
+}

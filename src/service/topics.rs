@@ -1,0 +1,621 @@
+//! Topics: an observation placed as a new topic, an extension of one or a
+//! new version of one field (or wherever `auto` finds it belongs), a
+//! topic's view now or at an earlier instant, a field's history, edges and
+//! archiving. Field versions are semantic records, written with the
+//! revision rules, so trust, audit and history apply to them as to any
+//! record.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::revision::{reinforce, supersede};
+use super::{insert_new, place, place_new, ServiceError};
+use crate::config::TopicSettings;
+use crate::domain::ingest::IngestContext;
+use crate::domain::record::Attribution;
+use crate::domain::time::Timestamp;
+use crate::domain::topic::{
+    field_record, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
+};
+use crate::domain::trust::Caller;
+use crate::domain::validate::ValidationError;
+use crate::store::{FieldVersion, TopicEdge, Transaction};
+
+/// What an ingest did to one field.
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    pub field: String,
+    pub op: FieldOp,
+    /// The record holding the field's value now.
+    pub record_id: String,
+}
+
+/// The answer to a topics ingest.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ingested {
+    pub topic_id: String,
+    /// The placement applied (`auto` resolved to one of the others).
+    pub placement: Placement,
+    pub applied: Vec<Applied>,
+    pub edges_added: usize,
+    pub similar_topic_ids: Vec<String>,
+}
+
+fn visible(caller: &Caller, topic: &Topic) -> bool {
+    caller
+        .trust
+        .allows_parts(topic.sensitivity, topic.scope.as_deref())
+}
+
+fn topic_not_found(field: &str) -> ServiceError {
+    if field.is_empty() {
+        ServiceError::NotFound("topic not found".to_string())
+    } else {
+        ServiceError::NotFound(format!("{field}: topic not found"))
+    }
+}
+
+/// Topic `id` if the caller may see it; `NotFound` naming `field`
+/// otherwise (the same for a missing topic).
+fn load_topic(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    field: &str,
+    id: &str,
+) -> Result<(i64, Topic), ServiceError> {
+    tx.topic_by_id(id)?
+        .filter(|(_, topic)| visible(caller, topic))
+        .ok_or_else(|| topic_not_found(field))
+}
+
+/// Places and stores a topics ingest: every check (placement, topic,
+/// edges) comes before the first write.
+pub fn ingest(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    cx: &IngestContext<'_>,
+    settings: TopicSettings,
+    request: TopicIngest,
+) -> Result<Ingested, ServiceError> {
+    let now = cx.now;
+    // Where a new topic would go, and that the caller may write there.
+    let mut scope = request.scope.clone();
+    place(caller, "", request.sensitivity, &mut scope)?;
+    let text = format!(
+        "{} {}",
+        request.title.as_deref().unwrap_or_default(),
+        request.summary.as_deref().unwrap_or_default()
+    );
+    let similar_topic_ids = if request.suggest_similar {
+        tx.search_topics(&text, &caller.trust, None, MAX_SIMILAR)?
+            .into_iter()
+            .map(|(_, topic, _)| topic.id)
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let (target, placement) = match request.placement {
+        Placement::NewTopic => (None, Placement::NewTopic),
+        Placement::ExtendTopic | Placement::VersionField => {
+            let id = request.topic_id.as_deref().unwrap_or_default();
+            (
+                Some(load_topic(tx, caller, "topic_id", id)?),
+                request.placement,
+            )
+        }
+        Placement::Auto => {
+            match find_home(tx, caller, &request, scope.as_deref(), &text, settings)? {
+                Some(found) => (Some(found), Placement::ExtendTopic),
+                None => (None, Placement::NewTopic),
+            }
+        }
+    };
+
+    let mut edges = Vec::with_capacity(request.edges.len());
+    for (i, edge) in request.edges.iter().enumerate() {
+        let field = format!("edges[{i}].to_topic_id");
+        let (key, _) = load_topic(tx, caller, &field, &edge.to_topic_id)?;
+        edges.push((key, edge.kind.as_str()));
+    }
+
+    let (key, mut topic, fresh) = match target {
+        Some((key, topic)) => (key, topic, false),
+        None => {
+            let topic = Topic {
+                id: (cx.new_id)(),
+                title: request.title.clone().unwrap_or_default(),
+                summary: request.summary.clone().unwrap_or_default(),
+                kind: request.kind.clone(),
+                sensitivity: request.sensitivity,
+                scope,
+                tags: request.tags.clone(),
+                salience: cx.policy.max_salience,
+                archived: false,
+                created_at: now,
+                updated_at: now,
+            };
+            let key = tx.insert_topic(&topic)?;
+            (key, topic, true)
+        }
+    };
+
+    let mut heads: BTreeMap<String, FieldVersion> = tx
+        .field_heads(key, None)?
+        .into_iter()
+        .map(|head| (head.name.clone(), head))
+        .collect();
+    if placement == Placement::VersionField {
+        let name = &request.fields[0].name;
+        if !heads.contains_key(name) {
+            return Err(ValidationError::new(
+                "fields[0].name",
+                format!("version_field needs a field the topic has; it has no field {name:?}"),
+            )
+            .into());
+        }
+    }
+
+    let mut applied = Vec::with_capacity(request.fields.len());
+    for item in &request.fields {
+        let head = heads.get(&item.name).cloned();
+        let op = FieldOp::of(head.as_ref().map(|h| &h.value), &item.value);
+        let by = Attribution::new(
+            caller.actor(&request.source),
+            item.why_changed
+                .clone()
+                .unwrap_or_else(|| format!("topic field {} changed", item.name)),
+        );
+        let record_id = match (op, head) {
+            (FieldOp::Unchanged, Some(head)) => {
+                reinforce(
+                    tx,
+                    caller,
+                    now,
+                    &by,
+                    &head.record_id,
+                    cx.policy.max_salience,
+                )?;
+                head.record_id
+            }
+            (FieldOp::Versioned, Some(head)) => {
+                let record = field_record(cx, &topic, item, &request.source)?;
+                let record = supersede(tx, caller, now, &by, &head.record_id, record)?;
+                let version = FieldVersion {
+                    name: item.name.clone(),
+                    seq: head.seq + 1,
+                    record_id: record.id.clone(),
+                    valid_from: now,
+                    value: item.value.clone(),
+                    source: request.source.clone(),
+                    why_changed: item.why_changed.clone(),
+                };
+                tx.add_version(key, &version)?;
+                tx.trim_versions(key, &item.name, settings.max_field_history)?;
+                heads.insert(item.name.clone(), version);
+                record.id
+            }
+            _ => {
+                let mut record = field_record(cx, &topic, item, &request.source)?;
+                place_new(caller, &format!("fields[{}].", applied.len()), &mut record)?;
+                insert_new(tx, &mut record, now)?;
+                let version = FieldVersion {
+                    name: item.name.clone(),
+                    seq: 1,
+                    record_id: record.id.clone(),
+                    valid_from: now,
+                    value: item.value.clone(),
+                    source: request.source.clone(),
+                    why_changed: item.why_changed.clone(),
+                };
+                tx.add_version(key, &version)?;
+                heads.insert(item.name.clone(), version);
+                record.id
+            }
+        };
+        applied.push(Applied {
+            field: item.name.clone(),
+            op,
+            record_id,
+        });
+    }
+
+    let mut edges_added = 0;
+    for (to, kind) in edges {
+        edges_added += usize::from(tx.add_edge(key, to, kind, now)?);
+    }
+
+    if !fresh {
+        if let Some(summary) = &request.summary {
+            topic.summary.clone_from(summary);
+        }
+        topic.updated_at = now;
+        tx.update_topic(key, &topic)?;
+    }
+    let text = search_text(&topic, heads.values());
+    tx.index_topic(key, &text, fresh)?;
+    Ok(Ingested {
+        topic_id: topic.id,
+        placement,
+        applied,
+        edges_added,
+        similar_topic_ids,
+    })
+}
+
+/// Where `auto` puts an observation: a topic of the same scope the caller
+/// may see, with the same title, or else the most similar text at or
+/// above the threshold.
+fn find_home(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    request: &TopicIngest,
+    scope: Option<&str>,
+    text: &str,
+    settings: TopicSettings,
+) -> Result<Option<(i64, Topic)>, ServiceError> {
+    let title = request.title.as_deref().unwrap_or_default();
+    if let Some(found) = tx
+        .topics_titled(title, scope)?
+        .into_iter()
+        .find(|(_, topic)| visible(caller, topic))
+    {
+        return Ok(Some(found));
+    }
+    let best = tx
+        .search_topics(text, &caller.trust, None, 20)?
+        .into_iter()
+        .filter(|(_, topic, _)| topic.scope.as_deref() == scope)
+        .map(|(key, topic, _)| {
+            let similarity = text_similarity(text, &topic.text());
+            (similarity, key, topic)
+        })
+        .filter(|(similarity, _, _)| *similarity >= settings.match_threshold)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(best.map(|(_, key, topic)| (key, topic)))
+}
+
+/// What the topic index holds of a topic: its title, summary and the
+/// current values of its fields.
+fn search_text<'a>(topic: &Topic, heads: impl Iterator<Item = &'a FieldVersion>) -> String {
+    let mut text = topic.text();
+    for head in heads {
+        text.push(' ');
+        match &head.value {
+            Value::String(s) => text.push_str(s),
+            other => text.push_str(&other.to_string()),
+        }
+    }
+    text
+}
+
+/// A field's value in a view.
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldView {
+    pub value: Value,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    pub valid_from: Timestamp,
+    pub record_id: String,
+}
+
+/// A topic with its fields and edges, now or as of an instant.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicView {
+    #[serde(flatten)]
+    pub topic: Topic,
+    pub fields: BTreeMap<String, FieldView>,
+    pub edges: Vec<TopicEdge>,
+}
+
+/// Topic `id` as it stands, or as it stood at `as_of`: each field's value
+/// then, and the edges that stood then to topics the caller may see.
+pub fn view(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    id: &str,
+    as_of: Option<Timestamp>,
+) -> Result<TopicView, ServiceError> {
+    let (key, topic) = load_topic(tx, caller, "", id)?;
+    let mut fields = BTreeMap::new();
+    for head in tx.field_heads(key, as_of)? {
+        fields.insert(
+            head.name,
+            FieldView {
+                value: head.value,
+                valid_from: head.valid_from,
+                record_id: head.record_id,
+            },
+        );
+    }
+    let mut edges = Vec::new();
+    for (other, edge) in tx.edges_of(key, as_of)? {
+        if tx
+            .topic_by_key(other)?
+            .is_some_and(|topic| visible(caller, &topic))
+        {
+            edges.push(edge);
+        }
+    }
+    Ok(TopicView {
+        topic,
+        fields,
+        edges,
+    })
+}
+
+/// One version in a field's history.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionView {
+    pub value: Value,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    pub valid_from: Timestamp,
+    /// When the next version took over; `None` for the current one.
+    #[serde(with = "crate::domain::time::rfc3339_option")]
+    pub valid_to: Option<Timestamp>,
+    pub why_changed: Option<String>,
+    pub source: String,
+    pub record_id: String,
+}
+
+/// The kept versions of field `name` of topic `id`, oldest first.
+pub fn field_history(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    id: &str,
+    name: &str,
+) -> Result<Vec<VersionView>, ServiceError> {
+    let (key, _) = load_topic(tx, caller, "", id)?;
+    let versions = tx.field_versions(key, name)?;
+    if versions.is_empty() {
+        return Err(ServiceError::NotFound(format!(
+            "the topic has no field {name:?}"
+        )));
+    }
+    let valid_to: Vec<Option<Timestamp>> = versions
+        .iter()
+        .skip(1)
+        .map(|next| Some(next.valid_from))
+        .chain([None])
+        .collect();
+    Ok(versions
+        .into_iter()
+        .zip(valid_to)
+        .map(|(version, valid_to)| VersionView {
+            value: version.value,
+            valid_from: version.valid_from,
+            valid_to,
+            why_changed: version.why_changed,
+            source: version.source,
+            record_id: version.record_id,
+        })
+        .collect())
+}
+
+/// Adds an edge from topic `from` to `to` (both visible to the caller);
+/// answers it, and whether it is new.
+pub fn add_edge(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    from: &str,
+    to: &str,
+    kind: &str,
+) -> Result<(TopicEdge, bool), ServiceError> {
+    let (from_key, from_topic) = load_topic(tx, caller, "", from)?;
+    let (to_key, to_topic) = load_topic(tx, caller, "to_topic_id", to)?;
+    let added = tx.add_edge(from_key, to_key, kind, now)?;
+    Ok((
+        TopicEdge {
+            from_topic_id: from_topic.id,
+            to_topic_id: to_topic.id,
+            kind: kind.to_string(),
+            created_at: now,
+        },
+        added,
+    ))
+}
+
+/// Ends the edge from `from` to `to` of `kind`; `NotFound` when none
+/// stands.
+pub fn remove_edge(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    from: &str,
+    to: &str,
+    kind: &str,
+) -> Result<(), ServiceError> {
+    let (from_key, _) = load_topic(tx, caller, "", from)?;
+    let (to_key, _) = load_topic(tx, caller, "to_topic_id", to)?;
+    if tx.remove_edge(from_key, to_key, kind, now)? {
+        Ok(())
+    } else {
+        Err(ServiceError::NotFound(format!(
+            "no {kind} edge stands between these topics"
+        )))
+    }
+}
+
+/// Archives topic `id`: it stays readable by id, but `auto` placement and
+/// topic search no longer find it.
+pub fn archive(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    id: &str,
+) -> Result<Topic, ServiceError> {
+    let (key, mut topic) = load_topic(tx, caller, "", id)?;
+    if !topic.archived {
+        topic.archived = true;
+        topic.updated_at = now;
+        tx.update_topic(key, &topic)?;
+    }
+    Ok(topic)
+}
+
+/// Most topics one query answers, and its default.
+pub const MAX_QUERY_LIMIT: usize = 100;
+pub const DEFAULT_QUERY_LIMIT: usize = 10;
+/// Most hops a query follows edges.
+pub const MAX_HOPS: u8 = 3;
+
+/// A topic query, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicQuery {
+    pub text: Option<String>,
+    pub kind: Option<String>,
+    pub limit: usize,
+    pub hops: u8,
+    pub as_of: Option<Timestamp>,
+    pub include_history: bool,
+}
+
+impl TopicQuery {
+    pub fn checked(
+        text: Option<String>,
+        kind: Option<String>,
+        limit: Option<usize>,
+        hops: Option<u8>,
+        as_of: Option<Timestamp>,
+        include_history: bool,
+    ) -> Result<TopicQuery, ValidationError> {
+        let limit = match limit {
+            None | Some(0) => DEFAULT_QUERY_LIMIT,
+            Some(n) if n > MAX_QUERY_LIMIT => {
+                return Err(ValidationError::new(
+                    "limit",
+                    format!("at most {MAX_QUERY_LIMIT}, got {n}"),
+                ))
+            }
+            Some(n) => n,
+        };
+        let hops = hops.unwrap_or(1);
+        if hops > MAX_HOPS {
+            return Err(ValidationError::new(
+                "hops",
+                format!("at most {MAX_HOPS}, got {hops}"),
+            ));
+        }
+        Ok(TopicQuery {
+            text: text.filter(|t| !t.trim().is_empty()),
+            kind: kind.filter(|k| !k.is_empty()),
+            limit,
+            hops,
+            as_of,
+            include_history,
+        })
+    }
+}
+
+/// A topic reached from a query's topic through edges.
+#[derive(Debug, Clone, Serialize)]
+pub struct Neighbor {
+    pub topic_id: String,
+    pub kind: String,
+    /// `out` when the edge leaves the topic it was reached from.
+    pub direction: &'static str,
+    pub hop: u8,
+}
+
+/// One topic a query found.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryHit {
+    pub topic: TopicView,
+    /// Text relevance relative to the best match of the answer (1), in
+    /// [0, 1]; 0 without query text.
+    pub score: f64,
+    pub neighbors: Vec<Neighbor>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<BTreeMap<String, Vec<VersionView>>>,
+}
+
+/// Topics the caller may see, best text match first (most recently changed
+/// first without text); each with the topics up to `hops` edges away, only
+/// through topics the caller may see, and with `include_history` every
+/// field's history.
+pub fn query(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    query: &TopicQuery,
+) -> Result<Vec<QueryHit>, ServiceError> {
+    let kind = query.kind.as_deref();
+    let found: Vec<(i64, Topic, f64)> = match &query.text {
+        Some(text) => tx.search_topics(text, &caller.trust, kind, query.limit)?,
+        None => tx
+            .recent_topics(&caller.trust, kind, query.limit)?
+            .into_iter()
+            .map(|(key, topic)| (key, topic, 0.0))
+            .collect(),
+    };
+    let best = found.iter().map(|(_, _, bm25)| *bm25).fold(0.0, f64::max);
+    let mut hits = Vec::with_capacity(found.len());
+    for (key, topic, bm25) in found {
+        debug_assert!(visible(caller, &topic));
+        let view = view(tx, caller, &topic.id, query.as_of)?;
+        let neighbors = neighbors(tx, caller, key, query.hops, query.as_of)?;
+        let history = if query.include_history {
+            let mut fields = BTreeMap::new();
+            for name in view.fields.keys() {
+                fields.insert(name.clone(), field_history(tx, caller, &topic.id, name)?);
+            }
+            Some(fields)
+        } else {
+            None
+        };
+        hits.push(QueryHit {
+            topic: view,
+            score: if best > 0.0 { bm25 / best } else { 0.0 },
+            neighbors,
+            history,
+        });
+    }
+    Ok(hits)
+}
+
+/// The topics up to `hops` edges from topic `start`, breadth first, each
+/// once at its nearest hop; a topic the caller may not see is neither
+/// listed nor passed through.
+fn neighbors(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    start: i64,
+    hops: u8,
+    as_of: Option<Timestamp>,
+) -> Result<Vec<Neighbor>, ServiceError> {
+    let mut seen = std::collections::BTreeSet::from([start]);
+    let mut frontier = vec![start];
+    let mut found = Vec::new();
+    for hop in 1..=hops {
+        let mut next = Vec::new();
+        for key in frontier {
+            for (other, edge) in tx.edges_of(key, as_of)? {
+                if seen.contains(&other) {
+                    continue;
+                }
+                let Some(topic) = tx.topic_by_key(other)? else {
+                    continue;
+                };
+                if !visible(caller, &topic) {
+                    continue;
+                }
+                seen.insert(other);
+                let direction = if edge.to_topic_id == topic.id {
+                    "out"
+                } else {
+                    "in"
+                };
+                found.push(Neighbor {
+                    topic_id: topic.id,
+                    kind: edge.kind,
+                    direction,
+                    hop,
+                });
+                next.push(other);
+            }
+        }
+        frontier = next;
+    }
+    Ok(found)
+}

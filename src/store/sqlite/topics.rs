@@ -1,0 +1,369 @@
+//! Topics (migration 0010): the topic rows, each field's versions in
+//! order, the edges between topics, and the topic search index.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use super::records::sensitivity_of;
+use crate::domain::record::Sensitivity;
+use crate::domain::search::TextQuery;
+use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::domain::topic::{normalize_title, Topic};
+use crate::store::{FieldVersion, StoreError, TopicEdge};
+
+const COLUMNS: &str = "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
+                       archived, created_at, updated_at";
+
+fn read_topic(row: &Row<'_>) -> rusqlite::Result<Result<(i64, Topic), StoreError>> {
+    let sensitivity: i64 = row.get(5)?;
+    let tags: String = row.get(7)?;
+    Ok((|| {
+        Ok((
+            row.get(0)?,
+            Topic {
+                id: row.get(1)?,
+                title: row.get(2)?,
+                summary: row.get(3)?,
+                kind: row.get(4)?,
+                sensitivity: sensitivity_of(sensitivity)?,
+                scope: row.get(6)?,
+                tags: serde_json::from_str(&tags)
+                    .map_err(|e| StoreError::Corrupt(format!("topic tags: {e}")))?,
+                salience: row.get(8)?,
+                archived: row.get(9)?,
+                created_at: from_micros(row.get(10)?),
+                updated_at: from_micros(row.get(11)?),
+            },
+        ))
+    })())
+}
+
+fn tags_json(topic: &Topic) -> Result<String, StoreError> {
+    serde_json::to_string(&topic.tags).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Stores a new topic and indexes its text; answers its key.
+pub fn insert_topic(conn: &Connection, topic: &Topic) -> Result<i64, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO topics (id, title, norm_title, summary, kind, sensitivity, scope, tags_json,
+                             salience, archived, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        topic.id,
+        topic.title,
+        normalize_title(&topic.title),
+        topic.summary,
+        topic.kind,
+        topic.sensitivity.rank(),
+        topic.scope,
+        tags_json(topic)?,
+        topic.salience,
+        topic.archived,
+        to_micros(&topic.created_at),
+        to_micros(&topic.updated_at),
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Writes a topic's changeable parts back.
+pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "UPDATE topics SET title = ?2, norm_title = ?3, summary = ?4, kind = ?5, tags_json = ?6,
+                           salience = ?7, archived = ?8, updated_at = ?9
+         WHERE key = ?1",
+    )?
+    .execute(params![
+        key,
+        topic.title,
+        normalize_title(&topic.title),
+        topic.summary,
+        topic.kind,
+        tags_json(topic)?,
+        topic.salience,
+        topic.archived,
+        to_micros(&topic.updated_at),
+    ])?;
+    Ok(())
+}
+
+/// Replaces the search text of topic `key`.
+pub fn index_topic(conn: &Connection, key: i64, text: &str, fresh: bool) -> Result<(), StoreError> {
+    if !fresh {
+        conn.prepare_cached("DELETE FROM topic_search WHERE rowid = ?1")?
+            .execute([key])?;
+    }
+    conn.prepare_cached("INSERT INTO topic_search (rowid, text) VALUES (?1, ?2)")?
+        .execute(params![key, text])?;
+    Ok(())
+}
+
+pub fn topic_by_id(conn: &Connection, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM topics WHERE id = ?1"))?
+        .query_row([id], read_topic)
+        .optional()?
+        .transpose()
+}
+
+pub fn topic_by_key(conn: &Connection, key: i64) -> Result<Option<Topic>, StoreError> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM topics WHERE key = ?1"))?
+        .query_row([key], read_topic)
+        .optional()?
+        .transpose()
+        .map(|found| found.map(|(_, topic)| topic))
+}
+
+/// Topics not archived with this title (compared normalised) in `scope`.
+pub fn topics_titled(
+    conn: &Connection,
+    title: &str,
+    scope: Option<&str>,
+) -> Result<Vec<(i64, Topic)>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM topics
+         WHERE norm_title = ?1 AND scope IS ?2 AND archived = 0 ORDER BY key"
+    ))?;
+    let rows = stmt.query_map(params![normalize_title(title), scope], read_topic)?;
+    rows.map(|row| row?).collect()
+}
+
+/// Topics not archived whose text has any word of `text`, best BM25 first,
+/// at most `limit`, with the visibility filter applied in SQL: sensitivity
+/// at most `max_sensitivity`, and scope unscoped or in `scopes` (`None`:
+/// every scope).
+pub fn search_topics(
+    conn: &Connection,
+    text: &str,
+    visible: &Visible<'_>,
+    limit: usize,
+) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
+    let Some(query) = TextQuery::new(text) else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS}, s.rank FROM topic_search s JOIN topics t ON t.key = s.rowid
+         WHERE topic_search MATCH ?1 AND t.archived = 0 AND t.sensitivity <= ?2
+           AND (?3 IS NULL OR t.scope IS NULL OR t.scope IN (SELECT value FROM json_each(?3)))
+           AND (?4 IS NULL OR t.kind = ?4)
+         ORDER BY s.rank LIMIT ?5"
+    ))?;
+    let rows = stmt.query_map(
+        params![
+            query.any(),
+            visible.max_sensitivity.rank(),
+            visible.scopes_json()?,
+            visible.kind,
+            limit as i64
+        ],
+        |row| {
+            let rank: f64 = row.get(12)?;
+            Ok(read_topic(row)?.map(|(key, topic)| (key, topic, -rank)))
+        },
+    )?;
+    rows.map(|row| row?).collect()
+}
+
+/// Which topics a listing may return: up to a sensitivity, unscoped or
+/// in `scopes` (`None`: every scope), of `kind` when given.
+pub struct Visible<'a> {
+    pub max_sensitivity: Sensitivity,
+    pub scopes: Option<&'a [String]>,
+    pub kind: Option<&'a str>,
+}
+
+impl Visible<'_> {
+    fn scopes_json(&self) -> Result<Option<String>, StoreError> {
+        self.scopes
+            .map(|s| serde_json::to_string(s).map_err(|e| StoreError::Corrupt(e.to_string())))
+            .transpose()
+    }
+}
+
+/// Topics not archived that `visible` allows, most recently changed
+/// first, at most `limit`.
+pub fn recent_topics(
+    conn: &Connection,
+    visible: &Visible<'_>,
+    limit: usize,
+) -> Result<Vec<(i64, Topic)>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM topics t
+         WHERE t.archived = 0 AND t.sensitivity <= ?1
+           AND (?2 IS NULL OR t.scope IS NULL OR t.scope IN (SELECT value FROM json_each(?2)))
+           AND (?3 IS NULL OR t.kind = ?3)
+         ORDER BY t.updated_at DESC, t.key DESC LIMIT ?4"
+    ))?;
+    let rows = stmt.query_map(
+        params![
+            visible.max_sensitivity.rank(),
+            visible.scopes_json()?,
+            visible.kind,
+            limit as i64
+        ],
+        read_topic,
+    )?;
+    rows.map(|row| row?).collect()
+}
+
+fn read_version(row: &Row<'_>) -> rusqlite::Result<Result<FieldVersion, StoreError>> {
+    let value: String = row.get(5)?;
+    Ok((|| {
+        Ok(FieldVersion {
+            name: row.get(0)?,
+            seq: row.get(1)?,
+            record_id: row.get(2)?,
+            valid_from: from_micros(row.get(3)?),
+            why_changed: row.get(4)?,
+            value: serde_json::from_str(&value)
+                .map_err(|e| StoreError::Corrupt(format!("field value: {e}")))?,
+            source: row.get(6)?,
+        })
+    })())
+}
+
+/// The newest version of each field of topic `key` that was valid at `at`
+/// (`None`: now), by field name.
+pub fn field_heads(
+    conn: &Connection,
+    key: i64,
+    at: Option<Timestamp>,
+) -> Result<Vec<FieldVersion>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source
+         FROM topic_versions v JOIN records r ON r.key = v.record_key
+         WHERE v.topic_key = ?1 AND v.seq = (
+             SELECT MAX(w.seq) FROM topic_versions w
+             WHERE w.topic_key = v.topic_key AND w.name = v.name
+               AND (?2 IS NULL OR w.valid_from <= ?2))
+         ORDER BY v.name",
+    )?;
+    let rows = stmt.query_map(params![key, at.as_ref().map(to_micros)], read_version)?;
+    rows.map(|row| row?).collect()
+}
+
+/// Every kept version of field `name` of topic `key`, oldest first.
+pub fn field_versions(
+    conn: &Connection,
+    key: i64,
+    name: &str,
+) -> Result<Vec<FieldVersion>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source
+         FROM topic_versions v JOIN records r ON r.key = v.record_key
+         WHERE v.topic_key = ?1 AND v.name = ?2 ORDER BY v.seq",
+    )?;
+    let rows = stmt.query_map(params![key, name], read_version)?;
+    rows.map(|row| row?).collect()
+}
+
+/// The topic record `record_id` is a field version of, if any.
+pub fn topic_of_record(conn: &Connection, record_id: &str) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT v.topic_key FROM records r JOIN topic_versions v ON v.record_key = r.key
+             WHERE r.id = ?1 LIMIT 1",
+        )?
+        .query_row([record_id], |row| row.get(0))
+        .optional()?)
+}
+
+/// Records that record `record_id` is version `seq` of field `name`.
+pub fn add_version(conn: &Connection, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO topic_versions (topic_key, name, seq, record_key, valid_from, why_changed,
+                                     value_json, source)
+         SELECT ?1, ?2, ?3, key, ?4, ?5, ?7, ?8 FROM records WHERE id = ?6",
+    )?
+    .execute(params![
+        key,
+        version.name,
+        version.seq,
+        to_micros(&version.valid_from),
+        version.why_changed,
+        version.record_id,
+        version.value.to_string(),
+        version.source,
+    ])?;
+    Ok(())
+}
+
+/// Keeps the newest `keep` versions of a field in its history; answers
+/// how many were dropped.
+pub fn trim_versions(
+    conn: &Connection,
+    key: i64,
+    name: &str,
+    keep: usize,
+) -> Result<usize, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM topic_versions WHERE topic_key = ?1 AND name = ?2 AND seq <= (
+                 SELECT MAX(seq) FROM topic_versions WHERE topic_key = ?1 AND name = ?2) - ?3",
+        )?
+        .execute(params![key, name, keep as i64])?)
+}
+
+/// Adds an edge unless the same one stands; answers whether it was added.
+pub fn add_edge(
+    conn: &Connection,
+    from: i64,
+    to: i64,
+    kind: &str,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO topic_edges (from_key, to_key, kind, created_at)
+             VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![from, to, kind, to_micros(&now)])?
+        > 0)
+}
+
+/// Ends a standing edge; answers whether there was one.
+pub fn remove_edge(
+    conn: &Connection,
+    from: i64,
+    to: i64,
+    kind: &str,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE topic_edges SET removed_at = ?4
+             WHERE from_key = ?1 AND to_key = ?2 AND kind = ?3 AND removed_at IS NULL",
+        )?
+        .execute(params![from, to, kind, to_micros(&now)])?
+        > 0)
+}
+
+/// The edges from and to topic `key` that stood at `at` (`None`: now),
+/// with the key of the topic at their other end.
+pub fn edges_of(
+    conn: &Connection,
+    key: i64,
+    at: Option<Timestamp>,
+) -> Result<Vec<(i64, TopicEdge)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.to_key, f.id, t.id, e.kind, e.created_at
+         FROM topic_edges e JOIN topics f ON f.key = e.from_key JOIN topics t ON t.key = e.to_key
+         WHERE e.from_key = ?1 AND (?2 IS NULL AND e.removed_at IS NULL
+               OR ?2 IS NOT NULL AND e.created_at <= ?2 AND (e.removed_at IS NULL OR e.removed_at > ?2))
+         UNION ALL
+         SELECT e.from_key, f.id, t.id, e.kind, e.created_at
+         FROM topic_edges e JOIN topics f ON f.key = e.from_key JOIN topics t ON t.key = e.to_key
+         WHERE e.to_key = ?1 AND e.from_key <> ?1 AND (?2 IS NULL AND e.removed_at IS NULL
+               OR ?2 IS NOT NULL AND e.created_at <= ?2 AND (e.removed_at IS NULL OR e.removed_at > ?2))",
+    )?;
+    let rows = stmt.query_map(params![key, at.as_ref().map(to_micros)], |row| {
+        Ok((
+            row.get(0)?,
+            TopicEdge {
+                from_topic_id: row.get(1)?,
+                to_topic_id: row.get(2)?,
+                kind: row.get(3)?,
+                created_at: from_micros(row.get(4)?),
+            },
+        ))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

@@ -1,0 +1,671 @@
+//! Topics over HTTP: placements, views now and as of earlier instants,
+//! field histories, edges, and fields as the semantic records they are.
+
+use awc::http::StatusCode;
+use chrono::Duration;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, spawn_app, spawn_app_with, trust, TestApp};
+
+fn hyper() -> Value {
+    trust("hyper", &[])
+}
+
+async fn ingest(app: &TestApp, mut body: Value) -> Value {
+    if body.get("trust").is_none() {
+        body["trust"] = hyper();
+    }
+    let (status, answer) = app.post("/v1/topics/ingest", &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}: {answer}");
+    answer
+}
+
+async fn view(app: &TestApp, id: &str, as_of: Option<&str>) -> Value {
+    let mut body = json!({"trust": hyper()});
+    if let Some(at) = as_of {
+        body["as_of"] = json!(at);
+    }
+    let (status, answer) = app.post(&format!("/v1/topics/{id}/view"), &body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer["topic"].clone()
+}
+
+fn ops(answer: &Value) -> Vec<(String, String)> {
+    answer["applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["field"].as_str().unwrap().to_string(),
+                a["op"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn topic_count(app: &TestApp) -> i64 {
+    app.database()
+        .query_row("SELECT COUNT(*) FROM topics", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[actix_web::test]
+async fn each_placement_writes_what_it_says() {
+    let app = spawn_app().await;
+    let go = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Go toolchain", "summary": "compiler and tools",
+               "kind": "software", "source": "agent",
+               "fields": [{"name": "version", "value": "1.21"}, {"name": "owner", "value": {"team": "lang"}}]}),
+    )
+    .await;
+    assert_eq!(go["placement"], "new_topic");
+    assert_eq!(
+        ops(&go),
+        [
+            ("version".into(), "created".into()),
+            ("owner".into(), "created".into())
+        ]
+    );
+    let go_id = go["topic_id"].as_str().unwrap().to_string();
+
+    let rust = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Rust toolchain", "source": "agent",
+               "edges": [{"to_topic_id": go_id, "kind": "related"}]}),
+    )
+    .await;
+    assert_eq!(rust["edges_added"], 1);
+    let rust_id = rust["topic_id"].as_str().unwrap().to_string();
+
+    let extended = ingest(
+        &app,
+        json!({"placement": "extend_topic", "topic_id": go_id, "source": "agent",
+               "fields": [{"name": "version", "value": "1.21"}, {"name": "owner", "value": {"team": "infra"}},
+                          {"name": "license", "value": "BSD"}]}),
+    )
+    .await;
+    assert_eq!(extended["placement"], "extend_topic");
+    assert_eq!(
+        ops(&extended),
+        [
+            ("version".into(), "unchanged".into()),
+            ("owner".into(), "versioned".into()),
+            ("license".into(), "created".into())
+        ]
+    );
+
+    let versioned = ingest(
+        &app,
+        json!({"placement": "version_field", "topic_id": go_id, "source": "release-bot",
+               "fields": [{"name": "version", "value": "1.22", "why_changed": "Go 1.22 released"}]}),
+    )
+    .await;
+    assert_eq!(ops(&versioned), [("version".into(), "versioned".into())]);
+
+    let topic = view(&app, &go_id, None).await;
+    assert_eq!(topic["title"], "Go toolchain");
+    assert_eq!(topic["kind"], "software");
+    assert_eq!(topic["fields"]["version"]["value"], "1.22");
+    assert_eq!(topic["fields"]["owner"]["value"], json!({"team": "infra"}));
+    assert_eq!(topic["fields"]["license"]["value"], "BSD");
+    let edges = topic["edges"].as_array().unwrap();
+    assert_eq!(edges.len(), 1, "the edge shows from both ends");
+    assert_eq!(edges[0]["from_topic_id"], rust_id.as_str());
+    assert_eq!(edges[0]["kind"], "related");
+
+    // A field's versions are semantic records with their supersession chain.
+    let record_id = topic["fields"]["version"]["record_id"].as_str().unwrap();
+    let record = app.get_record(record_id).await;
+    assert_eq!(record["type"], "semantic");
+    assert_eq!(record["payload"]["subject"], go_id.as_str());
+    assert_eq!(record["payload"]["predicate"], "version");
+    assert_eq!(record["payload"]["object"], "1.22");
+    assert_eq!(app.history_ids(record_id).await.len(), 2);
+    let (_, found) = app
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": hyper(), "memory_types": ["semantic"], "task_descriptor": "BSD"}),
+        )
+        .await;
+    assert!(
+        found["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["payload"]["predicate"] == "license"),
+        "{found}"
+    );
+}
+
+#[actix_web::test]
+async fn bad_ingests_are_refused_and_nothing_is_written() {
+    let app = spawn_app().await;
+    let go = ingest(
+        &app,
+        json!({"title": "Go", "source": "a", "fields": [{"name": "v", "value": 1}]}),
+    )
+    .await;
+    let go_id = go["topic_id"].as_str().unwrap();
+    let before = topic_count(&app);
+    for (body, status, code, needle) in [
+        (
+            json!({"placement": "merge", "title": "x", "source": "a"}),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "placement",
+        ),
+        (
+            json!({"placement": "extend_topic", "source": "a"}),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "topic_id",
+        ),
+        (
+            json!({"placement": "version_field", "source": "a"}),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "topic_id",
+        ),
+        (
+            json!({"placement": "version_field", "topic_id": go_id, "source": "a",
+                   "fields": [{"name": "v", "value": 2}, {"name": "w", "value": 3}]}),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "fields: version_field takes exactly one field",
+        ),
+        (
+            json!({"placement": "version_field", "topic_id": go_id, "source": "a", "fields": [{"name": "nope", "value": 2}]}),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "fields[0].name",
+        ),
+        (
+            json!({"placement": "extend_topic", "topic_id": "missing", "source": "a"}),
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "topic_id: topic not found",
+        ),
+        (
+            json!({"title": "New", "source": "a", "fields": [{"name": "v", "value": 1}],
+                   "edges": [{"to_topic_id": "missing", "kind": "related"}]}),
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "edges[0].to_topic_id: topic not found",
+        ),
+        (
+            json!({"title": "x"}),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "source",
+        ),
+        (
+            json!({"placement": "new_topic", "source": "a"}),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "title",
+        ),
+    ] {
+        let mut body = body;
+        body["trust"] = hyper();
+        let answer = app.post("/v1/topics/ingest", &body).await;
+        assert_error(&answer, status, code, needle);
+    }
+    assert_eq!(topic_count(&app), before, "nothing was written");
+    let topic = view(&app, go_id, None).await;
+    assert_eq!(topic["fields"]["v"]["value"], 1);
+}
+
+#[actix_web::test]
+async fn auto_places_by_title_then_by_text_within_scope_and_trust() {
+    let app = spawn_app().await;
+    let first = ingest(
+        &app,
+        json!({"title": "Payment service", "summary": "charges cards for orders", "scope": "a",
+               "source": "agent", "fields": [{"name": "owner", "value": "team-pay"}]}),
+    )
+    .await;
+    assert_eq!(first["placement"], "new_topic");
+    let id = first["topic_id"].as_str().unwrap();
+
+    // Same title, other case and spacing, same scope: extended.
+    let same = ingest(
+        &app,
+        json!({"title": "payment   SERVICE", "scope": "a", "source": "agent",
+               "fields": [{"name": "owner", "value": "team-pay"}, {"name": "oncall", "value": "ann"}]}),
+    )
+    .await;
+    assert_eq!(
+        (
+            same["topic_id"].as_str().unwrap(),
+            same["placement"].as_str().unwrap()
+        ),
+        (id, "extend_topic")
+    );
+    assert_eq!(
+        ops(&same),
+        [
+            ("owner".into(), "unchanged".into()),
+            ("oncall".into(), "created".into())
+        ]
+    );
+
+    // Similar text, same scope: extended too.
+    let similar = ingest(
+        &app,
+        json!({"title": "Payment service API", "summary": "charges cards for orders", "scope": "a",
+               "source": "agent", "fields": [{"name": "owner", "value": "team-billing"}]}),
+    )
+    .await;
+    assert_eq!(similar["topic_id"], id);
+    assert_eq!(ops(&similar), [("owner".into(), "versioned".into())]);
+
+    // Another scope: a topic of its own.
+    let other_scope = ingest(
+        &app,
+        json!({"title": "Payment service", "scope": "b", "source": "agent"}),
+    )
+    .await;
+    assert_eq!(other_scope["placement"], "new_topic");
+    assert_ne!(other_scope["topic_id"], id);
+
+    // A topic the caller may not see is never attached to.
+    ingest(
+        &app,
+        json!({"title": "Secret plan", "sensitivity": "hyper", "source": "agent"}),
+    )
+    .await;
+    let low = ingest(
+        &app,
+        json!({"title": "Secret plan", "source": "agent", "trust": trust("low", &[])}),
+    )
+    .await;
+    assert_eq!(low["placement"], "new_topic");
+    assert_eq!(topic_count(&app), 4);
+
+    let suggested = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Payment gateway", "summary": "cards", "scope": "a",
+               "source": "agent", "suggest_similar": true}),
+    )
+    .await;
+    let mut similar: Vec<&str> = suggested["similar_topic_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    similar.sort();
+    let mut expected = vec![id, other_scope["topic_id"].as_str().unwrap()];
+    expected.sort();
+    assert_eq!(
+        similar, expected,
+        "visible topics with words in common, any scope"
+    );
+}
+
+#[actix_web::test]
+async fn views_as_of_earlier_instants_and_histories_in_order() {
+    let app = spawn_app_with(|s| s.topics.max_field_history = 3).await;
+    let start = app.clock.now();
+    let created = ingest(
+        &app,
+        json!({"title": "Build", "source": "ci", "fields": [{"name": "status", "value": "v0"}]}),
+    )
+    .await;
+    let id = created["topic_id"].as_str().unwrap().to_string();
+    let other = ingest(&app, json!({"title": "Deploy", "source": "ci"})).await;
+    let other_id = other["topic_id"].as_str().unwrap().to_string();
+    let mut instants = vec![start];
+    for i in 1..=4 {
+        app.clock.advance(Duration::minutes(10));
+        instants.push(app.clock.now());
+        ingest(
+            &app,
+            json!({"placement": "version_field", "topic_id": id, "source": "ci",
+                   "fields": [{"name": "status", "value": format!("v{i}"), "why_changed": format!("run {i}")}]}),
+        )
+        .await;
+        if i == 2 {
+            let (status, body) = app
+                .post(
+                    &format!("/v1/topics/{id}/edges"),
+                    &json!({"to_topic_id": other_id, "kind": "depends_on", "trust": hyper()}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+        }
+        if i == 3 {
+            let body = json!({"to_topic_id": other_id, "kind": "depends_on", "trust": hyper()});
+            let (status, answer, _) = app
+                .send(
+                    "DELETE",
+                    &format!("/v1/topics/{id}/edges"),
+                    Some(&body),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+            let (status, _, _) = app
+                .send(
+                    "DELETE",
+                    &format!("/v1/topics/{id}/edges"),
+                    Some(&body),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "no edge stands any more");
+        }
+    }
+    let rfc =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    for (i, at) in instants.iter().enumerate() {
+        let topic = view(&app, &id, Some(&rfc(*at + Duration::minutes(1)))).await;
+        // The cap of three took the two oldest versions out of the history.
+        let expected = if i >= 2 {
+            json!(format!("v{i}"))
+        } else {
+            Value::Null
+        };
+        assert_eq!(topic["fields"]["status"]["value"], expected, "as of {at}");
+        let edges = topic["edges"].as_array().unwrap().len();
+        assert_eq!(edges, usize::from(i == 2), "edges as of {at}");
+    }
+
+    let (status, body) = app
+        .post(
+            &format!("/v1/topics/{id}/fields/status/history"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let versions = body["versions"].as_array().unwrap();
+    let values: Vec<&str> = versions
+        .iter()
+        .map(|v| v["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["v2", "v3", "v4"], "the newest three, oldest first");
+    assert_eq!(versions[0]["why_changed"], "run 2");
+    assert_eq!(versions[0]["valid_to"], versions[1]["valid_from"]);
+    assert_eq!(versions[2]["valid_to"], Value::Null);
+    assert_eq!(versions[2]["source"], "ci");
+    let missing = app
+        .post(
+            &format!("/v1/topics/{id}/fields/nothing/history"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_error(&missing, StatusCode::NOT_FOUND, "not_found", "nothing");
+}
+
+#[actix_web::test]
+async fn topics_the_caller_may_not_see_answer_as_missing_ones() {
+    let app = spawn_app().await;
+    let hidden = ingest(
+        &app,
+        json!({"title": "Vault", "sensitivity": "hyper", "scope": "b", "source": "a"}),
+    )
+    .await;
+    let id = hidden["topic_id"].as_str().unwrap();
+    let low = trust("low", &["a"]);
+    for path in [
+        format!("/v1/topics/{id}/view"),
+        format!("/v1/topics/{id}/fields/x/history"),
+        format!("/v1/topics/{id}/archive"),
+    ] {
+        let answer = app.post(&path, &json!({"trust": low})).await;
+        assert_error(
+            &answer,
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "topic not found",
+        );
+        assert!(!answer.1.to_string().contains(id));
+    }
+    let mine = ingest(
+        &app,
+        json!({"title": "Mine", "scope": "a", "source": "a", "trust": low}),
+    )
+    .await;
+    let mine_id = mine["topic_id"].as_str().unwrap();
+    let answer = app
+        .post(
+            &format!("/v1/topics/{mine_id}/edges"),
+            &json!({"to_topic_id": id, "kind": "related", "trust": low}),
+        )
+        .await;
+    assert_error(
+        &answer,
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "to_topic_id: topic not found",
+    );
+    let archived = app
+        .post(
+            &format!("/v1/topics/{mine_id}/archive"),
+            &json!({"trust": low}),
+        )
+        .await;
+    assert_eq!(archived.0, StatusCode::OK, "{}", archived.1);
+    assert_eq!(archived.1["topic"]["archived"], true);
+}
+
+#[actix_web::test]
+async fn queries_rank_by_text_and_walk_edges_only_through_visible_topics() {
+    let app = spawn_app().await;
+    let mut ids = Vec::new();
+    // a -> b -> hidden -> c, and a -> d -> e -> f: a chain of three hops
+    // around an invisible middle.
+    for (title, sensitivity) in [
+        ("alpha gateway", "low"),
+        ("bravo ledger", "low"),
+        ("hidden vault", "hyper"),
+        ("charlie cache", "low"),
+        ("delta queue", "low"),
+        ("echo worker", "low"),
+        ("foxtrot store", "low"),
+    ] {
+        let answer = ingest(
+            &app,
+            json!({"placement": "new_topic", "title": title, "kind": "service",
+                   "sensitivity": sensitivity, "source": "a",
+                   "fields": [{"name": "owner", "value": format!("{title} team")}]}),
+        )
+        .await;
+        ids.push(answer["topic_id"].as_str().unwrap().to_string());
+    }
+    for (from, to) in [(0, 1), (1, 2), (2, 3), (0, 4), (4, 5), (5, 6)] {
+        let (status, body) = app
+            .post(
+                &format!("/v1/topics/{}/edges", ids[from]),
+                &json!({"to_topic_id": ids[to], "kind": "depends_on", "trust": hyper()}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let query = |body: Value| {
+        let app = &app;
+        async move {
+            let (status, answer) = app.post("/v1/topics/query", &body).await;
+            assert_eq!(status, StatusCode::OK, "{body}: {answer}");
+            answer["topics"].as_array().unwrap().clone()
+        }
+    };
+    let low = trust("low", &[]);
+    let found = query(json!({"trust": low, "text": "alpha gateway", "hops": 3})).await;
+    assert_eq!(found[0]["topic"]["id"], ids[0].as_str());
+    assert!(found[0]["score"].as_f64().unwrap() > 0.0);
+    let reached: Vec<(String, u64)> = found[0]["neighbors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["topic_id"].as_str().unwrap().to_string(),
+                n["hop"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(reached.contains(&(ids[1].clone(), 1)));
+    assert!(reached.contains(&(ids[4].clone(), 1)));
+    assert!(reached.contains(&(ids[5].clone(), 2)));
+    assert!(reached.contains(&(ids[6].clone(), 3)));
+    assert!(
+        !reached.iter().any(|(id, _)| *id == ids[2] || *id == ids[3]),
+        "the hidden topic is neither shown nor passed through: {reached:?}"
+    );
+    for hops in 1..=3u64 {
+        let found = query(json!({"trust": low, "text": "alpha gateway", "hops": hops})).await;
+        let deepest = found[0]["neighbors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["hop"].as_u64().unwrap())
+            .max();
+        assert_eq!(deepest, Some(hops));
+    }
+    let out = &found[0]["neighbors"][0];
+    assert_eq!(out["direction"], "out");
+    assert_eq!(out["kind"], "depends_on");
+    let from_b = query(json!({"trust": low, "text": "bravo ledger", "hops": 1})).await;
+    assert_eq!(from_b[0]["neighbors"][0]["direction"], "in");
+
+    // Field values are searched too; the hidden topic is never found.
+    let found = query(json!({"trust": low, "text": "charlie team"})).await;
+    assert_eq!(found[0]["topic"]["id"], ids[3].as_str());
+    assert!(query(json!({"trust": low, "text": "hidden vault"}))
+        .await
+        .is_empty());
+    // Without text: the most recently changed; with history when asked.
+    let found = query(json!({"trust": low, "limit": 2, "include_history": true, "hops": 0})).await;
+    assert_eq!(found.len(), 2);
+    assert_eq!(found[0]["history"]["owner"].as_array().unwrap().len(), 1);
+    for (body, field) in [
+        (json!({"trust": low, "hops": 4}), "hops"),
+        (json!({"trust": low, "limit": 1000}), "limit"),
+        (json!({"hops": 1}), "trust"),
+    ] {
+        let answer = app.post("/v1/topics/query", &body).await;
+        assert_error(&answer, StatusCode::BAD_REQUEST, "invalid_argument", field);
+    }
+}
+
+#[actix_web::test]
+async fn graph_retrieval_walks_relations_and_topic_links_within_its_limits() {
+    let app = spawn_app().await;
+    let service = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Orders", "source": "a",
+               "fields": [{"name": "store", "value": "postgres zanzibar"}, {"name": "owner", "value": "team-o"}]}),
+    )
+    .await;
+    let service_id = service["topic_id"].as_str().unwrap().to_string();
+    let queue = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Queue", "source": "a",
+               "fields": [{"name": "broker", "value": "kafka"}],
+               "edges": []}),
+    )
+    .await;
+    let queue_id = queue["topic_id"].as_str().unwrap().to_string();
+    let secret = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Secret", "source": "a", "sensitivity": "hyper",
+               "fields": [{"name": "key", "value": "hidden"}]}),
+    )
+    .await;
+    let secret_id = secret["topic_id"].as_str().unwrap().to_string();
+    for to in [&queue_id, &secret_id] {
+        let (status, body) = app
+            .post(
+                &format!("/v1/topics/{service_id}/edges"),
+                &json!({"to_topic_id": to, "kind": "depends_on", "trust": hyper()}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    // A version chain: the root's record supersedes the first value.
+    ingest(
+        &app,
+        json!({"placement": "version_field", "topic_id": service_id, "source": "a",
+               "fields": [{"name": "store", "value": "postgres zanzibar 16"}]}),
+    )
+    .await;
+
+    let graph = |body: Value| {
+        let app = &app;
+        async move {
+            let (status, answer) = app.post("/v1/retrieve/graph", &body).await;
+            (status, answer)
+        }
+    };
+    let low = trust("low", &[]);
+    let (status, answer) = graph(json!({"trust": low, "task_descriptor": "zanzibar",
+                                        "memory_types": ["semantic"], "root_limit": 1}))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let nodes = answer["nodes"].as_array().unwrap();
+    assert_eq!(nodes[0]["root"], true);
+    assert_eq!(
+        nodes[0]["record"]["payload"]["object"],
+        "postgres zanzibar 16"
+    );
+    let objects: Vec<&Value> = nodes
+        .iter()
+        .map(|n| &n["record"]["payload"]["object"])
+        .collect();
+    assert!(
+        objects.contains(&&json!("postgres zanzibar")),
+        "the superseded version: {objects:?}"
+    );
+    assert!(
+        objects.contains(&&json!("team-o")),
+        "the same topic: {objects:?}"
+    );
+    assert!(
+        objects.contains(&&json!("kafka")),
+        "a topic it depends on: {objects:?}"
+    );
+    assert!(
+        !answer.to_string().contains("hidden"),
+        "never to an invisible record"
+    );
+    assert!(nodes
+        .iter()
+        .skip(1)
+        .all(|n| n["root"] == false && n["hop"] == 1));
+    let kinds: Vec<&str> = answer["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"same_topic") && kinds.contains(&"depends_on"),
+        "{kinds:?}"
+    );
+    assert!(kinds.iter().any(|k| k.contains("supersede")), "{kinds:?}");
+
+    let (_, only_roots) = graph(json!({"trust": low, "task_descriptor": "zanzibar",
+                                      "root_limit": 1, "max_hops": 0}))
+    .await;
+    assert_eq!(only_roots["nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(only_roots["edges"], json!([]));
+    let (_, small) = graph(
+        json!({"trust": low, "task_descriptor": "zanzibar", "root_limit": 1,
+                                "node_limit": 2, "edge_limit": 1}),
+    )
+    .await;
+    assert_eq!(small["nodes"].as_array().unwrap().len(), 2);
+    assert_eq!(small["edges"].as_array().unwrap().len(), 1);
+    for (body, field) in [
+        (json!({"trust": low, "max_hops": 4}), "max_hops"),
+        (json!({"trust": low, "node_limit": 0}), "node_limit"),
+        (json!({"trust": low, "root_limit": 0}), "root_limit"),
+        (json!({}), "trust"),
+    ] {
+        let answer = graph(body).await;
+        assert_error(&answer, StatusCode::BAD_REQUEST, "invalid_argument", field);
+    }
+}
