@@ -378,7 +378,11 @@ mod tests {
     }
 
     fn stored(readers: &ReadPool, id: &str) -> bool {
-        readers.read(|tx| tx.record_exists(id)).unwrap().unwrap()
+        readers
+            .read(|tx| tx.record_visibility(id))
+            .unwrap()
+            .unwrap()
+            .is_some()
     }
 
     #[actix_web::test]

@@ -103,17 +103,18 @@ pub(crate) fn load(
 ) -> Result<Loaded, ServiceError> {
     tx.get_for_update(id, now)?
         .filter(|loaded| caller.may_see(&loaded.record))
-        .ok_or_else(|| not_found(field))
+        .ok_or_else(|| not_found(field, "record"))
 }
 
 /// What a caller is told of a record that does not exist or that it may
 /// not see: the same, naming the request field, and without the id, so no
 /// answer about an invisible record ever carries it.
-fn not_found(field: &str) -> ServiceError {
+/// `what` is the kind of thing (`record`, `topic`).
+fn not_found(field: &str, what: &str) -> ServiceError {
     if field.is_empty() {
-        ServiceError::NotFound("record not found".to_string())
+        ServiceError::NotFound(format!("{what} not found"))
     } else {
-        ServiceError::NotFound(format!("{field}: record not found"))
+        ServiceError::NotFound(format!("{field}: {what} not found"))
     }
 }
 
@@ -128,7 +129,7 @@ fn check_visible(
         Some((sensitivity, scope)) if caller.trust.allows_parts(sensitivity, scope.as_deref()) => {
             Ok(())
         }
-        _ => Err(not_found(field)),
+        _ => Err(not_found(field, "record")),
     }
 }
 

@@ -65,7 +65,7 @@ pub fn retrieve_by_id(
 ) -> Result<MemoryRecord, ServiceError> {
     tx.get_record(id, now)?
         .filter(|record| caller.may_see(record))
-        .ok_or_else(|| not_found(""))
+        .ok_or_else(|| not_found("", "record"))
 }
 
 /// The supersession chain through a record the caller may see, oldest
@@ -79,6 +79,6 @@ pub fn history(
     let chain = tx
         .supersession_chain(id, now)?
         .filter(|chain| chain.iter().any(|r| r.id == id && caller.may_see(r)))
-        .ok_or_else(|| not_found(""))?;
+        .ok_or_else(|| not_found("", "record"))?;
     Ok(chain.into_iter().filter(|r| caller.may_see(r)).collect())
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::revision::{reinforce, supersede};
-use super::{insert_new, place, place_new, ServiceError};
+use super::{insert_new, not_found, place, place_new, ServiceError};
 use crate::config::TopicSettings;
 use crate::domain::ingest::IngestContext;
 use crate::domain::record::Attribution;
@@ -49,14 +49,6 @@ fn visible(caller: &Caller, topic: &Topic) -> bool {
         .allows_parts(topic.sensitivity, topic.scope.as_deref())
 }
 
-fn topic_not_found(field: &str) -> ServiceError {
-    if field.is_empty() {
-        ServiceError::NotFound("topic not found".to_string())
-    } else {
-        ServiceError::NotFound(format!("{field}: topic not found"))
-    }
-}
-
 /// Topic `id` if the caller may see it; `NotFound` naming `field`
 /// otherwise (the same for a missing topic).
 fn load_topic(
@@ -67,7 +59,7 @@ fn load_topic(
 ) -> Result<(i64, Topic), ServiceError> {
     tx.topic_by_id(id)?
         .filter(|(_, topic)| visible(caller, topic))
-        .ok_or_else(|| topic_not_found(field))
+        .ok_or_else(|| not_found(field, "topic"))
 }
 
 /// Places and stores a topics ingest: every check (placement, topic,
@@ -168,7 +160,7 @@ pub fn ingest(
                 .clone()
                 .unwrap_or_else(|| format!("topic field {} changed", item.name)),
         );
-        let record_id = match (op, head) {
+        let record_id = match (op, &head) {
             (FieldOp::Unchanged, Some(head)) => {
                 reinforce(
                     tx,
@@ -178,14 +170,22 @@ pub fn ingest(
                     &head.record_id,
                     cx.policy.max_salience,
                 )?;
-                head.record_id
+                head.record_id.clone()
             }
-            (FieldOp::Versioned, Some(head)) => {
-                let record = field_record(cx, &topic, item, &request.source)?;
-                let record = supersede(tx, caller, now, &by, &head.record_id, record)?;
+            // Created (no head) or versioned (a head with another value).
+            _ => {
+                let mut record = field_record(cx, &topic, item, &request.source)?;
+                let record = match &head {
+                    Some(head) => supersede(tx, caller, now, &by, &head.record_id, record)?,
+                    None => {
+                        place_new(caller, &format!("fields[{}].", applied.len()), &mut record)?;
+                        insert_new(tx, &mut record, now)?;
+                        record
+                    }
+                };
                 let version = FieldVersion {
                     name: item.name.clone(),
-                    seq: head.seq + 1,
+                    seq: head.as_ref().map_or(1, |head| head.seq + 1),
                     record_id: record.id.clone(),
                     valid_from: now,
                     value: item.value.clone(),
@@ -194,23 +194,6 @@ pub fn ingest(
                 };
                 tx.add_version(key, &version)?;
                 tx.trim_versions(key, &item.name, settings.max_field_history)?;
-                heads.insert(item.name.clone(), version);
-                record.id
-            }
-            _ => {
-                let mut record = field_record(cx, &topic, item, &request.source)?;
-                place_new(caller, &format!("fields[{}].", applied.len()), &mut record)?;
-                insert_new(tx, &mut record, now)?;
-                let version = FieldVersion {
-                    name: item.name.clone(),
-                    seq: 1,
-                    record_id: record.id.clone(),
-                    valid_from: now,
-                    value: item.value.clone(),
-                    source: request.source.clone(),
-                    why_changed: item.why_changed.clone(),
-                };
-                tx.add_version(key, &version)?;
                 heads.insert(item.name.clone(), version);
                 record.id
             }
@@ -318,6 +301,17 @@ pub fn view(
     as_of: Option<Timestamp>,
 ) -> Result<TopicView, ServiceError> {
     let (key, topic) = load_topic(tx, caller, "", id)?;
+    view_of(tx, caller, key, topic, as_of)
+}
+
+/// [`view`] of a topic already loaded (and visible) under `key`.
+fn view_of(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    key: i64,
+    topic: Topic,
+    as_of: Option<Timestamp>,
+) -> Result<TopicView, ServiceError> {
     let mut fields = BTreeMap::new();
     for head in tx.field_heads(key, as_of)? {
         fields.insert(
@@ -367,6 +361,15 @@ pub fn field_history(
     name: &str,
 ) -> Result<Vec<VersionView>, ServiceError> {
     let (key, _) = load_topic(tx, caller, "", id)?;
+    history_of(tx, key, name)
+}
+
+/// [`field_history`] of a topic already loaded (and visible) under `key`.
+fn history_of(
+    tx: &mut dyn Transaction,
+    key: i64,
+    name: &str,
+) -> Result<Vec<VersionView>, ServiceError> {
     let versions = tx.field_versions(key, name)?;
     if versions.is_empty() {
         return Err(ServiceError::NotFound(format!(
@@ -553,12 +556,12 @@ pub fn query(
     let mut hits = Vec::with_capacity(found.len());
     for (key, topic, bm25) in found {
         debug_assert!(visible(caller, &topic));
-        let view = view(tx, caller, &topic.id, query.as_of)?;
+        let view = view_of(tx, caller, key, topic, query.as_of)?;
         let neighbors = neighbors(tx, caller, key, query.hops, query.as_of)?;
         let history = if query.include_history {
             let mut fields = BTreeMap::new();
             for name in view.fields.keys() {
-                fields.insert(name.clone(), field_history(tx, caller, &topic.id, name)?);
+                fields.insert(name.clone(), history_of(tx, key, name)?);
             }
             Some(fields)
         } else {

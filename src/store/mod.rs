@@ -244,7 +244,6 @@ pub trait Transaction {
         keys: &[i64],
         now: Timestamp,
     ) -> Result<Vec<MemoryRecord>, StoreError>;
-    fn record_exists(&mut self, id: &str) -> Result<bool, StoreError>;
     /// What decides who may see record `id`: its sensitivity and scope;
     /// `None` when there is no such record.
     fn record_visibility(

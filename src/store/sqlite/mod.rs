@@ -312,10 +312,6 @@ impl Transaction for Connection {
         records::retract_replaced(self, state, entry, now)
     }
 
-    fn record_exists(&mut self, id: &str) -> Result<bool, StoreError> {
-        Ok(records::record_key(self, id)?.is_some())
-    }
-
     fn record_visibility(
         &mut self,
         id: &str,
@@ -516,13 +512,7 @@ impl Transaction for Connection {
         kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
-        let scopes = trust.scope_filter();
-        let visible = topics::Visible {
-            max_sensitivity: trust.max_sensitivity,
-            scopes: scopes.as_deref(),
-            kind,
-        };
-        topics::search_topics(self, text, &visible, limit)
+        topics::search_topics(self, text, &topics::Visible::of(trust, kind), limit)
     }
 
     fn recent_topics(
@@ -531,13 +521,7 @@ impl Transaction for Connection {
         kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(i64, Topic)>, StoreError> {
-        let scopes = trust.scope_filter();
-        let visible = topics::Visible {
-            max_sensitivity: trust.max_sensitivity,
-            scopes: scopes.as_deref(),
-            kind,
-        };
-        topics::recent_topics(self, &visible, limit)
+        topics::recent_topics(self, &topics::Visible::of(trust, kind), limit)
     }
 
     fn field_heads(

@@ -8,6 +8,7 @@ use crate::domain::record::Sensitivity;
 use crate::domain::search::TextQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{normalize_title, Topic};
+use crate::domain::trust::TrustContext;
 use crate::store::{FieldVersion, StoreError, TopicEdge};
 
 const COLUMNS: &str = "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
@@ -166,13 +167,23 @@ pub fn search_topics(
 /// in `scopes` (`None`: every scope), of `kind` when given.
 pub struct Visible<'a> {
     pub max_sensitivity: Sensitivity,
-    pub scopes: Option<&'a [String]>,
+    pub scopes: Option<Vec<String>>,
     pub kind: Option<&'a str>,
 }
 
 impl Visible<'_> {
+    /// What `trust` may see, of `kind` when given.
+    pub fn of<'a>(trust: &TrustContext, kind: Option<&'a str>) -> Visible<'a> {
+        Visible {
+            max_sensitivity: trust.max_sensitivity,
+            scopes: trust.scope_filter(),
+            kind,
+        }
+    }
+
     fn scopes_json(&self) -> Result<Option<String>, StoreError> {
         self.scopes
+            .as_ref()
             .map(|s| serde_json::to_string(s).map_err(|e| StoreError::Corrupt(e.to_string())))
             .transpose()
     }
