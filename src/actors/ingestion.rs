@@ -4,7 +4,7 @@
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
-use super::retrieval::TopicsWork;
+use super::retrieval::CallerWork;
 use super::storage::StorageWriter;
 use crate::clock::Clock;
 use crate::config::TopicSettings;
@@ -168,23 +168,23 @@ impl Handler<IngestTopic> for Ingestor {
     }
 }
 
-/// A change to topics (edges, archiving): one writer job.
-pub struct ChangeTopics<T> {
+/// A write as a caller (topics' edges, archiving): one writer job.
+pub struct WriteAs<T> {
     pub caller: Caller,
-    pub work: TopicsWork<T>,
+    pub work: CallerWork<T>,
 }
 
-impl<T: Send + 'static> Message for ChangeTopics<T> {
+impl<T: Send + 'static> Message for WriteAs<T> {
     type Result = Result<T, ServiceError>;
 }
 
-impl<T: Send + 'static> Handler<ChangeTopics<T>> for Ingestor {
+impl<T: Send + 'static> Handler<WriteAs<T>> for Ingestor {
     type Result = ResponseFuture<Result<T, ServiceError>>;
 
-    fn handle(&mut self, msg: ChangeTopics<T>, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: WriteAs<T>, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let writer = self.writer.clone();
-        let ChangeTopics { caller, work } = msg;
+        let WriteAs { caller, work } = msg;
         Box::pin(async move { writer.write(move |tx| work(tx, &caller, now)).await })
     }
 }

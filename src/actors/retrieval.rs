@@ -13,7 +13,6 @@ use crate::domain::retrieval::Ranking;
 
 use super::storage::Reader;
 use crate::clock::Clock;
-use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::Retrieval;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
@@ -111,21 +110,6 @@ pub struct Retrieve {
     pub check: Check,
 }
 
-#[derive(Message)]
-#[rtype(result = "Result<MemoryRecord, ServiceError>")]
-pub struct RetrieveById {
-    pub id: String,
-    pub caller: Caller,
-}
-
-/// The supersession chain through a record the caller may see.
-#[derive(Message)]
-#[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
-pub struct RetrieveHistory {
-    pub id: String,
-    pub caller: Caller,
-}
-
 impl Handler<Retrieve> for Retriever {
     type Result = ResponseFuture<Result<RetrieveResult, ServiceError>>;
 
@@ -154,43 +138,26 @@ impl Handler<Retrieve> for Retriever {
     }
 }
 
-impl Handler<RetrieveById> for Retriever {
-    type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
-
-    fn handle(&mut self, msg: RetrieveById, _: &mut Self::Context) -> Self::Result {
-        let RetrieveById { id, caller } = msg;
-        self.bounded_read(move |tx, now| service::retrieval::retrieve_by_id(tx, &caller, now, &id))
-    }
-}
-
-impl Handler<RetrieveHistory> for Retriever {
-    type Result = ResponseFuture<Result<Vec<MemoryRecord>, ServiceError>>;
-
-    fn handle(&mut self, msg: RetrieveHistory, _: &mut Self::Context) -> Self::Result {
-        let RetrieveHistory { id, caller } = msg;
-        self.bounded_read(move |tx, now| service::retrieval::history(tx, &caller, now, &id))
-    }
-}
-
-/// Work on the topics that only reads: run like every retrieval, within
-/// the bound on reads in flight, on the read pool.
-pub type TopicsWork<T> =
+/// A service call made as `caller` at `now`.
+pub type CallerWork<T> =
     Box<dyn FnOnce(&mut dyn Transaction, &Caller, Timestamp) -> Result<T, ServiceError> + Send>;
 
-pub struct ReadTopics<T> {
+/// A read as a caller (a record by id, a history, the topics): run like
+/// every retrieval, within the bound on reads in flight, on the read pool.
+pub struct ReadAs<T> {
     pub caller: Caller,
-    pub work: TopicsWork<T>,
+    pub work: CallerWork<T>,
 }
 
-impl<T: Send + 'static> Message for ReadTopics<T> {
+impl<T: Send + 'static> Message for ReadAs<T> {
     type Result = Result<T, ServiceError>;
 }
 
-impl<T: Send + 'static> Handler<ReadTopics<T>> for Retriever {
+impl<T: Send + 'static> Handler<ReadAs<T>> for Retriever {
     type Result = ResponseFuture<Result<T, ServiceError>>;
 
-    fn handle(&mut self, msg: ReadTopics<T>, _: &mut Self::Context) -> Self::Result {
-        let ReadTopics { caller, work } = msg;
+    fn handle(&mut self, msg: ReadAs<T>, _: &mut Self::Context) -> Self::Result {
+        let ReadAs { caller, work } = msg;
         self.bounded_read(move |tx, now| work(tx, &caller, now))
     }
 }

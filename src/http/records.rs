@@ -9,12 +9,13 @@ use super::requests::{PenalizeRequest, ReinforceRequest, RevisionRequest, TrustO
 use super::revisions::revise;
 use super::{record_response, resource, AppState, JsonBody};
 use crate::actors::ingestion::CreateRecord;
-use crate::actors::retrieval::RetrieveHistory;
+use crate::actors::retrieval::ReadAs;
 use crate::domain::access::{Access, Role};
 use crate::domain::policy::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
 use crate::domain::revision::record_id;
 use crate::error::{ApiError, Code};
+use crate::service;
 
 /// Actor named in the `create` audit entry when the record names no
 /// creator.
@@ -113,11 +114,14 @@ async fn history(
     id: web::Path<String>,
     body: JsonBody<TrustOnlyRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    let id = record_id("id", id.into_inner())?;
     let chain = state
         .retriever
-        .send(RetrieveHistory {
-            id: record_id("id", id.into_inner())?,
+        .send(ReadAs {
             caller: access.reader(body.0.trust)?,
+            work: Box::new(move |tx, caller, now| {
+                service::retrieval::history(tx, caller, now, &id)
+            }),
         })
         .await??;
     Ok(HttpResponse::Ok().json(ChainBody { chain }))

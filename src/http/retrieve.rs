@@ -6,10 +6,11 @@ use actix_web::{web, HttpResponse};
 
 use super::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, resource, AppState, JsonBody};
-use crate::actors::retrieval::{Retrieve, RetrieveById, RetrieveGraph};
+use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph};
 use crate::domain::access::{Access, Role};
 use crate::domain::revision::record_id;
 use crate::error::ApiError;
+use crate::service;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource(
@@ -52,11 +53,14 @@ async fn retrieve_by_id(
     id: web::Path<String>,
     body: JsonBody<TrustOnlyRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    let id = record_id("id", id.into_inner())?;
     let record = state
         .retriever
-        .send(RetrieveById {
-            id: record_id("id", id.into_inner())?,
+        .send(ReadAs {
             caller: access.reader(body.0.trust)?,
+            work: Box::new(move |tx, caller, now| {
+                service::retrieval::retrieve_by_id(tx, caller, now, &id)
+            }),
         })
         .await??;
     Ok(record_response(StatusCode::OK, &record))

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{resource, resource_of, AppState, JsonBody};
-use crate::actors::ingestion::{ChangeTopics, IngestTopic};
-use crate::actors::retrieval::{ReadTopics, TopicsWork};
+use crate::actors::ingestion::{IngestTopic, WriteAs};
+use crate::actors::retrieval::{CallerWork, ReadAs};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::{rfc3339_option, Timestamp};
@@ -175,10 +175,10 @@ async fn read<T: Send + 'static>(
     state: &AppState,
     access: Access,
     trust: Option<TrustContext>,
-    work: TopicsWork<T>,
+    work: CallerWork<T>,
 ) -> Result<T, ApiError> {
     let caller = access.reader(trust)?;
-    Ok(state.retriever.send(ReadTopics { caller, work }).await??)
+    Ok(state.retriever.send(ReadAs { caller, work }).await??)
 }
 
 /// Runs `work` on the writer as the caller the request's trust and key
@@ -187,10 +187,10 @@ async fn change<T: Send + 'static>(
     state: &AppState,
     access: Access,
     trust: Option<TrustContext>,
-    work: TopicsWork<T>,
+    work: CallerWork<T>,
 ) -> Result<T, ApiError> {
     let caller = access.acting(trust)?;
-    Ok(state.ingestor.send(ChangeTopics { caller, work }).await??)
+    Ok(state.ingestor.send(WriteAs { caller, work }).await??)
 }
 
 async fn view(
