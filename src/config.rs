@@ -58,6 +58,12 @@ pub struct TopicSettings {
     /// and summary in common), at which `auto` places an observation on an
     /// existing topic of the same scope when no title matches.
     pub match_threshold: f64,
+    /// Archiving starts when more than this many topics are not archived.
+    pub archive_after_count: usize,
+    /// Salience below which a topic may be archived.
+    pub archive_below_salience: f64,
+    /// Salience a topic gains each time a view or query returns it.
+    pub read_reinforcement: f64,
 }
 
 /// API keys: when they are required, and how they are kept.
@@ -406,6 +412,12 @@ impl Settings {
         }
         if !(self.topics.match_threshold > 0.0 && self.topics.match_threshold <= 1.0) {
             return invalid("topics.match_threshold", "must be in (0, 1]");
+        }
+        if !(0.0..=1.0).contains(&self.topics.archive_below_salience) {
+            return invalid("topics.archive_below_salience", "must be in [0, 1]");
+        }
+        if !(0.0..=1.0).contains(&self.topics.read_reinforcement) {
+            return invalid("topics.read_reinforcement", "must be in [0, 1]");
         }
         if self.storage.db_path.as_os_str().is_empty() {
             return invalid("storage.db_path", "must not be empty");

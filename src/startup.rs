@@ -6,12 +6,13 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, Addr, SyncArbiter};
+use actix::{Actor, Addr, Recipient, SyncArbiter};
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpServer};
 
-use crate::actors::consolidation::Consolidator;
+use crate::actors::consolidation::{Consolidator, TopicsRead, TopicsTouched};
+use crate::service::topics::TopicRules;
 use crate::actors::decay::Decayer;
 use crate::actors::embedder::Embedder;
 use crate::actors::ingestion::Ingestor;
@@ -129,10 +130,12 @@ impl Application {
         let reader = Reader::new(reader_addr, Duration::from_millis(storage.read_timeout_ms));
 
         let read_gate = ReadGate::new(settings.retrieval.max_reads_in_flight);
+        let topic_rules = TopicRules::new(settings.topics, &settings.policy);
         let decayer = Decayer::new(
             reader.clone(),
             writer.clone(),
             settings.jobs.decay_chunk_size,
+            topic_rules.decay.clone(),
         )
         .start();
         let consolidator = Consolidator::new(
@@ -140,6 +143,8 @@ impl Application {
             reader.clone(),
             writer.clone(),
             settings.jobs.compress_after_hours,
+            topic_rules.clone(),
+            clock.clone(),
         )
         .start();
         let metrics = Arc::new(Metrics::with_jobs(JobName::ALL.map(JobName::as_str)));
@@ -159,7 +164,7 @@ impl Application {
             last_runs,
             SchedulerDeps {
                 decayer,
-                consolidator,
+                consolidator: consolidator.clone(),
                 writer: writer.clone(),
                 clock: clock.clone(),
                 metrics: metrics.clone(),
@@ -186,7 +191,9 @@ impl Application {
             max_body_bytes: settings.server.max_body_bytes,
             body_budget: BodyBudget::new(settings.server.max_body_bytes_in_flight),
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
-            topics: settings.topics,
+            topics: topic_rules,
+            topics_touched: consolidator.clone().recipient(),
+            topics_read: consolidator.recipient(),
         };
 
         let listener =
@@ -307,7 +314,9 @@ struct SharedState {
     /// One for all workers: the bound is on the whole process.
     body_budget: Arc<BodyBudget>,
     body_read_timeout: Duration,
-    topics: crate::config::TopicSettings,
+    topics: TopicRules,
+    topics_touched: Recipient<TopicsTouched>,
+    topics_read: Recipient<TopicsRead>,
 }
 
 impl SharedState {
@@ -315,8 +324,14 @@ impl SharedState {
     /// actors started on the worker's arbiter.
     fn worker_state(&self) -> AppState {
         AppState {
-            ingestor: Ingestor::new(self.policy.clone(), self.writer.clone(), self.clock.clone())
-                .start(),
+            ingestor: Ingestor::new(
+                self.policy.clone(),
+                self.writer.clone(),
+                self.clock.clone(),
+                self.topics.clone(),
+                self.topics_touched.clone(),
+            )
+            .start(),
             retriever: Retriever::new(
                 self.reader.clone(),
                 self.clock.clone(),
@@ -335,7 +350,8 @@ impl SharedState {
             max_body_bytes: self.max_body_bytes,
             body_budget: self.body_budget.clone(),
             body_read_timeout: self.body_read_timeout,
-            topics: self.topics,
+            topics: self.topics.clone(),
+            topics_read: self.topics_read.clone(),
         }
     }
 }

@@ -5,15 +5,21 @@
 //! fact or tool sequence they show), so every episode is read once per step
 //! and running consolidation again on unchanged data changes nothing.
 
-use actix::{Actor, Context, Handler, Message, ResponseFuture};
+use std::collections::{BTreeMap, BTreeSet};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, ResponseFuture, WrapFuture};
 use chrono::Duration;
 
 use super::storage::{Reader, StorageWriter};
+use crate::clock::Clock;
+use crate::domain::ingest::IngestContext;
 use crate::domain::policy::Policy;
-use crate::domain::record::SCHEDULER_ACTOR;
+use crate::domain::record::{new_record_id, SCHEDULER_ACTOR};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::service::consolidation::{self as steps, ConsolidationReport, Episodes, Page};
+use crate::service::topic_upkeep::{self as upkeep, ARCHIVE_PER_WRITE};
+use crate::service::topics::TopicRules;
 use crate::service::ServiceError;
 use crate::store::{Step, Transaction};
 
@@ -25,6 +31,13 @@ pub struct Consolidator {
     reader: Reader,
     writer: StorageWriter,
     compress_after: Duration,
+    topics: TopicRules,
+    clock: Clock,
+    /// Topics ingested into and read since the last maintenance pass
+    /// started; one pass runs at a time and takes all of them.
+    touched: BTreeSet<String>,
+    reads: BTreeMap<String, u32>,
+    upkeep_running: bool,
 }
 
 impl Consolidator {
@@ -33,13 +46,45 @@ impl Consolidator {
         reader: Reader,
         writer: StorageWriter,
         compress_after_hours: i64,
+        topics: TopicRules,
+        clock: Clock,
     ) -> Self {
         Consolidator {
             policy,
             reader,
             writer,
             compress_after: Duration::hours(compress_after_hours),
+            topics,
+            clock,
+            touched: BTreeSet::new(),
+            reads: BTreeMap::new(),
+            upkeep_running: false,
         }
+    }
+
+    /// Starts a maintenance pass over what is pending unless one runs;
+    /// when it ends, starts the next if more came meanwhile.
+    fn start_upkeep(&mut self, ctx: &mut Context<Self>) {
+        if self.upkeep_running || (self.touched.is_empty() && self.reads.is_empty()) {
+            return;
+        }
+        self.upkeep_running = true;
+        let pass = TopicUpkeep {
+            policy: self.policy.clone(),
+            rules: self.topics.clone(),
+            reader: self.reader.clone(),
+            writer: self.writer.clone(),
+            now: self.clock.now(),
+            touched: std::mem::take(&mut self.touched).into_iter().collect(),
+            reads: std::mem::take(&mut self.reads).into_iter().collect(),
+        };
+        ctx.spawn(pass.run().into_actor(self).map(|result, actor, ctx| {
+            if let Err(error) = result {
+                tracing::warn!(%error, "topic maintenance failed; it runs again after the next ingest");
+            }
+            actor.upkeep_running = false;
+            actor.start_upkeep(ctx);
+        }));
     }
 }
 
@@ -156,6 +201,119 @@ where
         match last {
             Some(key) => after = key,
             None => return Ok(total),
+        }
+    }
+}
+
+/// Topics a topics ingest wrote to: checked for duplicates, and the
+/// archive threshold checked, in the background.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct TopicsTouched {
+    pub ids: Vec<String>,
+}
+
+/// Topics a view or query returned: reinforced in the background.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct TopicsRead {
+    pub ids: Vec<String>,
+}
+
+impl Handler<TopicsTouched> for Consolidator {
+    type Result = ();
+
+    fn handle(&mut self, msg: TopicsTouched, ctx: &mut Self::Context) {
+        self.touched.extend(msg.ids);
+        self.start_upkeep(ctx);
+    }
+}
+
+impl Handler<TopicsRead> for Consolidator {
+    type Result = ();
+
+    fn handle(&mut self, msg: TopicsRead, ctx: &mut Self::Context) {
+        if self.topics.settings.read_reinforcement <= 0.0 {
+            return;
+        }
+        for id in msg.ids {
+            *self.reads.entry(id).or_default() += 1;
+        }
+        self.start_upkeep(ctx);
+    }
+}
+
+/// One topic maintenance pass: reads reinforced (one writer job), each
+/// group of duplicates among the touched topics merged (a writer job per
+/// group, found on a read connection), then faded topics archived when
+/// there are too many (writer jobs only when the read side saw one).
+struct TopicUpkeep {
+    policy: Policy,
+    rules: TopicRules,
+    reader: Reader,
+    writer: StorageWriter,
+    now: Timestamp,
+    touched: Vec<String>,
+    reads: Vec<(String, u32)>,
+}
+
+impl TopicUpkeep {
+    async fn run(self) -> Result<(), ServiceError> {
+        let TopicUpkeep {
+            policy,
+            rules,
+            reader,
+            writer,
+            now,
+            touched,
+            reads,
+        } = self;
+        if !reads.is_empty() {
+            let rules = rules.clone();
+            writer
+                .write(move |tx| upkeep::reinforce_reads(tx, &rules, now, &reads))
+                .await?;
+        }
+        if touched.is_empty() {
+            return Ok(());
+        }
+        let groups = reader
+            .read(move |tx| upkeep::duplicate_groups(tx, &touched))
+            .await?;
+        for group in groups {
+            let (policy, rules) = (policy.clone(), rules.clone());
+            let merged = writer
+                .write(move |tx| {
+                    let cx = IngestContext {
+                        policy: &policy,
+                        now,
+                        new_id: &new_record_id,
+                        key: None,
+                    };
+                    upkeep::merge_group(tx, &cx, &rules, &group)
+                })
+                .await;
+            // One group that cannot merge (a field record revised by hand
+            // meanwhile, say) does not hold up the others.
+            if let Err(error) = merged {
+                tracing::warn!(%error, "merging duplicate topics failed");
+            }
+        }
+        let below = rules.settings.archive_below_salience;
+        loop {
+            let fading = reader
+                .read(move |tx| Ok(tx.fading_topics(below, 1)?))
+                .await?;
+            if fading.is_empty() {
+                return Ok(());
+            }
+            let rules = rules.clone();
+            let archived = writer
+                .write(move |tx| upkeep::archive_faded(tx, &rules, now))
+                .await?;
+            if archived < ARCHIVE_PER_WRITE as u64 {
+                return Ok(());
+            }
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The decay actor: runs a sweep over every record, a chunk at a time —
 //! read and planned on the reader pool, written as one writer job — so the
 //! single writer is held for one chunk at a time and ingests queued
-//! meanwhile are committed between chunks.
+//! meanwhile are committed between chunks. Topics' salience is swept
+//! after the records, the same way.
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
@@ -9,21 +10,32 @@ use super::storage::{Reader, StorageWriter};
 use crate::domain::record::SCHEDULER_ACTOR;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::service::decay::{apply_chunk, plan_chunk, DecayReport};
+use crate::domain::record::DecayProfile;
+use crate::service::decay::{
+    apply_chunk, apply_topic_chunk, plan_chunk, plan_topic_chunk, DecayReport,
+};
 use crate::service::ServiceError;
 
 pub struct Decayer {
     reader: Reader,
     writer: StorageWriter,
     chunk_size: usize,
+    /// How topics decay.
+    topic_decay: DecayProfile,
 }
 
 impl Decayer {
-    pub fn new(reader: Reader, writer: StorageWriter, chunk_size: usize) -> Self {
+    pub fn new(
+        reader: Reader,
+        writer: StorageWriter,
+        chunk_size: usize,
+        topic_decay: DecayProfile,
+    ) -> Self {
         Decayer {
             reader,
             writer,
             chunk_size: chunk_size.max(1),
+            topic_decay,
         }
     }
 }
@@ -48,6 +60,7 @@ impl Handler<ApplyDecay> for Decayer {
         let limit = self.chunk_size;
         let now = msg.now;
         let caller = Caller::unrestricted(Some(SCHEDULER_ACTOR.to_string()));
+        let decay = self.topic_decay.clone();
         Box::pin(async move {
             let mut report = DecayReport::default();
             let mut after_key = 0;
@@ -67,6 +80,22 @@ impl Handler<ApplyDecay> for Decayer {
                     .await?;
                 report.decayed += decayed;
                 report.pruned += pruned;
+                report.chunks += 1;
+            }
+            let mut after_key = 0;
+            loop {
+                let decay = decay.clone();
+                let chunk = reader
+                    .read(move |tx| plan_topic_chunk(tx, &decay, now, after_key, limit))
+                    .await?;
+                let Some(last) = chunk.last_key else { break };
+                after_key = last;
+                if chunk.changes.is_empty() {
+                    continue;
+                }
+                report.topics_decayed += writer
+                    .write(move |tx| apply_topic_chunk(tx, &chunk))
+                    .await?;
                 report.chunks += 1;
             }
             Ok(report)

@@ -2,33 +2,45 @@
 //! (classification, policy, the record builder) on its HTTP worker's thread, then
 //! stores them through one service call on the writer.
 
-use actix::{Actor, Context, Handler, Message, ResponseFuture};
+use actix::{Actor, Context, Handler, Message, Recipient, ResponseFuture};
 
+use super::consolidation::TopicsTouched;
 use super::retrieval::CallerWork;
 use super::storage::StorageWriter;
 use crate::clock::Clock;
-use crate::config::TopicSettings;
 use crate::domain::ingest::{Candidate, IngestContext};
 use crate::domain::policy::{NewRecord, Policy};
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
 use crate::domain::topic::TopicIngest;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
-use crate::service::topics::Ingested;
+use crate::service::topics::{Ingested, TopicRules};
 use crate::service::{self, ServiceError};
 
 pub struct Ingestor {
     policy: Policy,
     writer: StorageWriter,
     clock: Clock,
+    topics: TopicRules,
+    /// Where topics ingests report the topics they touched (the
+    /// consolidation actor's maintenance).
+    touched: Recipient<TopicsTouched>,
 }
 
 impl Ingestor {
-    pub fn new(policy: Policy, writer: StorageWriter, clock: Clock) -> Self {
+    pub fn new(
+        policy: Policy,
+        writer: StorageWriter,
+        clock: Clock,
+        topics: TopicRules,
+        touched: Recipient<TopicsTouched>,
+    ) -> Self {
         Ingestor {
             policy,
             writer,
             clock,
+            topics,
+            touched,
         }
     }
 }
@@ -137,7 +149,6 @@ impl Handler<CreateRecord> for Ingestor {
 pub struct IngestTopic {
     pub caller: Caller,
     pub request: TopicIngest,
-    pub settings: TopicSettings,
 }
 
 impl Handler<IngestTopic> for Ingestor {
@@ -147,13 +158,11 @@ impl Handler<IngestTopic> for Ingestor {
         let now = self.clock.now();
         let policy = self.policy.clone();
         let writer = self.writer.clone();
-        let IngestTopic {
-            caller,
-            request,
-            settings,
-        } = msg;
+        let rules = self.topics.clone();
+        let touched = self.touched.clone();
+        let IngestTopic { caller, request } = msg;
         Box::pin(async move {
-            writer
+            let ingested = writer
                 .write(move |tx| {
                     let cx = IngestContext {
                         policy: &policy,
@@ -161,9 +170,13 @@ impl Handler<IngestTopic> for Ingestor {
                         new_id: &new_record_id,
                         key: caller.key.as_deref(),
                     };
-                    service::topics::ingest(tx, &caller, &cx, settings, request)
+                    service::topics::ingest(tx, &caller, &cx, &rules, request)
                 })
-                .await
+                .await?;
+            touched.do_send(TopicsTouched {
+                ids: vec![ingested.topic_id.clone()],
+            });
+            Ok(ingested)
         })
     }
 }

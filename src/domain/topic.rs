@@ -7,11 +7,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::builder::RecordDraft;
+use super::decay::{salience_at, Anchor, DecayState};
 use super::ingest::IngestContext;
 use super::payload::{Evidence, Payload, RevisionState, SemanticPayload, Validity};
 use super::policy::CandidateKind;
 use super::record::{
-    Attribution, AuditAction, MemoryRecord, Provenance, ProvenanceSource, Sensitivity,
+    Attribution, AuditAction, DecayProfile, MemoryRecord, Provenance, ProvenanceSource, Sensitivity,
 };
 use super::time::Timestamp;
 use super::trust::signed;
@@ -271,12 +272,17 @@ pub struct Topic {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     pub tags: Vec<String>,
+    /// As stored: as of the last decay sweep or reinforcement. Reads show
+    /// the value now (see [`Topic::decayed`]).
     pub salience: f64,
     pub archived: bool,
     #[serde(with = "super::time::rfc3339")]
     pub created_at: Timestamp,
     #[serde(with = "super::time::rfc3339")]
     pub updated_at: Timestamp,
+    /// The salience at the last reinforcement, from which it decays.
+    #[serde(skip)]
+    pub anchor: Anchor,
 }
 
 impl Topic {
@@ -284,6 +290,38 @@ impl Topic {
     /// summary.
     pub fn text(&self) -> String {
         format!("{} {}", self.title, self.summary)
+    }
+
+    /// The salience at `now`: topics fade like the semantic records their
+    /// fields are, with the same profile.
+    pub fn salience_at(&self, decay: &DecayProfile, now: Timestamp) -> f64 {
+        salience_at(
+            &DecayState {
+                anchor: self.anchor,
+                profile: decay,
+                pinned: false,
+                created_at: self.created_at,
+            },
+            now,
+        )
+    }
+
+    /// The topic with its salience as of `now`.
+    pub fn decayed(mut self, decay: &DecayProfile, now: Timestamp) -> Topic {
+        self.salience = self.salience_at(decay, now);
+        self
+    }
+
+    /// Raises the salience by `gain` from its value at `now`, never above
+    /// `max`, and anchors decay there.
+    pub fn reinforce(&mut self, gain: f64, max: f64, decay: &DecayProfile, now: Timestamp) {
+        let current = self.salience_at(decay, now);
+        let raised = (current + gain).min(max).max(current);
+        self.anchor = Anchor {
+            salience: raised,
+            at: now,
+        };
+        self.salience = raised;
     }
 }
 

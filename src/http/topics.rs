@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{resource, resource_of, AppState, JsonBody};
+use crate::actors::consolidation::TopicsRead;
 use crate::actors::ingestion::{IngestTopic, WriteAs};
 use crate::actors::retrieval::{CallerWork, ReadAs};
 use crate::domain::access::{Access, Role};
@@ -146,11 +147,7 @@ async fn ingest(
     })?;
     let ingested = state
         .ingestor
-        .send(IngestTopic {
-            caller,
-            request,
-            settings: state.topics,
-        })
+        .send(IngestTopic { caller, request })
         .await??;
     Ok(HttpResponse::Created().json(ingested))
 }
@@ -202,13 +199,20 @@ async fn view(
     let id = id.into_inner();
     check_id("id", &id)?;
     let as_of = body.0.as_of;
+    let decay = state.topics.decay.clone();
     let topic = read(
         &state,
         access,
         body.0.trust,
-        Box::new(move |tx, caller, _| topics::view(tx, caller, &id, as_of)),
+        Box::new(move |tx, caller, now| {
+            let reading = topics::Reading { now, as_of, decay };
+            topics::view(tx, caller, &id, &reading)
+        }),
     )
     .await?;
+    state.topics_read.do_send(TopicsRead {
+        ids: vec![topic.topic.id.clone()],
+    });
     Ok(HttpResponse::Ok().json(TopicBody { topic }))
 }
 
@@ -250,13 +254,19 @@ async fn query(
         body.as_of,
         body.include_history,
     )?;
+    let decay = state.topics.decay.clone();
     let found = read(
         &state,
         access,
         body.trust,
-        Box::new(move |tx, caller, _| topics::query(tx, caller, &query)),
+        Box::new(move |tx, caller, now| topics::query(tx, caller, &query, now, &decay)),
     )
     .await?;
+    if !found.is_empty() {
+        state.topics_read.do_send(TopicsRead {
+            ids: found.iter().map(|hit| hit.topic.topic.id.clone()).collect(),
+        });
+    }
     Ok(HttpResponse::Ok().json(TopicsBody { topics: found }))
 }
 
@@ -360,11 +370,14 @@ async fn archive(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     check_id("id", &id)?;
+    let decay = state.topics.decay.clone();
     let topic = change(
         &state,
         access,
         body.0.trust,
-        Box::new(move |tx, caller, now| topics::archive(tx, caller, now, &id)),
+        Box::new(move |tx, caller, now| {
+            Ok(topics::archive(tx, caller, now, &id)?.decayed(&decay, now))
+        }),
     )
     .await?;
     Ok(HttpResponse::Ok().json(TopicBody { topic }))

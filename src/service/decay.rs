@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::ServiceError;
 use crate::domain::decay::{prunable, salience_at, DecayState, SWEEP_EPSILON};
-use crate::domain::record::Status;
+use crate::domain::record::{DecayProfile, Status};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::store::{DecayChange, DecayRow, Transaction};
@@ -24,6 +24,9 @@ pub struct DecayReport {
     pub pruned: u64,
     /// Writer transactions the sweep used.
     pub chunks: u64,
+    /// Topics whose stored salience was lowered (topics are archived by
+    /// topic maintenance, never pruned).
+    pub topics_decayed: u64,
 }
 
 /// One chunk of a sweep, planned.
@@ -70,6 +73,59 @@ pub fn apply_chunk(
     let decayed = tx.apply_decay(&chunk.changes, now)?;
     let pruned = tx.prune(&chunk.prunes)?;
     Ok((decayed as u64, pruned as u64))
+}
+
+/// One chunk of the topics' sweep, planned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TopicDecayChunk {
+    /// The last key read; `None` when the sweep is done.
+    pub last_key: Option<i64>,
+    /// (key, the anchor time read, the salience now).
+    pub changes: Vec<(i64, Timestamp, f64)>,
+}
+
+/// Reads up to `limit` topics after `after_key` and plans their decay at
+/// `now` with the profile of topics.
+pub fn plan_topic_chunk(
+    tx: &mut dyn Transaction,
+    decay: &DecayProfile,
+    now: Timestamp,
+    after_key: i64,
+    limit: usize,
+) -> Result<TopicDecayChunk, ServiceError> {
+    let rows = tx.topic_decay_chunk(after_key, limit)?;
+    let changes = rows
+        .iter()
+        .filter_map(|row| {
+            let salience = salience_at(
+                &DecayState {
+                    anchor: row.anchor,
+                    profile: decay,
+                    pinned: false,
+                    created_at: row.created_at,
+                },
+                now,
+            );
+            ((row.stored - salience).abs() >= SWEEP_EPSILON)
+                .then_some((row.key, row.anchor.at, salience))
+        })
+        .collect();
+    Ok(TopicDecayChunk {
+        last_key: rows.last().map(|row| row.key),
+        changes,
+    })
+}
+
+/// Writes a planned topics chunk; a topic reinforced since it was read
+/// keeps its value. Answers the changes written or skipped.
+pub fn apply_topic_chunk(
+    tx: &mut dyn Transaction,
+    chunk: &TopicDecayChunk,
+) -> Result<u64, ServiceError> {
+    for (key, anchor_at, salience) in &chunk.changes {
+        tx.set_topic_salience(*key, *anchor_at, *salience)?;
+    }
+    Ok(chunk.changes.len() as u64)
 }
 
 /// The salience changes and prune candidates of one chunk at `now`.

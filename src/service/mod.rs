@@ -17,6 +17,7 @@ pub mod ingest;
 pub mod keys;
 pub mod retrieval;
 pub mod revision;
+pub mod topic_upkeep;
 pub mod topics;
 
 use crate::domain::record::{MemoryRecord, Sensitivity};

@@ -13,8 +13,10 @@ use serde_json::Value;
 use super::revision::{reinforce, supersede};
 use super::{insert_new, not_found, place, place_new, ServiceError};
 use crate::config::TopicSettings;
+use crate::domain::decay::Anchor;
 use crate::domain::ingest::IngestContext;
-use crate::domain::record::Attribution;
+use crate::domain::policy::Policy;
+use crate::domain::record::{Attribution, DecayProfile, MemoryType};
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
     field_record, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
@@ -22,6 +24,28 @@ use crate::domain::topic::{
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
 use crate::store::{FieldVersion, TopicEdge, Transaction};
+
+/// What topics need of the configuration: the `[topics]` settings, and
+/// how a topic's salience fades and grows.
+#[derive(Debug, Clone)]
+pub struct TopicRules {
+    pub settings: TopicSettings,
+    /// Topics fade like their fields: with the semantic records' profile.
+    pub decay: DecayProfile,
+    pub initial_salience: f64,
+    pub max_salience: f64,
+}
+
+impl TopicRules {
+    pub fn new(settings: TopicSettings, policy: &Policy) -> TopicRules {
+        TopicRules {
+            settings,
+            decay: policy.decay_profile(MemoryType::Semantic),
+            initial_salience: policy.initial_salience,
+            max_salience: policy.max_salience,
+        }
+    }
+}
 
 /// What an ingest did to one field.
 #[derive(Debug, Clone, Serialize)]
@@ -68,9 +92,10 @@ pub fn ingest(
     tx: &mut dyn Transaction,
     caller: &Caller,
     cx: &IngestContext<'_>,
-    settings: TopicSettings,
+    rules: &TopicRules,
     request: TopicIngest,
 ) -> Result<Ingested, ServiceError> {
+    let settings = rules.settings;
     let now = cx.now;
     // Where a new topic would go, and that the caller may write there.
     let mut scope = request.scope.clone();
@@ -124,10 +149,14 @@ pub fn ingest(
                 sensitivity: request.sensitivity,
                 scope,
                 tags: request.tags.clone(),
-                salience: cx.policy.max_salience,
+                salience: rules.initial_salience,
                 archived: false,
                 created_at: now,
                 updated_at: now,
+                anchor: Anchor {
+                    salience: rules.initial_salience,
+                    at: now,
+                },
             };
             let key = tx.insert_topic(&topic)?;
             (key, topic, true)
@@ -214,6 +243,13 @@ pub fn ingest(
         if let Some(summary) = &request.summary {
             topic.summary.clone_from(summary);
         }
+        // An observation about a topic is a use of it.
+        topic.reinforce(
+            rules.decay.reinforcement_gain,
+            rules.max_salience,
+            &rules.decay,
+            now,
+        );
         topic.updated_at = now;
         tx.update_topic(key, &topic)?;
     }
@@ -262,7 +298,7 @@ fn find_home(
 
 /// What the topic index holds of a topic: its title, summary and the
 /// current values of its fields.
-fn search_text<'a>(topic: &Topic, heads: impl Iterator<Item = &'a FieldVersion>) -> String {
+pub(super) fn search_text<'a>(topic: &Topic, heads: impl Iterator<Item = &'a FieldVersion>) -> String {
     let mut text = topic.text();
     for head in heads {
         text.push(' ');
@@ -292,16 +328,25 @@ pub struct TopicView {
     pub edges: Vec<TopicEdge>,
 }
 
+/// When and how a read sees topics: its instant, the instant it asks
+/// about, and how salience fades.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub now: Timestamp,
+    pub as_of: Option<Timestamp>,
+    pub decay: DecayProfile,
+}
+
 /// Topic `id` as it stands, or as it stood at `as_of`: each field's value
 /// then, and the edges that stood then to topics the caller may see.
 pub fn view(
     tx: &mut dyn Transaction,
     caller: &Caller,
     id: &str,
-    as_of: Option<Timestamp>,
+    reading: &Reading,
 ) -> Result<TopicView, ServiceError> {
     let (key, topic) = load_topic(tx, caller, "", id)?;
-    view_of(tx, caller, key, topic, as_of)
+    view_of(tx, caller, key, topic, reading)
 }
 
 /// [`view`] of a topic already loaded (and visible) under `key`.
@@ -310,8 +355,10 @@ fn view_of(
     caller: &Caller,
     key: i64,
     topic: Topic,
-    as_of: Option<Timestamp>,
+    reading: &Reading,
 ) -> Result<TopicView, ServiceError> {
+    let as_of = reading.as_of;
+    let topic = topic.decayed(&reading.decay, reading.now);
     let mut fields = BTreeMap::new();
     for head in tx.field_heads(key, as_of)? {
         fields.insert(
@@ -542,7 +589,14 @@ pub fn query(
     tx: &mut dyn Transaction,
     caller: &Caller,
     query: &TopicQuery,
+    now: Timestamp,
+    decay: &DecayProfile,
 ) -> Result<Vec<QueryHit>, ServiceError> {
+    let reading = Reading {
+        now,
+        as_of: query.as_of,
+        decay: decay.clone(),
+    };
     let kind = query.kind.as_deref();
     let found: Vec<(i64, Topic, f64)> = match &query.text {
         Some(text) => tx.search_topics(text, &caller.trust, kind, query.limit)?,
@@ -556,7 +610,7 @@ pub fn query(
     let mut hits = Vec::with_capacity(found.len());
     for (key, topic, bm25) in found {
         debug_assert!(visible(caller, &topic));
-        let view = view_of(tx, caller, key, topic, query.as_of)?;
+        let view = view_of(tx, caller, key, topic, &reading)?;
         let neighbors = neighbors(tx, caller, key, query.hops, query.as_of)?;
         let history = if query.include_history {
             let mut fields = BTreeMap::new();

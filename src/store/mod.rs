@@ -456,6 +456,37 @@ pub trait Transaction {
         key: i64,
         at: Option<Timestamp>,
     ) -> Result<Vec<(i64, TopicEdge)>, StoreError>;
+    /// Drops every kept version of one field from its history.
+    fn drop_versions(&mut self, key: i64, name: &str) -> Result<(), StoreError>;
+    /// Topics not archived whose stored salience is below `below`, least
+    /// salient first.
+    fn fading_topics(&mut self, below: f64, limit: usize) -> Result<Vec<i64>, StoreError>;
+    /// How many topics are not archived.
+    fn active_topics(&mut self) -> Result<u64, StoreError>;
+    /// Topics not archived after `after_key`, in key order.
+    fn topic_decay_chunk(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<TopicDecay>, StoreError>;
+    /// Stores a topic's salience as a decay sweep computed it from the
+    /// anchor of `anchor_at`, unless it was reinforced since.
+    fn set_topic_salience(
+        &mut self,
+        key: i64,
+        anchor_at: Timestamp,
+        salience: f64,
+    ) -> Result<(), StoreError>;
+}
+
+/// What a decay sweep reads of a topic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicDecay {
+    pub key: i64,
+    /// The salience stored (as of the last sweep or reinforcement).
+    pub stored: f64,
+    pub anchor: crate::domain::decay::Anchor,
+    pub created_at: Timestamp,
 }
 
 /// One version of a topic's field: the record holding it, in order.

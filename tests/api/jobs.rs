@@ -153,7 +153,7 @@ async fn a_disabled_job_still_runs_on_demand() {
     assert_eq!(body["job"], "decay");
     assert_eq!(
         body["result"],
-        json!({"scanned": 0, "decayed": 0, "pruned": 0, "chunks": 0})
+        json!({"scanned": 0, "decayed": 0, "pruned": 0, "chunks": 0, "topics_decayed": 0})
     );
     assert_eq!(body["started_at"], "2026-01-01T00:00:00Z");
     let (_, list) = app.get("/v1/jobs").await;

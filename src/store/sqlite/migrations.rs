@@ -80,6 +80,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0010_topics.sql"),
         backfill: None,
     },
+    Migration {
+        version: 11,
+        name: "topic_salience",
+        sql: include_str!("../../../migrations/0011_topic_salience.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -136,7 +142,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(run(&mut conn).unwrap(), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

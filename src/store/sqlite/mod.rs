@@ -26,7 +26,7 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::{
     CurrentState, DecayChange, DecayRow, Embedded, FieldVersion, JobRunRecord, JobSetting, Loaded,
-    MemoryStats, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicEdge, Transaction,
+    MemoryStats, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay, TopicEdge, Transaction,
     Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
@@ -574,5 +574,34 @@ impl Transaction for Connection {
         at: Option<Timestamp>,
     ) -> Result<Vec<(i64, TopicEdge)>, StoreError> {
         topics::edges_of(self, key, at)
+    }
+
+    fn drop_versions(&mut self, key: i64, name: &str) -> Result<(), StoreError> {
+        topics::drop_versions(self, key, name)
+    }
+
+    fn fading_topics(&mut self, below: f64, limit: usize) -> Result<Vec<i64>, StoreError> {
+        topics::fading_topics(self, below, limit)
+    }
+
+    fn active_topics(&mut self) -> Result<u64, StoreError> {
+        topics::active_topics(self)
+    }
+
+    fn topic_decay_chunk(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<TopicDecay>, StoreError> {
+        topics::topic_decay_chunk(self, after_key, limit)
+    }
+
+    fn set_topic_salience(
+        &mut self,
+        key: i64,
+        anchor_at: Timestamp,
+        salience: f64,
+    ) -> Result<(), StoreError> {
+        topics::set_topic_salience(self, key, anchor_at, salience)
     }
 }

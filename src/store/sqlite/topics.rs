@@ -4,15 +4,16 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::records::sensitivity_of;
+use crate::domain::decay::Anchor;
 use crate::domain::record::Sensitivity;
 use crate::domain::search::TextQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{normalize_title, Topic};
 use crate::domain::trust::TrustContext;
-use crate::store::{FieldVersion, StoreError, TopicEdge};
+use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
 const COLUMNS: &str = "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
-                       archived, created_at, updated_at";
+                       archived, created_at, updated_at, anchor_salience, anchor_at";
 
 fn read_topic(row: &Row<'_>) -> rusqlite::Result<Result<(i64, Topic), StoreError>> {
     let sensitivity: i64 = row.get(5)?;
@@ -33,6 +34,10 @@ fn read_topic(row: &Row<'_>) -> rusqlite::Result<Result<(i64, Topic), StoreError
                 archived: row.get(9)?,
                 created_at: from_micros(row.get(10)?),
                 updated_at: from_micros(row.get(11)?),
+                anchor: Anchor {
+                    salience: row.get(12)?,
+                    at: from_micros(row.get(13)?),
+                },
             },
         ))
     })())
@@ -46,8 +51,9 @@ fn tags_json(topic: &Topic) -> Result<String, StoreError> {
 pub fn insert_topic(conn: &Connection, topic: &Topic) -> Result<i64, StoreError> {
     conn.prepare_cached(
         "INSERT INTO topics (id, title, norm_title, summary, kind, sensitivity, scope, tags_json,
-                             salience, archived, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                             salience, archived, created_at, updated_at, anchor_salience,
+                             anchor_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         topic.id,
@@ -62,6 +68,8 @@ pub fn insert_topic(conn: &Connection, topic: &Topic) -> Result<i64, StoreError>
         topic.archived,
         to_micros(&topic.created_at),
         to_micros(&topic.updated_at),
+        topic.anchor.salience,
+        to_micros(&topic.anchor.at),
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -70,7 +78,8 @@ pub fn insert_topic(conn: &Connection, topic: &Topic) -> Result<i64, StoreError>
 pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), StoreError> {
     conn.prepare_cached(
         "UPDATE topics SET title = ?2, norm_title = ?3, summary = ?4, kind = ?5, tags_json = ?6,
-                           salience = ?7, archived = ?8, updated_at = ?9
+                           salience = ?7, archived = ?8, updated_at = ?9,
+                           anchor_salience = ?10, anchor_at = ?11
          WHERE key = ?1",
     )?
     .execute(params![
@@ -83,6 +92,8 @@ pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), St
         topic.salience,
         topic.archived,
         to_micros(&topic.updated_at),
+        topic.anchor.salience,
+        to_micros(&topic.anchor.at),
     ])?;
     Ok(())
 }
@@ -156,7 +167,7 @@ pub fn search_topics(
             limit as i64
         ],
         |row| {
-            let rank: f64 = row.get(12)?;
+            let rank: f64 = row.get(14)?;
             Ok(read_topic(row)?.map(|(key, topic)| (key, topic, -rank)))
         },
     )?;
@@ -377,4 +388,69 @@ pub fn edges_of(
         ))
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Drops every kept version of field `name` of topic `key` from its
+/// history (the records stay).
+pub fn drop_versions(conn: &Connection, key: i64, name: &str) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM topic_versions WHERE topic_key = ?1 AND name = ?2")?
+        .execute(params![key, name])?;
+    Ok(())
+}
+
+/// Topics not archived whose stored salience is below `below`, least
+/// salient first, at most `limit`.
+pub fn fading_topics(conn: &Connection, below: f64, limit: usize) -> Result<Vec<i64>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT key FROM topics WHERE archived = 0 AND salience < ?1
+         ORDER BY salience, key LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![below, limit as i64], |row| row.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// How many topics are not archived.
+pub fn active_topics(conn: &Connection) -> Result<u64, StoreError> {
+    let count: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM topics WHERE archived = 0")?
+        .query_row([], |row| row.get(0))?;
+    Ok(count as u64)
+}
+
+/// Topics not archived after `after_key`, in key order, at most `limit`:
+/// what a decay sweep needs of each.
+pub fn topic_decay_chunk(
+    conn: &Connection,
+    after_key: i64,
+    limit: usize,
+) -> Result<Vec<TopicDecay>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT key, salience, anchor_salience, anchor_at, created_at FROM topics
+         WHERE key > ?1 AND archived = 0 ORDER BY key LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![after_key, limit as i64], |row| {
+        Ok(TopicDecay {
+            key: row.get(0)?,
+            stored: row.get(1)?,
+            anchor: Anchor {
+                salience: row.get(2)?,
+                at: from_micros(row.get(3)?),
+            },
+            created_at: from_micros(row.get(4)?),
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Stores the salience a sweep computed from the anchor of `anchor_at`,
+/// unless the topic was reinforced since (the anchor stays).
+pub fn set_topic_salience(
+    conn: &Connection,
+    key: i64,
+    anchor_at: Timestamp,
+    salience: f64,
+) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE topics SET salience = ?3 WHERE key = ?1 AND anchor_at = ?2")?
+        .execute(params![key, to_micros(&anchor_at), salience])?;
+    Ok(())
 }
