@@ -12,7 +12,6 @@ use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpServer};
 
 use crate::actors::consolidation::{Consolidator, TopicsRead, TopicsTouched};
-use crate::service::topics::TopicRules;
 use crate::actors::decay::Decayer;
 use crate::actors::embedder::Embedder;
 use crate::actors::ingestion::Ingestor;
@@ -31,6 +30,7 @@ use crate::http::auth::Gatekeeper;
 use crate::http::body::BodyBudget;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
+use crate::service::topics::TopicRules;
 use crate::store::{self, ConnectionOptions, StoreError};
 use crate::telemetry;
 

@@ -7,10 +7,10 @@
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
 use super::storage::{Reader, StorageWriter};
+use crate::domain::record::DecayProfile;
 use crate::domain::record::SCHEDULER_ACTOR;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::domain::record::DecayProfile;
 use crate::service::decay::{
     apply_chunk, apply_topic_chunk, plan_chunk, plan_topic_chunk, DecayReport,
 };

@@ -469,4 +469,45 @@ mod tests {
         assert_eq!(FieldOp::of(Some(&json!(1)), &json!(1)), FieldOp::Unchanged);
         assert_eq!(FieldOp::of(Some(&json!(1)), &json!(2)), FieldOp::Versioned);
     }
+
+    #[test]
+    fn a_topic_fades_with_its_profile_and_reinforcement_raises_it_from_now() {
+        use crate::domain::record::DecayCurve;
+        let t0 = crate::domain::time::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
+        let decay = DecayProfile {
+            curve: DecayCurve::Exponential,
+            half_life_seconds: 100,
+            min_salience: 0.0,
+            max_age_seconds: None,
+            reinforcement_gain: 0.1,
+        };
+        let mut topic = Topic {
+            id: "t".into(),
+            title: "t".into(),
+            summary: String::new(),
+            kind: None,
+            sensitivity: Sensitivity::Low,
+            scope: None,
+            tags: vec![],
+            salience: 1.0,
+            archived: false,
+            created_at: t0,
+            updated_at: t0,
+            anchor: Anchor {
+                salience: 0.8,
+                at: t0,
+            },
+        };
+        let later = t0 + chrono::Duration::seconds(200);
+        assert!((topic.salience_at(&decay, later) - 0.2).abs() < 1e-9);
+        assert!((topic.clone().decayed(&decay, later).salience - 0.2).abs() < 1e-9);
+        topic.reinforce(0.1, 1.0, &decay, later);
+        assert!((topic.salience - 0.3).abs() < 1e-9);
+        assert_eq!(topic.anchor.at, later);
+        // Capped by the maximum, and never lowered by a smaller maximum.
+        topic.reinforce(5.0, 1.0, &decay, later);
+        assert_eq!(topic.salience, 1.0);
+        topic.reinforce(0.1, 0.5, &decay, later);
+        assert_eq!(topic.salience, 1.0);
+    }
 }

@@ -106,8 +106,11 @@ pub fn plan_topic_chunk(
                 },
                 now,
             );
-            ((row.stored - salience).abs() >= SWEEP_EPSILON)
-                .then_some((row.key, row.anchor.at, salience))
+            ((row.stored - salience).abs() >= SWEEP_EPSILON).then_some((
+                row.key,
+                row.anchor.at,
+                salience,
+            ))
         })
         .collect();
     Ok(TopicDecayChunk {

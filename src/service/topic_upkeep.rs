@@ -181,11 +181,7 @@ fn merge_into(
             version.seq = seq as i64 + 1;
             tx.add_version(winner_key, version)?;
         }
-        tx.trim_versions(
-            winner_key,
-            &theirs.name,
-            rules.settings.max_field_history,
-        )?;
+        tx.trim_versions(winner_key, &theirs.name, rules.settings.max_field_history)?;
         let head = versions.pop().expect("the joined version was pushed");
         heads.insert(theirs.name, head);
     }

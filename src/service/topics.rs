@@ -298,7 +298,10 @@ fn find_home(
 
 /// What the topic index holds of a topic: its title, summary and the
 /// current values of its fields.
-pub(super) fn search_text<'a>(topic: &Topic, heads: impl Iterator<Item = &'a FieldVersion>) -> String {
+pub(super) fn search_text<'a>(
+    topic: &Topic,
+    heads: impl Iterator<Item = &'a FieldVersion>,
+) -> String {
     let mut text = topic.text();
     for head in heads {
         text.push(' ');

@@ -5,7 +5,7 @@ use awc::http::StatusCode;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, spawn_app_with, trust, TestApp};
+use crate::helpers::{assert_error, spawn_app, spawn_app_with, trust, Deadline, TestApp};
 
 fn hyper() -> Value {
     trust("hyper", &[])
@@ -668,4 +668,256 @@ async fn graph_retrieval_walks_relations_and_topic_links_within_its_limits() {
         let answer = graph(body).await;
         assert_error(&answer, StatusCode::BAD_REQUEST, "invalid_argument", field);
     }
+}
+
+/// Views topic `id` (without reinforcing it: the read is straight from the
+/// database) until `done` holds of its row.
+async fn wait_for_topic(app: &TestApp, id: &str, what: &'static str, done: impl Fn(bool) -> bool) {
+    let deadline = Deadline::after(10, what);
+    loop {
+        let archived: bool = app
+            .database()
+            .query_row("SELECT archived FROM topics WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        if done(archived) {
+            return;
+        }
+        deadline.wait().await;
+    }
+}
+
+fn field_values(app_view: &Value, name: &str) -> Value {
+    app_view["fields"][name]["value"].clone()
+}
+
+#[actix_web::test]
+async fn duplicate_topics_are_merged_in_the_background_with_their_histories_and_edges() {
+    let app = spawn_app().await;
+    let other = |title: &str| json!({"placement": "new_topic", "title": title, "source": "agent"});
+    let upstream = ingest(&app, other("Upstream")).await["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let client = ingest(&app, other("Client")).await["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The same title in another scope, and at another sensitivity: not
+    // duplicates, since other grants see them.
+    let scoped = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Build server", "scope": "ops", "source": "agent"}),
+    )
+    .await["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let secret = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Build server", "sensitivity": "high", "source": "agent"}),
+    )
+    .await["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let first = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Build server", "source": "ann",
+               "fields": [{"name": "status", "value": "red"}, {"name": "owner", "value": "ann"}],
+               "edges": [{"to_topic_id": upstream, "kind": "depends_on"}]}),
+    )
+    .await["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.clock.advance(Duration::seconds(60));
+    let second = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "build   SERVER", "summary": "the CI box",
+               "source": "bob", "tags": ["ci"],
+               "fields": [{"name": "status", "value": "green"}, {"name": "region", "value": "eu"}],
+               "edges": [{"to_topic_id": client, "kind": "uses"}]}),
+    )
+    .await["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for_topic(
+        &app,
+        &second,
+        "the later duplicate to be merged",
+        |archived| archived,
+    )
+    .await;
+
+    let kept = view(&app, &first, None).await;
+    assert_eq!(kept["archived"], false);
+    assert_eq!(
+        field_values(&kept, "status"),
+        "green",
+        "the newer value wins"
+    );
+    assert_eq!(field_values(&kept, "owner"), "ann");
+    assert_eq!(field_values(&kept, "region"), "eu", "{kept}");
+    assert_eq!(kept["summary"], "the CI box");
+    assert_eq!(kept["tags"], json!(["ci"]));
+    let edges: Vec<(String, String, String)> = kept["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["from_topic_id"].as_str().unwrap().to_string(),
+                e["to_topic_id"].as_str().unwrap().to_string(),
+                e["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        edges.contains(&(first.clone(), upstream.clone(), "depends_on".into())),
+        "{edges:?}"
+    );
+    assert!(
+        edges.contains(&(first.clone(), client.clone(), "uses".into())),
+        "moved: {edges:?}"
+    );
+    assert!(
+        edges.contains(&(second.clone(), first.clone(), "merged_into".into())),
+        "{edges:?}"
+    );
+
+    let merged = view(&app, &second, None).await;
+    assert_eq!(merged["archived"], true);
+    assert_eq!(merged["fields"], json!({}), "its versions moved");
+    assert_eq!(
+        merged["edges"].as_array().unwrap().len(),
+        1,
+        "only the link to the topic it went into: {merged}"
+    );
+
+    // Both chains joined, in the order their values took effect, then the
+    // version the merge made.
+    let (status, history) = app
+        .post(
+            &format!("/v1/topics/{first}/fields/status/history"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{history}");
+    let versions = history["versions"].as_array().unwrap();
+    let values: Vec<&str> = versions
+        .iter()
+        .map(|v| v["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["red", "green", "green"]);
+    assert_eq!(versions[2]["source"], "engram:scheduler");
+    assert!(versions[2]["why_changed"]
+        .as_str()
+        .unwrap()
+        .contains("merged"));
+    // The joined version is a merge revision of both current records,
+    // which it retracts.
+    let head = versions[2]["record_id"].as_str().unwrap();
+    let record = app.get_record(head).await;
+    assert_eq!(record["payload"]["subject"], first.as_str());
+    let sources: Vec<&str> = record["relations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["predicate"] == "derived_from")
+        .map(|r| r["target_id"].as_str().unwrap())
+        .collect();
+    for version in &versions[..2] {
+        let id = version["record_id"].as_str().unwrap();
+        assert!(sources.contains(&id), "{id} in {sources:?}");
+        assert_eq!(app.get_record(id).await["status"], "retracted");
+    }
+
+    // The query finds the topic kept, not the merged one.
+    let (_, found) = app
+        .post(
+            "/v1/topics/query",
+            &json!({"trust": hyper(), "text": "build server"}),
+        )
+        .await;
+    let ids: Vec<&str> = found["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["topic"]["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&first.as_str()) && !ids.contains(&second.as_str()),
+        "{ids:?}"
+    );
+    for apart in [&scoped, &secret] {
+        let topic = view(&app, apart, None).await;
+        assert_eq!(topic["archived"], false, "{topic}");
+    }
+}
+
+#[actix_web::test]
+async fn faded_topics_are_archived_once_there_are_too_many_and_reads_keep_them() {
+    let app = spawn_app_with(|s| s.topics.archive_after_count = 3).await;
+    let mut ids = Vec::new();
+    for title in ["alpha", "beta", "gamma"] {
+        let made = ingest(
+            &app,
+            json!({"placement": "new_topic", "title": title, "source": "a"}),
+        );
+        ids.push(made.await["topic_id"].as_str().unwrap().to_string());
+    }
+    // Semantic records, and topics, halve every 30 days: after 200 days a
+    // topic is at about 0.01.
+    app.clock.advance(Duration::days(200));
+    let faded = view(&app, &ids[2], None).await;
+    assert!(faded["salience"].as_f64().unwrap() < 0.02, "{faded}");
+    // That view reinforced gamma (in the background) by 0.1.
+    let deadline = Deadline::after(10, "the read to reinforce the topic");
+    loop {
+        let (_, found) = app
+            .post(
+                "/v1/topics/query",
+                &json!({"trust": hyper(), "text": "gamma"}),
+            )
+            .await;
+        if found["topics"][0]["topic"]["salience"].as_f64().unwrap() > 0.1 {
+            break;
+        }
+        deadline.wait().await;
+    }
+    // The sweep stores the faded salience of alpha and beta; gamma's was
+    // stored when it was reinforced.
+    let report = app.run_job("decay").await;
+    assert_eq!(report["topics_decayed"], 2, "{report}");
+
+    // Four topics, one more than allowed: only the least salient faded
+    // one goes (alpha and beta are equal; the older first).
+    let delta = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "delta", "source": "a"}),
+    )
+    .await["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for_topic(
+        &app,
+        &ids[0],
+        "the faded topic to be archived",
+        |archived| archived,
+    )
+    .await;
+    let archived = |id: &str| -> bool {
+        app.database()
+            .query_row("SELECT archived FROM topics WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .unwrap()
+    };
+    assert!(!archived(&ids[1]), "beta stays, faded: three topics remain");
+    assert!(!archived(&ids[2]) && !archived(&delta));
 }

@@ -26,8 +26,8 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::{
     CurrentState, DecayChange, DecayRow, Embedded, FieldVersion, JobRunRecord, JobSetting, Loaded,
-    MemoryStats, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay, TopicEdge, Transaction,
-    Version, WriteConnection,
+    MemoryStats, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay, TopicEdge,
+    Transaction, Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
 use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
