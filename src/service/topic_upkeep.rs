@@ -216,7 +216,12 @@ fn merge_into(
     }
     winner.updated_at = now;
     tx.update_topic(winner_key, winner)?;
-    tx.index_topic(winner_key, &search_text(winner, heads.values()), false)?;
+    tx.index_topic(
+        winner_key,
+        search_text(winner, heads.values()),
+        Some(winner.text()),
+        false,
+    )?;
 
     loser.archived = true;
     loser.updated_at = now;

@@ -106,7 +106,7 @@ pub fn ingest(
         request.summary.as_deref().unwrap_or_default()
     );
     let similar_topic_ids = if request.suggest_similar {
-        tx.search_topics(&text, &caller.trust, None, MAX_SIMILAR)?
+        tx.similar_topics(&text, &caller.trust, MAX_SIMILAR)?
             .into_iter()
             .map(|(_, topic, _)| topic.id)
             .collect()
@@ -239,9 +239,11 @@ pub fn ingest(
         edges_added += usize::from(tx.add_edge(key, to, kind, now)?);
     }
 
+    let mut titles_changed = fresh;
     if !fresh {
-        if let Some(summary) = &request.summary {
+        if let Some(summary) = request.summary.as_ref().filter(|s| **s != topic.summary) {
             topic.summary.clone_from(summary);
+            titles_changed = true;
         }
         // An observation about a topic is a use of it.
         topic.reinforce(
@@ -253,8 +255,8 @@ pub fn ingest(
         topic.updated_at = now;
         tx.update_topic(key, &topic)?;
     }
-    let text = search_text(&topic, heads.values());
-    tx.index_topic(key, &text, fresh)?;
+    let titles = titles_changed.then(|| topic.text());
+    tx.index_topic(key, search_text(&topic, heads.values()), titles, fresh)?;
     Ok(Ingested {
         topic_id: topic.id,
         placement,
@@ -284,7 +286,7 @@ fn find_home(
         return Ok(Some(found));
     }
     let best = tx
-        .search_topics(text, &caller.trust, None, 20)?
+        .similar_topics(text, &caller.trust, 20)?
         .into_iter()
         .filter(|(_, topic, _)| topic.scope.as_deref() == scope)
         .map(|(key, topic, _)| {

@@ -392,8 +392,17 @@ pub trait Transaction {
     /// Stores a new topic; answers its key.
     fn insert_topic(&mut self, topic: &Topic) -> Result<i64, StoreError>;
     fn update_topic(&mut self, key: i64, topic: &Topic) -> Result<(), StoreError>;
-    /// Sets the search text of topic `key` (`fresh`: it has none yet).
-    fn index_topic(&mut self, key: i64, text: &str, fresh: bool) -> Result<(), StoreError>;
+    /// Sets the search text of topic `key` (`text`: title, summary and
+    /// current values; `titles`: title and summary, when they changed;
+    /// `fresh`: it has none yet). Searches see it once the transaction
+    /// commits.
+    fn index_topic(
+        &mut self,
+        key: i64,
+        text: String,
+        titles: Option<String>,
+        fresh: bool,
+    ) -> Result<(), StoreError>;
     fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError>;
     fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError>;
     /// Topics not archived with this title (normalised) in `scope`.
@@ -410,6 +419,13 @@ pub trait Transaction {
         text: &str,
         trust: &TrustContext,
         kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
+    /// Like `search_topics`, over title and summary alone.
+    fn similar_topics(
+        &mut self,
+        text: &str,
+        trust: &TrustContext,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
     /// Topics not archived that `trust` may see (of `kind`, when given),

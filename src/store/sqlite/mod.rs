@@ -485,8 +485,15 @@ impl Transaction for Connection {
         topics::update_topic(self, key, topic)
     }
 
-    fn index_topic(&mut self, key: i64, text: &str, fresh: bool) -> Result<(), StoreError> {
-        topics::index_topic(self, key, text, fresh)
+    fn index_topic(
+        &mut self,
+        key: i64,
+        text: String,
+        titles: Option<String>,
+        fresh: bool,
+    ) -> Result<(), StoreError> {
+        topics::index_topic(key, text, titles, fresh);
+        Ok(())
     }
 
     fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
@@ -512,7 +519,18 @@ impl Transaction for Connection {
         kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
-        topics::search_topics(self, text, &topics::Visible::of(trust, kind), limit)
+        let visible = topics::Visible::of(trust, kind);
+        topics::search_topics(self, search::Index::Topics, text, &visible, limit)
+    }
+
+    fn similar_topics(
+        &mut self,
+        text: &str,
+        trust: &TrustContext,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
+        let visible = topics::Visible::of(trust, None);
+        topics::search_topics(self, search::Index::TopicTitles, text, &visible, limit)
     }
 
     fn recent_topics(

@@ -1,5 +1,6 @@
-//! The full-text index (migration 0006): one row per record, rowid = the
-//! record's key, kept in step with the record by every write.
+//! The full-text indexes: of records (migration 0006: one row per record,
+//! rowid = the record's key, kept in step with the record by every write)
+//! and of topics (migrations 0010 and 0011, rowid = the topic's key).
 //!
 //! FTS5 writes its pending terms to disk whenever a savepoint opens, and
 //! the writer runs every job in a savepoint of its own, so indexing in
@@ -25,9 +26,31 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::search::{search_text, text_hash};
 use crate::store::StoreError;
 
-/// A change to a record's row: `text` is its new search text (`None`: the
-/// record was deleted), `fresh` that it has no row yet (none to remove).
+/// The full-text tables written through the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Index {
+    /// `record_search`: every record's text.
+    Records,
+    /// `topic_search`: each topic's title, summary and current values.
+    Topics,
+    /// `topic_titles`: each topic's title and summary alone.
+    TopicTitles,
+}
+
+impl Index {
+    pub fn table(self) -> &'static str {
+        match self {
+            Index::Records => "record_search",
+            Index::Topics => "topic_search",
+            Index::TopicTitles => "topic_titles",
+        }
+    }
+}
+
+/// A change to a row of `index`: `text` is its new search text (`None`:
+/// the row goes), `fresh` that it has no row yet (none to remove).
 struct Queued {
+    index: Index,
     key: i64,
     text: Option<String>,
     fresh: bool,
@@ -92,6 +115,7 @@ fn queue(key: i64, record: &MemoryRecord, fresh: bool) -> i64 {
     let text = search_text(record);
     let hash = text_hash(&text);
     push(Queued {
+        index: Index::Records,
         key,
         text: Some(text),
         fresh,
@@ -102,9 +126,21 @@ fn queue(key: i64, record: &MemoryRecord, fresh: bool) -> i64 {
 /// Queues the removal of a deleted record's row.
 pub fn remove(key: i64) {
     push(Queued {
+        index: Index::Records,
         key,
         text: None,
         fresh: false,
+    });
+}
+
+/// Queues `text` as the row of `key` in `index` (`fresh`: it has none
+/// yet).
+pub fn set(index: Index, key: i64, text: String, fresh: bool) {
+    push(Queued {
+        index,
+        key,
+        text: Some(text),
+        fresh,
     });
 }
 
@@ -119,18 +155,21 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
     if items.is_empty() {
         return Ok(());
     }
-    // Stable: a key's entries keep their order, first to last.
-    items.sort_by_key(|item| item.key);
-    let mut remove = conn.prepare_cached("DELETE FROM record_search WHERE rowid = ?1")?;
-    let mut insert =
-        conn.prepare_cached("INSERT INTO record_search (rowid, text) VALUES (?1, ?2)")?;
-    for group in items.chunk_by(|a, b| a.key == b.key) {
-        let (first, last) = (&group[0], &group[group.len() - 1]);
-        if !first.fresh {
-            remove.execute([first.key])?;
-        }
-        if let Some(text) = &last.text {
-            insert.execute(params![last.key, text])?;
+    // Stable: a row's entries keep their order, first to last.
+    items.sort_by_key(|item| (item.index, item.key));
+    for rows in items.chunk_by(|a, b| a.index == b.index) {
+        let table = rows[0].index.table();
+        let mut remove = conn.prepare_cached(&format!("DELETE FROM {table} WHERE rowid = ?1"))?;
+        let mut insert =
+            conn.prepare_cached(&format!("INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"))?;
+        for group in rows.chunk_by(|a, b| a.key == b.key) {
+            let (first, last) = (&group[0], &group[group.len() - 1]);
+            if !first.fresh {
+                remove.execute([first.key])?;
+            }
+            if let Some(text) = &last.text {
+                insert.execute(params![last.key, text])?;
+            }
         }
     }
     Ok(())

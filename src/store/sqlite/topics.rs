@@ -4,6 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::records::sensitivity_of;
+use super::search::{self, Index};
 use crate::domain::decay::Anchor;
 use crate::domain::record::Sensitivity;
 use crate::domain::search::TextQuery;
@@ -98,15 +99,14 @@ pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), St
     Ok(())
 }
 
-/// Replaces the search text of topic `key`.
-pub fn index_topic(conn: &Connection, key: i64, text: &str, fresh: bool) -> Result<(), StoreError> {
-    if !fresh {
-        conn.prepare_cached("DELETE FROM topic_search WHERE rowid = ?1")?
-            .execute([key])?;
+/// Queues the search text of topic `key` (see `search`): `text` for topic
+/// queries, `titles` (title and summary) for placement when they changed;
+/// `fresh`: the topic has no rows yet.
+pub fn index_topic(key: i64, text: String, titles: Option<String>, fresh: bool) {
+    search::set(Index::Topics, key, text, fresh);
+    if let Some(titles) = titles {
+        search::set(Index::TopicTitles, key, titles, fresh);
     }
-    conn.prepare_cached("INSERT INTO topic_search (rowid, text) VALUES (?1, ?2)")?
-        .execute(params![key, text])?;
-    Ok(())
 }
 
 pub fn topic_by_id(conn: &Connection, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
@@ -138,12 +138,14 @@ pub fn topics_titled(
     rows.map(|row| row?).collect()
 }
 
-/// Topics not archived whose text has any word of `text`, best BM25 first,
-/// at most `limit`, with the visibility filter applied in SQL: sensitivity
-/// at most `max_sensitivity`, and scope unscoped or in `scopes` (`None`:
-/// every scope).
+/// Topics not archived whose text in `index` (`Topics` or `TopicTitles`)
+/// has any word of `text`, best BM25 first, at most `limit`, with the
+/// visibility filter applied in SQL: sensitivity at most
+/// `max_sensitivity`, and scope unscoped or in `scopes` (`None`: every
+/// scope).
 pub fn search_topics(
     conn: &Connection,
+    index: Index,
     text: &str,
     visible: &Visible<'_>,
     limit: usize,
@@ -151,9 +153,10 @@ pub fn search_topics(
     let Some(query) = TextQuery::new(text) else {
         return Ok(Vec::new());
     };
+    let table = index.table();
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS}, s.rank FROM topic_search s JOIN topics t ON t.key = s.rowid
-         WHERE topic_search MATCH ?1 AND t.archived = 0 AND t.sensitivity <= ?2
+        "SELECT {COLUMNS}, s.rank FROM {table} s JOIN topics t ON t.key = s.rowid
+         WHERE {table} MATCH ?1 AND t.archived = 0 AND t.sensitivity <= ?2
            AND (?3 IS NULL OR t.scope IS NULL OR t.scope IN (SELECT value FROM json_each(?3)))
            AND (?4 IS NULL OR t.kind = ?4)
          ORDER BY s.rank LIMIT ?5"
