@@ -17,9 +17,11 @@ use crate::domain::decay::Anchor;
 use crate::domain::ingest::IngestContext;
 use crate::domain::policy::Policy;
 use crate::domain::record::{Attribution, DecayProfile, MemoryType};
+use crate::domain::search::TextQuery;
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
-    field_record, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
+    candidate_query, field_record, text_similarity, FieldOp, Placement, Topic, TopicIngest,
+    MAX_SIMILAR,
 };
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
@@ -105,13 +107,13 @@ pub fn ingest(
         request.title.as_deref().unwrap_or_default(),
         request.summary.as_deref().unwrap_or_default()
     );
-    let similar_topic_ids = if request.suggest_similar {
-        tx.similar_topics(&text, &caller.trust, MAX_SIMILAR)?
+    let similar_topic_ids = match TextQuery::new(&text).filter(|_| request.suggest_similar) {
+        Some(query) => tx
+            .similar_topics(&query.any(), true, &caller.trust, MAX_SIMILAR)?
             .into_iter()
             .map(|(_, topic, _)| topic.id)
-            .collect()
-    } else {
-        Vec::new()
+            .collect(),
+        None => Vec::new(),
     };
 
     let (target, placement) = match request.placement {
@@ -266,6 +268,9 @@ pub fn ingest(
     })
 }
 
+/// Most topics `auto` placement compares an observation with.
+const MAX_CANDIDATES: usize = 100;
+
 /// Where `auto` puts an observation: a topic of the same scope the caller
 /// may see, with the same title, or else the most similar text at or
 /// above the threshold.
@@ -285,8 +290,11 @@ fn find_home(
     {
         return Ok(Some(found));
     }
+    let Some((matching, ranked)) = candidate_query(text, settings.match_threshold) else {
+        return Ok(None);
+    };
     let best = tx
-        .similar_topics(text, &caller.trust, 20)?
+        .similar_topics(&matching, ranked, &caller.trust, MAX_CANDIDATES)?
         .into_iter()
         .filter(|(_, topic, _)| topic.scope.as_deref() == scope)
         .map(|(key, topic, _)| {

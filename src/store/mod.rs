@@ -421,10 +421,14 @@ pub trait Transaction {
         kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
-    /// Like `search_topics`, over title and summary alone.
+    /// Topics not archived that `trust` may see whose title and summary
+    /// match the full-text query `matching` (quoted terms, AND, OR and
+    /// parentheses only), best first with text scores when `ranked`, else
+    /// oldest first (scores 0).
     fn similar_topics(
         &mut self,
-        text: &str,
+        matching: &str,
+        ranked: bool,
         trust: &TrustContext,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;

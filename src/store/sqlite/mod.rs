@@ -17,6 +17,7 @@ mod test_support;
 pub mod topics;
 pub mod vectors;
 
+use crate::domain::search::TextQuery;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -519,18 +520,36 @@ impl Transaction for Connection {
         kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
+        let Some(query) = TextQuery::new(text) else {
+            return Ok(Vec::new());
+        };
         let visible = topics::Visible::of(trust, kind);
-        topics::search_topics(self, search::Index::Topics, text, &visible, limit)
+        topics::search_topics(
+            self,
+            search::Index::Topics,
+            &query.any(),
+            true,
+            &visible,
+            limit,
+        )
     }
 
     fn similar_topics(
         &mut self,
-        text: &str,
+        matching: &str,
+        ranked: bool,
         trust: &TrustContext,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
         let visible = topics::Visible::of(trust, None);
-        topics::search_topics(self, search::Index::TopicTitles, text, &visible, limit)
+        topics::search_topics(
+            self,
+            search::Index::TopicTitles,
+            matching,
+            ranked,
+            &visible,
+            limit,
+        )
     }
 
     fn recent_topics(

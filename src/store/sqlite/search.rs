@@ -160,8 +160,9 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
     for rows in items.chunk_by(|a, b| a.index == b.index) {
         let table = rows[0].index.table();
         let mut remove = conn.prepare_cached(&format!("DELETE FROM {table} WHERE rowid = ?1"))?;
-        let mut insert =
-            conn.prepare_cached(&format!("INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"))?;
+        let mut insert = conn.prepare_cached(&format!(
+            "INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"
+        ))?;
         for group in rows.chunk_by(|a, b| a.key == b.key) {
             let (first, last) = (&group[0], &group[group.len() - 1]);
             if !first.fresh {

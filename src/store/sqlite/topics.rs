@@ -7,7 +7,6 @@ use super::records::sensitivity_of;
 use super::search::{self, Index};
 use crate::domain::decay::Anchor;
 use crate::domain::record::Sensitivity;
-use crate::domain::search::TextQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{normalize_title, Topic};
 use crate::domain::trust::TrustContext;
@@ -139,31 +138,34 @@ pub fn topics_titled(
 }
 
 /// Topics not archived whose text in `index` (`Topics` or `TopicTitles`)
-/// has any word of `text`, best BM25 first, at most `limit`, with the
-/// visibility filter applied in SQL: sensitivity at most
-/// `max_sensitivity`, and scope unscoped or in `scopes` (`None`: every
-/// scope).
+/// matches the full-text query `matching`, best BM25 first when `ranked`
+/// (else in key order), at most `limit`, with the visibility filter
+/// applied in SQL: sensitivity at most `max_sensitivity`, and scope
+/// unscoped or in `scopes` (`None`: every scope).
 pub fn search_topics(
     conn: &Connection,
     index: Index,
-    text: &str,
+    matching: &str,
+    ranked: bool,
     visible: &Visible<'_>,
     limit: usize,
 ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
-    let Some(query) = TextQuery::new(text) else {
-        return Ok(Vec::new());
-    };
     let table = index.table();
+    let (rank, order) = if ranked {
+        ("s.rank", "s.rank")
+    } else {
+        ("0.0", "t.key")
+    };
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS}, s.rank FROM {table} s JOIN topics t ON t.key = s.rowid
+        "SELECT {COLUMNS}, {rank} FROM {table} s JOIN topics t ON t.key = s.rowid
          WHERE {table} MATCH ?1 AND t.archived = 0 AND t.sensitivity <= ?2
            AND (?3 IS NULL OR t.scope IS NULL OR t.scope IN (SELECT value FROM json_each(?3)))
            AND (?4 IS NULL OR t.kind = ?4)
-         ORDER BY s.rank LIMIT ?5"
+         ORDER BY {order} LIMIT ?5"
     ))?;
     let rows = stmt.query_map(
         params![
-            query.any(),
+            matching,
             visible.max_sensitivity.rank(),
             visible.scopes_json()?,
             visible.kind,
