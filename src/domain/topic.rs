@@ -14,7 +14,6 @@ use super::policy::CandidateKind;
 use super::record::{
     Attribution, AuditAction, DecayProfile, MemoryRecord, Provenance, ProvenanceSource, Sensitivity,
 };
-use super::search::TextQuery;
 use super::time::Timestamp;
 use super::trust::signed;
 use super::validate::{
@@ -231,6 +230,20 @@ fn words(text: &str) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// Longest word, and most words of one topic, the word index keeps.
+pub const MAX_INDEX_WORD: usize = 64;
+pub const MAX_INDEX_WORDS: usize = 256;
+
+/// The words of a topic's text (title and summary) the word index keeps:
+/// the words [`text_similarity`] compares, up to the limits above.
+pub fn index_words(text: &str) -> std::collections::BTreeSet<String> {
+    words(text)
+        .into_iter()
+        .filter(|w| w.len() <= MAX_INDEX_WORD)
+        .take(MAX_INDEX_WORDS)
+        .collect()
+}
+
 /// How alike two topics' texts (title and summary) are: the share of
 /// their distinct words they have in common (Jaccard), in [0, 1].
 pub fn text_similarity(a: &str, b: &str) -> f64 {
@@ -240,63 +253,6 @@ pub fn text_similarity(a: &str, b: &str) -> f64 {
         return 0.0;
     }
     a.intersection(&b).count() as f64 / union as f64
-}
-
-/// Most word combinations a candidate query for `auto` placement spells
-/// out; past it the query asks for any word, ranked.
-const MAX_COMBINATIONS: usize = 32;
-
-/// The full-text query for the topics that may be as similar as
-/// `threshold` to `text` (title and summary), as a MATCH expression, and
-/// whether it needs ranking. A topic at least that similar shares at least
-/// `ceil(threshold · n)` of the text's `n` words (their union is at least
-/// `n` words), so the query asks for every combination of that many of
-/// them: short, unranked index walks instead of ranking every topic with
-/// any word. When the combinations are too many, any word, best BM25
-/// first.
-pub fn candidate_query(text: &str, threshold: f64) -> Option<(String, bool)> {
-    let query = TextQuery::new(text)?;
-    let terms = query.terms();
-    let n = words(text).len();
-    let m = terms.len();
-    // Words left out of the query (stop words, past the term limit) may
-    // be among those in common.
-    let needed = ((threshold * n as f64).ceil() as usize)
-        .saturating_sub(n.saturating_sub(m))
-        .clamp(1, m);
-    if needed == 1 {
-        return Some((query.any(), true));
-    }
-    let mut combinations = Vec::new();
-    let mut picked = Vec::with_capacity(needed);
-    if !combine(terms, needed, 0, &mut picked, &mut combinations) {
-        return Some((query.any(), true));
-    }
-    Some((combinations.join(" OR "), false))
-}
-
-/// Adds to `out` every combination of `size` terms from `start` on, as an
-/// AND of them; false once there would be more than [`MAX_COMBINATIONS`].
-fn combine<'a>(
-    terms: &'a [String],
-    size: usize,
-    start: usize,
-    picked: &mut Vec<&'a str>,
-    out: &mut Vec<String>,
-) -> bool {
-    if picked.len() == size {
-        out.push(format!("({})", picked.join(" AND ")));
-        return out.len() <= MAX_COMBINATIONS;
-    }
-    for i in start..terms.len() {
-        picked.push(&terms[i]);
-        let fits = combine(terms, size, i + 1, picked, out);
-        picked.pop();
-        if !fits {
-            return false;
-        }
-    }
-    true
 }
 
 /// What an ingest did to one field.
@@ -567,26 +523,5 @@ mod tests {
         assert_eq!(topic.salience, 1.0);
         topic.reinforce(0.1, 0.5, &decay, later);
         assert_eq!(topic.salience, 1.0);
-    }
-
-    #[test]
-    fn candidate_queries_ask_for_as_many_words_as_the_threshold_needs() {
-        // 3 words at 0.5: any 2 of them.
-        assert_eq!(
-            candidate_query("alpha beta gamma", 0.5),
-            Some((
-                r#"("alpha" AND "beta") OR ("alpha" AND "gamma") OR ("beta" AND "gamma")"#.into(),
-                false
-            ))
-        );
-        // A stop word left out of the query may be one in common: 2 of 4
-        // words needed, 1 of the 3 queried.
-        let (query, ranked) = candidate_query("the alpha beta gamma", 0.5).unwrap();
-        assert!(ranked);
-        assert_eq!(query, r#""alpha" OR "beta" OR "gamma""#);
-        // Too many combinations: any word, ranked.
-        let long = "a1 a2 a3 a4 a5 a6 a7 a8 a9 a10 a11 a12";
-        assert!(candidate_query(long, 0.5).unwrap().1);
-        assert_eq!(candidate_query("  ", 0.5), None);
     }
 }

@@ -12,7 +12,7 @@ use super::ServiceError;
 use crate::domain::ingest::IngestContext;
 use crate::domain::record::{Attribution, SCHEDULER_ACTOR};
 use crate::domain::time::Timestamp;
-use crate::domain::topic::{field_record, FieldItem, Topic};
+use crate::domain::topic::{field_record, index_words, FieldItem, Topic};
 use crate::domain::trust::Caller;
 use crate::store::{FieldVersion, Transaction};
 
@@ -202,8 +202,10 @@ fn merge_into(
     }
     tx.add_edge(loser_key, winner_key, MERGED_INTO, now)?;
 
-    if winner.summary.is_empty() {
+    if winner.summary.is_empty() && !loser.summary.is_empty() {
+        let old = index_words(&winner.text());
         winner.summary.clone_from(&loser.summary);
+        tx.set_topic_words(winner_key, &old, &index_words(&winner.text()))?;
     }
     for tag in &loser.tags {
         if !winner.tags.contains(tag) {
@@ -216,12 +218,7 @@ fn merge_into(
     }
     winner.updated_at = now;
     tx.update_topic(winner_key, winner)?;
-    tx.index_topic(
-        winner_key,
-        search_text(winner, heads.values()),
-        Some(winner.text()),
-        false,
-    )?;
+    tx.index_topic(winner_key, search_text(winner, heads.values()), false)?;
 
     loser.archived = true;
     loser.updated_at = now;

@@ -5,7 +5,7 @@
 //! revision rules, so trust, audit and history apply to them as to any
 //! record.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -17,11 +17,9 @@ use crate::domain::decay::Anchor;
 use crate::domain::ingest::IngestContext;
 use crate::domain::policy::Policy;
 use crate::domain::record::{Attribution, DecayProfile, MemoryType};
-use crate::domain::search::TextQuery;
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
-    candidate_query, field_record, text_similarity, FieldOp, Placement, Topic, TopicIngest,
-    MAX_SIMILAR,
+    field_record, index_words, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
 };
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
@@ -107,13 +105,14 @@ pub fn ingest(
         request.title.as_deref().unwrap_or_default(),
         request.summary.as_deref().unwrap_or_default()
     );
-    let similar_topic_ids = match TextQuery::new(&text).filter(|_| request.suggest_similar) {
-        Some(query) => tx
-            .similar_topics(&query.any(), true, &caller.trust, MAX_SIMILAR)?
+    let similar_topic_ids = if request.suggest_similar {
+        similar(tx, caller, &text, 1)?
             .into_iter()
-            .map(|(_, topic, _)| topic.id)
-            .collect(),
-        None => Vec::new(),
+            .take(MAX_SIMILAR)
+            .map(|(_, _, topic)| topic.id)
+            .collect()
+    } else {
+        Vec::new()
     };
 
     let (target, placement) = match request.placement {
@@ -241,11 +240,13 @@ pub fn ingest(
         edges_added += usize::from(tx.add_edge(key, to, kind, now)?);
     }
 
-    let mut titles_changed = fresh;
-    if !fresh {
+    if fresh {
+        tx.set_topic_words(key, &BTreeSet::new(), &index_words(&topic.text()))?;
+    } else {
         if let Some(summary) = request.summary.as_ref().filter(|s| **s != topic.summary) {
+            let old = index_words(&topic.text());
             topic.summary.clone_from(summary);
-            titles_changed = true;
+            tx.set_topic_words(key, &old, &index_words(&topic.text()))?;
         }
         // An observation about a topic is a use of it.
         topic.reinforce(
@@ -257,8 +258,7 @@ pub fn ingest(
         topic.updated_at = now;
         tx.update_topic(key, &topic)?;
     }
-    let titles = titles_changed.then(|| topic.text());
-    tx.index_topic(key, search_text(&topic, heads.values()), titles, fresh)?;
+    tx.index_topic(key, search_text(&topic, heads.values()), fresh)?;
     Ok(Ingested {
         topic_id: topic.id,
         placement,
@@ -268,8 +268,41 @@ pub fn ingest(
     })
 }
 
-/// Most topics `auto` placement compares an observation with.
+/// Most topics read per word, and most topics compared, when looking for
+/// topics similar to an observation.
+const PER_WORD: usize = 500;
 const MAX_CANDIDATES: usize = 100;
+
+/// The topics not archived that the caller may see whose title and summary
+/// share at least `at_least` words with `text`, with their similarity to
+/// it, most similar first.
+fn similar(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    text: &str,
+    at_least: usize,
+) -> Result<Vec<(f64, i64, Topic)>, ServiceError> {
+    let words = index_words(text);
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    for (key, _) in tx
+        .topics_sharing(&words, PER_WORD)?
+        .into_iter()
+        .filter(|(_, shared)| *shared >= at_least)
+        .take(MAX_CANDIDATES)
+    {
+        let Some(topic) = tx.topic_by_key(key)? else {
+            continue;
+        };
+        if !topic.archived && visible(caller, &topic) {
+            found.push((text_similarity(text, &topic.text()), key, topic));
+        }
+    }
+    found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    Ok(found)
+}
 
 /// Where `auto` puts an observation: a topic of the same scope the caller
 /// may see, with the same title, or else the most similar text at or
@@ -290,19 +323,13 @@ fn find_home(
     {
         return Ok(Some(found));
     }
-    let Some((matching, ranked)) = candidate_query(text, settings.match_threshold) else {
-        return Ok(None);
-    };
-    let best = tx
-        .similar_topics(&matching, ranked, &caller.trust, MAX_CANDIDATES)?
+    // A topic that similar shares at least this many of the words (their
+    // union is at least as large as the observation's words).
+    let threshold = settings.match_threshold;
+    let at_least = (threshold * index_words(text).len() as f64).ceil() as usize;
+    let best = similar(tx, caller, text, at_least.max(1))?
         .into_iter()
-        .filter(|(_, topic, _)| topic.scope.as_deref() == scope)
-        .map(|(key, topic, _)| {
-            let similarity = text_similarity(text, &topic.text());
-            (similarity, key, topic)
-        })
-        .filter(|(similarity, _, _)| *similarity >= settings.match_threshold)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
+        .find(|(similarity, _, topic)| *similarity >= threshold && topic.scope.as_deref() == scope);
     Ok(best.map(|(_, key, topic)| (key, topic)))
 }
 

@@ -13,7 +13,7 @@
 
 pub mod sqlite;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -392,17 +392,26 @@ pub trait Transaction {
     /// Stores a new topic; answers its key.
     fn insert_topic(&mut self, topic: &Topic) -> Result<i64, StoreError>;
     fn update_topic(&mut self, key: i64, topic: &Topic) -> Result<(), StoreError>;
-    /// Sets the search text of topic `key` (`text`: title, summary and
-    /// current values; `titles`: title and summary, when they changed;
-    /// `fresh`: it has none yet). Searches see it once the transaction
-    /// commits.
-    fn index_topic(
+    /// Sets the search text of topic `key` (title, summary and current
+    /// values; `fresh`: it has none yet). Searches see it once the
+    /// transaction commits.
+    fn index_topic(&mut self, key: i64, text: String, fresh: bool) -> Result<(), StoreError>;
+    /// Replaces words `old` of topic `key`'s title and summary in the word
+    /// index by `new`.
+    fn set_topic_words(
         &mut self,
         key: i64,
-        text: String,
-        titles: Option<String>,
-        fresh: bool,
+        old: &BTreeSet<String>,
+        new: &BTreeSet<String>,
     ) -> Result<(), StoreError>;
+    /// The topics whose title and summary have any of `words`, with how
+    /// many, most first (at most `per_word` topics per word, newest
+    /// first).
+    fn topics_sharing(
+        &mut self,
+        words: &BTreeSet<String>,
+        per_word: usize,
+    ) -> Result<Vec<(i64, usize)>, StoreError>;
     fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError>;
     fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError>;
     /// Topics not archived with this title (normalised) in `scope`.
@@ -419,17 +428,6 @@ pub trait Transaction {
         text: &str,
         trust: &TrustContext,
         kind: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
-    /// Topics not archived that `trust` may see whose title and summary
-    /// match the full-text query `matching` (quoted terms, AND, OR and
-    /// parentheses only), best first with text scores when `ranked`, else
-    /// oldest first (scores 0).
-    fn similar_topics(
-        &mut self,
-        matching: &str,
-        ranked: bool,
-        trust: &TrustContext,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
     /// Topics not archived that `trust` may see (of `kind`, when given),

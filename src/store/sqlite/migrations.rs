@@ -84,7 +84,7 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 11,
         name: "topic_salience",
         sql: include_str!("../../../migrations/0011_topic_salience.sql"),
-        backfill: None,
+        backfill: Some(super::topics::backfill_words),
     },
 ];
 

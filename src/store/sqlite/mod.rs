@@ -17,7 +17,8 @@ mod test_support;
 pub mod topics;
 pub mod vectors;
 
-use crate::domain::search::TextQuery;
+use std::collections::BTreeSet;
+
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -486,15 +487,26 @@ impl Transaction for Connection {
         topics::update_topic(self, key, topic)
     }
 
-    fn index_topic(
+    fn index_topic(&mut self, key: i64, text: String, fresh: bool) -> Result<(), StoreError> {
+        topics::index_topic(key, text, fresh);
+        Ok(())
+    }
+
+    fn set_topic_words(
         &mut self,
         key: i64,
-        text: String,
-        titles: Option<String>,
-        fresh: bool,
+        old: &BTreeSet<String>,
+        new: &BTreeSet<String>,
     ) -> Result<(), StoreError> {
-        topics::index_topic(key, text, titles, fresh);
-        Ok(())
+        topics::set_topic_words(self, key, old, new)
+    }
+
+    fn topics_sharing(
+        &mut self,
+        words: &BTreeSet<String>,
+        per_word: usize,
+    ) -> Result<Vec<(i64, usize)>, StoreError> {
+        topics::topics_sharing(self, words, per_word)
     }
 
     fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
@@ -520,36 +532,7 @@ impl Transaction for Connection {
         kind: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
-        let Some(query) = TextQuery::new(text) else {
-            return Ok(Vec::new());
-        };
-        let visible = topics::Visible::of(trust, kind);
-        topics::search_topics(
-            self,
-            search::Index::Topics,
-            &query.any(),
-            true,
-            &visible,
-            limit,
-        )
-    }
-
-    fn similar_topics(
-        &mut self,
-        matching: &str,
-        ranked: bool,
-        trust: &TrustContext,
-        limit: usize,
-    ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
-        let visible = topics::Visible::of(trust, None);
-        topics::search_topics(
-            self,
-            search::Index::TopicTitles,
-            matching,
-            ranked,
-            &visible,
-            limit,
-        )
+        topics::search_topics(self, text, &topics::Visible::of(trust, kind), limit)
     }
 
     fn recent_topics(

@@ -1,6 +1,6 @@
 //! The full-text indexes: of records (migration 0006: one row per record,
 //! rowid = the record's key, kept in step with the record by every write)
-//! and of topics (migrations 0010 and 0011, rowid = the topic's key).
+//! and of topics (migration 0010, rowid = the topic's key).
 //!
 //! FTS5 writes its pending terms to disk whenever a savepoint opens, and
 //! the writer runs every job in a savepoint of its own, so indexing in
@@ -33,8 +33,6 @@ pub enum Index {
     Records,
     /// `topic_search`: each topic's title, summary and current values.
     Topics,
-    /// `topic_titles`: each topic's title and summary alone.
-    TopicTitles,
 }
 
 impl Index {
@@ -42,7 +40,6 @@ impl Index {
         match self {
             Index::Records => "record_search",
             Index::Topics => "topic_search",
-            Index::TopicTitles => "topic_titles",
         }
     }
 }

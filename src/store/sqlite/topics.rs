@@ -1,5 +1,8 @@
-//! Topics (migration 0010): the topic rows, each field's versions in
-//! order, the edges between topics, and the topic search index.
+//! Topics (migrations 0010 and 0011): the topic rows, each field's
+//! versions in order, the edges between topics, the topic search index and
+//! the index of the words of their titles.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -7,8 +10,9 @@ use super::records::sensitivity_of;
 use super::search::{self, Index};
 use crate::domain::decay::Anchor;
 use crate::domain::record::Sensitivity;
+use crate::domain::search::TextQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::domain::topic::{normalize_title, Topic};
+use crate::domain::topic::{index_words, normalize_title, Topic};
 use crate::domain::trust::TrustContext;
 use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
@@ -98,14 +102,64 @@ pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), St
     Ok(())
 }
 
-/// Queues the search text of topic `key` (see `search`): `text` for topic
-/// queries, `titles` (title and summary) for placement when they changed;
-/// `fresh`: the topic has no rows yet.
-pub fn index_topic(key: i64, text: String, titles: Option<String>, fresh: bool) {
+/// Queues the search text of topic `key` (see `search`; `fresh`: the
+/// topic has no row yet).
+pub fn index_topic(key: i64, text: String, fresh: bool) {
     search::set(Index::Topics, key, text, fresh);
-    if let Some(titles) = titles {
-        search::set(Index::TopicTitles, key, titles, fresh);
+}
+
+/// Replaces words `old` of topic `key` in the word index by `new`.
+pub fn set_topic_words(
+    conn: &Connection,
+    key: i64,
+    old: &BTreeSet<String>,
+    new: &BTreeSet<String>,
+) -> Result<(), StoreError> {
+    let mut remove =
+        conn.prepare_cached("DELETE FROM topic_words WHERE word = ?1 AND topic_key = ?2")?;
+    for word in old.difference(new) {
+        remove.execute(params![word, key])?;
     }
+    let mut add =
+        conn.prepare_cached("INSERT OR IGNORE INTO topic_words (word, topic_key) VALUES (?1, ?2)")?;
+    for word in new.difference(old) {
+        add.execute(params![word, key])?;
+    }
+    Ok(())
+}
+
+/// The topics having any of `words`, each with how many of them it has,
+/// most first (at most `per_word` topics read per word, newest first).
+pub fn topics_sharing(
+    conn: &Connection,
+    words: &BTreeSet<String>,
+    per_word: usize,
+) -> Result<Vec<(i64, usize)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT topic_key FROM topic_words WHERE word = ?1 ORDER BY topic_key DESC LIMIT ?2",
+    )?;
+    let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+    for word in words {
+        for key in stmt.query_map(params![word, per_word as i64], |row| row.get(0))? {
+            *counts.entry(key?).or_default() += 1;
+        }
+    }
+    let mut shared: Vec<(i64, usize)> = counts.into_iter().collect();
+    shared.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    Ok(shared)
+}
+
+/// Fills the word index from the topics stored: run once, when migration
+/// 0011 is applied. Answers how many topics.
+pub fn backfill_words(conn: &Connection) -> Result<usize, StoreError> {
+    let topics: Vec<(i64, String)> = conn
+        .prepare("SELECT key, title || ' ' || summary FROM topics")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    for (key, text) in &topics {
+        set_topic_words(conn, *key, &BTreeSet::new(), &index_words(text))?;
+    }
+    Ok(topics.len())
 }
 
 pub fn topic_by_id(conn: &Connection, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
@@ -137,35 +191,29 @@ pub fn topics_titled(
     rows.map(|row| row?).collect()
 }
 
-/// Topics not archived whose text in `index` (`Topics` or `TopicTitles`)
-/// matches the full-text query `matching`, best BM25 first when `ranked`
-/// (else in key order), at most `limit`, with the visibility filter
-/// applied in SQL: sensitivity at most `max_sensitivity`, and scope
-/// unscoped or in `scopes` (`None`: every scope).
+/// Topics not archived whose text has any word of `text`, best BM25 first,
+/// at most `limit`, with the visibility filter applied in SQL: sensitivity
+/// at most `max_sensitivity`, and scope unscoped or in `scopes` (`None`:
+/// every scope).
 pub fn search_topics(
     conn: &Connection,
-    index: Index,
-    matching: &str,
-    ranked: bool,
+    text: &str,
     visible: &Visible<'_>,
     limit: usize,
 ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
-    let table = index.table();
-    let (rank, order) = if ranked {
-        ("s.rank", "s.rank")
-    } else {
-        ("0.0", "t.key")
+    let Some(query) = TextQuery::new(text) else {
+        return Ok(Vec::new());
     };
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS}, {rank} FROM {table} s JOIN topics t ON t.key = s.rowid
-         WHERE {table} MATCH ?1 AND t.archived = 0 AND t.sensitivity <= ?2
+        "SELECT {COLUMNS}, s.rank FROM topic_search s JOIN topics t ON t.key = s.rowid
+         WHERE topic_search MATCH ?1 AND t.archived = 0 AND t.sensitivity <= ?2
            AND (?3 IS NULL OR t.scope IS NULL OR t.scope IN (SELECT value FROM json_each(?3)))
            AND (?4 IS NULL OR t.kind = ?4)
-         ORDER BY {order} LIMIT ?5"
+         ORDER BY s.rank LIMIT ?5"
     ))?;
     let rows = stmt.query_map(
         params![
-            matching,
+            query.any(),
             visible.max_sensitivity.rank(),
             visible.scopes_json()?,
             visible.kind,
