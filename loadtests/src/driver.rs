@@ -17,7 +17,7 @@ pub use loadtests::http::{client, post};
 
 use crate::workload::{
     batch_request, ingest_request, narrow_retrieval, search_retrieval, topic_fact,
-    topic_observation, topic_query, varied_retrieval, Rng,
+    topic_fill, topic_observation, topic_query, varied_retrieval, Rng,
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +43,8 @@ pub enum Scenario {
     DuringMaintenance { every: Duration, jobs: Vec<String> },
     /// `auto` topics ingests of 5-field observations.
     Topics,
+    /// `new_topic` ingests, one topic per request.
+    TopicsFill,
     /// Topic queries by two title words, one hop.
     TopicsQuery,
 }
@@ -60,6 +62,7 @@ impl Scenario {
             Scenario::Revise { .. } => "revise",
             Scenario::DuringMaintenance { .. } => "during-maintenance",
             Scenario::Topics => "topics",
+            Scenario::TopicsFill => "topics-fill",
             Scenario::TopicsQuery => "topics-query",
         }
     }
@@ -149,6 +152,11 @@ fn op_without_vectors(scenario: &Scenario, seed: u64, index: u64, vectors: usize
         Scenario::Topics => Op::Write {
             path: "/v1/topics/ingest",
             body: topic_observation(&mut rng),
+            records: Vec::new(),
+        },
+        Scenario::TopicsFill => Op::Write {
+            path: "/v1/topics/ingest",
+            body: topic_fill(&mut rng, index),
             records: Vec::new(),
         },
         Scenario::TopicsQuery => Op::Read {

@@ -36,6 +36,8 @@ Scenarios (against a running engram):
                       triggered every --maintenance-every seconds
   topics              auto-placed topics ingests of 5-field observations
                       over 100,000 titles (new topics, then extensions)
+  topics-fill         new_topic ingests of the same observations, request N
+                      making topic N (fills a database for topics-query)
   topics-query        topic queries by two title words, one hop
 
 Other commands:
@@ -238,6 +240,7 @@ async fn run(args: Args) -> bool {
         }),
         "retrieve" => Some(Scenario::Retrieve),
         "topics" => Some(Scenario::Topics),
+        "topics-fill" => Some(Scenario::TopicsFill),
         "topics-query" => Some(Scenario::TopicsQuery),
         "search" => Some(Scenario::Search),
         "vector" => Some(Scenario::Vector { text: false }),

@@ -245,6 +245,16 @@ pub fn topic_title(n: u64) -> String {
 /// it.
 pub fn topic_observation(rng: &mut Rng) -> Value {
     let n = rng.below(TOPIC_TITLES);
+    topic_ingest(rng, "auto", n)
+}
+
+/// A `new_topic` ingest of topic `n` of [`TOPIC_TITLES`] (request `n`
+/// makes topic `n`): fills a database with as many topics as requests.
+pub fn topic_fill(rng: &mut Rng, n: u64) -> Value {
+    topic_ingest(rng, "new_topic", n % TOPIC_TITLES)
+}
+
+fn topic_ingest(rng: &mut Rng, placement: &str, n: u64) -> Value {
     let fields: Vec<Value> = ["status", "owner", "version", "region", "note"]
         .iter()
         .map(|name| {
@@ -259,7 +269,7 @@ pub fn topic_observation(rng: &mut Rng) -> Value {
         })
         .collect();
     json!({
-        "placement": "auto", "title": topic_title(n), "kind": "service",
+        "placement": placement, "title": topic_title(n), "kind": "service",
         "source": "loadtests", "fields": fields,
         "trust": {"max_sensitivity": "hyper", "actor_id": "loadtests"},
     })

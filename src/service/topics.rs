@@ -223,7 +223,9 @@ pub fn ingest(
                     why_changed: item.why_changed.clone(),
                 };
                 tx.add_version(key, &version)?;
-                tx.trim_versions(key, &item.name, settings.max_field_history)?;
+                if version.seq as usize > settings.max_field_history {
+                    tx.trim_versions(key, &item.name, settings.max_field_history)?;
+                }
                 heads.insert(item.name.clone(), version);
                 record.id
             }
