@@ -1,5 +1,5 @@
--- engram schema, version 11: topic salience decays like a record's, and
--- an index of the words of topic titles.
+-- engram schema, version 11: topic salience decays like a record's, an
+-- index of the words of topic titles, and topic vectors.
 --
 -- `salience` is the value as of the last decay sweep or reinforcement (what
 -- the archive step orders by); the anchor is the salience a topic had at
@@ -18,3 +18,12 @@ CREATE TABLE topic_words (
     topic_key INTEGER NOT NULL REFERENCES topics (key),
     PRIMARY KEY (word, topic_key)
 ) WITHOUT ROWID;
+
+-- A topic's vector (the latest `embedding` an ingest gave it), little-endian
+-- f32 values with their norm; the same dimensions as every vector of the
+-- database (vector_space).
+CREATE TABLE topic_vectors (
+    topic_key INTEGER PRIMARY KEY REFERENCES topics (key),
+    norm      REAL NOT NULL,
+    vector    BLOB NOT NULL
+);

@@ -16,8 +16,8 @@ use loadtests::embed;
 pub use loadtests::http::{client, post};
 
 use crate::workload::{
-    batch_request, ingest_request, narrow_retrieval, search_retrieval, topic_fact,
-    topic_fill, topic_observation, topic_query, varied_retrieval, Rng,
+    batch_request, ingest_request, narrow_retrieval, search_retrieval, topic_fact, topic_fill,
+    topic_observation, topic_query, varied_retrieval, Rng,
 };
 
 #[derive(Debug, Clone, PartialEq)]

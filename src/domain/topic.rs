@@ -20,6 +20,7 @@ use super::validate::{
     check_id, check_json_size, check_name, normalize_tags, optional_string, Validated,
     ValidationError,
 };
+use super::vector::Embedding;
 
 /// Most fields and edges one ingest may carry.
 pub const MAX_FIELDS: usize = 100;
@@ -87,6 +88,9 @@ pub struct TopicIngest {
     pub sensitivity: Sensitivity,
     pub scope: Option<String>,
     pub tags: Vec<String>,
+    /// The topic's vector: kept (the latest given wins), and compared for
+    /// similar-topic hints.
+    pub embedding: Option<Embedding>,
 }
 
 impl TopicIngest {
@@ -181,6 +185,7 @@ impl TopicIngest {
             sensitivity: parts.sensitivity,
             scope: optional_string("scope", parts.scope)?,
             tags: normalize_tags("tags", parts.tags)?,
+            embedding: parts.embedding,
         })
     }
 }
@@ -420,6 +425,7 @@ mod tests {
             sensitivity: Sensitivity::Low,
             scope: None,
             tags: Vec::new(),
+            embedding: None,
         }
     }
 

@@ -18,6 +18,7 @@ use crate::domain::topic::{
 };
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::{check_id, null_as_default};
+use crate::domain::vector::Embedding;
 use crate::error::ApiError;
 use crate::service::topics;
 
@@ -107,6 +108,8 @@ struct IngestBody {
     tags: Vec<String>,
     #[serde(default)]
     trust: Option<TrustContext>,
+    #[serde(default)]
+    embedding: Option<Vec<f64>>,
 }
 
 async fn ingest(
@@ -144,6 +147,7 @@ async fn ingest(
         sensitivity: body.sensitivity.unwrap_or(Sensitivity::Low),
         scope: body.scope,
         tags: body.tags,
+        embedding: Embedding::optional("embedding", body.embedding)?,
     })?;
     let ingested = state
         .ingestor
@@ -233,6 +237,8 @@ struct QueryBody {
     as_of: Option<Timestamp>,
     #[serde(default)]
     include_history: bool,
+    #[serde(default)]
+    embedding: Option<Vec<f64>>,
 }
 
 #[derive(Serialize)]
@@ -248,6 +254,7 @@ async fn query(
     let body = body.0;
     let query = topics::TopicQuery::checked(
         body.text,
+        Embedding::optional("embedding", body.embedding)?,
         body.kind,
         body.limit,
         body.hops,

@@ -23,6 +23,7 @@ use crate::domain::topic::{
 };
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
+use crate::domain::vector::{Embedding, QueryVector};
 use crate::store::{FieldVersion, TopicEdge, Transaction};
 
 /// What topics need of the configuration: the `[topics]` settings, and
@@ -105,12 +106,9 @@ pub fn ingest(
         request.title.as_deref().unwrap_or_default(),
         request.summary.as_deref().unwrap_or_default()
     );
+    super::check_embedding(tx, "embedding", request.embedding.as_ref())?;
     let similar_topic_ids = if request.suggest_similar {
-        similar(tx, caller, &text, 1)?
-            .into_iter()
-            .take(MAX_SIMILAR)
-            .map(|(_, _, topic)| topic.id)
-            .collect()
+        similar_ids(tx, caller, &text, request.embedding.as_ref())?
     } else {
         Vec::new()
     };
@@ -237,6 +235,10 @@ pub fn ingest(
         });
     }
 
+    if let Some(embedding) = &request.embedding {
+        tx.put_topic_vector(key, embedding)?;
+    }
+
     let mut edges_added = 0;
     for (to, kind) in edges {
         edges_added += usize::from(tx.add_edge(key, to, kind, now)?);
@@ -304,6 +306,43 @@ fn similar(
     }
     found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     Ok(found)
+}
+
+/// The ids of up to [`MAX_SIMILAR`] topics the caller may see most like an
+/// observation: by the share of title and summary words in common, and by
+/// the cosine of their vectors with `embedding`, the higher of the two.
+fn similar_ids(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    text: &str,
+    embedding: Option<&Embedding>,
+) -> Result<Vec<String>, ServiceError> {
+    let mut best: BTreeMap<i64, (f64, String)> = BTreeMap::new();
+    let mut offer = |key: i64, score: f64, id: String| {
+        let entry = best.entry(key).or_insert((score, id));
+        entry.0 = entry.0.max(score);
+    };
+    for (similarity, key, topic) in similar(tx, caller, text, 1)?.into_iter().take(MAX_SIMILAR) {
+        offer(key, similarity, topic.id);
+    }
+    if let Some(embedding) = embedding {
+        let query = QueryVector::new(embedding);
+        for (key, cosine) in tx.nearest_topics(&query, &caller.trust, None, MAX_SIMILAR)? {
+            if let Some(topic) = tx.topic_by_key(key)? {
+                offer(key, cosine, topic.id);
+            }
+        }
+    }
+    let mut ranked: Vec<(f64, i64, String)> = best
+        .into_iter()
+        .map(|(key, (score, id))| (score, key, id))
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    Ok(ranked
+        .into_iter()
+        .take(MAX_SIMILAR)
+        .map(|(_, _, id)| id)
+        .collect())
 }
 
 /// Where `auto` puts an observation: a topic of the same scope the caller
@@ -557,6 +596,7 @@ pub const MAX_HOPS: u8 = 3;
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicQuery {
     pub text: Option<String>,
+    pub embedding: Option<Embedding>,
     pub kind: Option<String>,
     pub limit: usize,
     pub hops: u8,
@@ -567,6 +607,7 @@ pub struct TopicQuery {
 impl TopicQuery {
     pub fn checked(
         text: Option<String>,
+        embedding: Option<Embedding>,
         kind: Option<String>,
         limit: Option<usize>,
         hops: Option<u8>,
@@ -592,6 +633,7 @@ impl TopicQuery {
         }
         Ok(TopicQuery {
             text: text.filter(|t| !t.trim().is_empty()),
+            embedding,
             kind: kind.filter(|k| !k.is_empty()),
             limit,
             hops,
@@ -615,8 +657,9 @@ pub struct Neighbor {
 #[derive(Debug, Clone, Serialize)]
 pub struct QueryHit {
     pub topic: TopicView,
-    /// Text relevance relative to the best match of the answer (1), in
-    /// [0, 1]; 0 without query text.
+    /// In [0, 1]: the mean of text relevance (BM25 relative to the best
+    /// text match) and vector similarity (cosine, below 0 as 0), of those
+    /// the query asked for; 0 without text or vector.
     pub score: f64,
     pub neighbors: Vec<Neighbor>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -639,18 +682,17 @@ pub fn query(
         as_of: query.as_of,
         decay: decay.clone(),
     };
-    let kind = query.kind.as_deref();
-    let found: Vec<(i64, Topic, f64)> = match &query.text {
-        Some(text) => tx.search_topics(text, &caller.trust, kind, query.limit)?,
-        None => tx
-            .recent_topics(&caller.trust, kind, query.limit)?
+    super::check_embedding(tx, "embedding", query.embedding.as_ref())?;
+    let found = if query.text.is_none() && query.embedding.is_none() {
+        tx.recent_topics(&caller.trust, query.kind.as_deref(), query.limit)?
             .into_iter()
             .map(|(key, topic)| (key, topic, 0.0))
-            .collect(),
+            .collect()
+    } else {
+        ranked_topics(tx, caller, query)?
     };
-    let best = found.iter().map(|(_, _, bm25)| *bm25).fold(0.0, f64::max);
     let mut hits = Vec::with_capacity(found.len());
-    for (key, topic, bm25) in found {
+    for (key, topic, score) in found {
         debug_assert!(visible(caller, &topic));
         let view = view_of(tx, caller, key, topic, &reading)?;
         let neighbors = neighbors(tx, caller, key, query.hops, query.as_of)?;
@@ -665,12 +707,57 @@ pub fn query(
         };
         hits.push(QueryHit {
             topic: view,
-            score: if best > 0.0 { bm25 / best } else { 0.0 },
+            score,
             neighbors,
             history,
         });
     }
     Ok(hits)
+}
+
+/// The semantic stage of a query with text, a vector or both: the best
+/// `limit` topics by text (BM25 relative to the best match) and by vector
+/// (cosine), each scored by the mean of the signals the query asked for.
+fn ranked_topics(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    query: &TopicQuery,
+) -> Result<Vec<(i64, Topic, f64)>, ServiceError> {
+    let kind = query.kind.as_deref();
+    // Each candidate: the topic, its text signal, its vector signal.
+    let mut candidates: BTreeMap<i64, (Topic, f64, Option<f64>)> = BTreeMap::new();
+    if let Some(text) = &query.text {
+        let found = tx.search_topics(text, &caller.trust, kind, query.limit)?;
+        let best = found.iter().map(|(_, _, bm25)| *bm25).fold(0.0, f64::max);
+        for (key, topic, bm25) in found {
+            let signal = if best > 0.0 { bm25 / best } else { 0.0 };
+            candidates.insert(key, (topic, signal, None));
+        }
+    }
+    if let Some(embedding) = &query.embedding {
+        let vector = QueryVector::new(embedding);
+        for (key, cosine) in tx.nearest_topics(&vector, &caller.trust, kind, query.limit)? {
+            if let Some(candidate) = candidates.get_mut(&key) {
+                candidate.2 = Some(cosine);
+            } else if let Some(topic) = tx.topic_by_key(key)? {
+                candidates.insert(key, (topic, 0.0, Some(cosine)));
+            }
+        }
+        // Text matches beyond the nearest vectors still have a cosine.
+        for (key, candidate) in candidates.iter_mut() {
+            if candidate.2.is_none() {
+                candidate.2 = Some(tx.topic_similarity(*key, &vector)?.unwrap_or(0.0));
+            }
+        }
+    }
+    let signals = f64::from(u8::from(query.text.is_some()) + u8::from(query.embedding.is_some()));
+    let mut ranked: Vec<(i64, Topic, f64)> = candidates
+        .into_iter()
+        .map(|(key, (topic, text, vector))| (key, topic, (text + vector.unwrap_or(0.0)) / signals))
+        .collect();
+    ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    ranked.truncate(query.limit);
+    Ok(ranked)
 }
 
 /// The topics up to `hops` edges from topic `start`, breadth first, each

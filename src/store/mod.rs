@@ -27,7 +27,7 @@ use crate::domain::retrieval::{Cursor, RecordQuery};
 use crate::domain::time::Timestamp;
 use crate::domain::topic::Topic;
 use crate::domain::trust::TrustContext;
-use crate::domain::vector::Embedding;
+use crate::domain::vector::{Embedding, QueryVector};
 
 pub use sqlite::{open, ConnectionOptions, KeyLookup, ReadPool};
 
@@ -474,6 +474,24 @@ pub trait Transaction {
         key: i64,
         at: Option<Timestamp>,
     ) -> Result<Vec<(i64, TopicEdge)>, StoreError>;
+    /// Stores a topic's vector (replacing any); `Dimensions` when it does
+    /// not fit the database's.
+    fn put_topic_vector(&mut self, key: i64, embedding: &Embedding) -> Result<(), StoreError>;
+    /// Topics not archived that `trust` may see (of `kind`, when given),
+    /// with a vector, most similar to `query` first, with the cosine.
+    fn nearest_topics(
+        &mut self,
+        query: &QueryVector,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError>;
+    /// The cosine of topic `key`'s vector with `query`; `None` without one.
+    fn topic_similarity(
+        &mut self,
+        key: i64,
+        query: &QueryVector,
+    ) -> Result<Option<f64>, StoreError>;
     /// Drops every kept version of one field from its history.
     fn drop_versions(&mut self, key: i64, name: &str) -> Result<(), StoreError>;
     /// Topics not archived whose stored salience is below `below`, least

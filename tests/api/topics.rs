@@ -921,3 +921,130 @@ async fn faded_topics_are_archived_once_there_are_too_many_and_reads_keep_them()
     assert!(!archived(&ids[1]), "beta stays, faded: three topics remain");
     assert!(!archived(&ids[2]) && !archived(&delta));
 }
+
+#[actix_web::test]
+async fn topic_vectors_rank_queries_and_hint_similar_topics_within_trust() {
+    let app = spawn_app().await;
+    let make = |title: &str, embedding: Option<Value>, sensitivity: &str| {
+        let mut body = json!({"placement": "new_topic", "title": title, "source": "a",
+                              "sensitivity": sensitivity});
+        if let Some(embedding) = embedding {
+            body["embedding"] = embedding;
+        }
+        body
+    };
+    let mut ids = Vec::new();
+    for (title, embedding, sensitivity) in [
+        ("alpha lake", Some(json!([1.0, 0.0, 0.0])), "low"),
+        ("beta river", Some(json!([0.0, 1.0, 0.0])), "low"),
+        ("gamma hill", None, "low"),
+        ("delta secret", Some(json!([1.0, 0.05, 0.0])), "high"),
+    ] {
+        let made = ingest(&app, make(title, embedding, sensitivity)).await;
+        ids.push(made["topic_id"].as_str().unwrap().to_string());
+    }
+    let query = |trust: Value, extra: Value| {
+        let mut body = json!({"trust": trust});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let found = |answer: &Value| -> Vec<(String, f64)> {
+        answer["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["topic"]["id"].as_str().unwrap().to_string(),
+                    t["score"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+
+    let (status, answer) = app
+        .post(
+            "/v1/topics/query",
+            &query(trust("low", &[]), json!({"embedding": [0.9, 0.1, 0.0]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let hits = found(&answer);
+    assert_eq!(hits[0].0, ids[0], "nearest first: {hits:?}");
+    assert!(
+        hits[0].1 > 0.9 && hits.iter().any(|(id, _)| *id == ids[1]),
+        "{hits:?}"
+    );
+    assert!(
+        hits.iter().all(|(id, _)| *id != ids[3]),
+        "the high topic stays hidden"
+    );
+    let (_, answer) = app
+        .post(
+            "/v1/topics/query",
+            &query(hyper(), json!({"embedding": [1.0, 0.05, 0.0]})),
+        )
+        .await;
+    assert_eq!(found(&answer)[0].0, ids[3], "seen with the trust for it");
+
+    // Text and vector together: the mean of both signals.
+    let (_, answer) = app
+        .post(
+            "/v1/topics/query",
+            &query(
+                trust("low", &[]),
+                json!({"text": "gamma", "embedding": [1.0, 0.0, 0.0]}),
+            ),
+        )
+        .await;
+    let hits = found(&answer);
+    let score_of = |id: &str| hits.iter().find(|(h, _)| h == id).map(|(_, s)| *s);
+    assert!(
+        (score_of(&ids[2]).unwrap() - 0.5).abs() < 1e-6,
+        "text only: {hits:?}"
+    );
+    assert!(
+        (score_of(&ids[0]).unwrap() - 0.5).abs() < 1e-6,
+        "vector only: {hits:?}"
+    );
+
+    // Hints by vector, for a title that shares no word.
+    let hinted = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "unrelated words", "source": "a",
+               "suggest_similar": true, "embedding": [0.0, 1.0, 0.0], "trust": trust("low", &[])}),
+    )
+    .await;
+    assert_eq!(hinted["similar_topic_ids"][0], ids[1].as_str(), "{hinted}");
+
+    // A vector of other dimensions is refused, naming it, and nothing is
+    // written.
+    let before = topic_count(&app);
+    let (status, answer) = app
+        .post(
+            "/v1/topics/ingest",
+            &json!({"title": "wrong", "source": "a", "embedding": [1.0, 0.0], "trust": hyper()}),
+        )
+        .await;
+    assert_error(
+        &(status, answer),
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "embedding",
+    );
+    assert_eq!(topic_count(&app), before);
+    let (status, answer) = app
+        .post(
+            "/v1/topics/query",
+            &query(hyper(), json!({"embedding": [1.0]})),
+        )
+        .await;
+    assert_error(
+        &(status, answer),
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "embedding",
+    );
+}

@@ -37,6 +37,7 @@ use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
 use crate::domain::topic::Topic;
 use crate::domain::trust::TrustContext;
+use crate::domain::vector::{Embedding, QueryVector};
 
 type Pool = r2d2::Pool<SqliteConnectionManager>;
 
@@ -594,6 +595,28 @@ impl Transaction for Connection {
         at: Option<Timestamp>,
     ) -> Result<Vec<(i64, TopicEdge)>, StoreError> {
         topics::edges_of(self, key, at)
+    }
+
+    fn put_topic_vector(&mut self, key: i64, embedding: &Embedding) -> Result<(), StoreError> {
+        topics::put_topic_vector(self, key, embedding)
+    }
+
+    fn nearest_topics(
+        &mut self,
+        query: &QueryVector,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        topics::nearest_topics(self, query, &topics::Visible::of(trust, kind), limit)
+    }
+
+    fn topic_similarity(
+        &mut self,
+        key: i64,
+        query: &QueryVector,
+    ) -> Result<Option<f64>, StoreError> {
+        topics::topic_similarity(self, key, query)
     }
 
     fn drop_versions(&mut self, key: i64, name: &str) -> Result<(), StoreError> {

@@ -14,6 +14,7 @@ use crate::domain::search::TextQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{index_words, normalize_title, Topic};
 use crate::domain::trust::TrustContext;
+use crate::domain::vector::{Embedding, QueryVector};
 use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
 const COLUMNS: &str = "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
@@ -506,4 +507,65 @@ pub fn set_topic_salience(
     conn.prepare_cached("UPDATE topics SET salience = ?3 WHERE key = ?1 AND anchor_at = ?2")?
         .execute(params![key, to_micros(&anchor_at), salience])?;
     Ok(())
+}
+
+/// Stores `embedding` as topic `key`'s vector (replacing any).
+pub fn put_topic_vector(
+    conn: &Connection,
+    key: i64,
+    embedding: &Embedding,
+) -> Result<(), StoreError> {
+    super::vectors::fits(conn, embedding)?;
+    conn.prepare_cached(
+        "INSERT INTO topic_vectors (topic_key, norm, vector) VALUES (?1, ?2, ?3)
+         ON CONFLICT (topic_key) DO UPDATE SET norm = excluded.norm, vector = excluded.vector",
+    )?
+    .execute(params![key, embedding.norm(), embedding.to_bytes()])?;
+    Ok(())
+}
+
+/// The topics not archived that `visible` allows, with a vector, by
+/// cosine with `query` (below 0 as 0), most similar first, at most
+/// `limit`. Every such vector is compared: a scan.
+pub fn nearest_topics(
+    conn: &Connection,
+    query: &QueryVector,
+    visible: &Visible<'_>,
+    limit: usize,
+) -> Result<Vec<(i64, f64)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT v.topic_key, v.norm, v.vector FROM topic_vectors v JOIN topics t ON t.key = v.topic_key
+         WHERE t.archived = 0 AND t.sensitivity <= ?1
+           AND (?2 IS NULL OR t.scope IS NULL OR t.scope IN (SELECT value FROM json_each(?2)))
+           AND (?3 IS NULL OR t.kind = ?3)",
+    )?;
+    let mut rows = stmt.query(params![
+        visible.max_sensitivity.rank(),
+        visible.scopes_json()?,
+        visible.kind
+    ])?;
+    let mut found = Vec::new();
+    while let Some(row) = rows.next()? {
+        let bytes = row.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
+        if let Some(similarity) = query.signal(bytes, row.get(1)?) {
+            found.push((row.get::<_, i64>(0)?, similarity));
+        }
+    }
+    found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    found.truncate(limit);
+    Ok(found)
+}
+
+/// The cosine of topic `key`'s vector with `query` (below 0 as 0); `None`
+/// without a vector.
+pub fn topic_similarity(
+    conn: &Connection,
+    key: i64,
+    query: &QueryVector,
+) -> Result<Option<f64>, StoreError> {
+    let stored: Option<(f64, Vec<u8>)> = conn
+        .prepare_cached("SELECT norm, vector FROM topic_vectors WHERE topic_key = ?1")?
+        .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    Ok(stored.and_then(|(norm, bytes)| query.signal(&bytes, norm)))
 }

@@ -36,6 +36,17 @@ pub fn fix_dimensions(conn: &Connection, configured: usize) -> Result<(), StoreE
     }
 }
 
+/// Checks `embedding` against the dimensions of the database's vectors,
+/// fixing them when it is the first.
+pub fn fits(conn: &Connection, embedding: &Embedding) -> Result<(), StoreError> {
+    let given = embedding.dimensions();
+    match dimensions(conn)? {
+        Some(expected) if expected != given => Err(StoreError::Dimensions { given, expected }),
+        Some(_) => Ok(()),
+        None => fix_dimensions(conn, given),
+    }
+}
+
 /// Stores `embedding` as record `key`'s vector (replacing any), the first
 /// vector of the database fixing its dimensions. `text_hash`: the hash of
 /// the search text the embedder made it from; `None` for a client's.
@@ -45,14 +56,7 @@ pub fn put(
     embedding: &Embedding,
     text_hash: Option<i64>,
 ) -> Result<(), StoreError> {
-    let given = embedding.dimensions();
-    match dimensions(conn)? {
-        Some(expected) if expected != given => {
-            return Err(StoreError::Dimensions { given, expected });
-        }
-        Some(_) => {}
-        None => fix_dimensions(conn, given)?,
-    }
+    fits(conn, embedding)?;
     let (scale, quantized) = embedding.quantized();
     // The record's visibility is copied from its row (stored before its
     // vector); `after_update` and `retracted` keep it in step.
