@@ -176,7 +176,7 @@ fn request(rng: &mut Rng, ids: &[String]) -> (&'static str, String, Option<Value
         }
         base
     };
-    match rng.below(22) {
+    match rng.below(26) {
         0..=4 => {
             let (path, body) = ingest_item(rng, ids);
             ("POST", format!("/v1/ingest/{path}"), Some(body))
@@ -271,6 +271,63 @@ fn request(rng: &mut Rng, ids: &[String]) -> (&'static str, String, Option<Value
                 .to_string(),
             None,
         ),
+        21 | 22 => {
+            let fields: Vec<Value> = (0..rng.below(4))
+                .map(|i| json!({"name": format!("f{}", (i + rng.below(3)) % 4), "value": rng.below(3)}))
+                .collect();
+            let edges: Vec<Value> = (0..rng.below(2))
+                .map(|_| json!({"to_topic_id": id(rng, ids), "kind": rng.pick(&["depends_on", "related"])}))
+                .collect();
+            let body = json!({
+                "placement": rng.pick(&["auto", "auto", "new_topic", "extend_topic", "version_field", "elsewhere"]),
+                "topic_id": id(rng, ids), "title": format!("topic {}", rng.below(6)),
+                "summary": rng.pick(&["", "a thing", "another thing"]), "source": "fuzz",
+                "fields": fields, "edges": edges, "suggest_similar": rng.chance(50),
+                "sensitivity": rng.pick(&SENSITIVITIES), "scope": rng.pick(&[Value::Null, json!("a")]),
+                "embedding": rng.pick(&[Value::Null, json!([1.0, 0.0]), json!([0.5, 0.5, 0.5])]),
+                "trust": trust(rng),
+            });
+            ("POST", "/v1/topics/ingest".into(), Some(body))
+        }
+        23 => {
+            let body = json!({"trust": trust(rng), "text": rng.pick(&["topic", "thing 3", ""]),
+                              "hops": rng.below(5), "limit": rng.below(120),
+                              "include_history": rng.chance(30),
+                              "as_of": rng.pick(&[Value::Null, json!("2026-01-01T00:00:00Z"), json!("yesterday")])});
+            ("POST", "/v1/topics/query".into(), Some(body))
+        }
+        24 => {
+            let topic = id(rng, ids);
+            match rng.below(4) {
+                0 => (
+                    "POST",
+                    format!("/v1/topics/{topic}/view"),
+                    Some(json!({"trust": trust(rng)})),
+                ),
+                1 => (
+                    "POST",
+                    format!("/v1/topics/{topic}/fields/f{}/history", rng.below(4)),
+                    Some(json!({"trust": trust(rng)})),
+                ),
+                2 => (
+                    "POST",
+                    format!("/v1/topics/{topic}/archive"),
+                    Some(json!({"trust": trust(rng)})),
+                ),
+                _ => (
+                    *rng.pick(&["POST", "DELETE"]),
+                    format!("/v1/topics/{topic}/edges"),
+                    Some(
+                        json!({"to_topic_id": id(rng, ids), "kind": "related", "trust": trust(rng)}),
+                    ),
+                ),
+            }
+        }
+        25 => {
+            let body = json!({"trust": trust(rng), "task_descriptor": "topic thing",
+                              "max_hops": rng.below(5), "node_limit": rng.below(60), "edge_limit": rng.below(120)});
+            ("POST", "/v1/retrieve/graph".into(), Some(body))
+        }
         _ => ("DELETE", "/v1/records".into(), None),
     }
 }
@@ -349,9 +406,12 @@ async fn send(app: &TestApp, method: &str, path: &str, body: Option<Vec<u8>>) ->
     let mut response = response.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
     let status = response.status().as_u16();
     let bytes = response.body().limit(64 << 20).await.unwrap_or_default();
-    let created = serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|v| v["record"]["id"].as_str().map(str::to_string));
+    let created = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| {
+        v["record"]["id"]
+            .as_str()
+            .or(v["topic_id"].as_str())
+            .map(str::to_string)
+    });
     Outcome { status, created }
 }
 
