@@ -31,7 +31,9 @@ pub fn revise(
     let by = &command.by;
     match command.revision {
         Revision::Supersede { old_id, new_record } => {
-            supersede(tx, caller, now, by, &old_id, *new_record)
+            let new_record = supersede(tx, caller, now, by, &old_id, *new_record)?;
+            super::topics::field_superseded(tx, now, by, &old_id, &new_record)?;
+            Ok(new_record)
         }
         Revision::Fork {
             source_id,

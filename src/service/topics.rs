@@ -15,8 +15,9 @@ use super::{insert_new, not_found, place, place_new, ServiceError};
 use crate::config::TopicSettings;
 use crate::domain::decay::Anchor;
 use crate::domain::ingest::IngestContext;
+use crate::domain::payload::Payload;
 use crate::domain::policy::Policy;
-use crate::domain::record::{Attribution, DecayProfile, MemoryType};
+use crate::domain::record::{Attribution, DecayProfile, MemoryRecord, MemoryType};
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
     field_record, index_words, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
@@ -343,6 +344,53 @@ fn similar_ids(
         .take(MAX_SIMILAR)
         .map(|(_, _, id)| id)
         .collect())
+}
+
+/// After record `old_id` was superseded through the revisions API by
+/// `new`: when `old_id` was a topic field's current version and `new`
+/// still states that field (the topic's id as subject, the field's name as
+/// predicate), `new` becomes the field's next version, so views and
+/// histories follow revisions made outside topics ingests.
+pub fn field_superseded(
+    tx: &mut dyn Transaction,
+    now: Timestamp,
+    by: &Attribution,
+    old_id: &str,
+    new: &MemoryRecord,
+) -> Result<(), ServiceError> {
+    let Some(key) = tx.topic_of_record(old_id)? else {
+        return Ok(());
+    };
+    let Payload::Semantic(fact) = &new.payload else {
+        return Ok(());
+    };
+    let Some(topic) = tx.topic_by_key(key)? else {
+        return Ok(());
+    };
+    let mut heads: BTreeMap<String, FieldVersion> = tx
+        .field_heads(key, None)?
+        .into_iter()
+        .map(|head| (head.name.clone(), head))
+        .collect();
+    let Some(head) = heads.get(&fact.predicate) else {
+        return Ok(());
+    };
+    if fact.subject != topic.id || head.record_id != old_id {
+        return Ok(());
+    }
+    let version = FieldVersion {
+        name: fact.predicate.clone(),
+        seq: head.seq + 1,
+        record_id: new.id.clone(),
+        valid_from: now,
+        value: fact.object.clone(),
+        source: by.actor.clone(),
+        why_changed: Some(by.rationale.clone()),
+    };
+    tx.add_version(key, &version)?;
+    heads.insert(version.name.clone(), version);
+    tx.index_topic(key, search_text(&topic, heads.values()), false)?;
+    Ok(())
 }
 
 /// Where `auto` puts an observation: a topic of the same scope the caller

@@ -1048,3 +1048,61 @@ async fn topic_vectors_rank_queries_and_hint_similar_topics_within_trust() {
         "embedding",
     );
 }
+
+#[actix_web::test]
+async fn a_field_superseded_through_the_revisions_api_gets_a_new_version() {
+    let app = spawn_app().await;
+    let made = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Go", "source": "agent",
+               "fields": [{"name": "version", "value": "1.21"}, {"name": "owner", "value": "lang"}]}),
+    )
+    .await;
+    let id = made["topic_id"].as_str().unwrap().to_string();
+    let head = made["applied"][0]["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.clock.advance(Duration::seconds(5));
+    let new_record = |subject: &str, object: &str| {
+        json!({"type": "semantic", "sensitivity": "low",
+               "payload": {"kind": "semantic", "subject": subject, "predicate": "version", "object": object,
+                           "evidence": [{"source_type": "release", "source_id": object}]}})
+    };
+    let (status, revised) = app
+        .post(
+            "/v1/revisions/supersede",
+            &json!({"old_id": head, "new_record": new_record(&id, "1.22"), "actor": "release-bot",
+                    "rationale": "release 1.22"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{revised}");
+    let new_id = revised["record"]["id"].as_str().unwrap().to_string();
+    let topic = view(&app, &id, None).await;
+    assert_eq!(topic["fields"]["version"]["value"], "1.22");
+    assert_eq!(topic["fields"]["version"]["record_id"], new_id.as_str());
+    let (_, history) = app
+        .post(
+            &format!("/v1/topics/{id}/fields/version/history"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    let last = &history["versions"][1];
+    assert_eq!(last["value"], "1.22");
+    assert_eq!(last["source"], "release-bot");
+    assert_eq!(last["why_changed"], "release 1.22");
+    assert_eq!(history["versions"][0]["valid_to"], last["valid_from"]);
+
+    // A record that no longer states the field leaves the topic as it is.
+    app.clock.advance(Duration::seconds(5));
+    let (status, _) = app
+        .post(
+            "/v1/revisions/supersede",
+            &json!({"old_id": new_id, "new_record": new_record("something else", "2"),
+                    "actor": "a", "rationale": "moved"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let topic = view(&app, &id, None).await;
+    assert_eq!(topic["fields"]["version"]["record_id"], new_id.as_str());
+}
