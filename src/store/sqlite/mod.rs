@@ -71,7 +71,10 @@ fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqli
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     // A WAL that grew under load is cut back to this size once reset.
     conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
-    conn.set_prepared_statement_cache_capacity(64);
+    // The writer runs every kind of write (records, revisions, topics,
+    // maintenance), well over 64 statements; evicted ones are prepared
+    // again.
+    conn.set_prepared_statement_cache_capacity(256);
     rusqlite::vtab::array::load_module(conn)?;
     Ok(())
 }
