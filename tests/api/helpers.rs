@@ -70,6 +70,17 @@ impl Deadline {
     }
 }
 
+/// The targets of `record`'s relations with `predicate`, in order.
+pub fn relations(record: &Value, predicate: &str) -> Vec<String> {
+    record["relations"]
+        .as_array()
+        .expect("relations")
+        .iter()
+        .filter(|r| r["predicate"] == predicate)
+        .map(|r| r["target_id"].as_str().expect("a target id").to_string())
+        .collect()
+}
+
 /// Stores a whole record; answers it as stored.
 pub async fn create(app: &TestApp, body: Value) -> Value {
     let (status, created) = app.post("/v1/records", &body).await;

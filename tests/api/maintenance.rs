@@ -2,7 +2,7 @@ use awc::http::StatusCode;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use crate::helpers::{create_id, event, near, spawn_app, trust, Deadline, TestApp};
+use crate::helpers::{create_id, event, near, relations, spawn_app, trust, Deadline, TestApp};
 
 /// A working record with a one-hour half-life and the given lifecycle.
 fn memo(id: &str, lifecycle: Value) -> Value {
@@ -514,14 +514,7 @@ async fn successful_tool_sequences_become_a_skill() {
     ));
     assert_eq!(skill["sensitivity"], "low");
     assert_eq!(skill["scope"], "team");
-    let sources: Vec<&str> = skill["relations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["predicate"] == "derived_from")
-        .map(|r| r["target_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(sources, ["s1", "s2"]);
+    assert_eq!(relations(&skill, "derived_from"), ["s1", "s2"]);
     assert_eq!(
         app.run_job("consolidation").await["competence_extracted"],
         0,

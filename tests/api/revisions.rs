@@ -1,7 +1,7 @@
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, create_id, event, spawn_app, trust, TestApp};
+use crate::helpers::{assert_error, create_id, event, relations, spawn_app, trust, TestApp};
 
 /// A semantic record as `POST /v1/records` and the revision calls take it.
 fn fact(object: &str, evidence: bool) -> Value {
@@ -23,16 +23,6 @@ async fn episode(app: &TestApp) -> String {
 
 fn last_audit(record: &Value) -> &Value {
     record["audit_log"].as_array().unwrap().last().unwrap()
-}
-
-fn relations(record: &Value, predicate: &str) -> Vec<String> {
-    record["relations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["predicate"] == predicate)
-        .map(|r| r["target_id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 async fn supersede(app: &TestApp, old: &str, object: &str) -> (StatusCode, Value) {

@@ -5,7 +5,9 @@ use awc::http::StatusCode;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, spawn_app_with, trust, Deadline, TestApp};
+use crate::helpers::{
+    assert_error, relations, spawn_app, spawn_app_with, trust, Deadline, TestApp,
+};
 
 fn hyper() -> Value {
     trust("hyper", &[])
@@ -18,6 +20,14 @@ async fn ingest(app: &TestApp, mut body: Value) -> Value {
     let (status, answer) = app.post("/v1/topics/ingest", &body).await;
     assert_eq!(status, StatusCode::CREATED, "{body}: {answer}");
     answer
+}
+
+/// Ingests `body` and answers the id of the topic it went to.
+async fn topic_id(app: &TestApp, body: Value) -> String {
+    ingest(app, body).await["topic_id"]
+        .as_str()
+        .expect("a topic id")
+        .to_string()
 }
 
 async fn view(app: &TestApp, id: &str, as_of: Option<&str>) -> Value {
@@ -696,55 +706,29 @@ fn field_values(app_view: &Value, name: &str) -> Value {
 async fn duplicate_topics_are_merged_in_the_background_with_their_histories_and_edges() {
     let app = spawn_app().await;
     let other = |title: &str| json!({"placement": "new_topic", "title": title, "source": "agent"});
-    let upstream = ingest(&app, other("Upstream")).await["topic_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let client = ingest(&app, other("Client")).await["topic_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let upstream = topic_id(&app, other("Upstream")).await;
+    let client = topic_id(&app, other("Client")).await;
     // The same title in another scope, and at another sensitivity: not
     // duplicates, since other grants see them.
-    let scoped = ingest(
-        &app,
-        json!({"placement": "new_topic", "title": "Build server", "scope": "ops", "source": "agent"}),
-    )
-    .await["topic_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let secret = ingest(
-        &app,
-        json!({"placement": "new_topic", "title": "Build server", "sensitivity": "high", "source": "agent"}),
-    )
-    .await["topic_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let scoped = topic_id(&app, json!({"placement": "new_topic", "title": "Build server", "scope": "ops", "source": "agent"})).await;
+    let secret = topic_id(&app, json!({"placement": "new_topic", "title": "Build server", "sensitivity": "high", "source": "agent"})).await;
 
-    let first = ingest(
+    let first = topic_id(
         &app,
         json!({"placement": "new_topic", "title": "Build server", "source": "ann",
                "fields": [{"name": "status", "value": "red"}, {"name": "owner", "value": "ann"}],
                "edges": [{"to_topic_id": upstream, "kind": "depends_on"}]}),
     )
-    .await["topic_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    .await;
     app.clock.advance(Duration::seconds(60));
-    let second = ingest(
+    let second = topic_id(
         &app,
         json!({"placement": "new_topic", "title": "build   SERVER", "summary": "the CI box",
                "source": "bob", "tags": ["ci"],
                "fields": [{"name": "status", "value": "green"}, {"name": "region", "value": "eu"}],
                "edges": [{"to_topic_id": client, "kind": "uses"}]}),
     )
-    .await["topic_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    .await;
     wait_for_topic(
         &app,
         &second,
@@ -823,16 +807,10 @@ async fn duplicate_topics_are_merged_in_the_background_with_their_histories_and_
     let head = versions[2]["record_id"].as_str().unwrap();
     let record = app.get_record(head).await;
     assert_eq!(record["payload"]["subject"], first.as_str());
-    let sources: Vec<&str> = record["relations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["predicate"] == "derived_from")
-        .map(|r| r["target_id"].as_str().unwrap())
-        .collect();
+    let sources = relations(&record, "derived_from");
     for version in &versions[..2] {
         let id = version["record_id"].as_str().unwrap();
-        assert!(sources.contains(&id), "{id} in {sources:?}");
+        assert!(sources.iter().any(|s| s == id), "{id} in {sources:?}");
         assert_eq!(app.get_record(id).await["status"], "retracted");
     }
 
@@ -864,11 +842,8 @@ async fn faded_topics_are_archived_once_there_are_too_many_and_reads_keep_them()
     let app = spawn_app_with(|s| s.topics.archive_after_count = 3).await;
     let mut ids = Vec::new();
     for title in ["alpha", "beta", "gamma"] {
-        let made = ingest(
-            &app,
-            json!({"placement": "new_topic", "title": title, "source": "a"}),
-        );
-        ids.push(made.await["topic_id"].as_str().unwrap().to_string());
+        let made = json!({"placement": "new_topic", "title": title, "source": "a"});
+        ids.push(topic_id(&app, made).await);
     }
     // Semantic records, and topics, halve every 30 days: after 200 days a
     // topic is at about 0.01.
@@ -896,14 +871,11 @@ async fn faded_topics_are_archived_once_there_are_too_many_and_reads_keep_them()
 
     // Four topics, one more than allowed: only the least salient faded
     // one goes (alpha and beta are equal; the older first).
-    let delta = ingest(
+    let delta = topic_id(
         &app,
         json!({"placement": "new_topic", "title": "delta", "source": "a"}),
     )
-    .await["topic_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    .await;
     wait_for_topic(
         &app,
         &ids[0],
