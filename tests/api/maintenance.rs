@@ -514,7 +514,7 @@ async fn successful_tool_sequences_become_a_skill() {
     ));
     assert_eq!(skill["sensitivity"], "low");
     assert_eq!(skill["scope"], "team");
-    assert_eq!(relations(&skill, "derived_from"), ["s1", "s2"]);
+    assert_eq!(relations(skill, "derived_from"), ["s1", "s2"]);
     assert_eq!(
         app.run_job("consolidation").await["competence_extracted"],
         0,
