@@ -25,6 +25,9 @@ use crate::service::topics::TopicRules;
 use crate::service::ServiceError;
 use crate::store::{Step, Transaction};
 
+/// Topics read reinforced per writer job.
+const READS_PER_WRITE: usize = 500;
+
 /// Duplicate groups merged per writer job.
 const DUPLICATE_GROUPS_PER_WRITE: usize = 20;
 
@@ -245,7 +248,7 @@ impl Handler<TopicsRead> for Consolidator {
     }
 }
 
-/// One topic maintenance pass: reads reinforced (one writer job), each
+/// One topic maintenance pass: reads reinforced (a writer job per 500), each
 /// group of duplicates among the touched topics merged (a writer job per
 /// group, found on a read connection), then faded topics archived when
 /// there are too many (writer jobs only when the read side saw one).
@@ -270,10 +273,10 @@ impl TopicUpkeep {
             touched,
             reads,
         } = self;
-        if !reads.is_empty() {
-            let rules = rules.clone();
+        for chunk in reads.chunks(READS_PER_WRITE) {
+            let (rules, chunk) = (rules.clone(), chunk.to_vec());
             writer
-                .write(move |tx| upkeep::reinforce_reads(tx, &rules, now, &reads))
+                .write(move |tx| upkeep::reinforce_reads(tx, &rules, now, &chunk))
                 .await?;
         }
         if touched.is_empty() {

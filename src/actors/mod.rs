@@ -14,7 +14,9 @@
 //!   a chunk per read and a chunk per writer job.
 //! - [`consolidation::Consolidator`] distils episodes into facts, skills and
 //!   plans, compresses old episodes and merges duplicate facts, a page per
-//!   writer job.
+//!   writer job; and keeps topics up after topics ingests and reads
+//!   (duplicates merged, faded topics archived, read topics reinforced),
+//!   one pass at a time, off the request path.
 //! - [`embedder::Embedder`] (when `[embedding]` is configured) makes the
 //!   vectors of records without one through an embeddings endpoint, in
 //!   the background, a batch per read and per writer job.
