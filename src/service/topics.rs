@@ -88,6 +88,33 @@ fn load_topic(
         .ok_or_else(|| not_found(field, "topic"))
 }
 
+/// Most merges followed from a topic to the one it ended in.
+const MAX_MERGE_HOPS: usize = 8;
+
+/// The topic `found` was merged into, if it was (through every later merge,
+/// as long as the caller may see each): writes meant for a merged topic go
+/// to the topic that holds its fields now.
+fn follow_merges(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    mut found: (i64, Topic),
+) -> Result<(i64, Topic), ServiceError> {
+    for _ in 0..MAX_MERGE_HOPS {
+        if !found.1.archived {
+            break;
+        }
+        let into = tx.edges_of(found.0, None)?.into_iter().find(|(_, edge)| {
+            edge.kind == super::topic_upkeep::MERGED_INTO && edge.from_topic_id == found.1.id
+        });
+        let Some((key, _)) = into else { break };
+        match tx.topic_by_key(key)? {
+            Some(topic) if visible(caller, &topic) => found = (key, topic),
+            _ => break,
+        }
+    }
+    Ok(found)
+}
+
 /// Places and stores a topics ingest: every check (placement, topic,
 /// edges) comes before the first write.
 pub fn ingest(
@@ -118,10 +145,8 @@ pub fn ingest(
         Placement::NewTopic => (None, Placement::NewTopic),
         Placement::ExtendTopic | Placement::VersionField => {
             let id = request.topic_id.as_deref().unwrap_or_default();
-            (
-                Some(load_topic(tx, caller, "topic_id", id)?),
-                request.placement,
-            )
+            let found = load_topic(tx, caller, "topic_id", id)?;
+            (Some(follow_merges(tx, caller, found)?), request.placement)
         }
         Placement::Auto => {
             match find_home(tx, caller, &request, scope.as_deref(), &text, settings)? {

@@ -831,6 +831,16 @@ async fn duplicate_topics_are_merged_in_the_background_with_their_histories_and_
         ids.contains(&first.as_str()) && !ids.contains(&second.as_str()),
         "{ids:?}"
     );
+    // A writer still holding the merged topic's id writes to the topic it
+    // went into.
+    let late = ingest(
+        &app,
+        json!({"placement": "extend_topic", "topic_id": second, "source": "bob",
+               "fields": [{"name": "rack", "value": "b4"}]}),
+    )
+    .await;
+    assert_eq!(late["topic_id"], first.as_str(), "{late}");
+    assert_eq!(field_values(&view(&app, &first, None).await, "rack"), "b4");
     for apart in [&scoped, &secret] {
         let topic = view(&app, apart, None).await;
         assert_eq!(topic["archived"], false, "{topic}");
