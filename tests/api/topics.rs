@@ -30,6 +30,26 @@ async fn topic_id(app: &TestApp, body: Value) -> String {
         .to_string()
 }
 
+/// The versions of field `name` of topic `id`, oldest first.
+async fn history(app: &TestApp, id: &str, name: &str) -> Vec<Value> {
+    let (status, body) = app
+        .post(
+            &format!("/v1/topics/{id}/fields/{name}/history"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["versions"].as_array().expect("versions").clone()
+}
+
+/// The values of `versions`, as strings.
+fn values_of(versions: &[Value]) -> Vec<&str> {
+    versions
+        .iter()
+        .map(|v| v["value"].as_str().unwrap())
+        .collect()
+}
+
 async fn view(app: &TestApp, id: &str, as_of: Option<&str>) -> Value {
     let mut body = json!({"trust": hyper()});
     if let Some(at) = as_of {
@@ -383,19 +403,12 @@ async fn views_as_of_earlier_instants_and_histories_in_order() {
         assert_eq!(edges, usize::from(i == 2), "edges as of {at}");
     }
 
-    let (status, body) = app
-        .post(
-            &format!("/v1/topics/{id}/fields/status/history"),
-            &json!({"trust": hyper()}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let versions = body["versions"].as_array().unwrap();
-    let values: Vec<&str> = versions
-        .iter()
-        .map(|v| v["value"].as_str().unwrap())
-        .collect();
-    assert_eq!(values, ["v2", "v3", "v4"], "the newest three, oldest first");
+    let versions = history(&app, &id, "status").await;
+    assert_eq!(
+        values_of(&versions),
+        ["v2", "v3", "v4"],
+        "the newest three, oldest first"
+    );
     assert_eq!(versions[0]["why_changed"], "run 2");
     assert_eq!(versions[0]["valid_to"], versions[1]["valid_from"]);
     assert_eq!(versions[2]["valid_to"], Value::Null);
@@ -784,19 +797,8 @@ async fn duplicate_topics_are_merged_in_the_background_with_their_histories_and_
 
     // Both chains joined, in the order their values took effect, then the
     // version the merge made.
-    let (status, history) = app
-        .post(
-            &format!("/v1/topics/{first}/fields/status/history"),
-            &json!({"trust": hyper()}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{history}");
-    let versions = history["versions"].as_array().unwrap();
-    let values: Vec<&str> = versions
-        .iter()
-        .map(|v| v["value"].as_str().unwrap())
-        .collect();
-    assert_eq!(values, ["red", "green", "green"]);
+    let versions = history(&app, &first, "status").await;
+    assert_eq!(values_of(&versions), ["red", "green", "green"]);
     assert_eq!(versions[2]["source"], "engram:scheduler");
     assert!(versions[2]["why_changed"]
         .as_str()
@@ -1063,17 +1065,12 @@ async fn a_field_superseded_through_the_revisions_api_gets_a_new_version() {
     let topic = view(&app, &id, None).await;
     assert_eq!(topic["fields"]["version"]["value"], "1.22");
     assert_eq!(topic["fields"]["version"]["record_id"], new_id.as_str());
-    let (_, history) = app
-        .post(
-            &format!("/v1/topics/{id}/fields/version/history"),
-            &json!({"trust": hyper()}),
-        )
-        .await;
-    let last = &history["versions"][1];
-    assert_eq!(last["value"], "1.22");
+    let versions = history(&app, &id, "version").await;
+    assert_eq!(values_of(&versions), ["1.21", "1.22"]);
+    let last = &versions[1];
     assert_eq!(last["source"], "release-bot");
     assert_eq!(last["why_changed"], "release 1.22");
-    assert_eq!(history["versions"][0]["valid_to"], last["valid_from"]);
+    assert_eq!(versions[0]["valid_to"], last["valid_from"]);
 
     // A record that no longer states the field leaves the topic as it is.
     app.clock.advance(Duration::seconds(5));
