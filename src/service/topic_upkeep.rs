@@ -2,17 +2,17 @@
 //! and reads, never on the request path: duplicate topics merged, faded
 //! topics archived once there are many, read topics reinforced.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use super::revision::{merge, supersede};
-use super::topics::{search_text, TopicRules};
+use super::topics::{current_fields, search_text, TopicRules};
 use super::ServiceError;
 use crate::domain::ingest::IngestContext;
 use crate::domain::record::{Attribution, SCHEDULER_ACTOR};
 use crate::domain::time::Timestamp;
-use crate::domain::topic::{field_record, index_words, FieldItem, Topic};
+use crate::domain::topic::{field_record, index_words, normalize_title, FieldItem, Topic};
 use crate::domain::trust::Caller;
 use crate::store::{FieldVersion, Transaction};
 
@@ -50,8 +50,7 @@ pub fn reinforce_reads(
 /// Whether two topics are duplicates: same normalised title, scope and
 /// sensitivity, so the same grants see both.
 fn same_home(a: &Topic, b: &Topic) -> bool {
-    crate::domain::topic::normalize_title(&a.title)
-        == crate::domain::topic::normalize_title(&b.title)
+    normalize_title(&a.title) == normalize_title(&b.title)
         && a.scope == b.scope
         && a.sensitivity == b.sensitivity
 }
@@ -132,11 +131,7 @@ fn merge_into(
         loser.id, winner.id
     );
     let by = Attribution::new(SCHEDULER_ACTOR.to_string(), why.clone());
-    let mut heads: BTreeMap<String, FieldVersion> = tx
-        .field_heads(winner_key, None)?
-        .into_iter()
-        .map(|head| (head.name.clone(), head))
-        .collect();
+    let mut heads = current_fields(tx, winner_key)?;
     for theirs in tx.field_heads(loser_key, None)? {
         let ours = heads.get(&theirs.name);
         let value: Value = match ours {

@@ -188,11 +188,7 @@ pub fn ingest(
         }
     };
 
-    let mut heads: BTreeMap<String, FieldVersion> = tx
-        .field_heads(key, None)?
-        .into_iter()
-        .map(|head| (head.name.clone(), head))
-        .collect();
+    let mut heads = current_fields(tx, key)?;
     if placement == Placement::VersionField {
         let name = &request.fields[0].name;
         if !heads.contains_key(name) {
@@ -392,11 +388,7 @@ pub fn field_superseded(
     let Some(topic) = tx.topic_by_key(key)? else {
         return Ok(());
     };
-    let mut heads: BTreeMap<String, FieldVersion> = tx
-        .field_heads(key, None)?
-        .into_iter()
-        .map(|head| (head.name.clone(), head))
-        .collect();
+    let mut heads = current_fields(tx, key)?;
     let Some(head) = heads.get(&fact.predicate) else {
         return Ok(());
     };
@@ -445,6 +437,18 @@ fn find_home(
         .into_iter()
         .find(|(similarity, _, topic)| *similarity >= threshold && topic.scope.as_deref() == scope);
     Ok(best.map(|(_, key, topic)| (key, topic)))
+}
+
+/// The current version of each field of topic `key`, by name.
+pub(super) fn current_fields(
+    tx: &mut dyn Transaction,
+    key: i64,
+) -> Result<BTreeMap<String, FieldVersion>, ServiceError> {
+    Ok(tx
+        .field_heads(key, None)?
+        .into_iter()
+        .map(|head| (head.name.clone(), head))
+        .collect())
 }
 
 /// What the topic index holds of a topic: its title, summary and the

@@ -36,7 +36,7 @@ pub enum Index {
 }
 
 impl Index {
-    pub fn table(self) -> &'static str {
+    fn table(self) -> &'static str {
         match self {
             Index::Records => "record_search",
             Index::Topics => "topic_search",
