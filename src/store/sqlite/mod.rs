@@ -75,6 +75,15 @@ fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqli
     // maintenance), well over 64 statements; evicted ones are prepared
     // again.
     conn.set_prepared_statement_cache_capacity(256);
+    // Without the planner stability guarantee, SQLite (3.53) marks a
+    // statement whose LIMIT is a bound parameter to be prepared again at
+    // every new binding, which undoes the statement cache for every paged
+    // and ranked query. engram keeps no planner statistics (no ANALYZE), so
+    // a plan never depends on the values bound.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     rusqlite::vtab::array::load_module(conn)?;
     Ok(())
 }
@@ -649,5 +658,36 @@ impl Transaction for Connection {
         salience: f64,
     ) -> Result<(), StoreError> {
         topics::set_topic_salience(self, key, anchor_at, salience)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    use super::*;
+
+    #[test]
+    fn a_cached_statement_with_a_bound_limit_is_prepared_once() {
+        let conn = Connection::open_in_memory().unwrap();
+        let options = ConnectionOptions {
+            busy_timeout: Duration::from_secs(1),
+            cache_size_kib: 1024,
+        };
+        configure_connection(&conn, options).unwrap();
+        conn.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3);")
+            .unwrap();
+        for limit in 1..=3 {
+            let mut stmt = conn
+                .prepare_cached("SELECT x FROM t ORDER BY x LIMIT ?1")
+                .unwrap();
+            let rows: Vec<i64> = stmt
+                .query_map([limit], |row| row.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(rows.len(), limit as usize);
+            assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+        }
     }
 }
