@@ -60,6 +60,22 @@ codes! {
     Internal => (INTERNAL_SERVER_ERROR, "internal"),
 }
 
+/// In the API document: a string, one of the codes' names.
+impl utoipa::PartialSchema for Code {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(Code::ALL.iter().map(|code| code.name())))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Code {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "ErrorCode".into()
+    }
+}
+
 /// Seconds a client is asked to wait after a 503.
 const RETRY_AFTER_SECONDS: u64 = 1;
 
@@ -87,14 +103,19 @@ impl ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
+/// Every error the API answers: `{"error": {"code", "message"}}`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"error": {"code": "invalid_argument", "message": "source: candidate source is required"}}))]
+pub struct ErrorBody<'a> {
     error: ErrorDetail<'a>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ErrorDetail<'a> {
+    /// Stable, for clients to match on.
+    #[schema(value_type = Code)]
     code: &'a str,
+    /// For people; names the field at fault.
     message: &'a str,
 }
 

@@ -57,7 +57,7 @@ impl JobName {
 }
 
 /// A job as `GET /v1/jobs` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct JobView {
     pub name: &'static str,
     pub schedule: String,
@@ -68,7 +68,7 @@ pub struct JobView {
 }
 
 /// One finished run: its result, or the error that stopped it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     pub started_at: String,
     pub finished_at: String,

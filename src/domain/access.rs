@@ -13,7 +13,19 @@ use super::trust::{Caller, TrustContext};
 use super::validate::{Validated, ValidationError, RESERVED_ACTOR_PREFIX};
 
 /// What a key may do; `admin` implies every other role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Retrieval, reads by id, history.
@@ -53,7 +65,7 @@ impl Role {
 }
 
 /// The most a key may see and what it may do.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Grant {
     pub max_sensitivity: Sensitivity,
     /// The scopes it may see and write; empty: every scope.
@@ -62,7 +74,7 @@ pub struct Grant {
 }
 
 /// A key as stored: never its secret.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ApiKey {
     /// Unique for ever; what audit entries name as the actor.
     pub name: String,
@@ -71,8 +83,10 @@ pub struct ApiKey {
     /// Requests per second; `None`: the configured default.
     pub rate: Option<f64>,
     #[serde(with = "super::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
     #[serde(with = "super::time::rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub revoked_at: Option<Timestamp>,
 }
 

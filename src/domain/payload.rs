@@ -15,7 +15,7 @@ use super::validate::{
 
 /// Deserialized by hand (below) rather than with serde's internal tagging,
 /// which buffers the content and so loses the path of an error inside it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Payload {
     Working(WorkingPayload),
@@ -25,7 +25,7 @@ pub enum Payload {
     Episodic(EpisodicPayload),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeStatus {
     Success,
@@ -33,7 +33,7 @@ pub enum OutcomeStatus {
     Partial,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     Planning,
@@ -43,7 +43,7 @@ pub enum TaskState {
     Done,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ValidityMode {
     #[default]
@@ -52,7 +52,7 @@ pub enum ValidityMode {
     Timeboxed,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodicPayload {
     #[serde(default, deserialize_with = "null_as_default")]
@@ -67,10 +67,11 @@ pub struct EpisodicPayload {
     pub artifacts: Vec<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TimelineEvent {
     #[serde(with = "rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub t: Timestamp,
     pub event_kind: String,
     #[serde(rename = "ref")]
@@ -79,7 +80,7 @@ pub struct TimelineEvent {
     pub summary: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolNode {
     pub id: String,
@@ -89,12 +90,13 @@ pub struct ToolNode {
     #[serde(default)]
     pub result: Value,
     #[serde(with = "rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: Timestamp,
     #[serde(default, deserialize_with = "null_as_default")]
     pub depends_on: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SemanticPayload {
     pub subject: String,
@@ -115,7 +117,7 @@ fn default_revision_policy() -> String {
     "replace".to_string()
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Validity {
     #[serde(default)]
@@ -127,17 +129,19 @@ pub struct Validity {
         with = "rfc3339_option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub start: Option<Timestamp>,
     #[serde(
         default,
         with = "rfc3339_option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub end: Option<Timestamp>,
 }
 
 /// A reference to what supports a fact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
     pub source_type: String,
@@ -147,10 +151,11 @@ pub struct Evidence {
         with = "rfc3339_option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub timestamp: Option<Timestamp>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevisionState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,7 +180,7 @@ impl Default for RevisionState {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkingPayload {
     pub thread_id: String,
@@ -194,7 +199,7 @@ pub fn empty_array() -> Value {
     Value::Array(Vec::new())
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompetencePayload {
     pub skill_name: String,
@@ -214,7 +219,7 @@ pub struct CompetencePayload {
     pub version: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trigger {
     pub signal: String,
@@ -222,7 +227,7 @@ pub struct Trigger {
     pub conditions: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecipeStep {
     pub step: String,
@@ -234,7 +239,7 @@ pub struct RecipeStep {
     pub validation: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Performance {
     #[serde(default)]
@@ -250,10 +255,11 @@ pub struct Performance {
         with = "rfc3339_option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_used_at: Option<Timestamp>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanGraphPayload {
     pub plan_id: String,
@@ -275,7 +281,7 @@ pub struct PlanGraphPayload {
     pub metrics: Option<PlanMetrics>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanNode {
     pub id: String,
@@ -286,14 +292,14 @@ pub struct PlanNode {
     pub guards: Option<Value>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EdgeKind {
     Data,
     Control,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanEdge {
     pub from: String,
@@ -301,7 +307,7 @@ pub struct PlanEdge {
     pub kind: EdgeKind,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanMetrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -315,6 +321,7 @@ pub struct PlanMetrics {
         with = "rfc3339_option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_executed_at: Option<Timestamp>,
 }
 

@@ -68,7 +68,7 @@ impl CandidateKind {
 }
 
 /// Read from the `[policy]` section of the configuration.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     pub default_sensitivity: Sensitivity,
@@ -145,7 +145,7 @@ impl Policy {
 /// are required; whatever else is given is kept, and missing parts get the
 /// type's policy defaults. It is a domain type, like the payloads it
 /// carries, because completing it is policy.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewRecord {
     #[serde(default)]
@@ -164,10 +164,12 @@ pub struct NewRecord {
     #[serde(default)]
     pub status: Option<Status>,
     #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub created_at: Option<Timestamp>,
     /// Accepted so a record read back can be sent again; the server always
     /// sets `updated_at` itself.
     #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub updated_at: Option<Timestamp>,
     #[serde(default)]
     pub lifecycle: Option<NewLifecycle>,
@@ -199,12 +201,13 @@ impl NewRecord {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewLifecycle {
     #[serde(default)]
     pub decay: Option<NewDecayProfile>,
     #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_reinforced_at: Option<Timestamp>,
     #[serde(default)]
     pub pinned: Option<bool>,
@@ -212,7 +215,7 @@ pub struct NewLifecycle {
     pub deletion_policy: Option<DeletionPolicy>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewDecayProfile {
     #[serde(default)]
@@ -227,7 +230,7 @@ pub struct NewDecayProfile {
     pub reinforcement_gain: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewProvenance {
     #[serde(default, deserialize_with = "null_as_default")]
@@ -236,7 +239,7 @@ pub struct NewProvenance {
     pub created_by: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewRelation {
     pub predicate: String,
@@ -244,6 +247,7 @@ pub struct NewRelation {
     #[serde(default)]
     pub weight: Option<f64>,
     #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub created_at: Option<Timestamp>,
 }
 

@@ -13,7 +13,7 @@ use super::vector::Embedding;
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
         pub enum $name {
             $(#[serde(rename = $text)] $variant),+
         }
@@ -128,7 +128,7 @@ impl Sensitivity {
 
 /// A complete record. Every field is always present in JSON except `scope`
 /// and the optional parts of provenance and decay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MemoryRecord {
     pub id: String,
     #[serde(rename = "type")]
@@ -141,8 +141,10 @@ pub struct MemoryRecord {
     pub tags: Vec<String>,
     pub status: Status,
     #[serde(with = "rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
     #[serde(with = "rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
     pub lifecycle: Lifecycle,
     pub provenance: Provenance,
@@ -156,16 +158,17 @@ pub struct MemoryRecord {
     pub embedding: Option<Embedding>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Lifecycle {
     pub decay: DecayProfile,
     #[serde(with = "rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub last_reinforced_at: Timestamp,
     pub pinned: bool,
     pub deletion_policy: DeletionPolicy,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DecayProfile {
     pub curve: DecayCurve,
     pub half_life_seconds: i64,
@@ -175,14 +178,14 @@ pub struct DecayProfile {
     pub reinforcement_gain: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Provenance {
     pub sources: Vec<ProvenanceSource>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProvenanceSource {
     pub kind: ProvenanceKind,
@@ -193,24 +196,27 @@ pub struct ProvenanceSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
     #[serde(with = "rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Relation {
     pub predicate: String,
     pub target_id: String,
     pub weight: f64,
     #[serde(with = "rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuditEntry {
     pub action: AuditAction,
     pub actor: String,
     #[serde(with = "rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub timestamp: Timestamp,
     pub rationale: String,
     /// Set on entries a client sent with a record (`POST /v1/records`):

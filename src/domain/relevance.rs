@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The weight of each signal (`[retrieval.weights]` in the config).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Weights {
     pub text: f64,
@@ -103,7 +103,7 @@ fn salience_signal(salience: f64, max_salience: f64) -> f64 {
 }
 
 /// What the answer says about each record it returns, in the same order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Score {
     pub id: String,
     pub score: f64,

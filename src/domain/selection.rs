@@ -18,7 +18,7 @@ use super::time::Timestamp;
 /// Half-life of the recency signal.
 pub const RECENCY_HALF_LIFE_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Selection {
     /// Candidates, best first.
     pub selected: Vec<MemoryRecord>,
@@ -28,7 +28,7 @@ pub struct Selection {
     pub scores: Vec<CandidateScore>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct CandidateScore {
     pub id: String,
     pub score: f64,

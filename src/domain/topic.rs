@@ -31,7 +31,7 @@ pub const MAX_NAME: usize = 128;
 pub const MAX_SIMILAR: usize = 8;
 
 /// How an observation becomes part of the topics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Placement {
     NewTopic,
@@ -261,7 +261,7 @@ pub fn text_similarity(a: &str, b: &str) -> f64 {
 }
 
 /// What an ingest did to one field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldOp {
     Created,
@@ -281,7 +281,7 @@ impl FieldOp {
 }
 
 /// A topic as stored (its fields and edges apart).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Topic {
     pub id: String,
     pub title: String,
@@ -296,8 +296,10 @@ pub struct Topic {
     pub salience: f64,
     pub archived: bool,
     #[serde(with = "super::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
     #[serde(with = "super::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
     /// The salience at the last reinforcement, from which it decays.
     #[serde(skip)]

@@ -12,7 +12,7 @@ use super::validate::{check_name, null_as_default, Validated, ValidationError};
 /// Most scopes one trust context may list.
 pub const MAX_TRUST_SCOPES: usize = 100;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrustContext {
     pub max_sensitivity: Sensitivity,

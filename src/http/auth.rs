@@ -26,7 +26,8 @@ use crate::error::{ApiError, Code};
 use crate::service;
 use crate::store::KeyLookup;
 
-/// Paths anyone may call: load balancers and orchestrators probe them.
+/// Paths anyone may call: load balancers and orchestrators probe them. (The
+/// API document and its page are public too: `openapi::is_public`.)
 const PUBLIC_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 
 /// Decides, for each request, which key made it and whether it may go on.
@@ -214,7 +215,7 @@ pub async fn authenticate(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    if PUBLIC_PATHS.contains(&req.path()) {
+    if PUBLIC_PATHS.contains(&req.path()) || super::openapi::is_public(req.path()) {
         return next
             .call(req)
             .await

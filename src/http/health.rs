@@ -2,32 +2,48 @@
 
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
-use serde_json::json;
 
-use super::{public_resource, AppState};
+use super::{AppState, Endpoint};
 use crate::error::ApiError;
 use crate::service::ServiceError;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(public_resource(
-        "/healthz",
-        vec![(Method::GET, web::route().to(healthz))],
-    ))
-    .service(public_resource(
-        "/readyz",
-        vec![(Method::GET, web::route().to(readyz))],
-    ));
+/// `ok` (live) or `ready` (the database answers).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct HealthBody {
+    #[schema(example = "ok")]
+    status: &'static str,
+}
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::public(Method::GET, "/healthz", healthz),
+        Endpoint::public(Method::GET, "/readyz", readyz),
+    ]
 }
 
 /// The process is up and serving HTTP.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "health",
+    summary = "Liveness: the process serves HTTP",
+    responses((status = 200, description = "Up", body = HealthBody))
+)]
 async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({"status": "ok"}))
+    HttpResponse::Ok().json(HealthBody { status: "ok" })
 }
 
 /// The database answers a query.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "health",
+    summary = "Readiness: the database answers",
+    responses((status = 200, description = "Ready", body = HealthBody))
+)]
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     match state.reader.read(|tx| Ok(tx.ping()?)).await {
-        Ok(()) => Ok(HttpResponse::Ok().json(json!({"status": "ready"}))),
+        Ok(()) => Ok(HttpResponse::Ok().json(HealthBody { status: "ready" })),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
             Err(ServiceError::Unavailable("database is not available".to_string()).into())

@@ -1,5 +1,8 @@
 //! `POST /v1/ingest/*`: the five ingest calls and the batch.
 
+use super::RecordBody;
+use super::RecordsBody;
+use crate::error::ErrorBody;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -8,48 +11,35 @@ use super::requests::{
     BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
     WorkingStateRequest,
 };
-use super::{record_response, records_response, resource, AppState, JsonBody};
+use super::{record_response, records_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::{Ingest, IngestBatch};
 use crate::domain::access::{Access, Role};
 use crate::error::ApiError;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        "/v1/ingest/event",
-        Method::POST,
-        Role::Write,
-        web::route().to(event),
-    ))
-    .service(resource(
-        "/v1/ingest/tool-output",
-        Method::POST,
-        Role::Write,
-        web::route().to(tool_output),
-    ))
-    .service(resource(
-        "/v1/ingest/observation",
-        Method::POST,
-        Role::Write,
-        web::route().to(observation),
-    ))
-    .service(resource(
-        "/v1/ingest/outcome",
-        Method::POST,
-        Role::Write,
-        web::route().to(outcome),
-    ))
-    .service(resource(
-        "/v1/ingest/working-state",
-        Method::POST,
-        Role::Write,
-        web::route().to(working_state),
-    ))
-    .service(resource(
-        "/v1/ingest/batch",
-        Method::POST,
-        Role::Write,
-        web::route().to(batch),
-    ));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(Method::POST, "/v1/ingest/event", Role::Write, event),
+        Endpoint::new(
+            Method::POST,
+            "/v1/ingest/tool-output",
+            Role::Write,
+            tool_output,
+        ),
+        Endpoint::new(
+            Method::POST,
+            "/v1/ingest/observation",
+            Role::Write,
+            observation,
+        ),
+        Endpoint::new(Method::POST, "/v1/ingest/outcome", Role::Write, outcome),
+        Endpoint::new(
+            Method::POST,
+            "/v1/ingest/working-state",
+            Role::Write,
+            working_state,
+        ),
+        Endpoint::new(Method::POST, "/v1/ingest/batch", Role::Write, batch),
+    ]
 }
 
 async fn ingest(
@@ -68,6 +58,14 @@ async fn ingest(
     Ok(record_response(status, &record))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/ingest/event",
+    tag = "ingest",
+    summary = "Ingest an event (episodic)",
+    request_body = EventRequest,
+    responses((status = 201, description = "The record stored", body = RecordBody))
+)]
 async fn event(
     state: web::Data<AppState>,
     access: Access,
@@ -82,6 +80,14 @@ async fn event(
     .await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/ingest/tool-output",
+    tag = "ingest",
+    summary = "Ingest a tool output (episodic)",
+    request_body = ToolOutputRequest,
+    responses((status = 201, description = "The record stored", body = RecordBody))
+)]
 async fn tool_output(
     state: web::Data<AppState>,
     access: Access,
@@ -96,6 +102,14 @@ async fn tool_output(
     .await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/ingest/observation",
+    tag = "ingest",
+    summary = "Ingest an observation (a semantic fact)",
+    request_body = ObservationRequest,
+    responses((status = 201, description = "The record stored", body = RecordBody))
+)]
 async fn observation(
     state: web::Data<AppState>,
     access: Access,
@@ -111,6 +125,14 @@ async fn observation(
 }
 
 /// Changes an existing record, so 200 rather than 201.
+#[utoipa::path(
+    post,
+    path = "/v1/ingest/outcome",
+    tag = "ingest",
+    summary = "Record the outcome of a competence or plan",
+    request_body = OutcomeRequest,
+    responses((status = 200, description = "The record with its outcome counted", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody))
+)]
 async fn outcome(
     state: web::Data<AppState>,
     access: Access,
@@ -119,6 +141,14 @@ async fn outcome(
     ingest(state, access, IngestItem::Outcome(body.0), StatusCode::OK).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/ingest/working-state",
+    tag = "ingest",
+    summary = "Set a thread's working state",
+    request_body = WorkingStateRequest,
+    responses((status = 201, description = "The record stored", body = RecordBody))
+)]
 async fn working_state(
     state: web::Data<AppState>,
     access: Access,
@@ -133,6 +163,14 @@ async fn working_state(
     .await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/ingest/batch",
+    tag = "ingest",
+    summary = "Ingest several items in one transaction",
+    request_body = BatchRequest,
+    responses((status = 201, description = "The records stored, in the order of the items", body = RecordsBody))
+)]
 async fn batch(
     state: web::Data<AppState>,
     access: Access,

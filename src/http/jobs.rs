@@ -1,53 +1,41 @@
 //! `/v1/jobs`: the maintenance jobs, their schedules, and manual runs.
 
+use crate::error::ErrorBody;
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::{resource, AppState, JsonBody};
+use super::{AppState, Endpoint, JsonBody};
 use crate::actors::scheduler::{JobName, JobView, ListJobs, RunJob, RunView, UpdateJob};
 use crate::domain::access::Role;
 use crate::error::{ApiError, Code};
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        "/v1/jobs",
-        Method::GET,
-        Role::Admin,
-        web::route().to(list),
-    ))
-    .service(resource(
-        "/v1/jobs/{name}",
-        Method::PUT,
-        Role::Admin,
-        web::route().to(update),
-    ))
-    .service(resource(
-        "/v1/jobs/{name}/run",
-        Method::POST,
-        Role::Admin,
-        web::route().to(run),
-    ));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(Method::GET, "/v1/jobs", Role::Admin, list),
+        Endpoint::new(Method::PUT, "/v1/jobs/{name}", Role::Admin, update),
+        Endpoint::new(Method::POST, "/v1/jobs/{name}/run", Role::Admin, run),
+    ]
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct JobsBody {
     jobs: Vec<JobView>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct JobBody {
     job: JobView,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct RunBody<'a> {
     job: &'a str,
     #[serde(flatten)]
     run: RunView,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct UpdateJobBody {
     #[serde(default)]
@@ -66,11 +54,27 @@ fn job_name(name: &str) -> Result<JobName, ApiError> {
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/jobs",
+    tag = "jobs",
+    summary = "The maintenance jobs, their schedules and last runs",
+    responses((status = 200, description = "Every job", body = JobsBody))
+)]
 async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let jobs = state.scheduler.send(ListJobs).await?;
     Ok(HttpResponse::Ok().json(JobsBody { jobs }))
 }
 
+#[utoipa::path(
+    put,
+    path = "/v1/jobs/{name}",
+    tag = "jobs",
+    summary = "Change a job's schedule or turn it on or off",
+    params(("name" = String, Path, description = "`decay` or `consolidation`")),
+    request_body = UpdateJobBody,
+    responses((status = 200, description = "The job as it now stands", body = JobBody), (status = 404, description = "No such job", body = ErrorBody))
+)]
 async fn update(
     state: web::Data<AppState>,
     name: web::Path<String>,
@@ -88,6 +92,14 @@ async fn update(
     Ok(HttpResponse::Ok().json(JobBody { job }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/jobs/{name}/run",
+    tag = "jobs",
+    summary = "Run a job now and wait for its result",
+    params(("name" = String, Path, description = "`decay` or `consolidation`")),
+    responses((status = 200, description = "The run", body = RunBody), (status = 404, description = "No such job", body = ErrorBody), (status = 409, description = "The job is running already", body = ErrorBody))
+)]
 async fn run(
     state: web::Data<AppState>,
     name: web::Path<String>,

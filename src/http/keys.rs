@@ -1,38 +1,30 @@
 //! `/v1/keys`: API keys made, listed and revoked by an admin, as
 //! `engram keys` does on the command line.
 
+use crate::error::ErrorBody;
 use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Gatekeeper;
-use super::{resource, resource_of, AppState, JsonBody};
+use super::{AppState, Endpoint, JsonBody};
 use crate::domain::access::{check_key_name, ApiKey, Role};
 use crate::domain::record::Sensitivity;
 use crate::error::ApiError;
 use crate::service::keys::{self, NewKey};
 use crate::service::ServiceError;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource_of(
-        "/v1/keys",
-        Role::Admin,
-        vec![
-            (Method::GET, web::route().to(list)),
-            (Method::POST, web::route().to(create)),
-        ],
-    ))
-    .service(resource(
-        "/v1/keys/{name}",
-        Method::DELETE,
-        Role::Admin,
-        web::route().to(revoke),
-    ));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(Method::GET, "/v1/keys", Role::Admin, list),
+        Endpoint::new(Method::POST, "/v1/keys", Role::Admin, create),
+        Endpoint::new(Method::DELETE, "/v1/keys/{name}", Role::Admin, revoke),
+    ]
 }
 
 /// A new key: as `engram keys create`, `read` when no role is given and
 /// `low` when no sensitivity is.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateKeyBody {
     name: String,
@@ -46,23 +38,31 @@ struct CreateKeyBody {
     rate: Option<f64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct CreatedBody {
     key: ApiKey,
     /// Shown this once; only its hash is kept.
     secret: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct KeyBody {
     key: ApiKey,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct KeysBody {
     keys: Vec<ApiKey>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/keys",
+    tag = "keys",
+    summary = "Make an API key",
+    request_body = CreateKeyBody,
+    responses((status = 201, description = "The key, with its secret shown this once", body = CreatedBody), (status = 409, description = "A key of that name exists", body = ErrorBody))
+)]
 async fn create(
     state: web::Data<AppState>,
     gate: web::Data<Gatekeeper>,
@@ -92,6 +92,13 @@ async fn create(
     Ok(HttpResponse::build(StatusCode::CREATED).json(CreatedBody { key, secret }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/keys",
+    tag = "keys",
+    summary = "Every API key, revoked ones too (never their secrets)",
+    responses((status = 200, description = "The keys", body = KeysBody))
+)]
 async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let keys = state.reader.read(keys::list).await?;
     Ok(HttpResponse::Ok().json(KeysBody { keys }))
@@ -99,6 +106,14 @@ async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 
 /// Revokes the key (at once: the next request with it is refused) and
 /// answers it as it now stands; revoking it again changes nothing.
+#[utoipa::path(
+    delete,
+    path = "/v1/keys/{name}",
+    tag = "keys",
+    summary = "Revoke an API key",
+    params(("name" = String, Path, description = "The key's name")),
+    responses((status = 200, description = "The key, revoked", body = KeyBody), (status = 404, description = "No such key", body = ErrorBody))
+)]
 async fn revoke(
     state: web::Data<AppState>,
     name: web::Path<String>,

@@ -4,24 +4,16 @@
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
-use super::{resource, AppState};
+use super::{AppState, Endpoint};
 use crate::domain::access::Role;
 use crate::error::ApiError;
 use crate::store::MemoryStats;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        "/v1/metrics",
-        Method::GET,
-        Role::Metrics,
-        web::route().to(memory),
-    ))
-    .service(resource(
-        "/metrics",
-        Method::GET,
-        Role::Metrics,
-        web::route().to(prometheus),
-    ));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(Method::GET, "/v1/metrics", Role::Metrics, memory),
+        Endpoint::new(Method::GET, "/metrics", Role::Metrics, prometheus),
+    ]
 }
 
 async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
@@ -32,10 +24,24 @@ async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
         .await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/metrics",
+    tag = "metrics",
+    summary = "Memory aggregates: counts by type, sensitivity and status, salience",
+    responses((status = 200, description = "The aggregates", body = MemoryStats))
+)]
 async fn memory(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(collect(&state).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "metrics",
+    summary = "Everything, in the Prometheus text format",
+    responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain"))
+)]
 async fn prometheus(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let memory = collect(&state).await?;
     let text = state.metrics.render(

@@ -10,6 +10,7 @@ mod ingest;
 mod jobs;
 mod keys;
 mod metrics;
+pub mod openapi;
 mod records;
 pub mod requests;
 mod retrieve;
@@ -19,12 +20,12 @@ mod topics;
 use std::future::Future;
 use std::pin::Pin;
 
-use actix_web::dev::HttpServiceFactory;
 use actix_web::dev::Payload;
 use actix_web::http::{header, Method, StatusCode};
 use actix_web::middleware::from_fn;
 use actix_web::{
-    guard, web, FromRequest, HttpRequest, HttpResponse, Resource, ResponseError, Route,
+    guard, web, FromRequest, Handler, HttpRequest, HttpResponse, Resource, Responder,
+    ResponseError, Route,
 };
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
@@ -62,16 +63,94 @@ pub struct AppState {
     pub topics_read: actix::Recipient<crate::actors::consolidation::TopicsRead>,
 }
 
+/// One route of the API. The route table, the role checks and the API
+/// document (`openapi`) are all made from the list of these.
+pub struct Endpoint {
+    pub method: Method,
+    pub path: &'static str,
+    /// The role a caller needs; `None`: anyone may call it.
+    pub role: Option<Role>,
+    route: Route,
+}
+
+impl Endpoint {
+    fn new<F, Args>(method: Method, path: &'static str, role: Role, handler: F) -> Endpoint
+    where
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        Endpoint {
+            method,
+            path,
+            role: Some(role),
+            route: web::route().to(handler),
+        }
+    }
+
+    /// A route anyone may call: the health checks and the API document.
+    fn public<F, Args>(method: Method, path: &'static str, handler: F) -> Endpoint
+    where
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        Endpoint {
+            role: None,
+            ..Endpoint::new(method, path, Role::Read, handler)
+        }
+    }
+}
+
+/// Every route of the API, in the order they are matched.
+pub fn endpoints() -> Vec<Endpoint> {
+    [
+        health::endpoints(),
+        openapi::endpoints(),
+        ingest::endpoints(),
+        jobs::endpoints(),
+        keys::endpoints(),
+        metrics::endpoints(),
+        records::endpoints(),
+        retrieve::endpoints(),
+        revisions::endpoints(),
+        topics::endpoints(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Registers every endpoint: one resource per path, with the methods it
+/// takes, behind the role its routes need.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    health::configure(cfg);
-    ingest::configure(cfg);
-    jobs::configure(cfg);
-    keys::configure(cfg);
-    metrics::configure(cfg);
-    records::configure(cfg);
-    retrieve::configure(cfg);
-    revisions::configure(cfg);
-    topics::configure(cfg);
+    let mut resources: Vec<(&'static str, Option<Role>, Vec<(Method, Route)>)> = Vec::new();
+    for endpoint in endpoints() {
+        match resources
+            .iter_mut()
+            .find(|(path, ..)| *path == endpoint.path)
+        {
+            Some((_, role, routes)) => {
+                debug_assert_eq!(*role, endpoint.role, "one role per path");
+                routes.push((endpoint.method, endpoint.route));
+            }
+            None => resources.push((
+                endpoint.path,
+                endpoint.role,
+                vec![(endpoint.method, endpoint.route)],
+            )),
+        }
+    }
+    for (path, role, routes) in resources {
+        let resource = public_resource(path, routes);
+        match role {
+            Some(role) => {
+                cfg.service(resource.wrap(from_fn(move |req, next| auth::require(role, req, next))))
+            }
+            None => cfg.service(resource),
+        };
+    }
+    openapi::configure_ui(cfg);
 }
 
 /// Cross-origin calls from pages of `origins` (none: CORS stays off): the
@@ -113,19 +192,8 @@ fn method_not_allowed(req: &HttpRequest, allow: &str) -> HttpResponse {
     response
 }
 
-/// A resource with one route for `method` (a GET route answers HEAD too)
-/// that only a caller with `role` reaches; other methods get a JSON 405
-/// with an `Allow` header.
-fn resource(path: &str, method: Method, role: Role, route: Route) -> impl HttpServiceFactory {
-    resource_of(path, role, vec![(method, route)])
-}
-
-/// A resource with a route for each method, all needing `role`.
-fn resource_of(path: &str, role: Role, routes: Vec<(Method, Route)>) -> impl HttpServiceFactory {
-    public_resource(path, routes).wrap(from_fn(move |req, next| auth::require(role, req, next)))
-}
-
-/// A resource anyone may call: the health checks.
+/// A resource with a route for each method; other methods get a JSON 405
+/// with an `Allow` header. A GET route answers HEAD too.
 fn public_resource(path: &str, routes: Vec<(Method, Route)>) -> Resource {
     let mut resource = web::resource(path);
     let mut allowed = Vec::new();
@@ -348,12 +416,12 @@ fn is_batch_item(path: &str) -> bool {
         .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, utoipa::ToSchema)]
 struct RecordBody<'a> {
     record: &'a MemoryRecord,
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, utoipa::ToSchema)]
 struct RecordsBody<'a> {
     records: &'a [MemoryRecord],
 }

@@ -1,13 +1,15 @@
 //! `POST /v1/records`: a whole record, validated and completed by policy;
 //! and the per-record calls: reinforce, penalize, history.
 
+use super::RecordBody;
+use crate::error::ErrorBody;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::requests::{PenalizeRequest, ReinforceRequest, RevisionRequest, TrustOnlyRequest};
 use super::revisions::revise;
-use super::{record_response, resource, AppState, JsonBody};
+use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::retrieval::ReadAs;
 use crate::domain::access::{Access, Role};
@@ -21,33 +23,38 @@ use crate::service;
 /// creator.
 const DEFAULT_ACTOR: &str = "api";
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        "/v1/records",
-        Method::POST,
-        Role::Write,
-        web::route().to(create),
-    ))
-    .service(resource(
-        "/v1/records/{id}/reinforce",
-        Method::POST,
-        Role::Write,
-        web::route().to(reinforce),
-    ))
-    .service(resource(
-        "/v1/records/{id}/penalize",
-        Method::POST,
-        Role::Write,
-        web::route().to(penalize),
-    ))
-    .service(resource(
-        "/v1/records/{id}/history",
-        Method::POST,
-        Role::Read,
-        web::route().to(history),
-    ));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(Method::POST, "/v1/records", Role::Write, create),
+        Endpoint::new(
+            Method::POST,
+            "/v1/records/{id}/reinforce",
+            Role::Write,
+            reinforce,
+        ),
+        Endpoint::new(
+            Method::POST,
+            "/v1/records/{id}/penalize",
+            Role::Write,
+            penalize,
+        ),
+        Endpoint::new(
+            Method::POST,
+            "/v1/records/{id}/history",
+            Role::Read,
+            history,
+        ),
+    ]
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/records",
+    tag = "records",
+    summary = "Store a whole record, completed by policy",
+    request_body = NewRecord,
+    responses((status = 201, description = "The record stored", body = RecordBody), (status = 409, description = "A record with that id exists", body = ErrorBody))
+)]
 async fn create(
     state: web::Data<AppState>,
     access: Access,
@@ -77,6 +84,15 @@ async fn create(
     Ok(record_response(StatusCode::CREATED, &record))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/records/{id}/reinforce",
+    tag = "records",
+    summary = "Raise a record's salience (feedback)",
+    params(("id" = String, Path, description = "The record's id")),
+    request_body = ReinforceRequest,
+    responses((status = 200, description = "The record", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+)]
 async fn reinforce(
     state: web::Data<AppState>,
     access: Access,
@@ -90,6 +106,15 @@ async fn reinforce(
     revise(&state, access, request, StatusCode::OK).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/records/{id}/penalize",
+    tag = "records",
+    summary = "Lower a record's salience (feedback)",
+    params(("id" = String, Path, description = "The record's id")),
+    request_body = PenalizeRequest,
+    responses((status = 200, description = "The record", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+)]
 async fn penalize(
     state: web::Data<AppState>,
     access: Access,
@@ -103,11 +128,20 @@ async fn penalize(
     revise(&state, access, request, StatusCode::OK).await
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, utoipa::ToSchema)]
 struct ChainBody {
     chain: Vec<MemoryRecord>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/records/{id}/history",
+    tag = "records",
+    summary = "A record's revision chain, oldest first",
+    params(("id" = String, Path, description = "The record's id")),
+    request_body = TrustOnlyRequest,
+    responses((status = 200, description = "The chain", body = ChainBody), (status = 404, description = "No such record the caller may see", body = ErrorBody))
+)]
 async fn history(
     state: web::Data<AppState>,
     access: Access,

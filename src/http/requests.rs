@@ -26,7 +26,7 @@ use crate::domain::validate::{null_as_default, Validated};
 use crate::domain::vector::Embedding;
 use crate::service::graph::GraphLimits;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventRequest {
     pub source: String,
@@ -47,7 +47,7 @@ pub struct EventRequest {
     pub embedding: Option<Vec<f64>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOutputRequest {
     pub source: String,
@@ -70,7 +70,7 @@ pub struct ToolOutputRequest {
     pub embedding: Option<Vec<f64>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservationRequest {
     pub source: String,
@@ -90,7 +90,7 @@ pub struct ObservationRequest {
     pub embedding: Option<Vec<f64>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutcomeRequest {
     pub source: String,
@@ -102,7 +102,7 @@ pub struct OutcomeRequest {
     pub embedding: Option<Vec<f64>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkingStateRequest {
     pub source: String,
@@ -131,7 +131,7 @@ pub struct WorkingStateRequest {
 
 /// One item of `POST /v1/ingest/batch`: the same fields as the single
 /// endpoints, plus `kind`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum IngestItem {
     Event(EventRequest),
@@ -141,7 +141,7 @@ pub enum IngestItem {
     WorkingState(WorkingStateRequest),
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchRequest {
     pub items: Vec<IngestItem>,
@@ -219,7 +219,7 @@ impl BatchRequest {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SupersedeRequest {
     pub actor: String,
@@ -228,7 +228,7 @@ pub struct SupersedeRequest {
     pub new_record: NewRecord,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForkRequest {
     pub actor: String,
@@ -237,7 +237,7 @@ pub struct ForkRequest {
     pub forked_record: NewRecord,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetractRequest {
     pub actor: String,
@@ -245,7 +245,7 @@ pub struct RetractRequest {
     pub id: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MergeRequest {
     pub actor: String,
@@ -254,7 +254,7 @@ pub struct MergeRequest {
     pub merged_record: NewRecord,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContestRequest {
     pub actor: String,
@@ -267,14 +267,14 @@ pub struct ContestRequest {
     pub resolve: Option<bool>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReinforceRequest {
     pub actor: String,
     pub rationale: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PenalizeRequest {
     pub actor: String,
@@ -365,7 +365,7 @@ impl RevisionRequest {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
     /// Required without a key; with one, the key's grant when absent.
@@ -438,7 +438,7 @@ impl RetrieveRequest {
 }
 
 /// `POST /v1/retrieve/graph`: ranked roots and what they link to.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GraphRequest {
     #[serde(default)]
@@ -498,7 +498,7 @@ impl GraphRequest {
 }
 
 /// `POST /v1/retrieve/{id}` and `POST /v1/records/{id}/history`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrustOnlyRequest {
     /// Required without a key; with one, the key's grant when absent.

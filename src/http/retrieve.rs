@@ -1,38 +1,42 @@
 //! `POST /v1/retrieve` and `POST /v1/retrieve/{id}`: trust-gated reads.
 
+use super::RecordBody;
+use crate::error::ErrorBody;
+use crate::service::graph::Graph;
+use crate::service::retrieval::RetrieveResult;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
-use super::{record_response, resource, AppState, JsonBody};
+use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph};
 use crate::domain::access::{Access, Role};
 use crate::domain::revision::record_id;
 use crate::error::ApiError;
 use crate::service;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        "/v1/retrieve",
-        Method::POST,
-        Role::Read,
-        web::route().to(retrieve),
-    ))
-    .service(resource(
-        "/v1/retrieve/graph",
-        Method::POST,
-        Role::Read,
-        web::route().to(graph),
-    ))
-    .service(resource(
-        "/v1/retrieve/{id}",
-        Method::POST,
-        Role::Read,
-        web::route().to(retrieve_by_id),
-    ));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(Method::POST, "/v1/retrieve", Role::Read, retrieve),
+        Endpoint::new(Method::POST, "/v1/retrieve/graph", Role::Read, graph),
+        Endpoint::new(
+            Method::POST,
+            "/v1/retrieve/{id}",
+            Role::Read,
+            retrieve_by_id,
+        ),
+    ]
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/retrieve",
+    tag = "retrieve",
+    summary = "Layered, trust-gated retrieval",
+    request_body = RetrieveRequest,
+    responses((status = 200, description = "The records, best first, and the selection among procedures", body = RetrieveResult))
+)]
 async fn retrieve(
     state: web::Data<AppState>,
     access: Access,
@@ -47,6 +51,15 @@ async fn retrieve(
     Ok(HttpResponse::Ok().json(result))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/retrieve/{id}",
+    tag = "retrieve",
+    summary = "One record by id",
+    params(("id" = String, Path, description = "The record's id")),
+    request_body = TrustOnlyRequest,
+    responses((status = 200, description = "The record", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody))
+)]
 async fn retrieve_by_id(
     state: web::Data<AppState>,
     access: Access,
@@ -66,6 +79,14 @@ async fn retrieve_by_id(
     Ok(record_response(StatusCode::OK, &record))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/retrieve/graph",
+    tag = "retrieve",
+    summary = "Ranked records and their neighbours through relations and topic links",
+    request_body = GraphRequest,
+    responses((status = 200, description = "Nodes and edges", body = Graph))
+)]
 async fn graph(
     state: web::Data<AppState>,
     access: Access,

@@ -1,5 +1,7 @@
 //! `POST /v1/revisions/*`: supersede, fork, retract, merge, contest.
 
+use super::RecordBody;
+use crate::error::ErrorBody;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -7,42 +9,24 @@ use actix_web::{web, HttpResponse};
 use super::requests::{
     ContestRequest, ForkRequest, MergeRequest, RetractRequest, RevisionRequest, SupersedeRequest,
 };
-use super::{record_response, resource, AppState, JsonBody};
+use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::revision::Revise;
 use crate::domain::access::{Access, Role};
 use crate::error::ApiError;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        "/v1/revisions/supersede",
-        Method::POST,
-        Role::Revise,
-        web::route().to(supersede),
-    ))
-    .service(resource(
-        "/v1/revisions/fork",
-        Method::POST,
-        Role::Revise,
-        web::route().to(fork),
-    ))
-    .service(resource(
-        "/v1/revisions/retract",
-        Method::POST,
-        Role::Revise,
-        web::route().to(retract),
-    ))
-    .service(resource(
-        "/v1/revisions/merge",
-        Method::POST,
-        Role::Revise,
-        web::route().to(merge),
-    ))
-    .service(resource(
-        "/v1/revisions/contest",
-        Method::POST,
-        Role::Revise,
-        web::route().to(contest),
-    ));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(
+            Method::POST,
+            "/v1/revisions/supersede",
+            Role::Revise,
+            supersede,
+        ),
+        Endpoint::new(Method::POST, "/v1/revisions/fork", Role::Revise, fork),
+        Endpoint::new(Method::POST, "/v1/revisions/retract", Role::Revise, retract),
+        Endpoint::new(Method::POST, "/v1/revisions/merge", Role::Revise, merge),
+        Endpoint::new(Method::POST, "/v1/revisions/contest", Role::Revise, contest),
+    ]
 }
 
 /// Sends a revision and answers its record with `status`.
@@ -62,6 +46,14 @@ pub(super) async fn revise(
     Ok(record_response(status, &record))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/revisions/supersede",
+    tag = "revisions",
+    summary = "Replace a record with a new version",
+    request_body = SupersedeRequest,
+    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+)]
 async fn supersede(
     state: web::Data<AppState>,
     access: Access,
@@ -76,6 +68,14 @@ async fn supersede(
     .await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/revisions/fork",
+    tag = "revisions",
+    summary = "Make a variant of a record beside it",
+    request_body = ForkRequest,
+    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+)]
 async fn fork(
     state: web::Data<AppState>,
     access: Access,
@@ -90,6 +90,14 @@ async fn fork(
     .await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/revisions/retract",
+    tag = "revisions",
+    summary = "Withdraw a record",
+    request_body = RetractRequest,
+    responses((status = 200, description = "The retracted record", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+)]
 async fn retract(
     state: web::Data<AppState>,
     access: Access,
@@ -104,6 +112,14 @@ async fn retract(
     .await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/revisions/merge",
+    tag = "revisions",
+    summary = "Merge records into one",
+    request_body = MergeRequest,
+    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+)]
 async fn merge(
     state: web::Data<AppState>,
     access: Access,
@@ -118,6 +134,14 @@ async fn merge(
     .await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/revisions/contest",
+    tag = "revisions",
+    summary = "Record a contradiction of a record",
+    request_body = ContestRequest,
+    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+)]
 async fn contest(
     state: web::Data<AppState>,
     access: Access,

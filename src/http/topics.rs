@@ -1,18 +1,21 @@
 //! `/v1/topics/*`: topics ingest, a topic's view, a field's history,
 //! edges and archiving.
 
+use crate::error::ErrorBody;
+use crate::service::topics::Ingested;
 use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{resource, resource_of, AppState, JsonBody};
+use super::{AppState, Endpoint, JsonBody};
 use crate::actors::consolidation::TopicsRead;
 use crate::actors::ingestion::{IngestTopic, WriteAs};
 use crate::actors::retrieval::{CallerWork, ReadAs};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::{rfc3339_option, Timestamp};
+use crate::domain::topic::Topic;
 use crate::domain::topic::{
     check_edge_kind, check_field_name, EdgeItem, FieldItem, Placement, TopicIngest,
 };
@@ -21,49 +24,36 @@ use crate::domain::validate::{check_id, null_as_default};
 use crate::domain::vector::Embedding;
 use crate::error::ApiError;
 use crate::service::topics;
+use crate::store::TopicEdge;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource(
-        "/v1/topics/ingest",
-        Method::POST,
-        Role::Write,
-        web::route().to(ingest),
-    ))
-    .service(resource(
-        "/v1/topics/query",
-        Method::POST,
-        Role::Read,
-        web::route().to(query),
-    ))
-    .service(resource(
-        "/v1/topics/{id}/view",
-        Method::POST,
-        Role::Read,
-        web::route().to(view),
-    ))
-    .service(resource(
-        "/v1/topics/{id}/fields/{name}/history",
-        Method::POST,
-        Role::Read,
-        web::route().to(field_history),
-    ))
-    .service(resource_of(
-        "/v1/topics/{id}/edges",
-        Role::Write,
-        vec![
-            (Method::POST, web::route().to(add_edge)),
-            (Method::DELETE, web::route().to(remove_edge)),
-        ],
-    ))
-    .service(resource(
-        "/v1/topics/{id}/archive",
-        Method::POST,
-        Role::Write,
-        web::route().to(archive),
-    ));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(Method::POST, "/v1/topics/ingest", Role::Write, ingest),
+        Endpoint::new(Method::POST, "/v1/topics/query", Role::Read, query),
+        Endpoint::new(Method::POST, "/v1/topics/{id}/view", Role::Read, view),
+        Endpoint::new(
+            Method::POST,
+            "/v1/topics/{id}/fields/{name}/history",
+            Role::Read,
+            field_history,
+        ),
+        Endpoint::new(Method::POST, "/v1/topics/{id}/edges", Role::Write, add_edge),
+        Endpoint::new(
+            Method::DELETE,
+            "/v1/topics/{id}/edges",
+            Role::Write,
+            remove_edge,
+        ),
+        Endpoint::new(
+            Method::POST,
+            "/v1/topics/{id}/archive",
+            Role::Write,
+            archive,
+        ),
+    ]
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct FieldBody {
     name: String,
@@ -73,14 +63,14 @@ struct FieldBody {
     why_changed: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct EdgeBody {
     to_topic_id: String,
     kind: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct IngestBody {
     #[serde(default)]
@@ -112,6 +102,14 @@ struct IngestBody {
     embedding: Option<Vec<f64>>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/topics/ingest",
+    tag = "topics",
+    summary = "Place an observation: a new topic, an extension, a field version, or where it fits",
+    request_body = IngestBody,
+    responses((status = 201, description = "Where it went and what it did", body = Ingested), (status = 404, description = "No such topic the caller may see", body = ErrorBody))
+)]
 async fn ingest(
     state: web::Data<AppState>,
     access: Access,
@@ -156,18 +154,24 @@ async fn ingest(
     Ok(HttpResponse::Created().json(ingested))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ViewBody {
     #[serde(default)]
     trust: Option<TrustContext>,
     #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     as_of: Option<Timestamp>,
 }
 
-#[derive(Serialize)]
-struct TopicBody<T> {
-    topic: T,
+#[derive(Serialize, utoipa::ToSchema)]
+struct TopicViewBody {
+    topic: topics::TopicView,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct TopicBody {
+    topic: Topic,
 }
 
 /// Runs `work` on the read pool as the caller the request's trust and
@@ -194,6 +198,15 @@ async fn change<T: Send + 'static>(
     Ok(state.ingestor.send(WriteAs { caller, work }).await??)
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{id}/view",
+    tag = "topics",
+    summary = "A topic with its fields and edges, now or at an instant",
+    params(("id" = String, Path, description = "The topic's id")),
+    request_body = ViewBody,
+    responses((status = 200, description = "The topic", body = TopicViewBody), (status = 404, description = "No such topic the caller may see", body = ErrorBody))
+)]
 async fn view(
     state: web::Data<AppState>,
     access: Access,
@@ -217,10 +230,10 @@ async fn view(
     state.topics_read.do_send(TopicsRead {
         ids: vec![topic.topic.id.clone()],
     });
-    Ok(HttpResponse::Ok().json(TopicBody { topic }))
+    Ok(HttpResponse::Ok().json(TopicViewBody { topic }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct QueryBody {
     #[serde(default)]
@@ -234,6 +247,7 @@ struct QueryBody {
     #[serde(default)]
     hops: Option<u8>,
     #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     as_of: Option<Timestamp>,
     #[serde(default)]
     include_history: bool,
@@ -241,11 +255,19 @@ struct QueryBody {
     embedding: Option<Vec<f64>>,
 }
 
-#[derive(Serialize)]
-struct TopicsBody<T> {
-    topics: T,
+#[derive(Serialize, utoipa::ToSchema)]
+struct TopicsBody {
+    topics: Vec<topics::QueryHit>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/topics/query",
+    tag = "topics",
+    summary = "Topics by text or vector, with neighbours and histories",
+    request_body = QueryBody,
+    responses((status = 200, description = "The topics, best first", body = TopicsBody))
+)]
 async fn query(
     state: web::Data<AppState>,
     access: Access,
@@ -277,18 +299,27 @@ async fn query(
     Ok(HttpResponse::Ok().json(TopicsBody { topics: found }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct TrustBody {
     #[serde(default)]
     trust: Option<TrustContext>,
 }
 
-#[derive(Serialize)]
-struct VersionsBody<T> {
-    versions: T,
+#[derive(Serialize, utoipa::ToSchema)]
+struct VersionsBody {
+    versions: Vec<topics::VersionView>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{id}/fields/{name}/history",
+    tag = "topics",
+    summary = "Every version of one field, oldest first",
+    params(("id" = String, Path, description = "The topic's id"), ("name" = String, Path, description = "The field's name")),
+    request_body = TrustBody,
+    responses((status = 200, description = "The versions", body = VersionsBody), (status = 404, description = "No such topic the caller may see", body = ErrorBody))
+)]
 async fn field_history(
     state: web::Data<AppState>,
     access: Access,
@@ -308,7 +339,7 @@ async fn field_history(
     Ok(HttpResponse::Ok().json(VersionsBody { versions }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct EdgeChangeBody {
     to_topic_id: String,
@@ -317,9 +348,10 @@ struct EdgeChangeBody {
     trust: Option<TrustContext>,
 }
 
-#[derive(Serialize)]
-struct EdgeAnswer<T> {
-    edge: T,
+#[derive(Serialize, utoipa::ToSchema)]
+struct EdgeAnswer {
+    edge: TopicEdge,
+    /// False when the edge existed already.
     added: bool,
 }
 
@@ -330,6 +362,15 @@ fn edge_change(id: String, body: &EdgeChangeBody) -> Result<(String, String, Str
     Ok((id, body.to_topic_id.clone(), body.kind.clone()))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{id}/edges",
+    tag = "topics",
+    summary = "Add a typed edge from this topic",
+    params(("id" = String, Path, description = "The topic's id")),
+    request_body = EdgeChangeBody,
+    responses((status = 201, description = "The edge, and whether it was new", body = EdgeAnswer), (status = 404, description = "No such topic the caller may see", body = ErrorBody))
+)]
 async fn add_edge(
     state: web::Data<AppState>,
     access: Access,
@@ -347,11 +388,20 @@ async fn add_edge(
     Ok(HttpResponse::build(StatusCode::CREATED).json(EdgeAnswer { edge, added }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct RemovedBody {
     removed: bool,
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v1/topics/{id}/edges",
+    tag = "topics",
+    summary = "Remove a typed edge from this topic",
+    params(("id" = String, Path, description = "The topic's id")),
+    request_body = EdgeChangeBody,
+    responses((status = 200, description = "Removed", body = RemovedBody), (status = 404, description = "No such topic the caller may see", body = ErrorBody))
+)]
 async fn remove_edge(
     state: web::Data<AppState>,
     access: Access,
@@ -369,6 +419,15 @@ async fn remove_edge(
     Ok(HttpResponse::Ok().json(RemovedBody { removed: true }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{id}/archive",
+    tag = "topics",
+    summary = "Archive a topic",
+    params(("id" = String, Path, description = "The topic's id")),
+    request_body = TrustBody,
+    responses((status = 200, description = "The topic, archived", body = TopicBody), (status = 404, description = "No such topic the caller may see", body = ErrorBody))
+)]
 async fn archive(
     state: web::Data<AppState>,
     access: Access,

@@ -28,7 +28,7 @@ pub const PAGE: usize = 250;
 pub const COMPRESS_PAGE: usize = 50;
 
 /// What one consolidation run did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct ConsolidationReport {
     pub episodic_compressed: u64,
     /// Facts created or reinforced.

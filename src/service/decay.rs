@@ -14,7 +14,7 @@ use crate::domain::trust::Caller;
 use crate::store::{DecayChange, DecayRow, Transaction};
 
 /// What one sweep did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DecayReport {
     /// Records looked at.
     pub scanned: u64,

@@ -12,7 +12,7 @@ use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
 use crate::store::Transaction;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RetrieveResult {
     pub records: Vec<MemoryRecord>,
     pub selection: Option<Selection>,

@@ -50,7 +50,7 @@ impl TopicRules {
 }
 
 /// What an ingest did to one field.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Applied {
     pub field: String,
     pub op: FieldOp,
@@ -59,7 +59,7 @@ pub struct Applied {
 }
 
 /// The answer to a topics ingest.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Ingested {
     pub topic_id: String,
     /// The placement applied (`auto` resolved to one of the others).
@@ -469,16 +469,17 @@ pub(super) fn search_text<'a>(
 }
 
 /// A field's value in a view.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct FieldView {
     pub value: Value,
     #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub valid_from: Timestamp,
     pub record_id: String,
 }
 
 /// A topic with its fields and edges, now or as of an instant.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TopicView {
     #[serde(flatten)]
     pub topic: Topic,
@@ -545,13 +546,15 @@ fn view_of(
 }
 
 /// One version in a field's history.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct VersionView {
     pub value: Value,
     #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub valid_from: Timestamp,
     /// When the next version took over; `None` for the current one.
     #[serde(with = "crate::domain::time::rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub valid_to: Option<Timestamp>,
     pub why_changed: Option<String>,
     pub source: String,
@@ -721,7 +724,7 @@ impl TopicQuery {
 }
 
 /// A topic reached from a query's topic through edges.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Neighbor {
     pub topic_id: String,
     pub kind: String,
@@ -731,7 +734,7 @@ pub struct Neighbor {
 }
 
 /// One topic a query found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct QueryHit {
     pub topic: TopicView,
     /// In [0, 1]: the mean of text relevance (BM25 relative to the best

@@ -196,7 +196,7 @@ pub struct JobRunRecord {
 }
 
 /// Aggregates over the whole memory for `GET /v1/metrics`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct MemoryStats {
     pub total_records: u64,
     /// Every memory type, zero when there are none.
@@ -540,12 +540,13 @@ pub struct FieldVersion {
 }
 
 /// A typed link between two topics.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct TopicEdge {
     pub from_topic_id: String,
     pub to_topic_id: String,
     pub kind: String,
     #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
 }
 

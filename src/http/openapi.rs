@@ -1,0 +1,311 @@
+//! The API document: OpenAPI 3.1, made from the handlers' annotations and
+//! the request and response types (so it cannot drift from them), served at
+//! `GET /openapi.json`; and an interactive page for it at `/docs`, whose
+//! assets are built into the binary.
+//!
+//! What every route shares is added here rather than written on each: the
+//! key a route needs (from the role in the route table), and the error
+//! answers any request can get.
+
+use std::sync::OnceLock;
+
+use actix_web::http::Method;
+use actix_web::{web, HttpResponse};
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{Content, OpenApi as Document, Ref, ResponseBuilder};
+use utoipa::{Modify, OpenApi};
+use utoipa_swagger_ui::{Config, SwaggerUi};
+
+use super::Endpoint;
+use crate::error::{Code, ErrorBody};
+
+// The handlers' modules are private to `http`; their paths are named
+// through `super`.
+use super::{health, ingest, jobs, keys, metrics, records, retrieve, revisions, topics};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "engram",
+        description = "A memory service that many agents share: typed memory, trust-gated retrieval, atomic revisions, scheduled decay and consolidation.",
+        license(name = "MIT OR Apache-2.0"),
+    ),
+    paths(
+        openapi_json,
+        health::healthz,
+        health::readyz,
+        ingest::event,
+        ingest::tool_output,
+        ingest::observation,
+        ingest::working_state,
+        ingest::outcome,
+        ingest::batch,
+        jobs::list,
+        jobs::update,
+        jobs::run,
+        keys::list,
+        keys::create,
+        keys::revoke,
+        metrics::memory,
+        metrics::prometheus,
+        records::create,
+        records::reinforce,
+        records::penalize,
+        records::history,
+        retrieve::retrieve,
+        retrieve::graph,
+        retrieve::retrieve_by_id,
+        revisions::supersede,
+        revisions::fork,
+        revisions::retract,
+        revisions::merge,
+        revisions::contest,
+        topics::ingest,
+        topics::query,
+        topics::view,
+        topics::field_history,
+        topics::add_edge,
+        topics::remove_edge,
+        topics::archive,
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&Shared),
+    tags(
+        (name = "health", description = "Liveness and readiness; no key needed"),
+        (name = "ingest", description = "Agents' experience in: classified, completed by policy, stored with provenance"),
+        (name = "records", description = "Whole records, and feedback on them"),
+        (name = "retrieve", description = "Layered, trust-gated reads"),
+        (name = "revisions", description = "Atomic, audited changes of knowledge"),
+        (name = "topics", description = "Topics: versioned fields, typed edges, placement by the server"),
+        (name = "jobs", description = "Maintenance jobs and their schedules"),
+        (name = "keys", description = "API keys"),
+        (name = "metrics", description = "Aggregates and Prometheus metrics"),
+        (name = "meta", description = "This document"),
+    )
+)]
+struct ApiDoc;
+
+/// The document, made once.
+pub fn document() -> &'static Document {
+    static DOCUMENT: OnceLock<Document> = OnceLock::new();
+    DOCUMENT.get_or_init(ApiDoc::openapi)
+}
+
+pub(super) fn endpoints() -> Vec<Endpoint> {
+    vec![Endpoint::public(Method::GET, "/openapi.json", openapi_json)]
+}
+
+/// The page at `/docs/` (and `/docs`, sent on to it), reading
+/// `/openapi.json`.
+pub(super) fn configure_ui(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/docs").route(web::get().to(|| async {
+        HttpResponse::PermanentRedirect()
+            .insert_header(("Location", "/docs/"))
+            .finish()
+    })))
+    .service(SwaggerUi::new("/docs/{_:.*}").config(Config::from("/openapi.json")));
+}
+
+/// Whether `path` is the API document or its page: anyone may read them.
+pub fn is_public(path: &str) -> bool {
+    path == "/openapi.json" || path == "/docs" || path.starts_with("/docs/")
+}
+
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "meta",
+    summary = "This document (OpenAPI 3.1)",
+    responses((status = 200, description = "The document", content_type = "application/json"))
+)]
+async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok().json(document())
+}
+
+/// Adds what every operation shares: the bearer key scheme, the role each
+/// route needs (from the route table), and the errors any request can get.
+struct Shared;
+
+const KEY_SCHEME: &str = "api_key";
+
+impl Modify for Shared {
+    fn modify(&self, doc: &mut Document) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            KEY_SCHEME,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An API key's secret, as `Authorization: Bearer <secret>`. Needed once keys \
+                         are in use (`auth.mode`); each route needs a role, named in its description.",
+                    ))
+                    .build(),
+            ),
+        );
+        for endpoint in super::endpoints() {
+            let Some(item) = doc.paths.paths.get_mut(endpoint.path) else {
+                continue;
+            };
+            let operation = match endpoint.method {
+                Method::GET => item.get.as_mut(),
+                Method::POST => item.post.as_mut(),
+                Method::PUT => item.put.as_mut(),
+                Method::DELETE => item.delete.as_mut(),
+                _ => None,
+            };
+            let Some(operation) = operation else { continue };
+            share(operation, &endpoint);
+        }
+    }
+}
+
+fn share(operation: &mut Operation, endpoint: &Endpoint) {
+    let mut codes: Vec<Code> = vec![Code::Internal, Code::Unavailable];
+    if let Some(role) = endpoint.role {
+        operation.security = Some(vec![SecurityRequirement::new(
+            KEY_SCHEME,
+            Vec::<String>::new(),
+        )]);
+        let needs = format!(
+            "Needs a key with the `{}` role (or `admin`) when keys are in use.",
+            role.as_str()
+        );
+        operation.description = Some(match operation.description.take() {
+            Some(text) if !text.is_empty() => format!("{text}\n\n{needs}"),
+            _ => needs,
+        });
+        codes.extend([
+            Code::Unauthenticated,
+            Code::PermissionDenied,
+            Code::RateLimited,
+        ]);
+    } else {
+        operation.security = Some(Vec::new());
+    }
+    if operation.request_body.is_some() || endpoint.path.contains('{') {
+        codes.extend([Code::InvalidArgument]);
+    }
+    if operation.request_body.is_some() {
+        codes.extend([Code::RequestTimeout, Code::PayloadTooLarge]);
+    }
+    for code in codes {
+        let status = code.status().as_u16().to_string();
+        if operation.responses.responses.contains_key(&status) {
+            continue;
+        }
+        let response = ResponseBuilder::new()
+            .description(describe(code))
+            .content(
+                "application/json",
+                Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+            )
+            .build();
+        operation
+            .responses
+            .responses
+            .insert(status, response.into());
+    }
+}
+
+fn describe(code: Code) -> String {
+    match code {
+        Code::InvalidArgument => "The request is not valid: the message names the field".into(),
+        Code::Unauthenticated => "No key, or one that is unknown or revoked".into(),
+        Code::PermissionDenied => "The key lacks the role, sensitivity or scope".into(),
+        Code::RequestTimeout => "The body did not arrive in time".into(),
+        Code::PayloadTooLarge => "The body is over `server.max_body_bytes`".into(),
+        Code::RateLimited => "Over the key's rate; retry after `Retry-After`".into(),
+        Code::Unavailable | Code::Overloaded => {
+            "Overloaded or unavailable; retry after `Retry-After`".into()
+        }
+        _ => format!("`{}`", code.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn operation<'a>(doc: &'a Document, method: &Method, path: &str) -> Option<&'a Operation> {
+        let item = doc.paths.paths.get(path)?;
+        match *method {
+            Method::GET => item.get.as_ref(),
+            Method::POST => item.post.as_ref(),
+            Method::PUT => item.put.as_ref(),
+            Method::DELETE => item.delete.as_ref(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn every_route_is_in_the_document_and_nothing_else() {
+        let doc = document();
+        let endpoints = super::super::endpoints();
+        let missing: Vec<String> = endpoints
+            .iter()
+            .filter(|e| operation(doc, &e.method, e.path).is_none())
+            .map(|e| format!("{} {}", e.method, e.path))
+            .collect();
+        assert!(missing.is_empty(), "routes the document lacks: {missing:?}");
+        let operations: usize = doc
+            .paths
+            .paths
+            .values()
+            .map(|item| {
+                [
+                    &item.get,
+                    &item.post,
+                    &item.put,
+                    &item.delete,
+                    &item.patch,
+                    &item.head,
+                ]
+                .iter()
+                .filter(|op| op.is_some())
+                .count()
+            })
+            .sum();
+        assert_eq!(operations, endpoints.len(), "operations without a route");
+    }
+
+    #[test]
+    fn every_operation_has_its_key_rule_errors_and_success_answer() {
+        let doc = document();
+        for endpoint in super::super::endpoints() {
+            let op = operation(doc, &endpoint.method, endpoint.path).unwrap();
+            let at = format!("{} {}", endpoint.method, endpoint.path);
+            let responses = &op.responses.responses;
+            assert!(
+                responses.keys().any(|s| s.starts_with('2')),
+                "{at}: no success answer"
+            );
+            assert!(responses.contains_key("500"), "{at}: no 500");
+            match endpoint.role {
+                Some(role) => {
+                    assert!(responses.contains_key("401"), "{at}: no 401");
+                    assert!(responses.contains_key("403"), "{at}: no 403");
+                    assert!(responses.contains_key("429"), "{at}: no 429");
+                    let text = op.description.as_deref().unwrap_or_default();
+                    assert!(text.contains(role.as_str()), "{at}: role not named");
+                    assert_eq!(op.security.as_ref().map(Vec::len), Some(1), "{at}");
+                }
+                None => assert_eq!(op.security.as_ref().map(Vec::len), Some(0), "{at}"),
+            }
+            if op.request_body.is_some() {
+                assert!(responses.contains_key("400"), "{at}: no 400");
+                assert!(responses.contains_key("413"), "{at}: no 413");
+            }
+        }
+    }
+
+    #[test]
+    fn the_error_codes_are_an_enum_of_every_code() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let codes = &doc["components"]["schemas"]["ErrorCode"]["enum"];
+        let names: Vec<&str> = Code::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(codes, &serde_json::json!(names));
+        assert_eq!(doc["openapi"], "3.1.0");
+    }
+}
