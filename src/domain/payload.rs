@@ -15,7 +15,7 @@ use super::validate::{
 
 /// Deserialized by hand (below) rather than with serde's internal tagging,
 /// which buffers the content and so loses the path of an error inside it.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Payload {
     Working(WorkingPayload),

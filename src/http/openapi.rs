@@ -14,10 +14,15 @@ use actix_web::{web, HttpResponse};
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Content, OpenApi as Document, Ref, ResponseBuilder};
+use utoipa::openapi::schema::{Discriminator, OneOfBuilder, Schema, Type};
+use utoipa::openapi::{ObjectBuilder, RefOr};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::{Config, SwaggerUi};
 
 use super::Endpoint;
+use crate::domain::payload::{
+    CompetencePayload, EpisodicPayload, Payload, PlanGraphPayload, SemanticPayload, WorkingPayload,
+};
 use crate::error::{Code, ErrorBody};
 
 // The handlers' modules are private to `http`; their paths are named
@@ -221,6 +226,52 @@ fn describe(code: Code) -> String {
             "Overloaded or unavailable; retry after `Retry-After`".into()
         }
         _ => format!("`{}`", code.name()),
+    }
+}
+
+/// A payload is one of the five kinds' objects with `kind` naming it. The
+/// derive would join each kind's object (which refuses other fields) with
+/// `kind` in an `allOf`, which nothing satisfies; so `kind` is written into
+/// a copy of each.
+impl utoipa::PartialSchema for Payload {
+    fn schema() -> RefOr<Schema> {
+        let kinds = [
+            ("working", WorkingPayload::schema()),
+            ("semantic", SemanticPayload::schema()),
+            ("competence", CompetencePayload::schema()),
+            ("plan_graph", PlanGraphPayload::schema()),
+            ("episodic", EpisodicPayload::schema()),
+        ];
+        let mut one_of = OneOfBuilder::new().description(Some(
+            "What the record holds; `kind` says which of the five shapes, and is the record's type.",
+        ));
+        for (kind, schema) in kinds {
+            let RefOr::T(Schema::Object(mut object)) = schema else {
+                unreachable!("a payload is an object")
+            };
+            object.properties.insert(
+                "kind".to_string(),
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some([kind]))
+                    .into(),
+            );
+            object.required.insert(0, "kind".to_string());
+            one_of = one_of.item(object);
+        }
+        one_of
+            .discriminator(Some(Discriminator::new("kind")))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Payload {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        WorkingPayload::schemas(schemas);
+        SemanticPayload::schemas(schemas);
+        CompetencePayload::schemas(schemas);
+        PlanGraphPayload::schemas(schemas);
+        EpisodicPayload::schemas(schemas);
     }
 }
 
