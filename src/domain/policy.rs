@@ -147,6 +147,7 @@ impl Policy {
 /// carries, because completing it is policy.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}))]
 pub struct NewRecord {
     #[serde(default)]
     pub id: Option<String>,

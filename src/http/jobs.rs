@@ -37,6 +37,7 @@ struct RunBody<'a> {
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"schedule": "0 */15 * * * *", "enabled": true}))]
 struct UpdateJobBody {
     #[serde(default)]
     schedule: Option<String>,

@@ -26,6 +26,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 /// `low` when no sensitivity is.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50}))]
 struct CreateKeyBody {
     name: String,
     #[serde(default)]

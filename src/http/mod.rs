@@ -124,7 +124,9 @@ pub fn endpoints() -> Vec<Endpoint> {
 /// Registers every endpoint: one resource per path, with the methods it
 /// takes, behind the role its routes need.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    let mut resources: Vec<(&'static str, Option<Role>, Vec<(Method, Route)>)> = Vec::new();
+    // Path, role, and the routes by method.
+    type PathRoutes = (&'static str, Option<Role>, Vec<(Method, Route)>);
+    let mut resources: Vec<PathRoutes> = Vec::new();
     for endpoint in endpoints() {
         match resources
             .iter_mut()

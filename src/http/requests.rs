@@ -28,6 +28,7 @@ use crate::service::graph::GraphLimits;
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "agent:planner", "event_kind": "deploy", "ref": "run-42", "summary": "Deployed billing 1.4 to staging", "tags": ["deploy"], "sensitivity": "low"}))]
 pub struct EventRequest {
     pub source: String,
     pub event_kind: String,
@@ -49,6 +50,7 @@ pub struct EventRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "agent:coder", "tool_name": "pytest", "args": {"path": "tests/"}, "result": {"passed": 120, "failed": 0}, "tags": ["ci"]}))]
 pub struct ToolOutputRequest {
     pub source: String,
     pub tool_name: String,
@@ -72,6 +74,7 @@ pub struct ToolOutputRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "agent:planner", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "sensitivity": "low"}))]
 pub struct ObservationRequest {
     pub source: String,
     pub subject: String,
@@ -92,6 +95,7 @@ pub struct ObservationRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "agent:coder", "target_record_id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "outcome_status": "success"}))]
 pub struct OutcomeRequest {
     pub source: String,
     pub target_record_id: String,
@@ -104,6 +108,7 @@ pub struct OutcomeRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "agent:coder", "thread_id": "ticket-1182", "state": "executing", "next_actions": ["run the migration on staging"], "open_questions": ["is the index needed?"], "context_summary": "Adding a column to invoices"}))]
 pub struct WorkingStateRequest {
     pub source: String,
     pub thread_id: String,
@@ -143,6 +148,7 @@ pub enum IngestItem {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"items": [{"kind": "event", "source": "agent:planner", "event_kind": "deploy", "ref": "run-42"}, {"kind": "observation", "source": "agent:planner", "subject": "service:billing", "predicate": "version", "object": "1.4"}]}))]
 pub struct BatchRequest {
     pub items: Vec<IngestItem>,
 }
@@ -221,6 +227,7 @@ impl BatchRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"actor": "agent:planner", "rationale": "ownership moved", "old_id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "new_record": {"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}}))]
 pub struct SupersedeRequest {
     pub actor: String,
     pub rationale: String,
@@ -230,6 +237,7 @@ pub struct SupersedeRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"actor": "agent:planner", "rationale": "a variant for the EU region", "source_id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "forked_record": {"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}}))]
 pub struct ForkRequest {
     pub actor: String,
     pub rationale: String,
@@ -239,6 +247,7 @@ pub struct ForkRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"actor": "agent:reviewer", "rationale": "the observation was wrong", "id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10"}))]
 pub struct RetractRequest {
     pub actor: String,
     pub rationale: String,
@@ -247,6 +256,7 @@ pub struct RetractRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"actor": "agent:curator", "rationale": "two records of one fact", "ids": ["3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "8d1e4b2a-0c9f-4e3d-a6b5-7c2d1e0f9a8b"], "merged_record": {"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}}))]
 pub struct MergeRequest {
     pub actor: String,
     pub rationale: String,
@@ -256,6 +266,7 @@ pub struct MergeRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"actor": "agent:reviewer", "rationale": "the dashboard shows another owner", "id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "contesting_ref": "dashboard:owners"}))]
 pub struct ContestRequest {
     pub actor: String,
     pub rationale: String,
@@ -269,6 +280,7 @@ pub struct ContestRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"actor": "agent:coder", "rationale": "the procedure worked"}))]
 pub struct ReinforceRequest {
     pub actor: String,
     pub rationale: String,
@@ -276,6 +288,7 @@ pub struct ReinforceRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"actor": "agent:coder", "rationale": "the procedure failed twice", "amount": 0.2}))]
 pub struct PenalizeRequest {
     pub actor: String,
     pub rationale: String,
@@ -367,6 +380,7 @@ impl RevisionRequest {
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}, "task_descriptor": "deploy the billing service", "memory_types": ["competence", "semantic"], "limit": 10}))]
 pub struct RetrieveRequest {
     /// Required without a key; with one, the key's grant when absent.
     #[serde(default)]
@@ -440,6 +454,7 @@ impl RetrieveRequest {
 /// `POST /v1/retrieve/graph`: ranked roots and what they link to.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}, "task_descriptor": "billing ownership", "root_limit": 5, "max_hops": 2}))]
 pub struct GraphRequest {
     #[serde(default)]
     pub trust: Option<TrustContext>,
@@ -500,6 +515,7 @@ impl GraphRequest {
 /// `POST /v1/retrieve/{id}` and `POST /v1/records/{id}/history`.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}}))]
 pub struct TrustOnlyRequest {
     /// Required without a key; with one, the key's grant when absent.
     #[serde(default)]

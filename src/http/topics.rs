@@ -72,6 +72,7 @@ struct EdgeBody {
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"placement": "auto", "title": "Billing service", "summary": "Invoices and payments", "kind": "service", "fields": [{"name": "owner", "value": "team-payments"}, {"name": "version", "value": "1.4", "why_changed": "release"}], "edges": [], "suggest_similar": true, "source": "agent:planner", "trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}}))]
 struct IngestBody {
     #[serde(default)]
     placement: Option<String>,
@@ -156,6 +157,7 @@ async fn ingest(
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}, "as_of": "2026-11-01T12:00:00Z"}))]
 struct ViewBody {
     #[serde(default)]
     trust: Option<TrustContext>,
@@ -235,6 +237,7 @@ async fn view(
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}, "text": "billing owner", "limit": 5, "hops": 1, "include_history": false}))]
 struct QueryBody {
     #[serde(default)]
     trust: Option<TrustContext>,
@@ -301,6 +304,7 @@ async fn query(
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}}))]
 struct TrustBody {
     #[serde(default)]
     trust: Option<TrustContext>,
@@ -341,6 +345,7 @@ async fn field_history(
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"to_topic_id": "6a0b3c2d-1e4f-4a5b-8c7d-9e0f1a2b3c4d", "kind": "depends_on", "trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}}))]
 struct EdgeChangeBody {
     to_topic_id: String,
     kind: String,

@@ -12,6 +12,7 @@ mod ingest;
 mod jobs;
 mod keys;
 mod maintenance;
+mod openapi;
 mod persistence;
 mod records;
 mod relevance;
