@@ -20,26 +20,16 @@ fi
 cargo build --locked --quiet -p engram
 engram=target/debug/engram
 work=$(mktemp -d)
-server=
-cleanup() {
-  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. loadtests/server.sh
+trap 'stop; rm -rf "$work"' EXIT
 
-export ENGRAM_DB_PATH="$work/engram.db"
-secret=$("$engram" keys create --name fuzz --role admin --max-sensitivity hyper --rate 100000 | tail -n 1)
-ENGRAM_LISTEN=127.0.0.1:0 "$engram" >"$work/server.log" 2>&1 &
-server=$!
-addr=
-for _ in $(seq 1 100); do
-  addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/server.log" | head -n 1 | cut -d= -f2 || true)
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "$addr" ] || { echo "engram did not start:"; cat "$work/server.log"; exit 1; }
+# The key is made in the database `start` then serves.
+mkdir -p "$work/fuzz"
+secret=$(ENGRAM_DB_PATH="$work/fuzz/engram.db" "$engram" keys create --name fuzz --role admin \
+  --max-sensitivity hyper --rate 100000 | tail -n 1)
+start fuzz
 
-"$venv/bin/schemathesis" run "http://$addr/openapi.json" \
+"$venv/bin/schemathesis" run "$url/openapi.json" \
   --header "Authorization: Bearer $secret" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
   --phases examples,coverage,fuzzing \

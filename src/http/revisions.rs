@@ -140,7 +140,7 @@ async fn merge(
     tag = "revisions",
     summary = "Record a contradiction of a record",
     request_body = ContestRequest,
-    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+    responses((status = 200, description = "The record, contested (or active again when resolved)", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
 )]
 async fn contest(
     state: web::Data<AppState>,

@@ -171,6 +171,7 @@ fn merge_into(
             value,
             source: SCHEDULER_ACTOR.to_string(),
             why_changed: Some(why.clone()),
+            retracted: false,
         });
         for (seq, version) in versions.iter_mut().enumerate() {
             version.seq = seq as i64 + 1;

@@ -203,14 +203,17 @@ pub fn ingest(
     let mut applied = Vec::with_capacity(request.fields.len());
     for item in &request.fields {
         let head = heads.get(&item.name).cloned();
-        let op = FieldOp::of(head.as_ref().map(|h| &h.value), &item.value);
+        // A retracted head is no value: the field is stated afresh, its
+        // history going on.
+        let live = head.as_ref().filter(|h| !h.retracted);
+        let op = FieldOp::of(live.map(|h| &h.value), &item.value);
         let by = Attribution::new(
             caller.actor(&request.source),
             item.why_changed
                 .clone()
                 .unwrap_or_else(|| format!("topic field {} changed", item.name)),
         );
-        let record_id = match (op, &head) {
+        let record_id = match (op, live) {
             (FieldOp::Unchanged, Some(head)) => {
                 reinforce(
                     tx,
@@ -225,7 +228,7 @@ pub fn ingest(
             // Created (no head) or versioned (a head with another value).
             _ => {
                 let mut record = field_record(cx, &topic, item, &request.source)?;
-                let record = match &head {
+                let record = match live {
                     Some(head) => supersede(tx, caller, now, &by, &head.record_id, record)?,
                     None => {
                         place_new(caller, &format!("fields[{}].", applied.len()), &mut record)?;
@@ -241,6 +244,7 @@ pub fn ingest(
                     value: item.value.clone(),
                     source: request.source.clone(),
                     why_changed: item.why_changed.clone(),
+                    retracted: false,
                 };
                 tx.add_version(key, &version)?;
                 if version.seq as usize > settings.max_field_history {
@@ -403,6 +407,7 @@ pub fn field_superseded(
         value: fact.object.clone(),
         source: by.actor.clone(),
         why_changed: Some(by.rationale.clone()),
+        retracted: false,
     };
     tx.add_version(key, &version)?;
     heads.insert(version.name.clone(), version);

@@ -537,6 +537,9 @@ pub struct FieldVersion {
     /// Who set it, as the request said.
     pub source: String,
     pub why_changed: Option<String>,
+    /// The record was retracted (through the revisions API): the field has
+    /// no value standing until a new version is made.
+    pub retracted: bool,
 }
 
 /// A typed link between two topics.

@@ -1085,3 +1085,70 @@ async fn a_field_superseded_through_the_revisions_api_gets_a_new_version() {
     let topic = view(&app, &id, None).await;
     assert_eq!(topic["fields"]["version"]["record_id"], new_id.as_str());
 }
+
+#[actix_web::test]
+async fn a_field_whose_record_was_retracted_is_stated_afresh_by_the_next_ingest() {
+    let app = spawn_app().await;
+    let made = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Rust", "source": "agent",
+               "fields": [{"name": "edition", "value": "2021"}, {"name": "owner", "value": "lang"}]}),
+    )
+    .await;
+    let id = made["topic_id"].as_str().unwrap().to_string();
+    let retracted = made["applied"][0]["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let owner = made["applied"][1]["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, body) = app
+        .post(
+            "/v1/revisions/retract",
+            &json!({"id": retracted, "actor": "reviewer", "rationale": "wrong edition"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // The same value again, and the other field unchanged: the retracted
+    // one is stated afresh (a new record, the next version), the other is
+    // left as it was.
+    app.clock.advance(Duration::seconds(5));
+    let again = ingest(
+        &app,
+        json!({"placement": "extend_topic", "topic_id": id, "source": "agent",
+               "fields": [{"name": "edition", "value": "2021"}, {"name": "owner", "value": "lang"}]}),
+    )
+    .await;
+    assert_eq!(
+        ops(&again),
+        [
+            ("edition".to_string(), "created".to_string()),
+            ("owner".to_string(), "unchanged".to_string())
+        ]
+    );
+    let fresh = again["applied"][0]["record_id"].as_str().unwrap();
+    assert_ne!(fresh, retracted);
+    assert_eq!(again["applied"][1]["record_id"], owner.as_str());
+    let versions = history(&app, &id, "edition").await;
+    assert_eq!(values_of(&versions), ["2021", "2021"]);
+    assert_eq!(versions[1]["record_id"], fresh);
+    assert_eq!(app.get_record(fresh).await["status"], "active");
+
+    // And `auto` versions it from there as usual.
+    let next = ingest(
+        &app,
+        json!({"title": "Rust", "source": "agent", "fields": [{"name": "edition", "value": "2024"}]}),
+    )
+    .await;
+    assert_eq!(
+        ops(&next),
+        [("edition".to_string(), "versioned".to_string())]
+    );
+    assert_eq!(
+        values_of(&history(&app, &id, "edition").await),
+        ["2021", "2021", "2024"]
+    );
+}

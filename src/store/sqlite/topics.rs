@@ -292,6 +292,7 @@ fn read_version(row: &Row<'_>) -> rusqlite::Result<Result<FieldVersion, StoreErr
             value: serde_json::from_str(&value)
                 .map_err(|e| StoreError::Corrupt(format!("field value: {e}")))?,
             source: row.get(6)?,
+            retracted: row.get(7)?,
         })
     })())
 }
@@ -304,7 +305,8 @@ pub fn field_heads(
     at: Option<Timestamp>,
 ) -> Result<Vec<FieldVersion>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source
+        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source,
+                r.status = 'retracted'
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = ?1 AND v.seq = (
              SELECT MAX(w.seq) FROM topic_versions w
@@ -323,7 +325,8 @@ pub fn field_versions(
     name: &str,
 ) -> Result<Vec<FieldVersion>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source
+        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source,
+                r.status = 'retracted'
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = ?1 AND v.name = ?2 ORDER BY v.seq",
     )?;
