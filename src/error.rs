@@ -110,6 +110,18 @@ pub struct ErrorBody<'a> {
     error: ErrorDetail<'a>,
 }
 
+impl ErrorBody<'_> {
+    /// The body of `error`.
+    pub fn of(error: &ApiError) -> ErrorBody<'_> {
+        ErrorBody {
+            error: ErrorDetail {
+                code: error.code.name(),
+                message: &error.message,
+            },
+        }
+    }
+}
+
 #[derive(Serialize, utoipa::ToSchema)]
 struct ErrorDetail<'a> {
     /// Stable, for clients to match on.
@@ -137,12 +149,7 @@ impl ResponseError for ApiError {
         if self.code == Code::Unauthenticated {
             response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
         }
-        response.json(ErrorBody {
-            error: ErrorDetail {
-                code: self.code.name(),
-                message: &self.message,
-            },
-        })
+        response.json(ErrorBody::of(self))
     }
 }
 

@@ -14,6 +14,7 @@ use super::requests::{
 use super::{record_response, records_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::{Ingest, IngestBatch};
 use crate::domain::access::{Access, Role};
+use crate::domain::record::MemoryRecord;
 use crate::error::ApiError;
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -42,19 +43,28 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
+/// Ingests one item as the caller `access` makes; answers the record.
+pub(super) async fn ingest_item(
+    state: &AppState,
+    access: Access,
+    item: IngestItem,
+) -> Result<MemoryRecord, ApiError> {
+    Ok(state
+        .ingestor
+        .send(Ingest {
+            caller: access.writer(),
+            check: Box::new(move |cx| item.into_candidate(cx)),
+        })
+        .await??)
+}
+
 async fn ingest(
     state: web::Data<AppState>,
     access: Access,
     item: IngestItem,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let record = state
-        .ingestor
-        .send(Ingest {
-            caller: access.writer(),
-            check: Box::new(move |cx| item.into_candidate(cx)),
-        })
-        .await??;
+    let record = ingest_item(&state, access, item).await?;
     Ok(record_response(status, &record))
 }
 

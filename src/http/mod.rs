@@ -9,6 +9,7 @@ mod health;
 mod ingest;
 mod jobs;
 mod keys;
+mod mcp;
 mod metrics;
 pub mod openapi;
 mod records;
@@ -110,6 +111,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         ingest::endpoints(),
         jobs::endpoints(),
         keys::endpoints(),
+        mcp::endpoints(),
         metrics::endpoints(),
         records::endpoints(),
         retrieve::endpoints(),

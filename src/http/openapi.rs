@@ -27,7 +27,7 @@ use crate::error::{Code, ErrorBody};
 
 // The handlers' modules are private to `http`; their paths are named
 // through `super`.
-use super::{health, ingest, jobs, keys, metrics, records, retrieve, revisions, topics};
+use super::{health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisions, topics};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -38,6 +38,7 @@ use super::{health, ingest, jobs, keys, metrics, records, retrieve, revisions, t
     ),
     paths(
         openapi_json,
+        mcp::mcp,
         health::healthz,
         health::readyz,
         ingest::event,
@@ -74,7 +75,7 @@ use super::{health, ingest, jobs, keys, metrics, records, retrieve, revisions, t
         topics::remove_edge,
         topics::archive,
     ),
-    components(schemas(ErrorBody)),
+    components(schemas(ErrorBody, mcp::GetRecordArgs, mcp::ReviseArgs, mcp::FeedbackArgs)),
     modifiers(&Shared),
     tags(
         (name = "health", description = "Liveness and readiness; no key needed"),
@@ -86,6 +87,7 @@ use super::{health, ingest, jobs, keys, metrics, records, retrieve, revisions, t
         (name = "jobs", description = "Maintenance jobs and their schedules"),
         (name = "keys", description = "API keys"),
         (name = "metrics", description = "Aggregates and Prometheus metrics"),
+        (name = "mcp", description = "The Model Context Protocol endpoint: engram as tools"),
         (name = "meta", description = "This document"),
     )
 )]

@@ -12,7 +12,9 @@ use super::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph};
 use crate::domain::access::{Access, Role};
+use crate::domain::record::MemoryRecord;
 use crate::domain::revision::record_id;
+use crate::domain::trust::TrustContext;
 use crate::error::ApiError;
 use crate::service;
 
@@ -42,13 +44,21 @@ async fn retrieve(
     access: Access,
     body: JsonBody<RetrieveRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let result = state
+    Ok(HttpResponse::Ok().json(retrieved(&state, access, body.0).await?))
+}
+
+/// A retrieval as the caller `access` and the request's trust make.
+pub(super) async fn retrieved(
+    state: &AppState,
+    access: Access,
+    request: RetrieveRequest,
+) -> Result<RetrieveResult, ApiError> {
+    Ok(state
         .retriever
         .send(Retrieve {
-            check: Box::new(move |max_limit| body.0.into_retrieval(&access, max_limit)),
+            check: Box::new(move |max_limit| request.into_retrieval(&access, max_limit)),
         })
-        .await??;
-    Ok(HttpResponse::Ok().json(result))
+        .await??)
 }
 
 #[utoipa::path(
@@ -66,17 +76,27 @@ async fn retrieve_by_id(
     id: web::Path<String>,
     body: JsonBody<TrustOnlyRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = record_id("id", id.into_inner())?;
-    let record = state
+    let record = record_by_id(&state, access, id.into_inner(), body.0.trust).await?;
+    Ok(record_response(StatusCode::OK, &record))
+}
+
+/// Record `id`, if the caller `access` and `trust` make may see it.
+pub(super) async fn record_by_id(
+    state: &AppState,
+    access: Access,
+    id: String,
+    trust: Option<TrustContext>,
+) -> Result<MemoryRecord, ApiError> {
+    let id = record_id("id", id)?;
+    Ok(state
         .retriever
         .send(ReadAs {
-            caller: access.reader(body.0.trust)?,
+            caller: access.reader(trust)?,
             work: Box::new(move |tx, caller, now| {
                 service::retrieval::retrieve_by_id(tx, caller, now, &id)
             }),
         })
-        .await??;
-    Ok(record_response(StatusCode::OK, &record))
+        .await??)
 }
 
 #[utoipa::path(

@@ -12,6 +12,7 @@ use super::requests::{
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::revision::Revise;
 use crate::domain::access::{Access, Role};
+use crate::domain::record::MemoryRecord;
 use crate::error::ApiError;
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -29,20 +30,29 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-/// Sends a revision and answers its record with `status`.
+/// Makes a revision as the caller `access` makes; answers its record.
+pub(super) async fn revised(
+    state: &AppState,
+    access: Access,
+    request: RevisionRequest,
+) -> Result<MemoryRecord, ApiError> {
+    Ok(state
+        .reviser
+        .send(Revise {
+            caller: access.writer(),
+            check: Box::new(move |cx| request.into_command(cx)),
+        })
+        .await??)
+}
+
+/// Makes a revision and answers its record with `status`.
 pub(super) async fn revise(
     state: &AppState,
     access: Access,
     request: RevisionRequest,
     status: StatusCode,
 ) -> Result<HttpResponse, ApiError> {
-    let record = state
-        .reviser
-        .send(Revise {
-            caller: access.writer(),
-            check: Box::new(move |cx| request.into_command(cx)),
-        })
-        .await??;
+    let record = revised(state, access, request).await?;
     Ok(record_response(status, &record))
 }
 

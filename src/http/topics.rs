@@ -73,7 +73,7 @@ struct EdgeBody {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"placement": "auto", "title": "Billing service", "summary": "Invoices and payments", "kind": "service", "fields": [{"name": "owner", "value": "team-payments"}, {"name": "version", "value": "1.4", "why_changed": "release"}], "edges": [], "suggest_similar": true, "source": "agent:planner", "trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}}))]
-struct IngestBody {
+pub(super) struct IngestBody {
     #[serde(default)]
     placement: Option<String>,
     #[serde(default)]
@@ -116,7 +116,15 @@ async fn ingest(
     access: Access,
     body: JsonBody<IngestBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.0;
+    Ok(HttpResponse::Created().json(ingested(&state, access, body.0).await?))
+}
+
+/// A topics ingest as the caller `access` and the body's trust make.
+pub(super) async fn ingested(
+    state: &AppState,
+    access: Access,
+    body: IngestBody,
+) -> Result<topics::Ingested, ApiError> {
     let caller = access.acting(body.trust)?;
     let request = TopicIngest::checked(TopicIngest {
         placement: Placement::parse("placement", body.placement.as_deref())?,
@@ -148,11 +156,10 @@ async fn ingest(
         tags: body.tags,
         embedding: Embedding::optional("embedding", body.embedding)?,
     })?;
-    let ingested = state
+    Ok(state
         .ingestor
         .send(IngestTopic { caller, request })
-        .await??;
-    Ok(HttpResponse::Created().json(ingested))
+        .await??)
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -238,7 +245,7 @@ async fn view(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}, "text": "billing owner", "limit": 5, "hops": 1, "include_history": false}))]
-struct QueryBody {
+pub(super) struct QueryBody {
     #[serde(default)]
     trust: Option<TrustContext>,
     #[serde(default)]
@@ -276,7 +283,17 @@ async fn query(
     access: Access,
     body: JsonBody<QueryBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.0;
+    let found = queried(&state, access, body.0).await?;
+    Ok(HttpResponse::Ok().json(TopicsBody { topics: found }))
+}
+
+/// A topic query as the caller `access` and the body's trust make; the
+/// topics found are reported as read.
+pub(super) async fn queried(
+    state: &AppState,
+    access: Access,
+    body: QueryBody,
+) -> Result<Vec<topics::QueryHit>, ApiError> {
     let query = topics::TopicQuery::checked(
         body.text,
         Embedding::optional("embedding", body.embedding)?,
@@ -288,7 +305,7 @@ async fn query(
     )?;
     let decay = state.topics.decay.clone();
     let found = read(
-        &state,
+        state,
         access,
         body.trust,
         Box::new(move |tx, caller, now| topics::query(tx, caller, &query, now, &decay)),
@@ -299,7 +316,7 @@ async fn query(
             ids: found.iter().map(|hit| hit.topic.topic.id.clone()).collect(),
         });
     }
-    Ok(HttpResponse::Ok().json(TopicsBody { topics: found }))
+    Ok(found)
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

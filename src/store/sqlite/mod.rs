@@ -13,7 +13,7 @@ pub mod relevance;
 pub mod search;
 pub mod stats;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 pub mod topics;
 pub mod vectors;
 
