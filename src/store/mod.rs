@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::domain::access::ApiKey;
 use crate::domain::decay::Anchor;
 use crate::domain::record::{
-    AuditEntry, DecayProfile, DeletionPolicy, MemoryRecord, Sensitivity, Status,
+    AuditEntry, DecayProfile, DeletionPolicy, MemoryRecord, MemoryType, Sensitivity, Status,
 };
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Cursor, RecordQuery};
@@ -221,6 +221,29 @@ pub struct MemoryStats {
     /// Share of audit actions that revise knowledge (revise, fork, merge,
     /// delete).
     pub revision_rate: f64,
+    /// Every sensitivity level, zero when there are none.
+    pub records_by_sensitivity: BTreeMap<&'static str, u64>,
+    /// Every status, zero when there are none.
+    pub records_by_status: BTreeMap<&'static str, u64>,
+    /// The newest audit entries, newest first (at most
+    /// [`RECENT_ACTIVITY`]): what happened, by whom, to what kind of
+    /// record. No record ids or rationales: metrics are not trust-gated.
+    pub recent_activity: Vec<Activity>,
+}
+
+pub const RECENT_ACTIVITY: usize = 20;
+
+/// One audit entry as the metrics show it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Activity {
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    pub action: String,
+    pub actor: String,
+    #[serde(rename = "type")]
+    pub memory_type: MemoryType,
+    pub sensitivity: Sensitivity,
 }
 
 pub const SALIENCE_BUCKETS: [&str; 5] = ["0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"];

@@ -240,6 +240,23 @@ async fn memory_metrics_are_aggregated() {
     assert_eq!(stats["competence_success_rate"], 0.75);
     assert_eq!(stats["plan_reuse_frequency"], 4.0);
     assert_eq!(stats["revision_rate"], 0.0);
+    assert_eq!(
+        stats["records_by_sensitivity"],
+        json!({"public": 0, "low": 5, "medium": 0, "high": 0, "hyper": 0})
+    );
+    assert_eq!(
+        stats["records_by_status"],
+        json!({"active": 5, "contested": 0, "retracted": 0})
+    );
+    // Newest first: the plan, the skill, the reinforcement, the fact...
+    let activity = stats["recent_activity"].as_array().unwrap();
+    assert_eq!(activity.len(), 6);
+    assert_eq!(activity[0]["type"], "plan_graph");
+    assert_eq!(activity[0]["action"], "create");
+    assert_eq!(activity[2]["action"], "reinforce");
+    assert_eq!(activity[2]["actor"], "a");
+    assert_eq!(activity[2]["sensitivity"], "low");
+    assert!(activity[0].get("id").is_none() && activity[0].get("rationale").is_none());
     assert!(
         (stats["avg_confidence"].as_f64().unwrap() - (0.8 + 0.8 + 0.7 + 1.0 + 1.0) / 5.0).abs()
             < 1e-9

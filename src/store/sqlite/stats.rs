@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, Connection};
 
-use crate::domain::record::MemoryType;
-use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{MemoryStats, StoreError, SALIENCE_BUCKETS};
+use crate::domain::record::{MemoryType, Sensitivity, Status};
+use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::store::{Activity, MemoryStats, StoreError, RECENT_ACTIVITY, SALIENCE_BUCKETS};
 
 /// SQL counts are never negative.
 fn count(value: i64) -> u64 {
@@ -113,6 +113,53 @@ pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, St
              FROM records r JOIN payloads p ON p.record_key = r.key WHERE r.layer = ?1",
         )?
         .query_row([MemoryType::PlanGraph.layer()], |row| row.get(0))?;
+    let mut records_by_sensitivity: BTreeMap<&'static str, u64> =
+        Sensitivity::ALL.iter().map(|s| (s.as_str(), 0)).collect();
+    let mut stmt =
+        conn.prepare_cached("SELECT sensitivity, COUNT(*) FROM records GROUP BY sensitivity")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        if let Some(level) = Sensitivity::from_rank(row.get(0)?) {
+            records_by_sensitivity.insert(level.as_str(), count(row.get(1)?));
+        }
+    }
+    let mut records_by_status: BTreeMap<&'static str, u64> =
+        Status::ALL.iter().map(|s| (s.as_str(), 0)).collect();
+    let mut stmt = conn.prepare_cached("SELECT status, COUNT(*) FROM records GROUP BY status")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        if let Some(status) = Status::parse(&row.get::<_, String>(0)?) {
+            records_by_status.insert(status.as_str(), count(row.get(1)?));
+        }
+    }
+    let recent_activity = conn
+        .prepare_cached(
+            "SELECT a.timestamp, a.action, a.actor, r.layer, r.sensitivity
+             FROM audit_log a JOIN records r ON r.key = a.record_key
+             ORDER BY a.id DESC LIMIT ?1",
+        )?
+        .query_map([RECENT_ACTIVITY as i64], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, i64>(3)?,
+                row.get::<_, i64>(4)?,
+            ))
+        })?
+        .map(|row| {
+            let (at, action, actor, layer, rank) = row?;
+            Ok(Activity {
+                at: from_micros(at),
+                action,
+                actor,
+                memory_type: MemoryType::from_layer(layer)
+                    .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
+                sensitivity: Sensitivity::from_rank(rank)
+                    .ok_or_else(|| StoreError::Corrupt(format!("sensitivity {rank}")))?,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
     let (total, recent, active, pinned) =
         (count(total), count(recent), count(active), count(pinned));
     let (audit_total, reinforcements, revisions) =
@@ -135,5 +182,8 @@ pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, St
         competence_success_rate: ratio(successes, successes.saturating_add(failures)),
         plan_reuse_frequency: finite(plan_reuse),
         revision_rate: ratio(revisions, audit_total),
+        records_by_sensitivity,
+        records_by_status,
+        recent_activity,
     })
 }
