@@ -17,7 +17,7 @@ use crate::actors::embedder::Embedder;
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::{ReadGate, ReadSettings, Retriever};
 use crate::actors::revision::Reviser;
-use crate::actors::scheduler::{JobName, JobsError, Scheduler, SchedulerDeps, StopSchedule};
+use crate::actors::scheduler::{self, JobName, JobsError, Scheduler, SchedulerDeps, StopSchedule};
 use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::auth;
 use crate::auth::gate::{self, Protection, Unprotected};
@@ -111,9 +111,9 @@ impl Application {
         ));
         let mut writer_conn = opened.writer;
         let stored_jobs = writer_conn.transaction().job_settings().map_err(db_error)?;
-        let last_runs = writer_conn
+        let recent_runs = writer_conn
             .transaction()
-            .last_job_runs()
+            .recent_job_runs(scheduler::RUNS_KEPT)
             .map_err(db_error)?;
         let writer = StorageWriter::start(
             writer_conn,
@@ -161,7 +161,7 @@ impl Application {
         let scheduler = Scheduler::start(
             &settings.jobs,
             stored_jobs,
-            last_runs,
+            recent_runs,
             SchedulerDeps {
                 decayer,
                 consolidator: consolidator.clone(),

@@ -10,24 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=target/schemathesis-venv
-version=4.32.5
-if [ "$("$venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $version" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$version"
-fi
-
-cargo build --locked --quiet -p engram
-engram=target/debug/engram
-work=$(mktemp -d)
-. loadtests/server.sh
-trap 'stop; rm -rf "$work"' EXIT
-
-# The key is made in the database `start` then serves.
-mkdir -p "$work/fuzz"
-secret=$(ENGRAM_DB_PATH="$work/fuzz/engram.db" "$engram" keys create --name fuzz --role admin \
-  --max-sensitivity hyper --rate 100000 | tail -n 1)
-start fuzz
+. tests/live.sh
+python_env schemathesis-venv schemathesis==4.32.5
+live_server fuzz 100000
 
 "$venv/bin/schemathesis" run "$url/openapi.json" \
   --header "Authorization: Bearer $secret" \

@@ -10,7 +10,7 @@
 //! scheduler before its next message), runs are not: a long run leaves the
 //! actor free to answer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -65,7 +65,13 @@ pub struct JobView {
     pub running: bool,
     pub next_run: Option<String>,
     pub last_run: Option<RunView>,
+    /// The newest runs, newest first (`last_run` is the first of them), at
+    /// most `RUNS_KEPT`.
+    pub recent_runs: Vec<RunView>,
 }
+
+/// How many runs of each job are kept and shown.
+pub const RUNS_KEPT: usize = 10;
 
 /// One finished run: its result, or the error that stopped it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -97,7 +103,8 @@ struct JobState {
     /// The cron scheduler's id for the entry, while enabled.
     entry: Option<Uuid>,
     running: bool,
-    last_run: Option<JobRunRecord>,
+    /// Newest first, at most `RUNS_KEPT`.
+    runs: VecDeque<JobRunRecord>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -135,7 +142,7 @@ impl Scheduler {
     pub async fn start(
         settings: &JobsSettings,
         stored: Vec<JobSetting>,
-        last_runs: Vec<JobRunRecord>,
+        recent_runs: Vec<JobRunRecord>,
         deps: SchedulerDeps,
     ) -> Result<Addr<Scheduler>, JobsError> {
         let mut jobs = BTreeMap::new();
@@ -173,7 +180,12 @@ impl Scheduler {
                 }
                 None => (configured_schedule()?, configured.enabled),
             };
-            let last_run = last_runs.iter().find(|r| r.name == name.as_str()).cloned();
+            let runs = recent_runs
+                .iter()
+                .filter(|r| r.name == name.as_str())
+                .take(RUNS_KEPT)
+                .cloned()
+                .collect();
             jobs.insert(
                 name,
                 JobState {
@@ -181,7 +193,7 @@ impl Scheduler {
                     enabled,
                     entry: None,
                     running: false,
-                    last_run,
+                    runs,
                 },
             );
         }
@@ -220,7 +232,8 @@ impl Scheduler {
                 .then(|| job.schedule.next_after(now))
                 .flatten()
                 .map(|t| format_rfc3339(&t)),
-            last_run: job.last_run.as_ref().map(RunView::from),
+            last_run: job.runs.front().map(RunView::from),
+            recent_runs: job.runs.iter().map(RunView::from).collect(),
         }
     }
 }
@@ -428,7 +441,7 @@ impl Handler<RunJob> for Scheduler {
                 let stored = record.clone();
                 if let Err(e) = deps
                     .writer
-                    .write(move |tx| Ok(tx.save_job_run(&stored)?))
+                    .write(move |tx| Ok(tx.save_job_run(&stored, RUNS_KEPT)?))
                     .await
                 {
                     tracing::warn!(job = name.as_str(), error = %e, "could not store the job run");
@@ -446,7 +459,8 @@ impl Handler<RunJob> for Scheduler {
                 let view = RunView::from(&record);
                 let job = act.jobs.get_mut(&name).expect("every job has a state");
                 job.running = false;
-                job.last_run = Some(record);
+                job.runs.push_front(record);
+                job.runs.truncate(RUNS_KEPT);
                 outcome.map(|_| view)
             }),
         )

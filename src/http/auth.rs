@@ -27,7 +27,8 @@ use crate::service;
 use crate::store::KeyLookup;
 
 /// Paths anyone may call: load balancers and orchestrators probe them. (The
-/// API document and its page are public too: `openapi::is_public`.)
+/// API document, its page and the dashboard's files are public too:
+/// `openapi::is_public`, `ui::is_public`.)
 const PUBLIC_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 
 /// Decides, for each request, which key made it and whether it may go on.
@@ -215,7 +216,10 @@ pub async fn authenticate(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    if PUBLIC_PATHS.contains(&req.path()) || super::openapi::is_public(req.path()) {
+    if PUBLIC_PATHS.contains(&req.path())
+        || super::openapi::is_public(req.path())
+        || super::ui::is_public(req.path())
+    {
         return next
             .call(req)
             .await

@@ -17,6 +17,7 @@ pub mod requests;
 mod retrieve;
 mod revisions;
 mod topics;
+mod ui;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -155,6 +156,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         };
     }
     openapi::configure_ui(cfg);
+    ui::configure(cfg);
 }
 
 /// Cross-origin calls from pages of `origins` (none: CORS stays off): the

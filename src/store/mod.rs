@@ -392,8 +392,10 @@ pub trait Transaction {
 
     fn job_settings(&mut self) -> Result<Vec<JobSetting>, StoreError>;
     fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError>;
-    fn last_job_runs(&mut self) -> Result<Vec<JobRunRecord>, StoreError>;
-    fn save_job_run(&mut self, run: &JobRunRecord) -> Result<(), StoreError>;
+    /// The newest `per_job` runs of each job: by name, newest first.
+    fn recent_job_runs(&mut self, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError>;
+    /// Stores a run and forgets that job's runs older than its newest `keep`.
+    fn save_job_run(&mut self, run: &JobRunRecord, keep: usize) -> Result<(), StoreError>;
 
     // API keys.
 

@@ -208,6 +208,27 @@ impl TestApp {
         (status, body, headers)
     }
 
+    /// The `Location` a `GET path` is sent to with a `308` (asked on a raw
+    /// connection: the client would follow it).
+    pub async fn permanent_redirect(&self, path: &str) -> String {
+        let address = self.address.clone();
+        let head = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let answer =
+            actix_web::rt::task::spawn_blocking(move || read_answer(raw_request(&address, &head)))
+                .await
+                .unwrap()
+                .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 308"), "{answer}");
+        answer
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("location")
+                    .then(|| value.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no location in {answer}"))
+    }
+
     /// Makes an API key over HTTP with `admin` (none while the service is
     /// open); answers its secret.
     pub async fn make_key(&self, admin: Option<&str>, key: Value) -> String {

@@ -161,6 +161,44 @@ async fn a_disabled_job_still_runs_on_demand() {
 }
 
 #[actix_web::test]
+async fn the_newest_runs_are_kept_newest_first_across_a_restart() {
+    let app = spawn_app().await;
+    // One more record before each run: run n scans n records.
+    for _ in 0..12 {
+        app.post("/v1/ingest/event", &event("agent")).await;
+        app.run_job("decay").await;
+    }
+    let scanned = |list: &Value| -> Vec<u64> {
+        job(list, "decay")["recent_runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|run| run["result"]["scanned"].as_u64().unwrap())
+            .collect()
+    };
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(scanned(&list), (3..=12).rev().collect::<Vec<_>>());
+    assert_eq!(
+        job(&list, "decay")["last_run"],
+        job(&list, "decay")["recent_runs"][0]
+    );
+    assert_eq!(job(&list, "consolidation")["recent_runs"], json!([]));
+    let kept: i64 = app
+        .database()
+        .query_row(
+            "SELECT count(*) FROM job_run_log WHERE name = 'decay'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 10, "older runs are forgotten");
+
+    let app = spawn_app_in(app.stop().await, |_| {}).await;
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(scanned(&list), (3..=12).rev().collect::<Vec<_>>());
+}
+
+#[actix_web::test]
 async fn a_run_never_overlaps_another_run_of_the_same_job() {
     let app = spawn_app().await;
     let release = app.block_writer().await;

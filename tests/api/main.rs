@@ -21,4 +21,5 @@ mod revisions;
 mod storage;
 mod tls;
 mod topics;
+mod ui;
 mod vectors;

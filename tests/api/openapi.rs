@@ -3,7 +3,7 @@
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{raw_request, read_answer, spawn_app};
+use crate::helpers::spawn_app;
 
 #[actix_web::test]
 async fn the_document_and_its_page_need_no_key() {
@@ -35,21 +35,7 @@ async fn the_document_and_its_page_need_no_key() {
     assert_eq!(status, StatusCode::OK);
     assert!(script.as_str().is_some_and(|s| s.len() > 100_000));
 
-    let address = app.address.clone();
-    let answer = actix_web::rt::task::spawn_blocking(move || {
-        read_answer(raw_request(
-            &address,
-            "GET /docs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        ))
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    assert!(answer.starts_with("HTTP/1.1 308"), "{answer}");
-    assert!(
-        answer.to_ascii_lowercase().contains("location: /docs/"),
-        "{answer}"
-    );
+    assert_eq!(app.permanent_redirect("/docs").await, "/docs/");
 
     // The key still works where it is needed.
     let (status, _, _) = app.send("GET", "/v1/jobs", None, Some(&admin)).await;

@@ -127,7 +127,7 @@ class JobRun:
 
 @dataclass
 class Job:
-    """A maintenance job: its schedule, whether it is on, and its last run."""
+    """A maintenance job: its schedule, whether it is on, and its newest runs."""
 
     name: str
     schedule: str
@@ -135,13 +135,15 @@ class Job:
     running: bool
     next_run: Optional[str] = None
     last_run: Optional[JobRun] = None
+    recent_runs: List[JobRun] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: Json) -> "Job":
         last = data.get("last_run")
         return cls(name=data["name"], schedule=data["schedule"], enabled=data["enabled"],
                    running=data["running"], next_run=data.get("next_run"),
-                   last_run=JobRun.from_json(last) if last else None)
+                   last_run=JobRun.from_json(last) if last else None,
+                   recent_runs=[JobRun.from_json(run) for run in data.get("recent_runs", [])])
 
 
 @dataclass

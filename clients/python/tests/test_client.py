@@ -103,6 +103,8 @@ def test_operations(engram, server):
     assert (changed.schedule, changed.enabled) == ("0 */30 * * * *", False)
     run = engram.run_job("decay")
     assert run.error is None and run.result is not None
+    decay = next(job for job in engram.jobs() if job.name == "decay")
+    assert decay.recent_runs[0] == decay.last_run and decay.last_run.result == run.result
     key, secret = engram.create_key("reader", roles=["read"], max_sensitivity="medium")
     assert key.roles == ["read"] and secret
     assert "reader" in [k.name for k in engram.keys()]

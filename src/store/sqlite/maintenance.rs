@@ -176,11 +176,14 @@ pub fn save_job_setting(
     Ok(())
 }
 
-pub fn last_job_runs(conn: &Connection) -> Result<Vec<JobRunRecord>, StoreError> {
+pub fn recent_job_runs(conn: &Connection, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT name, started_at, finished_at, duration_ms, result_json, error FROM job_runs ORDER BY name",
+        "SELECT name, started_at, finished_at, duration_ms, result_json, error FROM (
+             SELECT *, row_number() OVER (PARTITION BY name ORDER BY id DESC) AS newer
+             FROM job_run_log)
+         WHERE newer <= ?1 ORDER BY name, id DESC",
     )?;
-    let mut rows = stmt.query([])?;
+    let mut rows = stmt.query([per_job as i64])?;
     let mut runs = Vec::new();
     while let Some(row) = rows.next()? {
         let result: Option<String> = row.get(4)?;
@@ -202,13 +205,13 @@ pub fn last_job_runs(conn: &Connection) -> Result<Vec<JobRunRecord>, StoreError>
     Ok(runs)
 }
 
-pub fn save_job_run(conn: &Connection, run: &JobRunRecord) -> Result<(), StoreError> {
+pub fn save_job_run(conn: &Connection, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
     let (result, error) = match &run.outcome {
         Ok(value) => (Some(value.to_string()), None),
         Err(error) => (None, Some(error.clone())),
     };
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO job_runs (name, started_at, finished_at, duration_ms, result_json, error)
+        "INSERT INTO job_run_log (name, started_at, finished_at, duration_ms, result_json, error)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
     .execute(params![
@@ -219,5 +222,10 @@ pub fn save_job_run(conn: &Connection, run: &JobRunRecord) -> Result<(), StoreEr
         result,
         error
     ])?;
+    conn.prepare_cached(
+        "DELETE FROM job_run_log WHERE name = ?1 AND id <= (
+             SELECT id FROM job_run_log WHERE name = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+    )?
+    .execute(params![run.name, keep as i64])?;
     Ok(())
 }

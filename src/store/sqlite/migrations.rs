@@ -86,6 +86,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/0011_topic_salience.sql"),
         backfill: Some(super::topics::backfill_words),
     },
+    Migration {
+        version: 12,
+        name: "job_run_history",
+        sql: include_str!("../../../migrations/0012_job_run_history.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -142,10 +148,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(
-            run(&mut conn).unwrap(),
-            vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
-        );
+        assert_eq!(run(&mut conn).unwrap(), (1..=12).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(
@@ -155,6 +158,32 @@ mod tests {
             )
             .unwrap();
         assert_eq!(tables, 1);
+    }
+
+    #[test]
+    fn the_last_run_of_each_job_is_carried_into_the_run_history() {
+        let conn = Connection::open_in_memory().unwrap();
+        for m in &MIGRATIONS[..11] {
+            conn.execute_batch(m.sql).unwrap();
+        }
+        conn.execute_batch(
+            "INSERT INTO job_runs VALUES ('decay', 10, 20, 10, '{\"scanned\": 3}', NULL);
+             INSERT INTO job_runs VALUES ('consolidation', 30, 31, 1, NULL, 'disk full');",
+        )
+        .unwrap();
+        conn.execute_batch(MIGRATIONS[11].sql).unwrap();
+        let runs = super::super::maintenance::recent_job_runs(&conn, 10).unwrap();
+        let seen: Vec<_> = runs
+            .iter()
+            .map(|r| (r.name.as_str(), r.duration_ms, r.outcome.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                ("consolidation", 1, Err("disk full".to_string())),
+                ("decay", 10, Ok(serde_json::json!({"scanned": 3}))),
+            ]
+        );
     }
 
     #[test]

@@ -464,12 +464,12 @@ impl Transaction for Connection {
         maintenance::save_job_setting(self, setting, now)
     }
 
-    fn last_job_runs(&mut self) -> Result<Vec<JobRunRecord>, StoreError> {
-        maintenance::last_job_runs(self)
+    fn recent_job_runs(&mut self, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError> {
+        maintenance::recent_job_runs(self, per_job)
     }
 
-    fn save_job_run(&mut self, run: &JobRunRecord) -> Result<(), StoreError> {
-        maintenance::save_job_run(self, run)
+    fn save_job_run(&mut self, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
+        maintenance::save_job_run(self, run, keep)
     }
 
     fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
