@@ -27,7 +27,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     path = "/healthz",
     tag = "health",
     summary = "Liveness: the process serves HTTP",
-    responses((status = 200, description = "Up", body = HealthBody))
+    responses((status = 200, description = "Up", body = HealthBody, example = json!({"status": "ok"})))
 )]
 async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(HealthBody { status: "ok" })
@@ -39,7 +39,7 @@ async fn healthz() -> HttpResponse {
     path = "/readyz",
     tag = "health",
     summary = "Readiness: the database answers",
-    responses((status = 200, description = "Ready", body = HealthBody))
+    responses((status = 200, description = "Ready", body = HealthBody, example = json!({"status": "ready"})))
 )]
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     match state.reader.read(|tx| Ok(tx.ping()?)).await {

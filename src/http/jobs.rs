@@ -60,7 +60,12 @@ fn job_name(name: &str) -> Result<JobName, ApiError> {
     path = "/v1/jobs",
     tag = "jobs",
     summary = "The maintenance jobs, their schedules and last runs",
-    responses((status = 200, description = "Every job", body = JobsBody))
+    responses((status = 200, description = "Every job", body = JobsBody, example = json!({"jobs": [
+        {"name": "decay", "schedule": "0 0 * * * *", "enabled": true, "running": false, "next_run": "2026-01-01T01:00:00Z",
+         "last_run": {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:00:02Z", "duration_ms": 1840, "result": {"scanned": 120000, "decayed": 118500, "pruned": 37, "chunks": 61, "topics_decayed": 900}}, "recent_runs": [{"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:00:02Z", "duration_ms": 1840, "result": {"scanned": 120000, "decayed": 118500, "pruned": 37, "chunks": 61, "topics_decayed": 900}}]},
+        {"name": "consolidation", "schedule": "0 0 */6 * * *", "enabled": false, "running": false, "next_run": null,
+         "last_run": null, "recent_runs": []}
+    ]})))
 )]
 async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let jobs = state.scheduler.send(ListJobs).await?;
@@ -99,7 +104,8 @@ async fn update(
     tag = "jobs",
     summary = "Run a job now and wait for its result",
     params(("name" = String, Path, description = "`decay` or `consolidation`")),
-    responses((status = 200, description = "The run", body = RunBody), (status = 404, description = "No such job", body = ErrorBody), (status = 409, description = "The job is running already", body = ErrorBody))
+    responses((status = 200, description = "The run", body = RunBody, example = json!({"job": "consolidation", "started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:00:00Z", "duration_ms": 12,
+        "result": {"episodic_compressed": 3, "semantic_extracted": 1, "competence_extracted": 1, "plan_graphs_extracted": 2, "duplicates_resolved": 0}})), (status = 404, description = "No such job", body = ErrorBody), (status = 409, description = "The job is running already", body = ErrorBody))
 )]
 async fn run(
     state: web::Data<AppState>,

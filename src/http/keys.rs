@@ -98,7 +98,7 @@ async fn create(
     path = "/v1/keys",
     tag = "keys",
     summary = "Every API key, revoked ones too (never their secrets)",
-    responses((status = 200, description = "The keys", body = KeysBody))
+    responses((status = 200, description = "The keys", body = KeysBody, example = json!({"keys": [{"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50.0, "created_at": "2026-01-15T10:30:00Z", "revoked_at": null}]})))
 )]
 async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let keys = state.reader.read(keys::list).await?;
@@ -113,7 +113,7 @@ async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     tag = "keys",
     summary = "Revoke an API key",
     params(("name" = String, Path, description = "The key's name")),
-    responses((status = 200, description = "The key, revoked", body = KeyBody), (status = 404, description = "No such key", body = ErrorBody))
+    responses((status = 200, description = "The key, revoked", body = KeyBody, example = json!({"key": {"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50.0, "created_at": "2026-01-15T10:30:00Z", "revoked_at": "2026-02-01T09:00:00Z"}})), (status = 404, description = "No such key", body = ErrorBody))
 )]
 async fn revoke(
     state: web::Data<AppState>,

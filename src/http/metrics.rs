@@ -29,7 +29,18 @@ async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
     path = "/v1/metrics",
     tag = "metrics",
     summary = "Memory aggregates: counts by type, sensitivity and status, salience",
-    responses((status = 200, description = "The aggregates", body = MemoryStats))
+    responses((status = 200, description = "The aggregates", body = MemoryStats, example = json!({
+        "total_records": 5,
+        "records_by_type": {"competence": 1, "episodic": 2, "plan_graph": 1, "semantic": 1, "working": 0},
+        "records_by_sensitivity": {"high": 0, "hyper": 0, "low": 4, "medium": 1, "public": 0},
+        "records_by_status": {"active": 4, "contested": 0, "retracted": 1},
+        "avg_salience": 0.82, "avg_confidence": 0.86,
+        "salience_distribution": {"0.0-0.2": 1, "0.2-0.4": 0, "0.4-0.6": 0, "0.6-0.8": 0, "0.8-1.0": 4},
+        "active_records": 4, "pinned_records": 1, "total_audit_entries": 6, "growth_rate": 1.0,
+        "retrieval_usefulness": 0.17, "competence_success_rate": 0.75, "plan_reuse_frequency": 4.0,
+        "revision_rate": 0.0,
+        "recent_activity": [{"at": "2026-01-01T00:00:00Z", "action": "create", "actor": "agent-1", "type": "semantic", "sensitivity": "low"}]
+    })))
 )]
 async fn memory(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(collect(&state).await?))
@@ -40,7 +51,8 @@ async fn memory(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     path = "/metrics",
     tag = "metrics",
     summary = "Everything, in the Prometheus text format",
-    responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain"))
+    responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain",
+        example = "# TYPE engram_records gauge\nengram_records 5\n# TYPE engram_records_by_type gauge\nengram_records_by_type{type=\"semantic\"} 1\n"))
 )]
 async fn prometheus(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let memory = collect(&state).await?;

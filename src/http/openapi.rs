@@ -124,7 +124,8 @@ pub fn is_public(path: &str) -> bool {
     path = "/openapi.json",
     tag = "meta",
     summary = "This document (OpenAPI 3.1)",
-    responses((status = 200, description = "The document", content_type = "application/json"))
+    responses((status = 200, description = "The document", content_type = "application/json",
+        example = json!({"openapi": "3.1.0", "info": {"title": "engram", "version": "0.1.0"}, "paths": {"/healthz": {"get": {"summary": "Liveness: the process serves HTTP"}}}})))
 )]
 async fn openapi_json() -> HttpResponse {
     HttpResponse::Ok().json(document())
@@ -351,6 +352,52 @@ mod tests {
                 assert!(responses.contains_key("413"), "{at}: no 413");
             }
         }
+    }
+
+    /// Whether `content` (a media type object) shows an example, itself or
+    /// in the component schema it names.
+    fn shows_example(doc: &serde_json::Value, content: &serde_json::Value) -> bool {
+        let schema = &content["schema"];
+        let named = schema["$ref"]
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .map(|name| &doc["components"]["schemas"][name]);
+        content.get("example").is_some()
+            || schema.get("example").is_some()
+            || named.is_some_and(|s| s.get("example").is_some())
+    }
+
+    #[test]
+    fn every_operation_has_an_example_of_what_it_takes_or_answers() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let mut without = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let request = op["requestBody"]["content"].as_object();
+                let shown = match request {
+                    Some(content) => content.values().all(|c| shows_example(&doc, c)),
+                    None => op["responses"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .filter(|(status, _)| status.starts_with('2'))
+                        .flat_map(|(_, r)| {
+                            r["content"]
+                                .as_object()
+                                .into_iter()
+                                .flat_map(|c| c.values())
+                        })
+                        .any(|c| shows_example(&doc, c)),
+                };
+                if !shown {
+                    without.push(format!("{method} {path}"));
+                }
+            }
+        }
+        assert!(
+            without.is_empty(),
+            "operations without an example: {without:?}"
+        );
     }
 
     #[test]

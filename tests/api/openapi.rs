@@ -105,3 +105,58 @@ async fn every_request_example_in_the_document_is_a_valid_request() {
         "only {accepted} of {sent} examples stored or answered"
     );
 }
+
+/// Whether `example` has the shape of `actual`: the same keys in every
+/// object, recursively (arrays by their first items, nulls by anything).
+fn same_shape(example: &Value, actual: &Value, at: &str) {
+    match (example, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            let keys = |m: &serde_json::Map<String, Value>| {
+                m.keys().cloned().collect::<std::collections::BTreeSet<_>>()
+            };
+            assert_eq!(keys(e), keys(a), "{at}: example keys differ");
+            for (key, value) in e {
+                same_shape(value, &a[key], &format!("{at}.{key}"));
+            }
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            if let (Some(e), Some(a)) = (e.first(), a.first()) {
+                same_shape(e, a, &format!("{at}[0]"));
+            }
+        }
+        (Value::Null, _) | (_, Value::Null) => {}
+        (e, a) => assert_eq!(
+            std::mem::discriminant(e),
+            std::mem::discriminant(a),
+            "{at}: {e} is not like {a}"
+        ),
+    }
+}
+
+#[actix_web::test]
+async fn answer_examples_have_the_shape_of_real_answers() {
+    let app = spawn_app().await;
+    app.post("/v1/ingest/event", &crate::helpers::event("agent"))
+        .await;
+    app.run_job("decay").await;
+    let admin = app
+        .make_key(None, json!({"name": "root", "roles": ["admin"]}))
+        .await;
+    let (_, doc, _) = app.send("GET", "/openapi.json", None, None).await;
+    let mut compared = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let Some(example) =
+            item["get"]["responses"]["200"]["content"]["application/json"].get("example")
+        else {
+            continue;
+        };
+        if path == "/openapi.json" {
+            continue; // a sketch of the document, not all of it
+        }
+        let (status, actual, _) = app.send("GET", path, None, Some(&admin)).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {actual}");
+        same_shape(example, &actual, path);
+        compared += 1;
+    }
+    assert!(compared >= 5, "only {compared} answers compared");
+}
