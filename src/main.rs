@@ -1,6 +1,6 @@
 //! `engram [serve] [--config PATH]` runs the service; `engram jobs …`
 //! controls the maintenance jobs of a running one; `engram keys …` makes
-//! and revokes API keys.
+//! and revokes API keys; `engram backup` copies the database.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +19,8 @@ Usage:
                                    running service (engram jobs --help)
   engram keys create|list|revoke   make, list or revoke API keys
                                    (engram keys --help)
+  engram backup PATH               copy the database, while it serves
+                                   (engram backup --help)
   engram --help                    show this help
   engram --version                 show the version
 
@@ -30,6 +32,7 @@ enum Command {
     Serve { config: Option<PathBuf> },
     Jobs(Vec<String>),
     Keys(Vec<String>),
+    Backup(Vec<String>),
     Help,
     Version,
 }
@@ -48,6 +51,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
         Some("keys") => {
             args.next();
             return Ok(Command::Keys(args.collect()));
+        }
+        Some("backup") => {
+            args.next();
+            return Ok(Command::Backup(args.collect()));
         }
         _ => {}
     }
@@ -84,6 +91,7 @@ fn main() -> ExitCode {
         Ok(Command::Serve { config }) => config,
         Ok(Command::Jobs(args)) => return jobs(&args),
         Ok(Command::Keys(args)) => return keys(&args),
+        Ok(Command::Backup(args)) => return backup(&args),
         Err(message) => {
             eprintln!("engram: {message}\n\n{USAGE}");
             return ExitCode::from(2);
@@ -167,6 +175,37 @@ fn keys(args: &[String]) -> ExitCode {
         }
         Err(message) => {
             eprintln!("engram keys: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn backup(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{}", cli::backup::BACKUP_USAGE);
+        return ExitCode::SUCCESS;
+    }
+    let (destination, config) = match cli::backup::parse_backup(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("engram backup: {message}\n\n{}", cli::backup::BACKUP_USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let settings = match Settings::load(config) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("engram backup: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli::backup::run_backup(&destination, &settings) {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("engram backup: {message}");
             ExitCode::FAILURE
         }
     }

@@ -1,6 +1,8 @@
 //! Operator commands: `engram jobs …` against a running server's job API,
-//! `engram keys …` (keys.rs) on the database itself.
+//! `engram keys …` (keys.rs) and `engram backup …` (backup.rs) on the
+//! database itself.
 
+pub mod backup;
 pub mod keys;
 
 use std::time::Duration;

@@ -55,6 +55,9 @@ pub enum StoreError {
     /// encrypted with none configured, or not a database at all.
     #[error("{0}")]
     Locked(String),
+    /// A backup that cannot be made, or whose copy fails its check.
+    #[error("{0}")]
+    Backup(String),
     #[error("cannot create the database directory {path}: {source}")]
     Directory {
         path: String,

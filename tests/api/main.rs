@@ -2,6 +2,7 @@
 //! fresh database in a temporary directory and talks to it over HTTP.
 
 mod auth;
+mod backup;
 mod crash;
 mod encryption;
 mod fuzz;

@@ -2,6 +2,7 @@
 //! connection, the read pool, and the SQL itself as plain functions over a
 //! `&Connection` (one file per area), gathered behind [`Transaction`].
 
+pub mod backup;
 pub mod consolidation;
 pub mod filters;
 pub mod keys;
@@ -119,6 +120,14 @@ fn open_connection(
     }
     let conn = Connection::open(path)?;
     unlock(&conn, key)?;
+    check_readable(&conn, key)?;
+    configure_connection(&conn, options)?;
+    Ok(conn)
+}
+
+/// Reads the schema, so a file that is encrypted with another key (or
+/// none), or is no database, is refused with what to do about it.
+fn check_readable(conn: &Connection, key: Option<&str>) -> Result<(), StoreError> {
     let readable = conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()));
     if let Err(rusqlite::Error::SqliteFailure(e, _)) = &readable {
         if e.code == ErrorCode::NotADatabase {
@@ -134,8 +143,7 @@ fn open_connection(
         }
     }
     readable?;
-    configure_connection(&conn, options)?;
-    Ok(conn)
+    Ok(())
 }
 
 /// An opened database: the writer's connection (migrated), the pool of
