@@ -102,3 +102,45 @@ async fn an_encrypted_database_holds_no_plaintext_and_opens_with_its_key_only() 
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["record"]["payload"]["object"], secret);
 }
+
+#[cfg(feature = "sqlcipher")]
+#[actix_web::test]
+async fn a_backup_of_an_encrypted_database_is_encrypted_with_the_same_key() {
+    use awc::http::StatusCode;
+    use serde_json::json;
+
+    use crate::helpers::spawn_app_in;
+
+    let var = "ENGRAM_TEST_BACKUP_KEY";
+    std::env::set_var(var, "a backup's key");
+    let keyed = |s: &mut Settings| s.storage.encryption_key_env = Some(var.to_string());
+    let app = spawn_app_in(tempfile::tempdir().unwrap(), keyed).await;
+    let secret = "wombat-archive-1717";
+    let (status, body) = app
+        .post(
+            "/v1/ingest/observation",
+            &json!({"source": "agent", "subject": "vault", "predicate": "holds", "object": secret}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let target = tempfile::tempdir().unwrap();
+    let copy = target.path().join("engram.db");
+    let report =
+        engram::store::sqlite::backup::backup(&app.db_path(), &copy, Some("a backup's key"))
+            .unwrap();
+    assert_eq!(report.records, 1);
+    let bytes = std::fs::read(&copy).unwrap();
+    for needle in [secret.as_bytes(), b"SQLite format 3"] {
+        assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+    }
+
+    let restored = spawn_app_in(target, keyed).await;
+    let (status, body) = restored
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": {"max_sensitivity": "hyper"}, "subject": "vault"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["records"][0]["payload"]["object"], secret);
+}
