@@ -150,62 +150,60 @@ fn jobs(args: &[String]) -> ExitCode {
 }
 
 fn keys(args: &[String]) -> ExitCode {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{}", cli::keys::KEYS_USAGE);
-        return ExitCode::SUCCESS;
-    }
-    let (command, config) = match cli::keys::parse_keys(args) {
-        Ok(parsed) => parsed,
-        Err(message) => {
-            eprintln!("engram keys: {message}\n\n{}", cli::keys::KEYS_USAGE);
-            return ExitCode::from(2);
-        }
-    };
-    let settings = match Settings::load(config) {
-        Ok(settings) => settings,
-        Err(e) => {
-            eprintln!("engram keys: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match cli::keys::run_keys(command, &settings) {
-        Ok(output) => {
-            print!("{output}");
-            ExitCode::SUCCESS
-        }
-        Err(message) => {
-            eprintln!("engram keys: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    on_database(
+        "engram keys",
+        args,
+        cli::keys::KEYS_USAGE,
+        cli::keys::parse_keys,
+        cli::keys::run_keys,
+    )
 }
 
 fn backup(args: &[String]) -> ExitCode {
+    on_database(
+        "engram backup",
+        args,
+        cli::backup::BACKUP_USAGE,
+        cli::backup::parse_backup,
+        |destination, settings| cli::backup::run_backup(&destination, settings),
+    )
+}
+
+/// A command on the service's database itself: its help, its arguments
+/// (and `--config`), the settings as `engram serve` loads them, then the
+/// command; exit 2 for a usage or configuration error, 1 when it fails.
+fn on_database<C>(
+    name: &str,
+    args: &[String],
+    usage: &str,
+    parse: impl FnOnce(&[String]) -> Result<(C, Option<PathBuf>), String>,
+    run: impl FnOnce(C, &Settings) -> Result<String, String>,
+) -> ExitCode {
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{}", cli::backup::BACKUP_USAGE);
+        println!("{usage}");
         return ExitCode::SUCCESS;
     }
-    let (destination, config) = match cli::backup::parse_backup(args) {
+    let (command, config) = match parse(args) {
         Ok(parsed) => parsed,
         Err(message) => {
-            eprintln!("engram backup: {message}\n\n{}", cli::backup::BACKUP_USAGE);
+            eprintln!("{name}: {message}\n\n{usage}");
             return ExitCode::from(2);
         }
     };
     let settings = match Settings::load(config) {
         Ok(settings) => settings,
         Err(e) => {
-            eprintln!("engram backup: {e}");
+            eprintln!("{name}: {e}");
             return ExitCode::from(2);
         }
     };
-    match cli::backup::run_backup(&destination, &settings) {
+    match run(command, &settings) {
         Ok(output) => {
             print!("{output}");
             ExitCode::SUCCESS
         }
         Err(message) => {
-            eprintln!("engram backup: {message}");
+            eprintln!("{name}: {message}");
             ExitCode::FAILURE
         }
     }
