@@ -106,6 +106,15 @@ fn is_origin(text: &str) -> bool {
 }
 
 impl StorageSettings {
+    /// The database as messages name it: the SQLite file, or the
+    /// PostgreSQL URL without its password.
+    pub fn database_name(&self) -> String {
+        match self.backend {
+            Backend::Sqlite => self.db_path.display().to_string(),
+            Backend::Postgres => redact_password(self.postgres_url.as_deref().unwrap_or_default()),
+        }
+    }
+
     /// The database's encryption key, from the variable
     /// `encryption_key_env` names; `None` when none is named.
     pub fn encryption_key(&self) -> Result<Option<String>, ConfigError> {
@@ -163,7 +172,15 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StorageSettings {
+    /// `sqlite` (the file at `db_path`) or `postgres` (the database at
+    /// `postgres_url`).
+    #[serde(default)]
+    pub backend: Backend,
     pub db_path: PathBuf,
+    /// `postgres://user:password@host:port/database`; set by
+    /// `ENGRAM_DATABASE_URL`, which also selects the backend.
+    #[serde(default)]
+    pub postgres_url: Option<String>,
     pub pool_size: u32,
     pub busy_timeout_ms: u64,
     pub writer_cache_size_kib: u64,
@@ -176,6 +193,14 @@ pub struct StorageSettings {
     /// needs a build with the `sqlcipher` feature.
     #[serde(default)]
     pub encryption_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    #[default]
+    Sqlite,
+    Postgres,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -264,11 +289,27 @@ impl EmbeddingSettings {
     }
 }
 
+/// `scheme://user:password@host/...` as `scheme://user:***@host/...`.
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
 /// Environment variables that name a key directly, besides the generic
 /// `ENGRAM_<SECTION>__<KEY>` form.
 const ENV_ALIASES: &[(&str, &str, &str)] = &[
     ("ENGRAM_LISTEN", "server", "listen"),
     ("ENGRAM_DB_PATH", "storage", "db_path"),
+    ("ENGRAM_DATABASE_URL", "storage", "postgres_url"),
 ];
 
 impl Settings {
@@ -314,10 +355,12 @@ impl Settings {
                     })?;
             merge(&mut merged, overlay);
         }
+        let mut database_url_given = false;
         for (name, value) in env {
             let Some(path) = env_key(&name) else {
                 continue;
             };
+            database_url_given |= name == "ENGRAM_DATABASE_URL" && !value.is_empty();
             let (key, sections) = path.split_last().expect("at least two parts");
             let mut table = &mut merged;
             for section in sections {
@@ -329,6 +372,12 @@ impl Settings {
                 })?;
             }
             table.insert(key.clone(), env_value(&value));
+        }
+        // A database URL in the environment is a choice of backend too.
+        if database_url_given {
+            if let Some(storage) = merged.get_mut("storage").and_then(|s| s.as_table_mut()) {
+                storage.insert("backend".into(), toml::Value::String("postgres".into()));
+            }
         }
         // The path names the key (`storage.pool_size`) whichever layer
         // set it.
@@ -418,6 +467,22 @@ impl Settings {
         }
         if !(0.0..=1.0).contains(&self.topics.read_reinforcement) {
             return invalid("topics.read_reinforcement", "must be in [0, 1]");
+        }
+        if self.storage.backend == Backend::Postgres {
+            let url = self.storage.postgres_url.as_deref().unwrap_or_default();
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return invalid(
+                    "storage.postgres_url",
+                    "the postgres backend needs a URL of the form postgres://user@host:port/database \
+                     (or ENGRAM_DATABASE_URL)",
+                );
+            }
+            if self.storage.encryption_key_env.is_some() {
+                return invalid(
+                    "storage.encryption_key_env",
+                    "applies to SQLite only; on PostgreSQL, encryption at rest is the database's",
+                );
+            }
         }
         if self.storage.db_path.as_os_str().is_empty() {
             return invalid("storage.db_path", "must not be empty");
@@ -683,6 +748,36 @@ mod tests {
         assert_eq!(settings.storage.db_path, PathBuf::from("/tmp/x.db"));
         assert_eq!(settings.server.listen, "0.0.0.0:9000");
         assert_eq!(settings.retrieval.max_limit, 50);
+    }
+
+    #[test]
+    fn a_database_url_in_the_environment_selects_postgres() {
+        assert_eq!(Settings::embedded().storage.backend, Backend::Sqlite);
+        let url = "postgres://engram@db:5432/engram";
+        let settings = Settings::from_layers(None, env(&[("ENGRAM_DATABASE_URL", url)])).unwrap();
+        assert_eq!(settings.storage.backend, Backend::Postgres);
+        assert_eq!(settings.storage.postgres_url.as_deref(), Some(url));
+        let file = |text: &str| Some(("f.toml".to_string(), text.to_string()));
+        let err = Settings::from_layers(file("[storage]\nbackend = \"postgres\"\n"), env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("storage.postgres_url"), "{err}");
+        let err = Settings::from_layers(
+            file("[storage]\nbackend = \"postgres\"\nencryption_key_env = \"K\"\n"),
+            env(&[("ENGRAM_DATABASE_URL", url)]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("storage.encryption_key_env"), "{err}");
+        let err = Settings::from_layers(file("[storage]\nbackend = \"mysql\"\n"), env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("storage.backend"), "{err}");
+        assert_eq!(
+            redact_password("postgres://u:pw@h:5432/db?sslmode=require"),
+            "postgres://u:***@h:5432/db?sslmode=require"
+        );
+        assert_eq!(redact_password("postgres://u@h/db"), "postgres://u@h/db");
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::http::body::BodyBudget;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
 use crate::service::topics::TopicRules;
-use crate::store::{self, ConnectionOptions, StoreError};
+use crate::store::{self, StoreError};
 use crate::telemetry;
 
 #[derive(Debug, thiserror::Error)]
@@ -69,21 +69,11 @@ impl Application {
     pub async fn build(settings: Settings, clock: Clock) -> Result<Application, StartupError> {
         let storage = &settings.storage;
         let db_error = |source: StoreError| StartupError::Database {
-            path: storage.db_path.display().to_string(),
+            path: storage.database_name(),
             source,
         };
-        let busy_timeout = Duration::from_millis(storage.busy_timeout_ms);
         let opened = store::open(
-            &storage.db_path,
-            storage.pool_size,
-            ConnectionOptions {
-                busy_timeout,
-                cache_size_kib: storage.writer_cache_size_kib,
-            },
-            ConnectionOptions {
-                busy_timeout,
-                cache_size_kib: storage.reader_cache_size_kib,
-            },
+            storage,
             settings.retrieval.embedding_dimensions(),
             storage.encryption_key()?,
         )

@@ -342,7 +342,7 @@ mod tests {
         capacity: usize,
         timeout: Duration,
     ) -> (StorageWriter, ReadPool) {
-        let opened = store::open(
+        let opened = store::sqlite::open(
             &dir.path().join("w.db"),
             1,
             options(),

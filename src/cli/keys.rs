@@ -3,7 +3,6 @@
 //! whether or not the service is running.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use chrono::Utc;
 
@@ -14,7 +13,7 @@ use crate::domain::record::Sensitivity;
 use crate::domain::time::format_rfc3339;
 use crate::service::keys::{self, NewKey};
 use crate::service::ServiceError;
-use crate::store::{self, ConnectionOptions, Transaction};
+use crate::store::{self, Transaction};
 
 pub const KEYS_USAGE: &str = "\
 Usage:
@@ -119,19 +118,12 @@ fn new_key(flags: &[(String, String)]) -> Result<NewKey, String> {
 /// Runs the command on the settings' database; answers what to print.
 pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, String> {
     let storage = &settings.storage;
-    let options = |cache_size_kib| ConnectionOptions {
-        busy_timeout: Duration::from_millis(storage.busy_timeout_ms),
-        cache_size_kib,
-    };
     let opened = store::open(
-        &storage.db_path,
-        1,
-        options(storage.writer_cache_size_kib),
-        options(storage.reader_cache_size_kib),
+        storage,
         settings.retrieval.embedding_dimensions(),
         storage.encryption_key().map_err(|e| e.to_string())?,
     )
-    .map_err(|e| format!("cannot open {}: {e}", storage.db_path.display()))?;
+    .map_err(|e| format!("cannot open {}: {e}", storage.database_name()))?;
     let mut conn = opened.writer;
     let now = Utc::now();
     let pepper = match &command {

@@ -125,7 +125,7 @@ mod tests {
             cache_size_kib: 1024,
         };
         let opened =
-            store::open(&dir.path().join("k.db"), 1, options, options, None, None).unwrap();
+            store::sqlite::open(&dir.path().join("k.db"), 1, options, options, None, None).unwrap();
         opened.writer
     }
 

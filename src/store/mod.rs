@@ -11,7 +11,10 @@
 //! by counting what is stored. A second backend with several writers keeps
 //! them by implementing the same statements.
 
+pub mod postgres;
+mod ranking;
 pub mod sqlite;
+mod stats;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,7 +32,7 @@ use crate::domain::topic::Topic;
 use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
 
-pub use sqlite::{open, ConnectionOptions, KeyLookup, ReadPool};
+pub use sqlite::ConnectionOptions;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -63,6 +66,149 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
+}
+
+/// An opened database: the writer's connection (migrated), the pool of
+/// read connections, the key lookups' connection, and the schema versions
+/// applied now.
+pub struct Opened {
+    pub writer: Box<dyn WriteConnection>,
+    pub readers: ReadPool,
+    pub key_lookup: KeyLookup,
+    pub applied_migrations: Vec<i64>,
+}
+
+/// Opens the database the settings name, SQLite or PostgreSQL, and brings
+/// its schema up to date. `embedding_dimensions`: the configured
+/// dimensions of vectors, fixed in the database; `encryption_key`: the
+/// SQLite file's key (`StorageSettings::encryption_key`).
+pub fn open(
+    storage: &crate::config::StorageSettings,
+    embedding_dimensions: Option<usize>,
+    encryption_key: Option<String>,
+) -> Result<Opened, StoreError> {
+    match storage.backend {
+        crate::config::Backend::Sqlite => {
+            let busy_timeout = std::time::Duration::from_millis(storage.busy_timeout_ms);
+            let options = |cache_size_kib| ConnectionOptions {
+                busy_timeout,
+                cache_size_kib,
+            };
+            sqlite::open(
+                &storage.db_path,
+                storage.pool_size,
+                options(storage.writer_cache_size_kib),
+                options(storage.reader_cache_size_kib),
+                embedding_dimensions,
+                encryption_key,
+            )
+        }
+        crate::config::Backend::Postgres => postgres::open(
+            &postgres::PgOptions {
+                url: storage.postgres_url.clone().unwrap_or_default(),
+                pool_size: storage.pool_size,
+                statement_timeout: std::time::Duration::from_millis(storage.read_timeout_ms),
+            },
+            embedding_dimensions,
+        ),
+    }
+}
+
+/// Pooled read connections; cheap to clone.
+#[derive(Clone)]
+pub enum ReadPool {
+    Sqlite(sqlite::ReadPool),
+    Postgres(postgres::ReadPool),
+}
+
+impl ReadPool {
+    /// Runs `work` on a pooled connection, in one read transaction (one
+    /// snapshot). Blocks: call it from a thread made for blocking work.
+    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
+        match self {
+            ReadPool::Sqlite(pool) => pool.read(work),
+            ReadPool::Postgres(pool) => pool.read(work),
+        }
+    }
+}
+
+/// The connection for the reads authentication makes on every request
+/// (does any key exist, which key has this hash): point reads, made on
+/// the request's thread.
+pub enum KeyLookup {
+    Sqlite(sqlite::KeyLookup),
+    Postgres(postgres::KeyLookup),
+}
+
+impl KeyLookup {
+    pub fn read<T, E: From<StoreError>>(
+        &self,
+        work: impl FnOnce(&mut dyn Transaction) -> Result<T, E>,
+    ) -> Result<T, E> {
+        match self {
+            KeyLookup::Sqlite(lookup) => lookup.read(work),
+            KeyLookup::Postgres(lookup) => lookup.read(work)?,
+        }
+    }
+}
+
+/// An API key's row, as either backend stores it (see the SQLite
+/// migration 0009).
+pub(crate) struct StoredKey {
+    pub name: String,
+    /// Comma-separated role names.
+    pub roles: String,
+    pub max_sensitivity: i64,
+    /// JSON array of scope names; `[]`: every scope.
+    pub scopes_json: String,
+    pub rate: Option<f64>,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+impl StoredKey {
+    pub fn into_key(self) -> Result<ApiKey, StoreError> {
+        let name = self.name;
+        let corrupt = |what: &str| StoreError::Corrupt(format!("api key {name}: {what}"));
+        let roles = self
+            .roles
+            .split(',')
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                crate::domain::access::Role::parse(r)
+                    .ok_or_else(|| corrupt(&format!("unknown role {r:?}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let max_sensitivity = Sensitivity::from_rank(self.max_sensitivity)
+            .ok_or_else(|| corrupt("bad sensitivity"))?;
+        let scopes = serde_json::from_str(&self.scopes_json).map_err(|_| corrupt("bad scopes"))?;
+        Ok(ApiKey {
+            grant: crate::domain::access::Grant {
+                max_sensitivity,
+                scopes,
+                roles,
+            },
+            rate: self.rate,
+            created_at: crate::domain::time::from_micros(self.created_at),
+            revoked_at: self.revoked_at.map(crate::domain::time::from_micros),
+            name,
+        })
+    }
+
+    /// The row of `key`.
+    pub fn of(key: &ApiKey) -> Result<StoredKey, StoreError> {
+        let roles: Vec<&str> = key.grant.roles.iter().map(|r| r.as_str()).collect();
+        Ok(StoredKey {
+            name: key.name.clone(),
+            roles: roles.join(","),
+            max_sensitivity: key.grant.max_sensitivity.rank() as i64,
+            scopes_json: serde_json::to_string(&key.grant.scopes)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            rate: key.rate,
+            created_at: crate::domain::time::to_micros(&key.created_at),
+            revoked_at: key.revoked_at.as_ref().map(crate::domain::time::to_micros),
+        })
+    }
 }
 
 /// Where a record stands in storage when it is read for a change: its key,
@@ -196,6 +342,29 @@ pub struct JobRunRecord {
     pub duration_ms: i64,
     /// The result JSON, or the error message.
     pub outcome: Result<serde_json::Value, String>,
+}
+
+impl JobRunRecord {
+    /// The outcome as stored: the result JSON, or the error message.
+    pub(crate) fn outcome_columns(&self) -> (Option<String>, Option<String>) {
+        match &self.outcome {
+            Ok(value) => (Some(value.to_string()), None),
+            Err(error) => (None, Some(error.clone())),
+        }
+    }
+
+    /// The outcome from its stored columns.
+    pub(crate) fn outcome_of(
+        result: Option<String>,
+        error: Option<String>,
+    ) -> Result<Result<serde_json::Value, String>, StoreError> {
+        Ok(match (result, error) {
+            (_, Some(error)) => Err(error),
+            (Some(json), None) => Ok(serde_json::from_str::<serde_json::Value>(&json)
+                .map_err(|e| StoreError::Corrupt(format!("job result: {e}")))?),
+            (None, None) => Ok(serde_json::Value::Null),
+        })
+    }
 }
 
 /// Aggregates over the whole memory for `GET /v1/metrics`.

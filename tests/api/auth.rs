@@ -32,10 +32,11 @@ fn error_code(body: &Value) -> &str {
 
 /// `engram keys …` on the service's database, from another process.
 fn cli(app: &TestApp, args: &[&str]) -> String {
+    let database = app.database_env();
     let out = Command::new(env!("CARGO_BIN_EXE_engram"))
         .arg("keys")
         .args(args)
-        .env("ENGRAM_DB_PATH", app.db_path())
+        .env(database.0, database.1)
         .env_remove("ENGRAM_CONFIG")
         .output()
         .expect("the engram binary runs");
@@ -673,10 +674,7 @@ async fn a_key_writes_only_within_its_grant() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["record"]["scope"], "c");
 
-    let before = app
-        .database()
-        .query_row("SELECT COUNT(*) FROM records", [], |r| r.get::<_, i64>(0))
-        .unwrap();
+    let before = app.sql_number("SELECT COUNT(*) FROM records", &[]);
     let mut in_b = event("agent");
     in_b["scope"] = json!("b");
     let mut too_sensitive = event("agent");
@@ -702,10 +700,7 @@ async fn a_key_writes_only_within_its_grant() {
         let message = answer["error"]["message"].as_str().unwrap();
         assert!(message.starts_with(field), "{message}");
     }
-    let after = app
-        .database()
-        .query_row("SELECT COUNT(*) FROM records", [], |r| r.get::<_, i64>(0))
-        .unwrap();
+    let after = app.sql_number("SELECT COUNT(*) FROM records", &[]);
     assert_eq!(before, after, "nothing refused was stored");
 
     // A revision's new record is placed the same way.

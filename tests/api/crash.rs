@@ -19,9 +19,10 @@ struct Server {
 // The child is handed to the caller, which kills and reaps it.
 #[allow(clippy::zombie_processes)]
 fn start(db: &Path, log: &Path) -> Server {
+    let (variable, database) = crate::helpers::database_env_for(db);
     let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
         .env("ENGRAM_LISTEN", "127.0.0.1:0")
-        .env("ENGRAM_DB_PATH", db)
+        .env(variable, database)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
@@ -49,7 +50,11 @@ fn start(db: &Path, log: &Path) -> Server {
     }
 }
 
+/// SQLite's check of the file; PostgreSQL keeps its own consistency.
 fn integrity(db: &Path) -> String {
+    if crate::helpers::postgres_admin_url().is_some() {
+        return "ok".to_string();
+    }
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.query_row("PRAGMA integrity_check", [], |row| row.get(0))
         .unwrap()

@@ -28,6 +28,9 @@ async fn start_error(settings: Settings) -> Option<String> {
 #[cfg(not(feature = "sqlcipher"))]
 #[actix_web::test]
 async fn a_build_without_encryption_refuses_a_key_rather_than_store_in_the_clear() {
+    if crate::helpers::sqlite_only("SQLCipher encryption of the SQLite file") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut settings = test_settings(&dir.path().join("engram.db"));
     let var = "ENGRAM_TEST_PLAIN_BUILD_KEY";
@@ -40,6 +43,9 @@ async fn a_build_without_encryption_refuses_a_key_rather_than_store_in_the_clear
 #[cfg(feature = "sqlcipher")]
 #[actix_web::test]
 async fn an_encrypted_database_holds_no_plaintext_and_opens_with_its_key_only() {
+    if crate::helpers::sqlite_only("SQLCipher encryption of the SQLite file") {
+        return;
+    }
     use awc::http::StatusCode;
     use serde_json::json;
 
@@ -106,6 +112,9 @@ async fn an_encrypted_database_holds_no_plaintext_and_opens_with_its_key_only() 
 #[cfg(feature = "sqlcipher")]
 #[actix_web::test]
 async fn a_backup_of_an_encrypted_database_is_encrypted_with_the_same_key() {
+    if crate::helpers::sqlite_only("SQLCipher encryption of the SQLite file") {
+        return;
+    }
     use awc::http::StatusCode;
     use serde_json::json;
 

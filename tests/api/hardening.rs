@@ -85,11 +85,9 @@ async fn counters_are_bounded_and_metrics_survive_any_stored_count() {
         .await;
     }
     // And counts written before the limit existed.
-    app.database()
-        .execute_batch(
-            "UPDATE competence_stats SET success_count = 9223372036854775807, failure_count = -1",
-        )
-        .unwrap();
+    app.sql_execute(
+        "UPDATE competence_stats SET success_count = 9223372036854775807, failure_count = -1",
+    );
     let (status, stats) = app.get("/v1/metrics").await;
     assert_eq!(status, StatusCode::OK, "{stats}");
     assert_eq!(stats["competence_success_rate"], 1.0, "{stats}");

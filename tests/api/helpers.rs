@@ -9,6 +9,20 @@ use engram::startup::Application;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
+/// `?1`, `?2`… as PostgreSQL writes them: `$1`, `$2`…
+fn numbered_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Where every test app's clock starts.
 pub const START: &str = "2026-01-01T00:00:00Z";
 
@@ -28,8 +42,102 @@ pub fn start_time() -> DateTime<Utc> {
     START.parse().unwrap()
 }
 
+/// The PostgreSQL cluster the tests run on (`bash tests/postgres.sh run
+/// cargo test`), or `None`: SQLite files in temporary directories.
+pub fn postgres_admin_url() -> Option<String> {
+    std::env::var("ENGRAM_TEST_DATABASE_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// Whether a test about the SQLite file itself (its bytes, its backup API,
+/// its encryption) has nothing to test on PostgreSQL: says so, for the
+/// test to return.
+pub fn sqlite_only(what: &str) -> bool {
+    let skip = postgres_admin_url().is_some();
+    if skip {
+        eprintln!("not run on PostgreSQL: {what}");
+    }
+    skip
+}
+
+/// `url` with its database name replaced by `name`.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let (server, _) = base.rsplit_once('/').expect("a database URL has a path");
+    match query {
+        Some(query) => format!("{server}/{name}?{query}"),
+        None => format!("{server}/{name}"),
+    }
+}
+
+/// Runs `work` with a client of the database at `url`, on a thread and
+/// runtime of its own (tests call it from inside the actix runtime).
+pub fn with_postgres<T: Send + 'static>(
+    url: &str,
+    work: impl AsyncFnOnce(&tokio_postgres::Client) -> T + Send + 'static,
+) -> T {
+    let url = url.to_string();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async move {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .expect("the test cluster answers");
+            let driver = tokio::spawn(connection);
+            let out = work(&client).await;
+            drop(client);
+            let _ = driver.await;
+            out
+        })
+    })
+    .join()
+    .expect("the database thread ran")
+}
+
+/// On PostgreSQL, the database of the test directory `dir`: made on first
+/// use, its name kept in the directory so a restarted app finds it.
+fn postgres_url_for(dir: &std::path::Path) -> Option<String> {
+    let admin = postgres_admin_url()?;
+    let marker = dir.join("postgres-database");
+    if let Ok(name) = std::fs::read_to_string(&marker) {
+        return Some(with_database(&admin, &name));
+    }
+    let name = format!("engram_{}", uuid::Uuid::new_v4().simple());
+    let create = format!("CREATE DATABASE {name}");
+    with_postgres(&admin, async move |client| {
+        client
+            .batch_execute(&create)
+            .await
+            .expect("the test database is made")
+    });
+    std::fs::write(&marker, &name).expect("the directory is writable");
+    Some(with_database(&admin, &name))
+}
+
+/// The environment that points an engram process at the database of
+/// the test directory `db_path` is in (the SQLite file `db_path`).
+pub fn database_env_for(db_path: &std::path::Path) -> (&'static str, String) {
+    match postgres_url_for(db_path.parent().expect("a directory")) {
+        Some(url) => ("ENGRAM_DATABASE_URL", url),
+        None => ("ENGRAM_DB_PATH", db_path.display().to_string()),
+    }
+}
+
+/// Settings for a test app whose database lives in the directory of
+/// `db_path`: the SQLite file itself, or (with a test cluster) a
+/// PostgreSQL database of its own.
 pub fn test_settings(db_path: &std::path::Path) -> Settings {
     let mut settings = Settings::embedded();
+    if let Some(url) = postgres_url_for(db_path.parent().expect("a directory")) {
+        settings.storage.backend = engram::config::Backend::Postgres;
+        settings.storage.postgres_url = Some(url);
+    }
     settings.server.listen = "127.0.0.1:0".to_string();
     settings.server.workers = 1;
     settings.server.shutdown_timeout_seconds = 1;
@@ -317,20 +425,68 @@ impl TestApp {
         release
     }
 
-    /// Stops the server (queued writes finish) and hands back its directory.
-    /// A second connection to the app's database, for tests that need
-    /// stored data no request could produce.
-    /// The database file the service runs on.
+    /// The database file the service runs on (SQLite).
     pub fn db_path(&self) -> std::path::PathBuf {
         self.dir.path().join("engram.db")
     }
 
-    pub fn database(&self) -> rusqlite::Connection {
-        let conn = rusqlite::Connection::open(self.dir.path().join("engram.db")).unwrap();
+    /// The environment that points another engram process at this app's
+    /// database.
+    pub fn database_env(&self) -> (&'static str, String) {
+        database_env_for(&self.db_path())
+    }
+
+    /// A number `sql` answers on the app's database, through a second
+    /// connection, for tests that check what is stored. Parameters are
+    /// text, written `?1`, `?2`… for either backend.
+    pub fn sql_number(&self, sql: &str, params: &[&str]) -> i64 {
+        match postgres_url_for(self.dir.path()) {
+            Some(url) => {
+                let sql = numbered_placeholders(sql);
+                let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+                with_postgres(&url, async move |client| {
+                    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+                        .iter()
+                        .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
+                        .collect();
+                    let row = client
+                        .query_one(&sql, &params)
+                        .await
+                        .expect("the query runs");
+                    row.get::<_, i64>(0)
+                })
+            }
+            None => self
+                .sqlite()
+                .query_row(sql, rusqlite::params_from_iter(params), |r| r.get(0))
+                .unwrap(),
+        }
+    }
+
+    /// Runs statements on the app's database through a second connection,
+    /// for tests that need stored data no request could produce.
+    pub fn sql_execute(&self, sql: &str) {
+        match postgres_url_for(self.dir.path()) {
+            Some(url) => {
+                let sql = sql.to_string();
+                with_postgres(&url, async move |client| {
+                    client
+                        .batch_execute(&sql)
+                        .await
+                        .expect("the statements run")
+                })
+            }
+            None => self.sqlite().execute_batch(sql).unwrap(),
+        }
+    }
+
+    fn sqlite(&self) -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open(self.db_path()).unwrap();
         conn.busy_timeout(Duration::from_secs(10)).unwrap();
         conn
     }
 
+    /// Stops the server (queued writes finish) and hands back its directory.
     pub async fn stop(self) -> TempDir {
         self.handle.stop(true).await;
         self.server.await.expect("server task").expect("server ran");

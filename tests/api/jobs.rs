@@ -126,15 +126,10 @@ async fn a_bad_schedule_is_refused_with_the_reason() {
 #[actix_web::test]
 async fn a_stored_schedule_that_would_run_every_second_gives_way_to_the_configured_one() {
     let app = spawn_app().await;
-    let dir = app.stop().await;
-    let conn = rusqlite::Connection::open(dir.path().join("engram.db")).unwrap();
-    conn.execute(
-        "INSERT INTO job_settings (name, schedule, enabled, updated_at) VALUES ('decay', '* * * * * *', 1, 0)",
-        [],
-    )
-    .unwrap();
-    drop(conn);
-    let app = spawn_app_in(dir, |_| {}).await;
+    app.sql_execute(
+        "INSERT INTO job_settings (name, schedule, enabled, updated_at) VALUES ('decay', '* * * * * *', TRUE, 0)",
+    );
+    let app = spawn_app_in(app.stop().await, |_| {}).await;
     let (_, list) = app.get("/v1/jobs").await;
     assert_eq!(job(&list, "decay")["schedule"], "0 0 * * * *", "{list}");
     assert_eq!(
@@ -183,14 +178,7 @@ async fn the_newest_runs_are_kept_newest_first_across_a_restart() {
         job(&list, "decay")["recent_runs"][0]
     );
     assert_eq!(job(&list, "consolidation")["recent_runs"], json!([]));
-    let kept: i64 = app
-        .database()
-        .query_row(
-            "SELECT count(*) FROM job_run_log WHERE name = 'decay'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let kept = app.sql_number("SELECT count(*) FROM job_run_log WHERE name = 'decay'", &[]);
     assert_eq!(kept, 10, "older runs are forgotten");
 
     let app = spawn_app_in(app.stop().await, |_| {}).await;

@@ -5,10 +5,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn keys(db: &Path, args: &[&str]) -> Output {
+    let (variable, database) = crate::helpers::database_env_for(db);
     Command::new(env!("CARGO_BIN_EXE_engram"))
         .arg("keys")
         .args(args)
-        .env("ENGRAM_DB_PATH", db)
+        .env(variable, database)
         .env_remove("ENGRAM_CONFIG")
         .output()
         .expect("the engram binary runs")

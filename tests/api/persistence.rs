@@ -36,17 +36,11 @@ async fn records_survive_a_restart_on_the_same_file() {
 #[actix_web::test]
 async fn a_database_from_a_newer_engram_is_refused_at_start() {
     let app = spawn_app().await;
-    let dir = app.stop().await;
-    let conn = rusqlite::Connection::open(dir.path().join("engram.db")).unwrap();
-    conn.execute(
+    app.sql_execute(
         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 'later')",
-        [],
-    )
-    .unwrap();
-    drop(conn);
-    let mut settings = engram::config::Settings::embedded();
-    settings.server.listen = "127.0.0.1:0".into();
-    settings.storage.db_path = dir.path().join("engram.db");
+    );
+    let dir = app.stop().await;
+    let settings = crate::helpers::test_settings(&dir.path().join("engram.db"));
     let (clock, _) = engram::clock::Clock::manual(crate::helpers::start_time());
     let error = match engram::startup::Application::build(settings, clock).await {
         Ok(_) => panic!("a newer schema must be refused"),
@@ -57,9 +51,12 @@ async fn a_database_from_a_newer_engram_is_refused_at_start() {
 
 #[actix_web::test]
 async fn a_schema_one_database_is_migrated_and_its_records_keep_working() {
+    if crate::helpers::sqlite_only("a database of SQLite schema version 1") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let conn = rusqlite::Connection::open(dir.path().join("engram.db")).unwrap();
-    conn.execute_batch(include_str!("../../migrations/0001_init.sql"))
+    conn.execute_batch(include_str!("../../migrations/sqlite/0001_init.sql"))
         .unwrap();
     // A record as version 1 stored it: salience in the record row, no
     // decay anchor, no row version.

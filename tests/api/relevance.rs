@@ -434,15 +434,13 @@ async fn compressed_episodes_stay_findable_and_pruned_ones_are_gone() {
     app.clock.advance(Duration::hours(1));
     assert_eq!(app.run_job("decay").await["pruned"], 1);
     assert!(search(&app, "memcached").await.is_empty());
-    let rows: i64 = app
-        .database()
-        .query_row("SELECT COUNT(*) FROM record_search", [], |r| r.get(0))
-        .unwrap();
-    let records: i64 = app
-        .database()
-        .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(rows, records, "one index row per record");
+    // On SQLite the index is a table of its own, kept in step; on
+    // PostgreSQL it is a column of the record's row.
+    if crate::helpers::postgres_admin_url().is_none() {
+        let rows = app.sql_number("SELECT COUNT(*) FROM record_search", &[]);
+        let records = app.sql_number("SELECT COUNT(*) FROM records", &[]);
+        assert_eq!(rows, records, "one index row per record");
+    }
 }
 
 #[actix_web::test]

@@ -93,12 +93,10 @@ async fn a_supersession_cycle_ends_the_history_walk() {
     };
     let looped = create_id(&app, fact("loop")).await;
     let newer = create_id(&app, fact("newer")).await;
-    app.database()
-        .execute_batch(
-            "INSERT INTO relations (source_key, predicate, target_id, created_at)
-             SELECT key, 'supersedes', 'loop', 0 FROM records WHERE id IN ('loop', 'newer')",
-        )
-        .unwrap();
+    app.sql_execute(
+        "INSERT INTO relations (source_key, predicate, target_id, created_at)
+         SELECT key, 'supersedes', 'loop', 0 FROM records WHERE id IN ('loop', 'newer')",
+    );
     // The walk stops where it would come back to a record it has seen.
     for (id, expected) in [(&looped, vec!["loop"]), (&newer, vec!["loop", "newer"])] {
         assert_eq!(app.history_ids(id).await, expected, "from {id}");

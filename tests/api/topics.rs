@@ -74,10 +74,15 @@ fn ops(answer: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+fn topic_archived(app: &TestApp, id: &str) -> bool {
+    app.sql_number(
+        "SELECT CASE WHEN archived THEN 1 ELSE 0 END FROM topics WHERE id = ?1",
+        &[id],
+    ) == 1
+}
+
 fn topic_count(app: &TestApp) -> i64 {
-    app.database()
-        .query_row("SELECT COUNT(*) FROM topics", [], |r| r.get(0))
-        .unwrap()
+    app.sql_number("SELECT COUNT(*) FROM topics", &[])
 }
 
 #[actix_web::test]
@@ -698,12 +703,7 @@ async fn graph_retrieval_walks_relations_and_topic_links_within_its_limits() {
 async fn wait_for_topic(app: &TestApp, id: &str, what: &'static str, done: impl Fn(bool) -> bool) {
     let deadline = Deadline::after(10, what);
     loop {
-        let archived: bool = app
-            .database()
-            .query_row("SELECT archived FROM topics WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .unwrap();
+        let archived = topic_archived(app, id);
         if done(archived) {
             return;
         }
@@ -895,13 +895,7 @@ async fn faded_topics_are_archived_once_there_are_too_many_and_reads_keep_them()
         |archived| archived,
     )
     .await;
-    let archived = |id: &str| -> bool {
-        app.database()
-            .query_row("SELECT archived FROM topics WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .unwrap()
-    };
+    let archived = |id: &str| topic_archived(&app, id);
     assert!(!archived(&ids[1]), "beta stays, faded: three topics remain");
     assert!(!archived(&ids[2]) && !archived(&delta));
 }

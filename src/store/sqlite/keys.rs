@@ -3,17 +3,16 @@
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 
-use crate::domain::access::{ApiKey, Grant, Role};
-use crate::domain::record::Sensitivity;
-use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::StoreError;
+use crate::domain::access::ApiKey;
+use crate::domain::time::{to_micros, Timestamp};
+use crate::store::{StoreError, StoredKey};
 
 const COLUMNS: &str = "name, roles, max_sensitivity, scopes_json, rate, created_at, revoked_at";
 
 /// Stores a new key under the hash of its secret; `AlreadyExists` when
 /// the name was ever used.
 pub fn insert_key(conn: &Connection, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
-    let roles: Vec<&str> = key.grant.roles.iter().map(|r| r.as_str()).collect();
+    let row = StoredKey::of(key)?;
     let inserted = conn
         .prepare_cached(
             "INSERT INTO api_keys (name, hash, roles, max_sensitivity, scopes_json, rate,
@@ -21,15 +20,14 @@ pub fn insert_key(conn: &Connection, key: &ApiKey, hash: &[u8]) -> Result<(), St
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
-            key.name,
+            row.name,
             hash,
-            roles.join(","),
-            key.grant.max_sensitivity.rank(),
-            serde_json::to_string(&key.grant.scopes)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            key.rate,
-            to_micros(&key.created_at),
-            key.revoked_at.as_ref().map(to_micros),
+            row.roles,
+            row.max_sensitivity,
+            row.scopes_json,
+            row.rate,
+            row.created_at,
+            row.revoked_at,
         ]);
     match inserted {
         Ok(_) => Ok(()),
@@ -88,42 +86,24 @@ pub fn revoke_key(conn: &Connection, name: &str, now: Timestamp) -> Result<bool,
 }
 
 fn read_key(row: &Row) -> rusqlite::Result<Result<ApiKey, StoreError>> {
-    let name: String = row.get(0)?;
-    let roles: String = row.get(1)?;
-    let rank: i64 = row.get(2)?;
-    let scopes: String = row.get(3)?;
-    let corrupt = |what: &str| StoreError::Corrupt(format!("api key {name}: {what}"));
-    let key = (|| {
-        let roles = roles
-            .split(',')
-            .filter(|r| !r.is_empty())
-            .map(|r| Role::parse(r).ok_or_else(|| corrupt(&format!("unknown role {r:?}"))))
-            .collect::<Result<_, _>>()?;
-        let max_sensitivity =
-            Sensitivity::from_rank(rank).ok_or_else(|| corrupt("bad sensitivity"))?;
-        let scopes = serde_json::from_str(&scopes).map_err(|_| corrupt("bad scopes"))?;
-        Ok(ApiKey {
-            name: name.clone(),
-            grant: Grant {
-                max_sensitivity,
-                scopes,
-                roles,
-            },
-            rate: row.get(4).map_err(StoreError::from)?,
-            created_at: from_micros(row.get(5).map_err(StoreError::from)?),
-            revoked_at: row
-                .get::<_, Option<i64>>(6)
-                .map_err(StoreError::from)?
-                .map(from_micros),
-        })
-    })();
-    Ok(key)
+    Ok(StoredKey {
+        name: row.get(0)?,
+        roles: row.get(1)?,
+        max_sensitivity: row.get(2)?,
+        scopes_json: row.get(3)?,
+        rate: row.get(4)?,
+        created_at: row.get(5)?,
+        revoked_at: row.get(6)?,
+    }
+    .into_key())
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{conn, now};
     use super::*;
+    use crate::domain::access::{Grant, Role};
+    use crate::domain::record::Sensitivity;
 
     fn key(name: &str, roles: &[Role], scopes: &[&str]) -> ApiKey {
         ApiKey {

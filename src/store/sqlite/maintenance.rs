@@ -186,14 +186,7 @@ pub fn recent_job_runs(conn: &Connection, per_job: usize) -> Result<Vec<JobRunRe
     let mut rows = stmt.query([per_job as i64])?;
     let mut runs = Vec::new();
     while let Some(row) = rows.next()? {
-        let result: Option<String> = row.get(4)?;
-        let error: Option<String> = row.get(5)?;
-        let outcome = match (result, error) {
-            (_, Some(error)) => Err(error),
-            (Some(json), None) => Ok(serde_json::from_str::<serde_json::Value>(&json)
-                .map_err(|e| StoreError::Corrupt(format!("job result: {e}")))?),
-            (None, None) => Ok(serde_json::Value::Null),
-        };
+        let outcome = JobRunRecord::outcome_of(row.get(4)?, row.get(5)?)?;
         runs.push(JobRunRecord {
             name: row.get(0)?,
             started_at: from_micros(row.get(1)?),
@@ -206,10 +199,7 @@ pub fn recent_job_runs(conn: &Connection, per_job: usize) -> Result<Vec<JobRunRe
 }
 
 pub fn save_job_run(conn: &Connection, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
-    let (result, error) = match &run.outcome {
-        Ok(value) => (Some(value.to_string()), None),
-        Err(error) => (None, Some(error.clone())),
-    };
+    let (result, error) = run.outcome_columns();
     conn.prepare_cached(
         "INSERT INTO job_run_log (name, started_at, finished_at, duration_ms, result_json, error)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

@@ -29,8 +29,8 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::{
     CurrentState, DecayChange, DecayRow, Embedded, FieldVersion, JobRunRecord, JobSetting, Loaded,
-    MemoryStats, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay, TopicEdge,
-    Transaction, Version, WriteConnection,
+    MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay,
+    TopicEdge, Transaction, Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
 use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
@@ -146,15 +146,6 @@ fn check_readable(conn: &Connection, key: Option<&str>) -> Result<(), StoreError
     Ok(())
 }
 
-/// An opened database: the writer's connection (migrated), the pool of
-/// read connections, and the schema versions applied now.
-pub struct Opened {
-    pub writer: Box<dyn WriteConnection>,
-    pub readers: ReadPool,
-    pub key_lookup: KeyLookup,
-    pub applied_migrations: Vec<i64>,
-}
-
 /// Opens the database at `path`, brings its schema up to date, and opens
 /// `pool_size` read connections. The writer connection comes first: it
 /// switches the file to WAL and migrates before any reader opens.
@@ -191,8 +182,8 @@ pub fn open(
     let key_lookup = KeyLookup(Mutex::new(open_connection(path, reader_options, key)?));
     Ok(Opened {
         writer: Box::new(SqliteWriter { conn }),
-        readers: ReadPool(pool),
-        key_lookup,
+        readers: super::ReadPool::Sqlite(ReadPool(pool)),
+        key_lookup: super::KeyLookup::Sqlite(key_lookup),
         applied_migrations,
     })
 }

@@ -7,40 +7,8 @@ use rusqlite::{params, Connection};
 
 use crate::domain::record::{MemoryType, Sensitivity, Status};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{Activity, MemoryStats, StoreError, RECENT_ACTIVITY, SALIENCE_BUCKETS};
-
-/// SQL counts are never negative.
-fn count(value: i64) -> u64 {
-    value.max(0) as u64
-}
-
-fn ratio(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        finite(part as f64 / whole as f64)
-    }
-}
-
-/// Averages and sums are reported even over data written before a limit
-/// existed: a non-finite value becomes 0 rather than `null` or `inf`.
-fn finite(value: f64) -> f64 {
-    if value.is_finite() {
-        value
-    } else {
-        0.0
-    }
-}
-
-/// `TOTAL()` sums as a float, so it cannot overflow the way `SUM()` of
-/// integers does; the count saturates.
-fn float_count(value: f64) -> u64 {
-    if value.is_finite() && value > 0.0 {
-        value as u64
-    } else {
-        0
-    }
-}
+use crate::store::stats::{count, Tallies};
+use crate::store::{Activity, MemoryStats, StoreError, RECENT_ACTIVITY};
 
 pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, StoreError> {
     let (total, avg_salience, avg_confidence, active, recent, b0, b1, b2, b3, b4): (
@@ -160,30 +128,24 @@ pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, St
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
-    let (total, recent, active, pinned) =
-        (count(total), count(recent), count(active), count(pinned));
-    let (audit_total, reinforcements, revisions) =
-        (count(audit_total), count(reinforcements), count(revisions));
-    let (successes, failures) = (float_count(successes), float_count(failures));
-    Ok(MemoryStats {
-        total_records: total,
+    Ok(Tallies {
+        total,
+        avg_salience,
+        avg_confidence,
+        active,
+        recent,
+        buckets: [b0, b1, b2, b3, b4],
         records_by_type,
-        avg_salience: finite(avg_salience),
-        avg_confidence: finite(avg_confidence),
-        salience_distribution: SALIENCE_BUCKETS
-            .into_iter()
-            .zip([b0, b1, b2, b3, b4].map(count))
-            .collect(),
-        active_records: active,
-        pinned_records: pinned,
-        total_audit_entries: audit_total,
-        growth_rate: ratio(recent, total),
-        retrieval_usefulness: ratio(reinforcements, audit_total),
-        competence_success_rate: ratio(successes, successes.saturating_add(failures)),
-        plan_reuse_frequency: finite(plan_reuse),
-        revision_rate: ratio(revisions, audit_total),
+        pinned,
+        audit_total,
+        reinforcements,
+        revisions,
+        successes,
+        failures,
+        plan_reuse,
         records_by_sensitivity,
         records_by_status,
         recent_activity,
-    })
+    }
+    .into_stats())
 }

@@ -1,0 +1,95 @@
+//! API keys on PostgreSQL: made, listed, revoked, found by the hash of a
+//! presented secret. A revocation is one committed row: every instance's
+//! next lookup of the key finds it revoked.
+
+use tokio_postgres::Row;
+
+use super::Pg;
+use crate::domain::access::ApiKey;
+use crate::domain::time::{to_micros, Timestamp};
+use crate::store::{StoreError, StoredKey};
+
+const COLUMNS: &str = "name, roles, max_sensitivity, scopes_json, rate, created_at, revoked_at";
+
+pub fn insert_key(pg: &Pg, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
+    let row = StoredKey::of(key)?;
+    let inserted = pg.execute(
+        "INSERT INTO api_keys (name, hash, roles, max_sensitivity, scopes_json, rate,
+                               created_at, revoked_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (name) DO NOTHING",
+        &[
+            &row.name,
+            &hash,
+            &row.roles,
+            &row.max_sensitivity,
+            &row.scopes_json,
+            &row.rate,
+            &row.created_at,
+            &row.revoked_at,
+        ],
+    )?;
+    if inserted == 0 {
+        return Err(StoreError::AlreadyExists(key.name.clone()));
+    }
+    Ok(())
+}
+
+pub fn any_key(pg: &Pg) -> Result<bool, StoreError> {
+    Ok(pg
+        .query_one("SELECT EXISTS (SELECT 1 FROM api_keys)", &[])?
+        .try_get(0)?)
+}
+
+pub fn list_keys(pg: &Pg) -> Result<Vec<ApiKey>, StoreError> {
+    pg.query(
+        &format!("SELECT {COLUMNS} FROM api_keys ORDER BY name"),
+        &[],
+    )?
+    .iter()
+    .map(read_key)
+    .collect()
+}
+
+pub fn active_key(pg: &Pg, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
+    pg.query_opt(
+        &format!("SELECT {COLUMNS} FROM api_keys WHERE hash = $1 AND revoked_at IS NULL"),
+        &[&hash],
+    )?
+    .map(|row| read_key(&row))
+    .transpose()
+}
+
+pub fn revoke_key(pg: &Pg, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+    let changed = pg.execute(
+        "UPDATE api_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL",
+        &[&name, &to_micros(&now)],
+    )?;
+    if changed > 0 {
+        return Ok(true);
+    }
+    let exists: bool = pg
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM api_keys WHERE name = $1)",
+            &[&name],
+        )?
+        .try_get(0)?;
+    if exists {
+        Ok(false)
+    } else {
+        Err(StoreError::NotFound(name.to_string()))
+    }
+}
+
+fn read_key(row: &Row) -> Result<ApiKey, StoreError> {
+    StoredKey {
+        name: row.try_get(0)?,
+        roles: row.try_get(1)?,
+        max_sensitivity: row.try_get(2)?,
+        scopes_json: row.try_get(3)?,
+        rate: row.try_get(4)?,
+        created_at: row.try_get(5)?,
+        revoked_at: row.try_get(6)?,
+    }
+    .into_key()
+}

@@ -1,0 +1,193 @@
+//! Decay and job state on PostgreSQL: the sweep's scan and conditional
+//! writes, job schedules and run history.
+
+use super::records::parse_enum;
+use super::Pg;
+use crate::domain::decay::Anchor;
+use crate::domain::record::{
+    AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
+};
+use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::store::{DecayChange, DecayRow, JobRunRecord, JobSetting, Step, StoreError};
+
+pub fn scan_for_decay(pg: &Pg, after_key: i64, limit: usize) -> Result<Vec<DecayRow>, StoreError> {
+    pg.query(
+        "SELECT r.key, r.version, r.salience, r.status, r.created_at,
+                d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
+                d.reinforcement_gain, d.pinned, d.deletion_policy,
+                d.anchor_salience, d.anchor_at
+         FROM records r JOIN decay_profiles d ON d.record_key = r.key
+         WHERE r.key > $1 ORDER BY r.key LIMIT $2",
+        &[&after_key, &(limit as i64)],
+    )?
+    .iter()
+    .map(|row| {
+        Ok(DecayRow {
+            key: row.try_get(0)?,
+            version: row.try_get(1)?,
+            stored_salience: row.try_get(2)?,
+            status: parse_enum(row, 3, Status::parse)?,
+            created_at: from_micros(row.try_get(4)?),
+            profile: DecayProfile {
+                curve: parse_enum(row, 5, DecayCurve::parse)?,
+                half_life_seconds: row.try_get(6)?,
+                min_salience: row.try_get(7)?,
+                max_age_seconds: row.try_get(8)?,
+                reinforcement_gain: row.try_get(9)?,
+            },
+            pinned: row.try_get(10)?,
+            deletion_policy: parse_enum(row, 11, DeletionPolicy::parse)?,
+            anchor: Anchor {
+                salience: row.try_get(12)?,
+                at: from_micros(row.try_get(13)?),
+            },
+        })
+    })
+    .collect()
+}
+
+/// Writes decayed saliences of rows still at the scanned version; a
+/// stretch of decay is one audit entry (the last one, updated).
+pub fn apply_decay(pg: &Pg, changes: &[DecayChange], now: Timestamp) -> Result<usize, StoreError> {
+    let at = to_micros(&now);
+    let mut changed = 0;
+    for change in changes {
+        let updated = pg.execute(
+            "UPDATE records SET salience = $3, decays_from = $4 WHERE key = $1 AND version = $2",
+            &[&change.key, &change.version, &change.salience, &at],
+        )?;
+        if updated == 0 {
+            continue;
+        }
+        changed += 1;
+        let rationale = format!("scheduled decay: salience now {:.4}", change.salience);
+        let folded = pg.execute(
+            "UPDATE audit_log SET timestamp = $2, rationale = $3
+             WHERE id = (SELECT MAX(id) FROM audit_log WHERE record_key = $1)
+               AND action = $4 AND actor = $5",
+            &[
+                &change.key,
+                &at,
+                &rationale,
+                &AuditAction::Decay.as_str(),
+                &SCHEDULER_ACTOR,
+            ],
+        )?;
+        if folded == 0 {
+            pg.execute(
+                "INSERT INTO audit_log (record_key, action, actor, timestamp, rationale)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[
+                    &change.key,
+                    &AuditAction::Decay.as_str(),
+                    &SCHEDULER_ACTOR,
+                    &at,
+                    &rationale,
+                ],
+            )?;
+        }
+    }
+    Ok(changed)
+}
+
+/// Deletes the candidates still at the scanned version that are no part
+/// of a revision chain (and, for episodes, were compressed first).
+pub fn prune(pg: &Pg, candidates: &[DecayChange]) -> Result<usize, StoreError> {
+    let mut deleted = 0;
+    for candidate in candidates {
+        deleted += pg.execute(
+            "DELETE FROM records
+             WHERE key = $1 AND version = $2 AND status <> 'retracted'
+               AND (layer <> $3
+                    OR EXISTS (SELECT 1 FROM consolidation_marks WHERE record_key = $1 AND step = $4))
+               AND NOT EXISTS (SELECT 1 FROM relations
+                               WHERE source_key = $1
+                                 AND predicate IN ('supersedes', 'derived_from', 'contested_by'))
+               AND NOT EXISTS (SELECT 1 FROM relations
+                               WHERE target_id = records.id
+                                 AND predicate IN ('supersedes', 'derived_from', 'contested_by'))",
+            &[
+                &candidate.key,
+                &candidate.version,
+                &(MemoryType::Episodic.layer() as i64),
+                &Step::Compressed.as_str(),
+            ],
+        )? as usize;
+    }
+    Ok(deleted)
+}
+
+pub fn job_settings(pg: &Pg) -> Result<Vec<JobSetting>, StoreError> {
+    pg.query(
+        "SELECT name, schedule, enabled FROM job_settings ORDER BY name",
+        &[],
+    )?
+    .iter()
+    .map(|row| {
+        Ok(JobSetting {
+            name: row.try_get(0)?,
+            schedule: row.try_get(1)?,
+            enabled: row.try_get(2)?,
+        })
+    })
+    .collect()
+}
+
+pub fn save_job_setting(pg: &Pg, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError> {
+    pg.execute(
+        "INSERT INTO job_settings (name, schedule, enabled, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name) DO UPDATE SET schedule = excluded.schedule,
+                                          enabled = excluded.enabled,
+                                          updated_at = excluded.updated_at",
+        &[
+            &setting.name,
+            &setting.schedule,
+            &setting.enabled,
+            &to_micros(&now),
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn recent_job_runs(pg: &Pg, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError> {
+    pg.query(
+        "SELECT name, started_at, finished_at, duration_ms, result_json, error FROM (
+             SELECT *, row_number() OVER (PARTITION BY name ORDER BY id DESC) AS newer
+             FROM job_run_log) runs
+         WHERE newer <= $1 ORDER BY name, id DESC",
+        &[&(per_job as i64)],
+    )?
+    .iter()
+    .map(|row| {
+        Ok(JobRunRecord {
+            name: row.try_get(0)?,
+            started_at: from_micros(row.try_get(1)?),
+            finished_at: from_micros(row.try_get(2)?),
+            duration_ms: row.try_get(3)?,
+            outcome: JobRunRecord::outcome_of(row.try_get(4)?, row.try_get(5)?)?,
+        })
+    })
+    .collect()
+}
+
+pub fn save_job_run(pg: &Pg, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
+    let (result, error) = run.outcome_columns();
+    pg.execute(
+        "INSERT INTO job_run_log (name, started_at, finished_at, duration_ms, result_json, error)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+        &[
+            &run.name,
+            &to_micros(&run.started_at),
+            &to_micros(&run.finished_at),
+            &run.duration_ms,
+            &result,
+            &error,
+        ],
+    )?;
+    pg.execute(
+        "DELETE FROM job_run_log WHERE name = $1 AND id <= (
+             SELECT id FROM job_run_log WHERE name = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+        &[&run.name, &(keep as i64)],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! Numbered SQL migrations from `migrations/postgres/`, compiled in and
+//! applied in order at start-up, each in its own transaction, recorded in
+//! `schema_migrations`. Instances starting at once take turns: an advisory
+//! lock is held while migrating, so a migration runs once.
+
+use chrono::Utc;
+
+use super::Pg;
+use crate::store::StoreError;
+
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "init",
+    sql: include_str!("../../../migrations/postgres/0001_init.sql"),
+}];
+
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// The advisory lock key engram migrates under ("engram" in ASCII).
+const MIGRATION_LOCK: i64 = 0x656e_6772_616d;
+
+/// Brings the schema up to date; answers the versions applied now.
+pub fn run(pg: &Pg) -> Result<Vec<i64>, StoreError> {
+    pg.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])?;
+    let applied = apply(pg);
+    let unlocked = pg.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
+    let applied = applied?;
+    unlocked?;
+    Ok(applied)
+}
+
+fn apply(pg: &Pg) -> Result<Vec<i64>, StoreError> {
+    pg.batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    BIGINT PRIMARY KEY,
+             name       TEXT NOT NULL,
+             applied_at TEXT NOT NULL
+         )",
+    )?;
+    let current: i64 = pg
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0)::bigint FROM schema_migrations",
+            &[],
+        )?
+        .try_get(0)?;
+    if current > latest_version() {
+        return Err(StoreError::Schema(format!(
+            "the database schema is version {current}, newer than this engram understands \
+             (up to {}); run a newer engram or point storage.postgres_url at another database",
+            latest_version()
+        )));
+    }
+    let mut applied = Vec::new();
+    for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
+        pg.batch("BEGIN")?;
+        let done = pg.batch(migration.sql).and_then(|()| {
+            pg.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                &[
+                    &migration.version,
+                    &migration.name,
+                    &Utc::now().to_rfc3339(),
+                ],
+            )
+        });
+        match done {
+            Ok(_) => pg.batch("COMMIT")?,
+            Err(e) => {
+                let _ = pg.batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+        applied.push(migration.version);
+    }
+    Ok(applied)
+}

@@ -1,0 +1,515 @@
+//! Topics on PostgreSQL: the topic rows with their stemmed search text,
+//! each field's versions in order, the edges between topics, the index of
+//! the words of their titles, their vectors.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tokio_postgres::Row;
+
+use super::records::sensitivity_of;
+use super::Pg;
+use crate::domain::decay::Anchor;
+use crate::domain::search::TextQuery;
+use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::domain::topic::{normalize_title, Topic};
+use crate::domain::trust::TrustContext;
+use crate::domain::vector::{Embedding, QueryVector};
+use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
+
+const COLUMNS: &str = "t.key, t.id, t.title, t.summary, t.kind, t.sensitivity, t.scope, \
+                       t.tags_json, t.salience, t.archived, t.created_at, t.updated_at, \
+                       t.anchor_salience, t.anchor_at";
+
+fn read_topic(row: &Row) -> Result<(i64, Topic), StoreError> {
+    let tags: String = row.try_get(7)?;
+    Ok((
+        row.try_get(0)?,
+        Topic {
+            id: row.try_get(1)?,
+            title: row.try_get(2)?,
+            summary: row.try_get(3)?,
+            kind: row.try_get(4)?,
+            sensitivity: sensitivity_of(row.try_get(5)?)?,
+            scope: row.try_get(6)?,
+            tags: serde_json::from_str(&tags)
+                .map_err(|e| StoreError::Corrupt(format!("topic tags: {e}")))?,
+            salience: row.try_get(8)?,
+            archived: row.try_get(9)?,
+            created_at: from_micros(row.try_get(10)?),
+            updated_at: from_micros(row.try_get(11)?),
+            anchor: Anchor {
+                salience: row.try_get(12)?,
+                at: from_micros(row.try_get(13)?),
+            },
+        },
+    ))
+}
+
+fn tags_json(topic: &Topic) -> Result<String, StoreError> {
+    serde_json::to_string(&topic.tags).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+pub fn insert_topic(pg: &Pg, topic: &Topic) -> Result<i64, StoreError> {
+    Ok(pg
+        .query_one(
+            "INSERT INTO topics (id, title, norm_title, summary, kind, sensitivity, scope,
+                                 tags_json, salience, archived, created_at, updated_at,
+                                 anchor_salience, anchor_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+             RETURNING key",
+            &[
+                &topic.id,
+                &topic.title,
+                &normalize_title(&topic.title),
+                &topic.summary,
+                &topic.kind,
+                &(topic.sensitivity.rank() as i64),
+                &topic.scope,
+                &tags_json(topic)?,
+                &topic.salience,
+                &topic.archived,
+                &to_micros(&topic.created_at),
+                &to_micros(&topic.updated_at),
+                &topic.anchor.salience,
+                &to_micros(&topic.anchor.at),
+            ],
+        )?
+        .try_get(0)?)
+}
+
+pub fn update_topic(pg: &Pg, key: i64, topic: &Topic) -> Result<(), StoreError> {
+    pg.execute(
+        "UPDATE topics SET title = $2, norm_title = $3, summary = $4, kind = $5, tags_json = $6,
+                           salience = $7, archived = $8, updated_at = $9,
+                           anchor_salience = $10, anchor_at = $11
+         WHERE key = $1",
+        &[
+            &key,
+            &topic.title,
+            &normalize_title(&topic.title),
+            &topic.summary,
+            &topic.kind,
+            &tags_json(topic)?,
+            &topic.salience,
+            &topic.archived,
+            &to_micros(&topic.updated_at),
+            &topic.anchor.salience,
+            &to_micros(&topic.anchor.at),
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn index_topic(pg: &Pg, key: i64, text: &str) -> Result<(), StoreError> {
+    pg.execute(
+        "UPDATE topics SET search = to_tsvector('english', $2) WHERE key = $1",
+        &[&key, &text],
+    )?;
+    Ok(())
+}
+
+pub fn set_topic_words(
+    pg: &Pg,
+    key: i64,
+    old: &BTreeSet<String>,
+    new: &BTreeSet<String>,
+) -> Result<(), StoreError> {
+    let gone: Vec<&String> = old.difference(new).collect();
+    if !gone.is_empty() {
+        pg.execute(
+            "DELETE FROM topic_words WHERE topic_key = $1 AND word = ANY($2)",
+            &[&key, &gone],
+        )?;
+    }
+    let added: Vec<&String> = new.difference(old).collect();
+    if !added.is_empty() {
+        pg.execute(
+            "INSERT INTO topic_words (word, topic_key) SELECT w, $1 FROM unnest($2::text[]) w
+             ON CONFLICT DO NOTHING",
+            &[&key, &added],
+        )?;
+    }
+    Ok(())
+}
+
+pub fn topics_sharing(
+    pg: &Pg,
+    words: &BTreeSet<String>,
+    per_word: usize,
+) -> Result<Vec<(i64, usize)>, StoreError> {
+    let words: Vec<&String> = words.iter().collect();
+    let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+    for row in pg.query(
+        "SELECT k.topic_key FROM unnest($1::text[]) w
+         CROSS JOIN LATERAL (SELECT topic_key FROM topic_words
+                             WHERE word = w ORDER BY topic_key DESC LIMIT $2) k",
+        &[&words, &(per_word as i64)],
+    )? {
+        *counts.entry(row.try_get(0)?).or_default() += 1;
+    }
+    let mut shared: Vec<(i64, usize)> = counts.into_iter().collect();
+    shared.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    Ok(shared)
+}
+
+pub fn topic_by_id(pg: &Pg, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
+    pg.query_opt(
+        &format!("SELECT {COLUMNS} FROM topics t WHERE t.id = $1"),
+        &[&id],
+    )?
+    .map(|row| read_topic(&row))
+    .transpose()
+}
+
+pub fn topic_by_key(pg: &Pg, key: i64) -> Result<Option<Topic>, StoreError> {
+    pg.query_opt(
+        &format!("SELECT {COLUMNS} FROM topics t WHERE t.key = $1"),
+        &[&key],
+    )?
+    .map(|row| read_topic(&row).map(|(_, topic)| topic))
+    .transpose()
+}
+
+pub fn topics_titled(
+    pg: &Pg,
+    title: &str,
+    scope: Option<&str>,
+) -> Result<Vec<(i64, Topic)>, StoreError> {
+    pg.query(
+        &format!(
+            "SELECT {COLUMNS} FROM topics t
+             WHERE t.norm_title = $1 AND t.scope IS NOT DISTINCT FROM $2 AND NOT t.archived
+             ORDER BY t.key"
+        ),
+        &[&normalize_title(title), &scope],
+    )?
+    .iter()
+    .map(read_topic)
+    .collect()
+}
+
+/// The visibility conditions of topic reads: `$1` the highest
+/// sensitivity, `$2` the scopes (`NULL`: every one), `$3` the kind.
+const VISIBLE: &str = "NOT t.archived AND t.sensitivity <= $1
+     AND ($2::text[] IS NULL OR t.scope IS NULL OR t.scope = ANY($2))
+     AND ($3::text IS NULL OR t.kind = $3)";
+
+pub fn search_topics(
+    pg: &Pg,
+    text: &str,
+    trust: &TrustContext,
+    kind: Option<&str>,
+    limit: usize,
+) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
+    let Some(query) = TextQuery::new(text) else {
+        return Ok(Vec::new());
+    };
+    let terms: Vec<String> = query
+        .terms()
+        .iter()
+        .map(|term| format!("'{}'", term.trim_matches('"').replace('\'', "''")))
+        .collect();
+    pg.query(
+        &format!(
+            "SELECT {COLUMNS}, ts_rank_cd(t.search, q)::float8 AS rank
+             FROM topics t, to_tsquery('english', $4) q
+             WHERE t.search @@ q AND {VISIBLE}
+             ORDER BY rank DESC, t.key DESC LIMIT $5"
+        ),
+        &[
+            &(trust.max_sensitivity.rank() as i64),
+            &trust.scope_filter(),
+            &kind,
+            &terms.join(" | "),
+            &(limit as i64),
+        ],
+    )?
+    .iter()
+    .map(|row| {
+        let (key, topic) = read_topic(row)?;
+        Ok((key, topic, row.try_get(14)?))
+    })
+    .collect()
+}
+
+pub fn recent_topics(
+    pg: &Pg,
+    trust: &TrustContext,
+    kind: Option<&str>,
+    limit: usize,
+) -> Result<Vec<(i64, Topic)>, StoreError> {
+    pg.query(
+        &format!(
+            "SELECT {COLUMNS} FROM topics t WHERE {VISIBLE}
+             ORDER BY t.updated_at DESC, t.key DESC LIMIT $4"
+        ),
+        &[
+            &(trust.max_sensitivity.rank() as i64),
+            &trust.scope_filter(),
+            &kind,
+            &(limit as i64),
+        ],
+    )?
+    .iter()
+    .map(read_topic)
+    .collect()
+}
+
+fn read_version(row: &Row) -> Result<FieldVersion, StoreError> {
+    let value: String = row.try_get(5)?;
+    Ok(FieldVersion {
+        name: row.try_get(0)?,
+        seq: row.try_get(1)?,
+        record_id: row.try_get(2)?,
+        valid_from: from_micros(row.try_get(3)?),
+        why_changed: row.try_get(4)?,
+        value: serde_json::from_str(&value)
+            .map_err(|e| StoreError::Corrupt(format!("field value: {e}")))?,
+        source: row.try_get(6)?,
+        retracted: row.try_get(7)?,
+    })
+}
+
+pub fn field_heads(
+    pg: &Pg,
+    key: i64,
+    at: Option<Timestamp>,
+) -> Result<Vec<FieldVersion>, StoreError> {
+    pg.query(
+        "SELECT DISTINCT ON (v.name) v.name, v.seq, r.id, v.valid_from, v.why_changed,
+                v.value_json, v.source, r.status = 'retracted'
+         FROM topic_versions v JOIN records r ON r.key = v.record_key
+         WHERE v.topic_key = $1 AND ($2::bigint IS NULL OR v.valid_from <= $2)
+         ORDER BY v.name, v.seq DESC",
+        &[&key, &at.as_ref().map(to_micros)],
+    )?
+    .iter()
+    .map(read_version)
+    .collect()
+}
+
+pub fn field_versions(pg: &Pg, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError> {
+    pg.query(
+        "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source,
+                r.status = 'retracted'
+         FROM topic_versions v JOIN records r ON r.key = v.record_key
+         WHERE v.topic_key = $1 AND v.name = $2 ORDER BY v.seq",
+        &[&key, &name],
+    )?
+    .iter()
+    .map(read_version)
+    .collect()
+}
+
+pub fn topic_of_record(pg: &Pg, record_id: &str) -> Result<Option<i64>, StoreError> {
+    pg.query_opt(
+        "SELECT v.topic_key FROM records r JOIN topic_versions v ON v.record_key = r.key
+         WHERE r.id = $1 LIMIT 1",
+        &[&record_id],
+    )?
+    .map(|row| row.try_get(0))
+    .transpose()
+    .map_err(StoreError::from)
+}
+
+pub fn add_version(pg: &Pg, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
+    pg.execute(
+        "INSERT INTO topic_versions (topic_key, name, seq, record_key, valid_from, why_changed,
+                                     value_json, source)
+         SELECT $1, $2, $3, key, $4, $5, $7, $8 FROM records WHERE id = $6",
+        &[
+            &key,
+            &version.name,
+            &version.seq,
+            &to_micros(&version.valid_from),
+            &version.why_changed,
+            &version.record_id,
+            &version.value.to_string(),
+            &version.source,
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn trim_versions(pg: &Pg, key: i64, name: &str, keep: usize) -> Result<usize, StoreError> {
+    Ok(pg.execute(
+        "DELETE FROM topic_versions WHERE topic_key = $1 AND name = $2 AND seq <= (
+             SELECT MAX(seq) FROM topic_versions WHERE topic_key = $1 AND name = $2) - $3",
+        &[&key, &name, &(keep as i64)],
+    )? as usize)
+}
+
+pub fn add_edge(
+    pg: &Pg,
+    from: i64,
+    to: i64,
+    kind: &str,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
+    Ok(pg.execute(
+        "INSERT INTO topic_edges (from_key, to_key, kind, created_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING",
+        &[&from, &to, &kind, &to_micros(&now)],
+    )? > 0)
+}
+
+pub fn remove_edge(
+    pg: &Pg,
+    from: i64,
+    to: i64,
+    kind: &str,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
+    Ok(pg.execute(
+        "UPDATE topic_edges SET removed_at = $4
+         WHERE from_key = $1 AND to_key = $2 AND kind = $3 AND removed_at IS NULL",
+        &[&from, &to, &kind, &to_micros(&now)],
+    )? > 0)
+}
+
+pub fn edges_of(
+    pg: &Pg,
+    key: i64,
+    at: Option<Timestamp>,
+) -> Result<Vec<(i64, TopicEdge)>, StoreError> {
+    pg.query(
+        "SELECT e.to_key, f.id, t.id, e.kind, e.created_at
+         FROM topic_edges e JOIN topics f ON f.key = e.from_key JOIN topics t ON t.key = e.to_key
+         WHERE e.from_key = $1 AND ($2::bigint IS NULL AND e.removed_at IS NULL
+               OR $2 IS NOT NULL AND e.created_at <= $2 AND (e.removed_at IS NULL OR e.removed_at > $2))
+         UNION ALL
+         SELECT e.from_key, f.id, t.id, e.kind, e.created_at
+         FROM topic_edges e JOIN topics f ON f.key = e.from_key JOIN topics t ON t.key = e.to_key
+         WHERE e.to_key = $1 AND e.from_key <> $1 AND ($2 IS NULL AND e.removed_at IS NULL
+               OR $2 IS NOT NULL AND e.created_at <= $2 AND (e.removed_at IS NULL OR e.removed_at > $2))",
+        &[&key, &at.as_ref().map(to_micros)],
+    )?
+    .iter()
+    .map(|row| {
+        Ok((
+            row.try_get(0)?,
+            TopicEdge {
+                from_topic_id: row.try_get(1)?,
+                to_topic_id: row.try_get(2)?,
+                kind: row.try_get(3)?,
+                created_at: from_micros(row.try_get(4)?),
+            },
+        ))
+    })
+    .collect()
+}
+
+pub fn drop_versions(pg: &Pg, key: i64, name: &str) -> Result<(), StoreError> {
+    pg.execute(
+        "DELETE FROM topic_versions WHERE topic_key = $1 AND name = $2",
+        &[&key, &name],
+    )?;
+    Ok(())
+}
+
+pub fn fading_topics(pg: &Pg, below: f64, limit: usize) -> Result<Vec<i64>, StoreError> {
+    pg.query(
+        "SELECT key FROM topics WHERE NOT archived AND salience < $1
+         ORDER BY salience, key LIMIT $2",
+        &[&below, &(limit as i64)],
+    )?
+    .iter()
+    .map(|row| Ok(row.try_get(0)?))
+    .collect()
+}
+
+pub fn active_topics(pg: &Pg) -> Result<u64, StoreError> {
+    let count: i64 = pg
+        .query_one("SELECT COUNT(*) FROM topics WHERE NOT archived", &[])?
+        .try_get(0)?;
+    Ok(count.max(0) as u64)
+}
+
+pub fn topic_decay_chunk(
+    pg: &Pg,
+    after_key: i64,
+    limit: usize,
+) -> Result<Vec<TopicDecay>, StoreError> {
+    pg.query(
+        "SELECT key, salience, anchor_salience, anchor_at, created_at FROM topics
+         WHERE key > $1 AND NOT archived ORDER BY key LIMIT $2",
+        &[&after_key, &(limit as i64)],
+    )?
+    .iter()
+    .map(|row| {
+        Ok(TopicDecay {
+            key: row.try_get(0)?,
+            stored: row.try_get(1)?,
+            anchor: Anchor {
+                salience: row.try_get(2)?,
+                at: from_micros(row.try_get(3)?),
+            },
+            created_at: from_micros(row.try_get(4)?),
+        })
+    })
+    .collect()
+}
+
+pub fn set_topic_salience(
+    pg: &Pg,
+    key: i64,
+    anchor_at: Timestamp,
+    salience: f64,
+) -> Result<(), StoreError> {
+    pg.execute(
+        "UPDATE topics SET salience = $3 WHERE key = $1 AND anchor_at = $2",
+        &[&key, &to_micros(&anchor_at), &salience],
+    )?;
+    Ok(())
+}
+
+pub fn put_topic_vector(pg: &Pg, key: i64, embedding: &Embedding) -> Result<(), StoreError> {
+    super::vectors::fits(pg, embedding)?;
+    pg.execute(
+        "INSERT INTO topic_vectors (topic_key, norm, vector) VALUES ($1, $2, $3)
+         ON CONFLICT (topic_key) DO UPDATE SET norm = excluded.norm, vector = excluded.vector",
+        &[&key, &embedding.norm(), &embedding.to_bytes()],
+    )?;
+    Ok(())
+}
+
+pub fn nearest_topics(
+    pg: &Pg,
+    query: &QueryVector,
+    trust: &TrustContext,
+    kind: Option<&str>,
+    limit: usize,
+) -> Result<Vec<(i64, f64)>, StoreError> {
+    let mut found = Vec::new();
+    for row in pg.query(
+        &format!(
+            "SELECT v.topic_key, v.norm, v.vector FROM topic_vectors v
+             JOIN topics t ON t.key = v.topic_key WHERE {VISIBLE}"
+        ),
+        &[
+            &(trust.max_sensitivity.rank() as i64),
+            &trust.scope_filter(),
+            &kind,
+        ],
+    )? {
+        let bytes: &[u8] = row.try_get(2)?;
+        if let Some(similarity) = query.signal(bytes, row.try_get(1)?) {
+            found.push((row.try_get::<_, i64>(0)?, similarity));
+        }
+    }
+    found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    found.truncate(limit);
+    Ok(found)
+}
+
+pub fn topic_similarity(pg: &Pg, key: i64, query: &QueryVector) -> Result<Option<f64>, StoreError> {
+    let Some(row) = pg.query_opt(
+        "SELECT norm, vector FROM topic_vectors WHERE topic_key = $1",
+        &[&key],
+    )?
+    else {
+        return Ok(None);
+    };
+    let bytes: &[u8] = row.try_get(1)?;
+    Ok(query.signal(bytes, row.try_get(0)?))
+}

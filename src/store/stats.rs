@@ -1,0 +1,103 @@
+//! The memory statistics of `GET /v1/metrics`, from the tallies a
+//! backend's SQL counts.
+
+use std::collections::BTreeMap;
+
+use super::{Activity, MemoryStats, SALIENCE_BUCKETS};
+
+/// What a backend counts, summed and averaged in SQL.
+pub(crate) struct Tallies {
+    pub total: i64,
+    pub avg_salience: f64,
+    pub avg_confidence: f64,
+    pub active: i64,
+    /// Records created in the last 24 hours.
+    pub recent: i64,
+    /// Records per salience range, [`SALIENCE_BUCKETS`] in order.
+    pub buckets: [i64; 5],
+    /// Every memory type, zero included.
+    pub records_by_type: BTreeMap<&'static str, u64>,
+    pub pinned: i64,
+    /// Audit entries not imported, reinforcements and revisions among them.
+    pub audit_total: i64,
+    pub reinforcements: i64,
+    pub revisions: i64,
+    /// Sums over competence records, as floats (they cannot overflow).
+    pub successes: f64,
+    pub failures: f64,
+    pub plan_reuse: f64,
+    pub records_by_sensitivity: BTreeMap<&'static str, u64>,
+    pub records_by_status: BTreeMap<&'static str, u64>,
+    pub recent_activity: Vec<Activity>,
+}
+
+/// SQL counts are never negative.
+pub(crate) fn count(value: i64) -> u64 {
+    value.max(0) as u64
+}
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        finite(part as f64 / whole as f64)
+    }
+}
+
+/// Averages and sums are reported even over data written before a limit
+/// existed: a non-finite value becomes 0 rather than `null` or `inf`.
+fn finite(value: f64) -> f64 {
+    if value.is_finite() {
+        value
+    } else {
+        0.0
+    }
+}
+
+/// `TOTAL()` sums as a float, so it cannot overflow the way `SUM()` of
+/// integers does; the count saturates.
+fn float_count(value: f64) -> u64 {
+    if value.is_finite() && value > 0.0 {
+        value as u64
+    } else {
+        0
+    }
+}
+
+impl Tallies {
+    pub fn into_stats(self) -> MemoryStats {
+        let (total, recent, active, pinned) = (
+            count(self.total),
+            count(self.recent),
+            count(self.active),
+            count(self.pinned),
+        );
+        let (audit_total, reinforcements, revisions) = (
+            count(self.audit_total),
+            count(self.reinforcements),
+            count(self.revisions),
+        );
+        let (successes, failures) = (float_count(self.successes), float_count(self.failures));
+        MemoryStats {
+            total_records: total,
+            records_by_type: self.records_by_type,
+            avg_salience: finite(self.avg_salience),
+            avg_confidence: finite(self.avg_confidence),
+            salience_distribution: SALIENCE_BUCKETS
+                .into_iter()
+                .zip(self.buckets.map(count))
+                .collect(),
+            active_records: active,
+            pinned_records: pinned,
+            total_audit_entries: audit_total,
+            growth_rate: ratio(recent, total),
+            retrieval_usefulness: ratio(reinforcements, audit_total),
+            competence_success_rate: ratio(successes, successes.saturating_add(failures)),
+            plan_reuse_frequency: finite(self.plan_reuse),
+            revision_rate: ratio(revisions, audit_total),
+            records_by_sensitivity: self.records_by_sensitivity,
+            records_by_status: self.records_by_status,
+            recent_activity: self.recent_activity,
+        }
+    }
+}

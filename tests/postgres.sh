@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# A private PostgreSQL cluster for engram's tests, from the PostgreSQL
+# binaries installed on the machine (15 or newer): made in a temporary
+# directory, listening on 127.0.0.1 at a free port, trusted for local
+# connections only, and removed afterwards. No system service is used.
+#
+#   bash tests/postgres.sh run CMD...   start a cluster, run CMD with
+#                                       ENGRAM_TEST_DATABASE_URL set to it,
+#                                       stop and remove the cluster; exits
+#                                       with CMD's status
+#   bash tests/postgres.sh start DIR    start a cluster in DIR (made if
+#                                       missing) and print its URL
+#   bash tests/postgres.sh stop DIR     stop it and remove DIR
+#
+# `initdb` refuses to run as root: as root, the cluster belongs to the
+# unprivileged user `engram-pg`, made when missing.
+set -euo pipefail
+
+bindir() {
+  local dir
+  for dir in "${PG_BINDIR:-}" $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    if [ -n "$dir" ] && [ -x "$dir/initdb" ]; then
+      echo "$dir"
+      return
+    fi
+  done
+  if command -v initdb >/dev/null; then
+    dirname "$(command -v initdb)"
+    return
+  fi
+  echo "no PostgreSQL server binaries (initdb, pg_ctl) found; install postgresql or set PG_BINDIR" >&2
+  exit 1
+}
+
+# Runs a command as the cluster's owner.
+as_owner() {
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u engram-pg -- "$@"
+  else
+    "$@"
+  fi
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start() {
+  local dir=$1 bin port
+  bin=$(bindir)
+  mkdir -p "$dir"
+  if [ "$(id -u)" -eq 0 ]; then
+    id engram-pg >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin engram-pg
+    chown engram-pg "$dir"
+  fi
+  as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+    || { cat "$dir/initdb.log" >&2; exit 1; }
+  port=$(free_port)
+  # Settings for tests: durability kept (fsync on), but no checkpoint
+  # storms on a small machine; many short-lived test databases.
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=400 -c shared_buffers=128MB -c max_wal_size=2GB" \
+    start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+  echo "$port" >"$dir/port"
+  echo "postgres://postgres@127.0.0.1:$port/postgres"
+}
+
+stop() {
+  local dir=$1 bin
+  bin=$(bindir)
+  if [ -d "$dir/data" ]; then
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$dir"
+}
+
+case "${1:-}" in
+  start)
+    [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }
+    start "$2"
+    ;;
+  stop)
+    [ $# -eq 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }
+    stop "$2"
+    ;;
+  run)
+    shift
+    [ $# -ge 1 ] || { echo "usage: $0 run CMD..." >&2; exit 2; }
+    dir=$(mktemp -d /tmp/engram-pg.XXXXXX)
+    trap 'stop "$dir"' EXIT
+    url=$(start "$dir")
+    echo "PostgreSQL test cluster at $url" >&2
+    status=0
+    ENGRAM_TEST_DATABASE_URL=$url "$@" || status=$?
+    exit $status
+    ;;
+  *)
+    echo "usage: $0 run CMD... | start DIR | stop DIR" >&2
+    exit 2
+    ;;
+esac
