@@ -477,6 +477,16 @@ impl Settings {
                      (or ENGRAM_DATABASE_URL)",
                 );
             }
+            // Keys are stored as hashes under the pepper: instances that
+            // share a database must share it, which a file beside each
+            // instance cannot promise.
+            if self.auth.pepper_env.is_none() {
+                return invalid(
+                    "auth.pepper_env",
+                    "the postgres backend needs the pepper from an environment variable \
+                     (the same on every instance): set auth.pepper_env to its name",
+                );
+            }
             if self.storage.encryption_key_env.is_some() {
                 return invalid(
                     "storage.encryption_key_env",
@@ -754,7 +764,18 @@ mod tests {
     fn a_database_url_in_the_environment_selects_postgres() {
         assert_eq!(Settings::embedded().storage.backend, Backend::Sqlite);
         let url = "postgres://engram@db:5432/engram";
-        let settings = Settings::from_layers(None, env(&[("ENGRAM_DATABASE_URL", url)])).unwrap();
+        let err = Settings::from_layers(None, env(&[("ENGRAM_DATABASE_URL", url)]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("auth.pepper_env"), "{err}");
+        let settings = Settings::from_layers(
+            None,
+            env(&[
+                ("ENGRAM_DATABASE_URL", url),
+                ("ENGRAM_AUTH__PEPPER_ENV", "ENGRAM_PEPPER"),
+            ]),
+        )
+        .unwrap();
         assert_eq!(settings.storage.backend, Backend::Postgres);
         assert_eq!(settings.storage.postgres_url.as_deref(), Some(url));
         let file = |text: &str| Some(("f.toml".to_string(), text.to_string()));
@@ -764,7 +785,10 @@ mod tests {
         assert!(err.contains("storage.postgres_url"), "{err}");
         let err = Settings::from_layers(
             file("[storage]\nbackend = \"postgres\"\nencryption_key_env = \"K\"\n"),
-            env(&[("ENGRAM_DATABASE_URL", url)]),
+            env(&[
+                ("ENGRAM_DATABASE_URL", url),
+                ("ENGRAM_AUTH__PEPPER_ENV", "ENGRAM_PEPPER"),
+            ]),
         )
         .unwrap_err()
         .to_string();

@@ -36,7 +36,7 @@ fn cli(app: &TestApp, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_engram"))
         .arg("keys")
         .args(args)
-        .env(database.0, database.1)
+        .envs(database)
         .env_remove("ENGRAM_CONFIG")
         .output()
         .expect("the engram binary runs");

@@ -19,10 +19,10 @@ struct Server {
 // The child is handed to the caller, which kills and reaps it.
 #[allow(clippy::zombie_processes)]
 fn start(db: &Path, log: &Path) -> Server {
-    let (variable, database) = crate::helpers::database_env_for(db);
+    let database = crate::helpers::database_env_for(db);
     let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
         .env("ENGRAM_LISTEN", "127.0.0.1:0")
-        .env(variable, database)
+        .envs(database)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())

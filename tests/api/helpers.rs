@@ -102,7 +102,7 @@ pub fn with_postgres<T: Send + 'static>(
 
 /// On PostgreSQL, the database of the test directory `dir`: made on first
 /// use, its name kept in the directory so a restarted app finds it.
-fn postgres_url_for(dir: &std::path::Path) -> Option<String> {
+pub fn postgres_url_for(dir: &std::path::Path) -> Option<String> {
     let admin = postgres_admin_url()?;
     let marker = dir.join("postgres-database");
     if let Ok(name) = std::fs::read_to_string(&marker) {
@@ -120,13 +120,27 @@ fn postgres_url_for(dir: &std::path::Path) -> Option<String> {
     Some(with_database(&admin, &name))
 }
 
+/// The variable the tests' pepper is in on PostgreSQL, where instances
+/// share the pepper through the environment.
+const TEST_PEPPER_ENV: &str = "ENGRAM_TEST_PEPPER";
+
+/// Puts the tests' pepper in the environment (inherited by the engram
+/// processes tests start).
+fn set_test_pepper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| std::env::set_var(TEST_PEPPER_ENV, "ab".repeat(32)));
+}
+
 /// The environment that points an engram process at the database of
 /// the test directory `db_path` is in (the SQLite file `db_path`).
-pub fn database_env_for(db_path: &std::path::Path) -> (&'static str, String) {
-    match postgres_url_for(db_path.parent().expect("a directory")) {
-        Some(url) => ("ENGRAM_DATABASE_URL", url),
-        None => ("ENGRAM_DB_PATH", db_path.display().to_string()),
+pub fn database_env_for(db_path: &std::path::Path) -> Vec<(&'static str, String)> {
+    let mut env = vec![("ENGRAM_DB_PATH", db_path.display().to_string())];
+    if let Some(url) = postgres_url_for(db_path.parent().expect("a directory")) {
+        set_test_pepper();
+        env.push(("ENGRAM_DATABASE_URL", url));
+        env.push(("ENGRAM_AUTH__PEPPER_ENV", TEST_PEPPER_ENV.to_string()));
     }
+    env
 }
 
 /// Settings for a test app whose database lives in the directory of
@@ -135,8 +149,10 @@ pub fn database_env_for(db_path: &std::path::Path) -> (&'static str, String) {
 pub fn test_settings(db_path: &std::path::Path) -> Settings {
     let mut settings = Settings::embedded();
     if let Some(url) = postgres_url_for(db_path.parent().expect("a directory")) {
+        set_test_pepper();
         settings.storage.backend = engram::config::Backend::Postgres;
         settings.storage.postgres_url = Some(url);
+        settings.auth.pepper_env = Some(TEST_PEPPER_ENV.to_string());
     }
     settings.server.listen = "127.0.0.1:0".to_string();
     settings.server.workers = 1;
@@ -432,7 +448,7 @@ impl TestApp {
 
     /// The environment that points another engram process at this app's
     /// database.
-    pub fn database_env(&self) -> (&'static str, String) {
+    pub fn database_env(&self) -> Vec<(&'static str, String)> {
         database_env_for(&self.db_path())
     }
 
@@ -453,7 +469,9 @@ impl TestApp {
                         .query_one(&sql, &params)
                         .await
                         .expect("the query runs");
-                    row.get::<_, i64>(0)
+                    row.try_get::<_, i64>(0)
+                        .or_else(|_| row.try_get::<_, i32>(0).map(i64::from))
+                        .expect("a number")
                 })
             }
             None => self

@@ -5,11 +5,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn keys(db: &Path, args: &[&str]) -> Output {
-    let (variable, database) = crate::helpers::database_env_for(db);
+    let database = crate::helpers::database_env_for(db);
     Command::new(env!("CARGO_BIN_EXE_engram"))
         .arg("keys")
         .args(args)
-        .env(variable, database)
+        .envs(database)
         .env_remove("ENGRAM_CONFIG")
         .output()
         .expect("the engram binary runs")
@@ -36,9 +36,13 @@ fn keys_are_made_listed_and_revoked_and_only_a_hash_is_kept() {
         secret.starts_with("engram_") && secret.len() == 71,
         "{text}"
     );
-    let pepper = dir.path().join("engram.db.pepper");
-    let mode = std::fs::metadata(&pepper).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o600);
+    // On PostgreSQL the pepper comes from the environment; on SQLite it
+    // is a file beside the database, made private.
+    if crate::helpers::postgres_admin_url().is_none() {
+        let pepper = dir.path().join("engram.db.pepper");
+        let mode = std::fs::metadata(&pepper).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 
     let out = keys(&db, &["list"]);
     let listed = stdout(&out);
@@ -48,11 +52,26 @@ fn keys_are_made_listed_and_revoked_and_only_a_hash_is_kept() {
     );
     assert!(!listed.contains(&secret));
 
-    // The secret is nowhere in the database's files.
+    // The secret is nowhere in the database.
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
         let needle = secret.as_bytes();
         assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+    }
+    if let Some(url) = crate::helpers::postgres_url_for(dir.path()) {
+        let needle = secret.clone();
+        let found: i64 = crate::helpers::with_postgres(&url, async move |client| {
+            client
+                .query_one(
+                    "SELECT COUNT(*) FROM api_keys
+                     WHERE strpos(name || roles || scopes_json || encode(hash, 'escape'), $1) > 0",
+                    &[&needle],
+                )
+                .await
+                .unwrap()
+                .get(0)
+        });
+        assert_eq!(found, 0);
     }
 
     let out = keys(&db, &["create", "--name", "indexer"]);

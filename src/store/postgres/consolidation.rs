@@ -1,23 +1,38 @@
 //! What consolidation keeps on PostgreSQL: which steps used which
-//! episodes, the groups it has seen, what it made of them. The payload
-//! tests read the stored JSON as `jsonb`.
+//! episodes, the groups it has seen, what it made of them.
+//!
+//! Payloads are tested here, in Rust, not with PostgreSQL's JSON
+//! functions: a JSON string may hold `\u0000`, which PostgreSQL's `jsonb`
+//! and text cannot, and one such record must not fail the job for every
+//! other.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
 
 use super::Pg;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::{Step, StoreError};
 
-/// Which episodes a step can use at all (`p`: the payload as jsonb).
-fn payload_filter(step: Step) -> &'static str {
+/// Whether an episode's payload has what `step` needs.
+fn usable(step: Step, payload: &Value) -> bool {
+    let list = |name: &str| {
+        payload
+            .get(name)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
     match step {
-        Step::Compressed => "TRUE",
-        Step::Semantic => "jsonb_typeof(p.j -> 'timeline') = 'array' AND jsonb_array_length(p.j -> 'timeline') > 0",
+        Step::Compressed => true,
+        Step::Semantic => list("timeline") > 0,
         Step::Competence => {
-            "jsonb_typeof(p.j -> 'tool_graph') = 'array' AND jsonb_array_length(p.j -> 'tool_graph') > 0
-             AND p.j ->> 'outcome' IN ('success', 'failure')"
+            list("tool_graph") > 0
+                && matches!(
+                    payload.get("outcome").and_then(Value::as_str),
+                    Some("success" | "failure")
+                )
         }
-        Step::PlanGraph => {
-            "jsonb_typeof(p.j -> 'tool_graph') = 'array' AND jsonb_array_length(p.j -> 'tool_graph') >= 3"
-        }
+        Step::PlanGraph => list("tool_graph") >= 3,
     }
 }
 
@@ -28,29 +43,38 @@ pub fn unmarked_episodes(
     after_key: i64,
     limit: usize,
 ) -> Result<Vec<(i64, String)>, StoreError> {
-    let sql = format!(
-        "SELECT r.key, r.id FROM records r
-         JOIN LATERAL (SELECT payload_json::jsonb AS j FROM payloads WHERE record_key = r.key) p ON TRUE
-         JOIN decay_profiles d ON d.record_key = r.key
-         WHERE r.layer = 4 AND r.status <> 'retracted' AND NOT d.pinned
-           AND r.created_at <= $1 AND r.key > $2 AND {}
-           AND NOT EXISTS (SELECT 1 FROM consolidation_marks m
-                           WHERE m.record_key = r.key AND m.step = $3)
-         ORDER BY r.key LIMIT $4",
-        payload_filter(step)
-    );
-    pg.query(
-        &sql,
-        &[
-            &to_micros(&created_before),
-            &after_key,
-            &step.as_str(),
-            &(limit as i64),
-        ],
-    )?
-    .iter()
-    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-    .collect()
+    let mut found = Vec::with_capacity(limit);
+    let mut after = after_key;
+    while found.len() < limit {
+        let rows = pg.query(
+            "SELECT r.key, r.id, p.payload_json FROM records r
+             JOIN payloads p ON p.record_key = r.key
+             JOIN decay_profiles d ON d.record_key = r.key
+             WHERE r.layer = 4 AND r.status <> 'retracted' AND NOT d.pinned
+               AND r.created_at <= $1 AND r.key > $2
+               AND NOT EXISTS (SELECT 1 FROM consolidation_marks m
+                               WHERE m.record_key = r.key AND m.step = $3)
+             ORDER BY r.key LIMIT $4",
+            &[
+                &to_micros(&created_before),
+                &after,
+                &step.as_str(),
+                &(limit as i64),
+            ],
+        )?;
+        for row in &rows {
+            after = row.try_get(0)?;
+            let payload: Value = serde_json::from_str(row.try_get(2)?)
+                .map_err(|e| StoreError::Corrupt(format!("payload of record {after}: {e}")))?;
+            if usable(step, &payload) && found.len() < limit {
+                found.push((after, row.try_get(1)?));
+            }
+        }
+        if rows.len() < limit {
+            break;
+        }
+    }
+    Ok(found)
 }
 
 pub fn add_sighting(
@@ -122,24 +146,40 @@ pub fn move_outputs(pg: &Pg, from_id: &str, to_id: &str) -> Result<(), StoreErro
     Ok(())
 }
 
-/// Groups of active facts with the same subject, predicate, object (by
-/// JSON type and value) and scope, oldest first within each.
+/// Groups of active facts with the same subject, predicate, object and
+/// scope, oldest first within each (groups in the order of their oldest).
 pub fn duplicate_fact_groups(pg: &Pg) -> Result<Vec<Vec<String>>, StoreError> {
-    pg.query(
-        "SELECT array_agg(id ORDER BY key) FROM (
-             SELECT r.key, r.id, p.j ->> 'subject' AS subject, p.j ->> 'predicate' AS predicate,
-                    jsonb_typeof(p.j -> 'object') AS object_type, p.j -> 'object' AS object,
-                    r.scope
-             FROM records r
-             JOIN LATERAL (SELECT payload_json::jsonb AS j FROM payloads
-                           WHERE record_key = r.key) p ON TRUE
-             WHERE r.layer = 1 AND r.status = 'active') facts
-         GROUP BY subject, predicate, object_type, object, scope
-         HAVING COUNT(*) > 1
-         ORDER BY MIN(key)",
+    type Fact = (Value, Value, Value, Option<String>);
+    let mut groups: BTreeMap<String, (i64, Vec<String>)> = BTreeMap::new();
+    for row in pg.query(
+        "SELECT r.key, r.id, r.scope, p.payload_json FROM records r
+         JOIN payloads p ON p.record_key = r.key
+         WHERE r.layer = 1 AND r.status = 'active'
+         ORDER BY r.key",
         &[],
-    )?
-    .iter()
-    .map(|row| Ok(row.try_get(0)?))
-    .collect()
+    )? {
+        let key: i64 = row.try_get(0)?;
+        let payload: Value = serde_json::from_str(row.try_get(3)?)
+            .map_err(|e| StoreError::Corrupt(format!("payload of record {key}: {e}")))?;
+        let part = |name: &str| payload.get(name).cloned().unwrap_or(Value::Null);
+        let fact: Fact = (
+            part("subject"),
+            part("predicate"),
+            part("object"),
+            row.try_get(2)?,
+        );
+        let group = serde_json::to_string(&fact)
+            .map_err(|e| StoreError::Corrupt(format!("fact of record {key}: {e}")))?;
+        groups
+            .entry(group)
+            .or_insert_with(|| (key, Vec::new()))
+            .1
+            .push(row.try_get(1)?);
+    }
+    let mut duplicates: Vec<(i64, Vec<String>)> = groups
+        .into_values()
+        .filter(|(_, ids)| ids.len() > 1)
+        .collect();
+    duplicates.sort_by_key(|(oldest, _)| *oldest);
+    Ok(duplicates.into_iter().map(|(_, ids)| ids).collect())
 }

@@ -96,10 +96,23 @@ fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 /// The runtime the database connections run on: two threads, whatever the
-/// number of storage threads waiting on them. Dropped with the last
+/// number of storage threads waiting on them. Shut down with the last
 /// connection, pool or writer holding it.
 #[derive(Clone)]
-pub struct Runtime(Arc<tokio::runtime::Runtime>);
+pub struct Runtime(Arc<OwnedRuntime>);
+
+/// A runtime that may be dropped anywhere, an async context included
+/// (start-up fails inside actix's runtime, say): its threads are told to
+/// stop rather than waited for.
+struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
 
 impl Runtime {
     fn new() -> Result<Runtime, StoreError> {
@@ -109,14 +122,14 @@ impl Runtime {
             .enable_io()
             .enable_time()
             .build()
-            .map(|rt| Runtime(Arc::new(rt)))
+            .map(|rt| Runtime(Arc::new(OwnedRuntime(Some(rt)))))
             .map_err(|e| StoreError::Database(format!("cannot start the database runtime: {e}")))
     }
 
     /// Runs `future` to completion from a blocking thread; connections it
     /// opens and timers it sets belong to this runtime.
     pub(crate) fn wait<F: Future>(&self, future: F) -> F::Output {
-        let _context = self.0.enter();
+        let _context = self.0 .0.as_ref().expect("dropped only at the end").enter();
         block_on(future)
     }
 }

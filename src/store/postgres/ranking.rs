@@ -287,15 +287,55 @@ fn by_salience(pg: &Pg, query: &RecordQuery, now: Timestamp) -> Result<Vec<Rank>
     Ok(top.into_sorted())
 }
 
-/// The terms of the text query as a `tsquery` text: any of them.
-fn tsquery(query: &RecordQuery) -> Option<String> {
-    let text = query.text.as_ref()?;
-    let terms: Vec<String> = text
-        .terms()
-        .iter()
-        .map(|term| format!("'{}'", term.trim_matches('"').replace('\'', "''")))
-        .collect();
-    Some(terms.join(" | "))
+/// A term of the text query as a `tsquery` text.
+fn tsquery_term(term: &str) -> String {
+    format!("'{}'", term.trim_matches('"').replace('\'', "''"))
+}
+
+/// Matches of a term counted up to this many: beyond it a word is common
+/// and its weight hardly changes, while counting costs in proportion.
+const MATCHES_COUNTED: i64 = 10_000;
+
+/// Each term of the text query with its weight: its inverse document
+/// frequency as BM25 has it, `ln(1 + (N - n + 0.5) / (n + 0.5))` for `n`
+/// of `N` records matching it, so a rare word counts for more than a
+/// common one.
+fn term_weights(pg: &Pg, query: &RecordQuery) -> Result<Vec<(String, f64)>, StoreError> {
+    let Some(text) = &query.text else {
+        return Ok(Vec::new());
+    };
+    // The planner's estimate of the table's size (kept by autovacuum);
+    // a young table is counted.
+    let estimate: f64 = pg
+        .query_one(
+            "SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'records'::regclass",
+            &[],
+        )?
+        .try_get(0)?;
+    let total = if estimate < MATCHES_COUNTED as f64 {
+        pg.query_one(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM records LIMIT $1) r",
+            &[&MATCHES_COUNTED],
+        )?
+        .try_get::<_, i64>(0)? as f64
+    } else {
+        estimate
+    };
+    let mut weights = Vec::with_capacity(text.terms().len());
+    for term in text.terms() {
+        let term = tsquery_term(term);
+        let matches = pg
+            .query_one(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM records
+                                       WHERE search @@ to_tsquery('english', $1) LIMIT $2) m",
+                &[&term, &MATCHES_COUNTED],
+            )?
+            .try_get::<_, i64>(0)? as f64;
+        let total = total.max(matches);
+        let idf = (1.0 + (total - matches + 0.5) / (matches + 0.5)).ln();
+        weights.push((term, idf));
+    }
+    Ok(weights)
 }
 
 /// Every visible candidate, scored: text matches, records with a vector
@@ -305,10 +345,28 @@ fn ranked(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
+    let weights = term_weights(pg, query)?;
     let mut c = Conditions::visible(query);
-    let text = tsquery(query).map(|q| c.param(q));
+    let any: Vec<&str> = weights.iter().map(|(term, _)| term.as_str()).collect();
+    let text = (!weights.is_empty()).then(|| c.param(any.join(" | ")));
+    // The weights of the words a record has (binary BM25: short texts
+    // rarely repeat a word), then, by a small fraction, how closely
+    // together they stand.
     let relevance = match &text {
-        Some(q) => format!("ts_rank_cd(r.search, to_tsquery('english', {q}))"),
+        Some(q) => {
+            let mut sum = Vec::with_capacity(weights.len());
+            for (term, weight) in &weights {
+                let t = c.param(term.clone());
+                let w = c.param(*weight);
+                sum.push(format!(
+                    "CASE WHEN r.search @@ to_tsquery('english', {t}) THEN {w}::float8 ELSE 0 END"
+                ));
+            }
+            format!(
+                "({} + 0.01 * ts_rank_cd(r.search, to_tsquery('english', {q})))",
+                sum.join(" + ")
+            )
+        }
         None => "0::float4".to_string(),
     };
     let vector = if query.vector.is_some() {

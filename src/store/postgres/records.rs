@@ -27,6 +27,16 @@ fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
     }
 }
 
+/// A search text PostgreSQL can take: its text values hold no NUL
+/// character, which JSON strings may.
+pub(super) fn searchable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', " "))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 fn layer(record: &MemoryRecord) -> i64 {
     record.memory_type.layer() as i64
 }
@@ -60,7 +70,7 @@ pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> 
             &to_micros(&record.updated_at),
             &decays_from(record, record.lifecycle.last_reinforced_at),
             &record.payload.about(),
-            &text,
+            &searchable(&text),
         ],
     )?;
     let Some(row) = row else {
@@ -174,7 +184,7 @@ pub fn update_record(
             &to_micros(&record.updated_at),
             &set_at.map(|at| decays_from(record, at)),
             &record.payload.about(),
-            &text,
+            &searchable(&text),
         ],
     )?;
     if updated == 0 {

@@ -61,8 +61,11 @@ pub fn memory_stats(pg: &Pg, now: Timestamp) -> Result<MemoryStats, StoreError> 
     )?;
     let plan_reuse: f64 = pg
         .query_one(
-            "SELECT COALESCE(AVG(COALESCE(
-                        (p.payload_json::jsonb #>> '{metrics,execution_count}')::float8, 0)), 0)
+            // A payload holding `\u0000` (which PostgreSQL's JSON functions
+            // refuse) counts 0 rather than failing the metrics.
+            "SELECT COALESCE(AVG(CASE WHEN strpos(p.payload_json, '\\u0000') > 0 THEN 0
+                 ELSE COALESCE((p.payload_json::jsonb #>> '{metrics,execution_count}')::float8, 0)
+                 END), 0)
              FROM records r JOIN payloads p ON p.record_key = r.key WHERE r.layer = $1",
             &[&(MemoryType::PlanGraph.layer() as i64)],
         )?

@@ -103,7 +103,7 @@ pub fn update_topic(pg: &Pg, key: i64, topic: &Topic) -> Result<(), StoreError> 
 pub fn index_topic(pg: &Pg, key: i64, text: &str) -> Result<(), StoreError> {
     pg.execute(
         "UPDATE topics SET search = to_tsvector('english', $2) WHERE key = $1",
-        &[&key, &text],
+        &[&key, &super::records::searchable(text)],
     )?;
     Ok(())
 }
