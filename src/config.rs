@@ -209,6 +209,9 @@ pub struct JobsSettings {
     pub decay_chunk_size: usize,
     pub compress_after_hours: i64,
     pub min_interval_seconds: u64,
+    /// How often the stored schedules, runs and leases are read back (what
+    /// other processes on the same database changed).
+    pub sync_interval_ms: u64,
     pub decay: JobSettings,
     pub consolidation: JobSettings,
 }
@@ -499,6 +502,9 @@ impl Settings {
         }
         if self.storage.pool_size == 0 {
             return invalid("storage.pool_size", "must be at least 1");
+        }
+        if self.jobs.sync_interval_ms < 100 {
+            return invalid("jobs.sync_interval_ms", "must be at least 100");
         }
         if self.storage.write_queue_capacity == 0 {
             return invalid("storage.write_queue_capacity", "must be at least 1");

@@ -55,6 +55,18 @@ pub enum StartupError {
     Config(#[from] crate::config::ConfigError),
 }
 
+/// This process among those sharing a database: host, process id and a
+/// random part (a restarted process is another instance).
+fn instance_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "engram".to_string());
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}:{}:{}", std::process::id(), &random[..8])
+}
+
 pub struct Application {
     addr: SocketAddr,
     server: Server,
@@ -156,8 +168,10 @@ impl Application {
                 decayer,
                 consolidator: consolidator.clone(),
                 writer: writer.clone(),
+                reader: reader.clone(),
                 clock: clock.clone(),
                 metrics: metrics.clone(),
+                instance: instance_id(),
             },
         )
         .await?;

@@ -28,6 +28,16 @@ bindir() {
     dirname "$(command -v initdb)"
     return
   fi
+  if [ -z "${PG_INSTALLED:-}" ] && command -v apt-get >/dev/null; then
+    # Debian's server package (PostgreSQL 15 on bookworm); its own
+    # cluster is not used.
+    echo "installing PostgreSQL (Debian's postgresql package)" >&2
+    local sudo=
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >&2
+    PG_INSTALLED=1 bindir
+    return
+  fi
   echo "no PostgreSQL server binaries (initdb, pg_ctl) found; install postgresql or set PG_BINDIR" >&2
   exit 1
 }

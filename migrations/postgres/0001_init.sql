@@ -146,12 +146,14 @@ CREATE TABLE job_run_log (
 );
 CREATE INDEX job_run_log_by_name ON job_run_log (name, id);
 
--- Which instance runs the scheduled jobs: one row per job, held until
--- `expires_at` (microseconds) by the instance that took it.
+-- Which instance runs a job: one row per job, held until `expires_at`
+-- (microseconds) by the instance that took it; `tick`: the scheduled time
+-- the last scheduled run was for, so each is run once.
 CREATE TABLE job_leases (
     name       TEXT   PRIMARY KEY,
     holder     TEXT   NOT NULL,
-    expires_at BIGINT NOT NULL
+    expires_at BIGINT NOT NULL,
+    tick       BIGINT NOT NULL DEFAULT 0
 );
 
 CREATE TABLE consolidation_marks (

@@ -9,6 +9,14 @@
 //! Schedule changes are handled one at a time (the actor waits for the cron
 //! scheduler before its next message), runs are not: a long run leaves the
 //! actor free to answer.
+//!
+//! Several engram processes may share one database (PostgreSQL). Each run
+//! first takes its job's lease in the database, so a job runs in one
+//! process at a time, and a scheduled time is run by the first process to
+//! fire for it only. Every `jobs.sync_interval_ms` each process reads the
+//! stored schedules, runs and leases back: a schedule changed through one
+//! process is the one every process fires on from then on, and any of
+//! them shows which job is running and the last runs of all.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -25,7 +33,7 @@ use uuid::Uuid;
 
 use super::consolidation::{Consolidate, Consolidator};
 use super::decay::{ApplyDecay, Decayer};
-use super::storage::StorageWriter;
+use super::storage::{Reader, StorageWriter};
 use crate::clock::Clock;
 use crate::config::JobsSettings;
 use crate::domain::schedule::Schedule;
@@ -33,7 +41,7 @@ use crate::domain::time::{format_rfc3339, Timestamp};
 use crate::domain::validate::ValidationError;
 use crate::metrics::Metrics;
 use crate::service::ServiceError;
-use crate::store::{JobRunRecord, JobSetting};
+use crate::store::{JobClaim, JobRunRecord, JobSetting};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum JobName {
@@ -103,6 +111,8 @@ struct JobState {
     /// The cron scheduler's id for the entry, while enabled.
     entry: Option<Uuid>,
     running: bool,
+    /// Another process holds the job's lease (as of the last sync).
+    running_elsewhere: bool,
     /// Newest first, at most `RUNS_KEPT`.
     runs: VecDeque<JobRunRecord>,
 }
@@ -120,8 +130,26 @@ pub struct SchedulerDeps {
     pub decayer: Addr<Decayer>,
     pub consolidator: Addr<Consolidator>,
     pub writer: StorageWriter,
+    pub reader: Reader,
     pub clock: Clock,
     pub metrics: Arc<Metrics>,
+    /// This process, as job leases name it.
+    pub instance: String,
+}
+
+/// How long a run holds its job's lease unless it gives it back first: a
+/// process that dies in a run leaves the job to the others after this.
+const LEASE: chrono::Duration = chrono::Duration::hours(1);
+
+/// The scheduled time a tick at `wall` is for: the schedule's occurrence
+/// at most half the shortest interval before it, the same for every process
+/// whose clock is that close.
+fn scheduled_time(schedule: &Schedule, wall: Timestamp, min_interval_seconds: u64) -> Timestamp {
+    let tolerance = chrono::Duration::seconds((min_interval_seconds / 2).max(1) as i64);
+    schedule
+        .next_after(wall - tolerance)
+        .filter(|t| *t <= wall + tolerance)
+        .unwrap_or(wall)
 }
 
 pub struct Scheduler {
@@ -193,6 +221,7 @@ impl Scheduler {
                     enabled,
                     entry: None,
                     running: false,
+                    running_elsewhere: false,
                     runs,
                 },
             );
@@ -200,6 +229,7 @@ impl Scheduler {
         let cron = JobScheduler::new()
             .await
             .map_err(|e| JobsError::Scheduler(e.to_string()))?;
+        let sync_interval = std::time::Duration::from_millis(settings.sync_interval_ms);
         let addr = Scheduler {
             cron: cron.clone(),
             jobs,
@@ -207,6 +237,7 @@ impl Scheduler {
             min_interval_seconds: settings.min_interval_seconds,
         }
         .start();
+        addr.do_send(StartSync(sync_interval));
         for name in JobName::ALL {
             addr.send(Arm { name })
                 .await
@@ -226,7 +257,7 @@ impl Scheduler {
             name: name.as_str(),
             schedule: job.schedule.expression().to_string(),
             enabled: job.enabled,
-            running: job.running,
+            running: job.running || job.running_elsewhere,
             next_run: job
                 .enabled
                 .then(|| job.schedule.next_after(now))
@@ -243,11 +274,16 @@ fn cron_entry(addr: Addr<Scheduler>, name: JobName, expression: &str) -> Result<
     Job::new_async(expression, move |_, _| {
         let addr = addr.clone();
         Box::pin(async move {
-            match addr.send(RunJob { name }).await {
+            let run = RunJob {
+                name,
+                scheduled: true,
+            };
+            match addr.send(run).await {
                 Ok(Ok(_)) | Err(_) => {}
-                Ok(Err(ServiceError::Conflict(_))) => tracing::info!(
+                Ok(Err(ServiceError::Conflict(why))) => tracing::info!(
                     job = name.as_str(),
-                    "scheduled run skipped: the job is still running"
+                    reason = why.as_str(),
+                    "scheduled run skipped"
                 ),
                 Ok(Err(e)) => {
                     tracing::error!(job = name.as_str(), error = %e, "scheduled run failed")
@@ -408,6 +444,9 @@ impl Handler<UpdateJob> for Scheduler {
 #[rtype(result = "Result<RunView, ServiceError>")]
 pub struct RunJob {
     pub name: JobName,
+    /// Fired by the schedule (then run once per scheduled time across
+    /// processes), not asked for.
+    pub scheduled: bool,
 }
 
 impl Handler<RunJob> for Scheduler {
@@ -423,8 +462,28 @@ impl Handler<RunJob> for Scheduler {
         }
         job.running = true;
         let deps = self.deps.clone();
+        let tick = msg
+            .scheduled
+            .then(|| scheduled_time(&job.schedule, chrono::Utc::now(), self.min_interval_seconds));
         Box::pin(
             async move {
+                let now = deps.clock.now();
+                let claim = JobClaim {
+                    name: name.as_str().to_string(),
+                    holder: deps.instance.clone(),
+                    now,
+                    until: now + LEASE,
+                    tick,
+                };
+                if !deps.writer.write(move |tx| Ok(tx.claim_job(&claim)?)).await? {
+                    return Err(ServiceError::Conflict(match tick {
+                        Some(_) => format!(
+                            "job {} ran for this scheduled time in another process",
+                            name.as_str()
+                        ),
+                        None => format!("job {} is running in another process", name.as_str()),
+                    }));
+                }
                 let started_at = deps.clock.now();
                 let timer = Instant::now();
                 let outcome = execute(&deps, name, started_at).await;
@@ -439,9 +498,13 @@ impl Handler<RunJob> for Scheduler {
                 deps.metrics
                     .job_finished(name.as_str(), outcome.is_ok(), elapsed.as_secs_f64());
                 let stored = record.clone();
+                let holder = deps.instance.clone();
                 if let Err(e) = deps
                     .writer
-                    .write(move |tx| Ok(tx.save_job_run(&stored, RUNS_KEPT)?))
+                    .write(move |tx| {
+                        tx.save_job_run(&stored, RUNS_KEPT)?;
+                        Ok(tx.release_job(&stored.name, &holder)?)
+                    })
                     .await
                 {
                     tracing::warn!(job = name.as_str(), error = %e, "could not store the job run");
@@ -452,13 +515,14 @@ impl Handler<RunJob> for Scheduler {
                     }
                     Err(e) => tracing::error!(job = name.as_str(), error = %e, "job failed"),
                 }
-                (outcome, record)
+                Ok((outcome, record))
             }
             .into_actor(self)
-            .map(move |(outcome, record), act, _| {
-                let view = RunView::from(&record);
+            .map(move |ran, act, _| {
                 let job = act.jobs.get_mut(&name).expect("every job has a state");
                 job.running = false;
+                let (outcome, record) = ran?;
+                let view = RunView::from(&record);
                 job.runs.push_front(record);
                 job.runs.truncate(RUNS_KEPT);
                 outcome.map(|_| view)
@@ -508,5 +572,108 @@ impl Handler<StopSchedule> for Scheduler {
             }
             .into_actor(self),
         ))
+    }
+}
+
+/// Starts reading the stored job state back every interval.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct StartSync(std::time::Duration);
+
+impl Handler<StartSync> for Scheduler {
+    type Result = ();
+
+    fn handle(&mut self, msg: StartSync, ctx: &mut Self::Context) {
+        ctx.run_interval(msg.0, |_, ctx| ctx.notify(Sync));
+    }
+}
+
+/// What the database says of the jobs: their stored settings, newest runs
+/// and who holds them.
+struct Stored {
+    settings: Vec<JobSetting>,
+    runs: Vec<JobRunRecord>,
+    held: Vec<(String, String)>,
+}
+
+/// Reads the stored job state and takes it on.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Sync;
+
+impl Handler<Sync> for Scheduler {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _: Sync, _: &mut Self::Context) -> Self::Result {
+        let reader = self.deps.reader.clone();
+        let now = self.deps.clock.now();
+        AtomicResponse::new(Box::pin(
+            async move {
+                reader
+                    .read(move |tx| {
+                        Ok(Stored {
+                            settings: tx.job_settings()?,
+                            runs: tx.recent_job_runs(RUNS_KEPT)?,
+                            held: tx.held_jobs(now)?,
+                        })
+                    })
+                    .await
+            }
+            .into_actor(self)
+            .map(|stored, act, ctx| match stored {
+                Ok(stored) => {
+                    for name in act.take_stored(stored) {
+                        ctx.notify(Arm { name });
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "could not read the stored job state"),
+            }),
+        ))
+    }
+}
+
+impl Scheduler {
+    /// Takes on the stored job state; answers the jobs whose schedule
+    /// changed (their cron entries are to be made again).
+    fn take_stored(&mut self, stored: Stored) -> Vec<JobName> {
+        let now = self.deps.clock.now();
+        let mut changed = Vec::new();
+        for (name, job) in self.jobs.iter_mut() {
+            let setting = stored.settings.iter().find(|s| s.name == name.as_str());
+            if let Some(setting) = setting
+                .filter(|s| s.schedule != job.schedule.expression() || s.enabled != job.enabled)
+            {
+                // A stored schedule the rules refuse was set aside at
+                // start-up; it stays aside.
+                if let Ok(schedule) =
+                    Schedule::parse_checked(&setting.schedule, now, self.min_interval_seconds)
+                {
+                    job.schedule = schedule;
+                    job.enabled = setting.enabled;
+                    tracing::info!(
+                        job = name.as_str(),
+                        schedule = job.schedule.expression(),
+                        enabled = job.enabled,
+                        "job schedule changed in another process"
+                    );
+                    changed.push(*name);
+                }
+            }
+            let runs: VecDeque<JobRunRecord> = stored
+                .runs
+                .iter()
+                .filter(|r| r.name == name.as_str())
+                .take(RUNS_KEPT)
+                .cloned()
+                .collect();
+            if !runs.is_empty() {
+                job.runs = runs;
+            }
+            job.running_elsewhere = stored
+                .held
+                .iter()
+                .any(|(held, holder)| held == name.as_str() && *holder != self.deps.instance);
+        }
+        changed
     }
 }

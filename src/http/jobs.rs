@@ -112,7 +112,13 @@ async fn run(
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = job_name(&name)?;
-    let run = state.scheduler.send(RunJob { name }).await??;
+    let run = state
+        .scheduler
+        .send(RunJob {
+            name,
+            scheduled: false,
+        })
+        .await??;
     Ok(HttpResponse::Ok().json(RunBody {
         job: name.as_str(),
         run,

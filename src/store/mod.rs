@@ -333,6 +333,20 @@ pub struct JobSetting {
     pub enabled: bool,
 }
 
+/// A run's claim on a job (see [`Transaction::claim_job`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobClaim {
+    pub name: String,
+    /// Who runs it: the process's instance id.
+    pub holder: String,
+    pub now: Timestamp,
+    /// The lease ends then, if the run has not given it back.
+    pub until: Timestamp,
+    /// A scheduled run: the scheduled time it is for. `None`: run on
+    /// demand.
+    pub tick: Option<Timestamp>,
+}
+
 /// The outcome of one job run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRunRecord {
@@ -568,6 +582,15 @@ pub trait Transaction {
     fn recent_job_runs(&mut self, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError>;
     /// Stores a run and forgets that job's runs older than its newest `keep`.
     fn save_job_run(&mut self, run: &JobRunRecord, keep: usize) -> Result<(), StoreError>;
+    /// Takes job `claim.name` for `claim.holder` until `claim.until`,
+    /// unless another run holds it (its lease not expired at `claim.now`)
+    /// or, for a scheduled run, its scheduled time was run already.
+    /// Answers whether it was taken.
+    fn claim_job(&mut self, claim: &JobClaim) -> Result<bool, StoreError>;
+    /// Gives job `name` back, if `holder` holds it.
+    fn release_job(&mut self, name: &str, holder: &str) -> Result<(), StoreError>;
+    /// The jobs held at `now`, with who holds them.
+    fn held_jobs(&mut self, now: Timestamp) -> Result<Vec<(String, String)>, StoreError>;
 
     // API keys.
 

@@ -8,7 +8,7 @@ use crate::domain::record::{
     AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
 };
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{DecayChange, DecayRow, JobRunRecord, JobSetting, Step, StoreError};
+use crate::store::{DecayChange, DecayRow, JobClaim, JobRunRecord, JobSetting, Step, StoreError};
 
 pub fn scan_for_decay(pg: &Pg, after_key: i64, limit: usize) -> Result<Vec<DecayRow>, StoreError> {
     pg.query(
@@ -190,4 +190,42 @@ pub fn save_job_run(pg: &Pg, run: &JobRunRecord, keep: usize) -> Result<(), Stor
         &[&run.name, &(keep as i64)],
     )?;
     Ok(())
+}
+
+/// Two instances claiming at once: the second waits for the first to
+/// commit, then finds the lease taken (or the tick run) and takes nothing.
+pub fn claim_job(pg: &Pg, claim: &JobClaim) -> Result<bool, StoreError> {
+    let tick = claim.tick.as_ref().map(to_micros);
+    Ok(pg.execute(
+        "INSERT INTO job_leases (name, holder, expires_at, tick)
+         VALUES ($1, $2, $3, COALESCE($5::bigint, 0))
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
+             expires_at = excluded.expires_at, tick = GREATEST(job_leases.tick, excluded.tick)
+         WHERE job_leases.expires_at <= $4 AND ($5::bigint IS NULL OR job_leases.tick < $5)",
+        &[
+            &claim.name,
+            &claim.holder,
+            &to_micros(&claim.until),
+            &to_micros(&claim.now),
+            &tick,
+        ],
+    )? > 0)
+}
+
+pub fn release_job(pg: &Pg, name: &str, holder: &str) -> Result<(), StoreError> {
+    pg.execute(
+        "UPDATE job_leases SET expires_at = 0 WHERE name = $1 AND holder = $2",
+        &[&name, &holder],
+    )?;
+    Ok(())
+}
+
+pub fn held_jobs(pg: &Pg, now: Timestamp) -> Result<Vec<(String, String)>, StoreError> {
+    pg.query(
+        "SELECT name, holder FROM job_leases WHERE expires_at > $1 ORDER BY name",
+        &[&to_micros(&now)],
+    )?
+    .iter()
+    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+    .collect()
 }

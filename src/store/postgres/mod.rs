@@ -35,9 +35,9 @@ use tokio_postgres::{NoTls, Row, Statement};
 use std::collections::BTreeSet;
 
 use super::{
-    CurrentState, DecayChange, DecayRow, Embedded, FieldVersion, JobRunRecord, JobSetting, Loaded,
-    MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay,
-    TopicEdge, Transaction, Version, WriteConnection,
+    CurrentState, DecayChange, DecayRow, Embedded, FieldVersion, JobClaim, JobRunRecord,
+    JobSetting, Loaded, MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed,
+    TopicDecay, TopicEdge, Transaction, Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
 use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
@@ -531,6 +531,18 @@ impl Transaction for Pg {
 
     fn save_job_run(&mut self, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
         maintenance::save_job_run(self, run, keep)
+    }
+
+    fn claim_job(&mut self, claim: &JobClaim) -> Result<bool, StoreError> {
+        maintenance::claim_job(self, claim)
+    }
+
+    fn release_job(&mut self, name: &str, holder: &str) -> Result<(), StoreError> {
+        maintenance::release_job(self, name, holder)
+    }
+
+    fn held_jobs(&mut self, now: Timestamp) -> Result<Vec<(String, String)>, StoreError> {
+        maintenance::held_jobs(self, now)
     }
 
     fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {

@@ -9,7 +9,7 @@ use crate::domain::record::{
     AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
 };
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{DecayChange, DecayRow, JobRunRecord, JobSetting, Step, StoreError};
+use crate::store::{DecayChange, DecayRow, JobClaim, JobRunRecord, JobSetting, Step, StoreError};
 
 /// Up to `limit` records after `after_key`, in key order.
 pub fn scan_for_decay(
@@ -218,4 +218,38 @@ pub fn save_job_run(conn: &Connection, run: &JobRunRecord, keep: usize) -> Resul
     )?
     .execute(params![run.name, keep as i64])?;
     Ok(())
+}
+
+pub fn claim_job(conn: &Connection, claim: &JobClaim) -> Result<bool, StoreError> {
+    let tick = claim.tick.as_ref().map(to_micros);
+    let taken = conn
+        .prepare_cached(
+            "INSERT INTO job_leases (name, holder, expires_at, tick)
+             VALUES (?1, ?2, ?3, COALESCE(?5, 0))
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
+                 expires_at = excluded.expires_at, tick = MAX(job_leases.tick, excluded.tick)
+             WHERE job_leases.expires_at <= ?4 AND (?5 IS NULL OR job_leases.tick < ?5)",
+        )?
+        .execute(params![
+            claim.name,
+            claim.holder,
+            to_micros(&claim.until),
+            to_micros(&claim.now),
+            tick
+        ])?;
+    Ok(taken > 0)
+}
+
+pub fn release_job(conn: &Connection, name: &str, holder: &str) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE job_leases SET expires_at = 0 WHERE name = ?1 AND holder = ?2")?
+        .execute(params![name, holder])?;
+    Ok(())
+}
+
+pub fn held_jobs(conn: &Connection, now: Timestamp) -> Result<Vec<(String, String)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT name, holder FROM job_leases WHERE expires_at > ?1 ORDER BY name",
+    )?;
+    let rows = stmt.query_map([to_micros(&now)], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }

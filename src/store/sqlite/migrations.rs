@@ -92,6 +92,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0012_job_run_history.sql"),
         backfill: None,
     },
+    Migration {
+        version: 13,
+        name: "job_leases",
+        sql: include_str!("../../../migrations/sqlite/0013_job_leases.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -148,7 +154,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=12).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=13).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(
