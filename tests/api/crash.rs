@@ -11,18 +11,22 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-struct Server {
-    child: Child,
-    url: String,
+pub(crate) struct Server {
+    pub child: Child,
+    pub url: String,
 }
 
+fn start(db: &Path, log: &Path) -> Server {
+    start_with(crate::helpers::database_env_for(db), log)
+}
+
+/// Starts the engram binary with `env` on a free port, its log in `log`.
 // The child is handed to the caller, which kills and reaps it.
 #[allow(clippy::zombie_processes)]
-fn start(db: &Path, log: &Path) -> Server {
-    let database = crate::helpers::database_env_for(db);
+pub(crate) fn start_with(env: Vec<(&'static str, String)>, log: &Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
         .env("ENGRAM_LISTEN", "127.0.0.1:0")
-        .envs(database)
+        .envs(env)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
@@ -68,7 +72,7 @@ fn client() -> awc::Client {
 
 /// Ingests from `clients` concurrent clients until told to stop; answers
 /// every acknowledged record with the summary it was sent with.
-async fn ingest_until(
+pub(crate) async fn ingest_until(
     url: String,
     clients: usize,
     stop: Rc<RefCell<bool>>,
@@ -106,7 +110,7 @@ async fn ingest_until(
     acked
 }
 
-async fn missing(url: &str, acked: &[(String, String)]) -> Vec<String> {
+pub(crate) async fn missing(url: &str, acked: &[(String, String)]) -> Vec<String> {
     let client = client();
     let mut lost = Vec::new();
     for (id, summary) in acked {

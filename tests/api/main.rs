@@ -10,6 +10,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod ingest;
+mod instances;
 mod jobs;
 mod keys;
 mod maintenance;

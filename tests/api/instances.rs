@@ -1,0 +1,199 @@
+//! Two engram processes on one PostgreSQL database, as a deployment
+//! behind a load balancer runs them: what one writes the other reads at
+//! once, racing supersedes through both have one winner, a scheduled job
+//! fires in one of them per scheduled time, and killing one under load
+//! loses no acknowledged write while the other keeps serving.
+//!
+//! Needs the test cluster (`bash tests/postgres.sh run cargo test`).
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::crash::{ingest_until, missing, start_with, Server};
+
+fn client() -> awc::Client {
+    awc::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .finish()
+}
+
+async fn call(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+    let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
+    let request = client().request(method, url);
+    let mut response = match body {
+        Some(body) => request.send_json(&body).await,
+        None => request.send().await,
+    }
+    .expect("the instance answers");
+    let status = response.status().as_u16();
+    let body = response
+        .json::<Value>()
+        .limit(1 << 24)
+        .await
+        .unwrap_or(Value::Null);
+    (status, body)
+}
+
+fn stop(server: Server) {
+    let Server { mut child, .. } = server;
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Two processes on the database of `dir`, scheduling checked often.
+fn two_instances(dir: &std::path::Path) -> (Server, Server) {
+    let db = dir.join("engram.db");
+    let start = |name: &str| {
+        let mut env = crate::helpers::database_env_for(&db);
+        env.push(("ENGRAM_JOBS__SYNC_INTERVAL_MS", "200".to_string()));
+        env.push(("ENGRAM_JOBS__MIN_INTERVAL_SECONDS", "1".to_string()));
+        env.push(("RUST_LOG", "info".to_string()));
+        start_with(env, &dir.join(format!("{name}.log")))
+    };
+    // The first migrates; the second finds the schema in place.
+    let a = start("a");
+    let b = start("b");
+    (a, b)
+}
+
+fn fact(object: &str) -> Value {
+    json!({"type": "semantic", "sensitivity": "low",
+           "provenance": {"sources": [{"kind": "observation", "ref": format!("notes-{object}"), "timestamp": "2026-01-01T00:00:00Z"}]},
+           "payload": {"kind": "semantic", "subject": "go", "predicate": "version", "object": object}})
+}
+
+#[actix_web::test]
+async fn two_instances_share_one_database() {
+    if crate::helpers::postgres_admin_url().is_none() {
+        eprintln!("not run on SQLite: several processes on one database need PostgreSQL");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_instances(dir.path());
+
+    // Written through one, read through the other at once.
+    let (status, created) =
+        call("POST", &format!("{}/v1/records", a.url), Some(fact("1.21"))).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["record"]["id"].as_str().unwrap().to_string();
+    let (status, read) = call(
+        "POST",
+        &format!("{}/v1/retrieve/{id}", b.url),
+        Some(json!({"trust": {"max_sensitivity": "hyper"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{read}");
+    // As stored (the salience has decayed a little since, on real time).
+    let without_salience = |record: &Value| {
+        let mut record = record.clone();
+        record.as_object_mut().unwrap().remove("salience");
+        record
+    };
+    assert_eq!(
+        without_salience(&read["record"]),
+        without_salience(&created["record"])
+    );
+
+    // Supersedes of one record raced through both: one wins.
+    let racers: Vec<_> = (0..16)
+        .map(|i| {
+            let url = if i % 2 == 0 { &a.url } else { &b.url };
+            let body = json!({"old_id": id, "new_record": fact(&format!("1.{}", 30 + i)),
+                              "actor": format!("racer-{i}"), "rationale": "newer release"});
+            let url = format!("{url}/v1/revisions/supersede");
+            actix_web::rt::spawn(async move { call("POST", &url, Some(body)).await })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for racer in racers {
+        let (status, body) = racer.await.unwrap();
+        assert!(status == 201 || status == 409, "{status}: {body}");
+        statuses.push(status);
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        1,
+        "{statuses:?}"
+    );
+    let (_, history) = call(
+        "POST",
+        &format!("{}/v1/records/{id}/history", b.url),
+        Some(json!({"trust": {"max_sensitivity": "hyper"}})),
+    )
+    .await;
+    assert_eq!(history["chain"].as_array().unwrap().len(), 2, "{history}");
+
+    // A schedule set through one is the one both fire on; each scheduled
+    // time runs once.
+    let (status, job) = call(
+        "PUT",
+        &format!("{}/v1/jobs/decay", a.url),
+        Some(json!({"schedule": "* * * * * *", "enabled": true})),
+    )
+    .await;
+    assert_eq!(status, 200, "{job}");
+    actix_web::rt::time::sleep(Duration::from_millis(4500)).await;
+    let (_, stopped) = call(
+        "PUT",
+        &format!("{}/v1/jobs/decay", b.url),
+        Some(json!({"enabled": false})),
+    )
+    .await;
+    assert_eq!(stopped["job"]["enabled"], false, "{stopped}");
+    actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
+    let runs = |jobs: &Value| -> Vec<String> {
+        jobs.as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["name"] == "decay")
+            .unwrap()["recent_runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["started_at"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (_, jobs_a) = call("GET", &format!("{}/v1/jobs", a.url), None).await;
+    let (_, jobs_b) = call("GET", &format!("{}/v1/jobs", b.url), None).await;
+    let (on_a, on_b) = (runs(&jobs_a["jobs"]), runs(&jobs_b["jobs"]));
+    assert_eq!(on_a, on_b, "both show the same runs");
+    assert!(on_a.len() >= 3, "{on_a:?}");
+    // One run per second: no two runs began in the same second.
+    let seconds: BTreeSet<&str> = on_a.iter().map(|t| &t[..19]).collect();
+    assert_eq!(seconds.len(), on_a.len(), "{on_a:?}");
+    let logs =
+        |name: &str| std::fs::read_to_string(dir.path().join(format!("{name}.log"))).unwrap();
+    let skipped = logs("a").matches("scheduled run skipped").count()
+        + logs("b").matches("scheduled run skipped").count();
+    assert!(skipped >= 2, "both fired for the same times, one ran them");
+    assert!(logs("b").contains("job schedule changed in another process"));
+
+    // One killed under load: every acknowledged write is there, through
+    // the other, which keeps taking writes.
+    let stop_load = Rc::new(RefCell::new(false));
+    let load_a = actix_web::rt::spawn(ingest_until(a.url.clone(), 6, stop_load.clone()));
+    let load_b = actix_web::rt::spawn(ingest_until(b.url.clone(), 6, stop_load.clone()));
+    actix_web::rt::time::sleep(Duration::from_millis(800)).await;
+    let b_url = b.url.clone();
+    stop(a);
+    actix_web::rt::time::sleep(Duration::from_millis(500)).await;
+    *stop_load.borrow_mut() = true;
+    let mut acked = load_a.await.unwrap();
+    let through_b = load_b.await.unwrap();
+    assert!(!acked.is_empty() && !through_b.is_empty());
+    acked.extend(through_b);
+    let lost = missing(&b_url, &acked).await;
+    assert!(lost.is_empty(), "{} of {} lost", lost.len(), acked.len());
+    let (status, body) = call(
+        "POST",
+        &format!("{b_url}/v1/ingest/event"),
+        Some(crate::helpers::event("after")),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    stop(b);
+}
