@@ -3,6 +3,7 @@
 //! port 0) and the server is ready to accept connections.
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,14 +105,19 @@ impl Application {
             keys_required = protection == Protection::Keys,
             "authentication"
         );
+        let mut writer_conn = opened.writer;
+        let instance = instance_id();
+        let live = scheduler::heartbeat(writer_conn.transaction(), &instance, &settings.jobs)
+            .map_err(db_error)?;
+        let instances = Arc::new(AtomicUsize::new(live));
         let gatekeeper = web::Data::new(Gatekeeper::new(
             settings.auth.mode,
             keys_exist,
             auth::pepper(&settings)?,
             opened.key_lookup,
             settings.auth.default_rate,
+            instances.clone(),
         ));
-        let mut writer_conn = opened.writer;
         let stored_jobs = writer_conn.transaction().job_settings().map_err(db_error)?;
         let recent_runs = writer_conn
             .transaction()
@@ -171,7 +177,8 @@ impl Application {
                 reader: reader.clone(),
                 clock: clock.clone(),
                 metrics: metrics.clone(),
-                instance: instance_id(),
+                instance,
+                instances,
             },
         )
         .await?;
@@ -244,7 +251,7 @@ impl Application {
         tracing::info!(
             addr = %local,
             scheme,
-            db = %storage.db_path.display(),
+            db = %storage.database_name(),
             "engram listening"
         );
         Ok(Application {

@@ -146,6 +146,14 @@ CREATE TABLE job_run_log (
 );
 CREATE INDEX job_run_log_by_name ON job_run_log (name, id);
 
+-- The engram processes on the database, each as last seen (a heartbeat
+-- every jobs.sync_interval_ms): rate limits are shared out among the live
+-- ones.
+CREATE TABLE instances (
+    id      TEXT   PRIMARY KEY,
+    seen_at BIGINT NOT NULL
+);
+
 -- Which instance runs a job: one row per job, held until `expires_at`
 -- (microseconds) by the instance that took it; `tick`: the scheduled time
 -- the last scheduled run was for, so each is run once.

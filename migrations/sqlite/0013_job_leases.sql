@@ -4,6 +4,14 @@
 -- microseconds), so one scheduled time is run once however many
 -- processes fire for it. Kept on SQLite too, where one process holds the
 -- database, so both backends run jobs by the same rules.
+-- The engram processes on the database, each as last seen (a heartbeat
+-- every jobs.sync_interval_ms): rate limits are shared out among the
+-- live ones.
+CREATE TABLE instances (
+    id      TEXT    PRIMARY KEY,
+    seen_at INTEGER NOT NULL
+);
+
 CREATE TABLE job_leases (
     name       TEXT    PRIMARY KEY,
     holder     TEXT    NOT NULL,

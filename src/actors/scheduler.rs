@@ -135,6 +135,27 @@ pub struct SchedulerDeps {
     pub metrics: Arc<Metrics>,
     /// This process, as job leases name it.
     pub instance: String,
+    /// How many processes share the database, as the last heartbeat
+    /// found.
+    pub instances: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Records this process as alive now (wall-clock time: liveness is about
+/// real processes, not the service's clock); answers how many processes
+/// were seen within three sync intervals.
+pub fn heartbeat(
+    tx: &mut dyn crate::store::Transaction,
+    instance: &str,
+    settings: &JobsSettings,
+) -> Result<usize, crate::store::StoreError> {
+    let now = chrono::Utc::now();
+    let interval = chrono::Duration::milliseconds(settings.sync_interval_ms as i64);
+    tx.heartbeat(
+        instance,
+        now,
+        now - interval * 3,
+        now - chrono::Duration::hours(1),
+    )
 }
 
 /// How long a run holds its job's lease unless it gives it back first: a
@@ -158,6 +179,7 @@ pub struct Scheduler {
     deps: Arc<SchedulerDeps>,
     /// The shortest time allowed between two runs of a job.
     min_interval_seconds: u64,
+    settings: JobsSettings,
 }
 
 impl Actor for Scheduler {
@@ -235,6 +257,7 @@ impl Scheduler {
             jobs,
             deps: Arc::new(deps),
             min_interval_seconds: settings.min_interval_seconds,
+            settings: settings.clone(),
         }
         .start();
         addr.do_send(StartSync(sync_interval));
@@ -584,7 +607,7 @@ impl Handler<StartSync> for Scheduler {
     type Result = ();
 
     fn handle(&mut self, msg: StartSync, ctx: &mut Self::Context) {
-        ctx.run_interval(msg.0, |_, ctx| ctx.notify(Sync));
+        ctx.run_interval(msg.0, |_, ctx| ctx.notify(SyncJobs));
     }
 }
 
@@ -599,16 +622,26 @@ struct Stored {
 /// Reads the stored job state and takes it on.
 #[derive(Message)]
 #[rtype(result = "()")]
-struct Sync;
+struct SyncJobs;
 
-impl Handler<Sync> for Scheduler {
+impl Handler<SyncJobs> for Scheduler {
     type Result = AtomicResponse<Self, ()>;
 
-    fn handle(&mut self, _: Sync, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, _: SyncJobs, _: &mut Self::Context) -> Self::Result {
         let reader = self.deps.reader.clone();
+        let writer = self.deps.writer.clone();
         let now = self.deps.clock.now();
+        let (instance, settings) = (self.deps.instance.clone(), self.settings.clone());
+        let instances = self.deps.instances.clone();
         AtomicResponse::new(Box::pin(
             async move {
+                match writer
+                    .write(move |tx| Ok(heartbeat(tx, &instance, &settings)?))
+                    .await
+                {
+                    Ok(live) => instances.store(live, std::sync::atomic::Ordering::Relaxed),
+                    Err(e) => tracing::warn!(error = %e, "could not record this process as alive"),
+                }
                 reader
                     .read(move |tx| {
                         Ok(Stored {

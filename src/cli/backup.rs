@@ -46,6 +46,14 @@ pub fn parse_backup(args: &[String]) -> Result<(PathBuf, Option<PathBuf>), Strin
 /// Makes the copy; answers what to print.
 pub fn run_backup(destination: &Path, settings: &Settings) -> Result<String, String> {
     let storage = &settings.storage;
+    if storage.backend == crate::config::Backend::Postgres {
+        return Err(format!(
+            "engram backup copies SQLite databases; back up the PostgreSQL database {} with \
+             PostgreSQL's own tools: pg_dump --format=custom (a consistent copy while engram \
+             runs), or continuous archiving for point-in-time recovery",
+            storage.database_name()
+        ));
+    }
     let key = storage.encryption_key().map_err(|e| e.to_string())?;
     let started = Instant::now();
     let report =

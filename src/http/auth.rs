@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::future::{ready, Ready};
 use std::net::IpAddr;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,8 +41,12 @@ pub struct Gatekeeper {
     pepper: Arc<Pepper>,
     lookup: KeyLookup,
     default_rate: f64,
-    per_key: Mutex<HashMap<String, Arc<DefaultDirectRateLimiter>>>,
-    per_address: DefaultKeyedRateLimiter<IpAddr>,
+    /// The engram processes sharing the database (1 on SQLite): each
+    /// allows its share of a rate, so together they allow the rate.
+    instances: Arc<AtomicUsize>,
+    /// Each key's limiter, and the number of instances it was made for.
+    per_key: Mutex<HashMap<String, (usize, Arc<DefaultDirectRateLimiter>)>>,
+    per_address: Mutex<(usize, Arc<DefaultKeyedRateLimiter<IpAddr>>)>,
     clock: DefaultClock,
 }
 
@@ -53,6 +57,7 @@ impl Gatekeeper {
         pepper: Pepper,
         lookup: KeyLookup,
         default_rate: f64,
+        instances: Arc<AtomicUsize>,
     ) -> Gatekeeper {
         Gatekeeper {
             mode,
@@ -60,10 +65,16 @@ impl Gatekeeper {
             pepper: Arc::new(pepper),
             lookup,
             default_rate,
+            per_address: Mutex::new((1, Arc::new(RateLimiter::keyed(quota(default_rate))))),
+            instances,
             per_key: Mutex::new(HashMap::new()),
-            per_address: RateLimiter::keyed(quota(default_rate)),
             clock: DefaultClock::default(),
         }
+    }
+
+    /// How many processes share the rates now.
+    fn sharing(&self) -> usize {
+        self.instances.load(Ordering::Relaxed).max(1)
     }
 
     /// The pepper new keys' secrets are hashed with.
@@ -126,14 +137,15 @@ impl Gatekeeper {
     }
 
     fn limit_key(&self, key: &ApiKey) -> Result<(), ApiError> {
+        let sharing = self.sharing();
         let limiter = {
             let mut limiters = self.per_key.lock().unwrap_or_else(|p| p.into_inner());
             match limiters.get(&key.name) {
-                Some(limiter) => limiter.clone(),
-                None => {
-                    let rate = key.rate.unwrap_or(self.default_rate);
+                Some((made_for, limiter)) if *made_for == sharing => limiter.clone(),
+                _ => {
+                    let rate = key.rate.unwrap_or(self.default_rate) / sharing as f64;
                     let limiter = Arc::new(RateLimiter::direct(quota(rate)));
-                    limiters.insert(key.name.clone(), limiter.clone());
+                    limiters.insert(key.name.clone(), (sharing, limiter.clone()));
                     limiter
                 }
             }
@@ -147,12 +159,21 @@ impl Gatekeeper {
         let Some(peer) = peer else {
             return Ok(());
         };
+        let sharing = self.sharing();
+        let limiter = {
+            let mut current = self.per_address.lock().unwrap_or_else(|p| p.into_inner());
+            if current.0 != sharing {
+                let rate = self.default_rate / sharing as f64;
+                *current = (sharing, Arc::new(RateLimiter::keyed(quota(rate))));
+            }
+            current.1.clone()
+        };
         // Addresses not seen for a while are forgotten, so the table does
         // not grow without bound.
-        if self.per_address.len() > MAX_TRACKED_ADDRESSES {
-            self.per_address.retain_recent();
+        if limiter.len() > MAX_TRACKED_ADDRESSES {
+            limiter.retain_recent();
         }
-        self.per_address
+        limiter
             .check_key(&peer)
             .map_err(|until| self.rate_limited(until.wait_time_from(self.clock.now()), "address"))
     }

@@ -591,6 +591,16 @@ pub trait Transaction {
     fn release_job(&mut self, name: &str, holder: &str) -> Result<(), StoreError>;
     /// The jobs held at `now`, with who holds them.
     fn held_jobs(&mut self, now: Timestamp) -> Result<Vec<(String, String)>, StoreError>;
+    /// Records that process `instance` is alive at `at`, and forgets
+    /// processes not seen since `forget_before`; answers how many were seen
+    /// since `live_since` (itself included).
+    fn heartbeat(
+        &mut self,
+        instance: &str,
+        at: Timestamp,
+        live_since: Timestamp,
+        forget_before: Timestamp,
+    ) -> Result<usize, StoreError>;
 
     // API keys.
 

@@ -122,3 +122,26 @@ async fn a_backup_never_replaces_a_file_and_needs_a_database() {
     let out = backup(&app.db_path(), vec![]).await;
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+#[actix_web::test]
+async fn on_postgres_the_backup_command_points_to_pg_dump() {
+    if crate::helpers::postgres_admin_url().is_none() {
+        return;
+    }
+    let app = spawn_app().await;
+    let database = app.database_env();
+    let out = actix_web::rt::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(["backup", "/tmp/never-written.db"])
+            .envs(database)
+            .env_remove("ENGRAM_CONFIG")
+            .output()
+            .expect("the engram binary runs")
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let message = String::from_utf8_lossy(&out.stderr);
+    assert!(message.contains("pg_dump"), "{message}");
+    assert!(!Path::new("/tmp/never-written.db").exists());
+}

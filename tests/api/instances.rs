@@ -197,3 +197,103 @@ async fn two_instances_share_one_database() {
     assert_eq!(status, 201, "{body}");
     stop(b);
 }
+
+async fn with_key(method: &str, url: &str, key: &str, body: Option<Value>) -> u16 {
+    let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
+    let request = client()
+        .request(method, url)
+        .insert_header(("authorization", format!("Bearer {key}")));
+    match body {
+        Some(body) => request.send_json(&body).await,
+        None => request.send().await,
+    }
+    .expect("the instance answers")
+    .status()
+    .as_u16()
+}
+
+#[actix_web::test]
+async fn keys_revocations_and_rates_hold_across_instances() {
+    if crate::helpers::postgres_admin_url().is_none() {
+        eprintln!("not run on SQLite: several processes on one database need PostgreSQL");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_instances(dir.path());
+    // A few sync intervals: each has seen the other's heartbeat.
+    actix_web::rt::time::sleep(Duration::from_millis(1000)).await;
+    let (status, made) = call(
+        "POST",
+        &format!("{}/v1/keys", a.url),
+        Some(json!({"name": "ops", "roles": ["admin"]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    let admin = made["secret"].as_str().unwrap().to_string();
+    let (status, made) = call_with(
+        &b.url,
+        &admin,
+        json!({"name": "agent", "roles": ["read"], "rate": 20}),
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    let agent = made["secret"].as_str().unwrap().to_string();
+    // A key made through one is known to the other; so are the keys'
+    // existence and the need for one.
+    assert_eq!(
+        with_key("GET", &format!("{}/v1/jobs", a.url), &agent, None).await,
+        403
+    );
+    assert_eq!(
+        call("GET", &format!("{}/v1/jobs", b.url), None).await.0,
+        401
+    );
+    // Two processes are alive: each allows half the key's rate (10/s, a
+    // burst of 10, one of it spent above), where one alone would allow all
+    // of it (20/s, 20).
+    let started = std::time::Instant::now();
+    let mut allowed = 0;
+    for _ in 0..40 {
+        let status = with_key(
+            "POST",
+            &format!("{}/v1/retrieve", a.url),
+            &agent,
+            Some(json!({"limit": 1})),
+        )
+        .await;
+        assert!(status == 200 || status == 429, "{status}");
+        allowed += usize::from(status == 200);
+    }
+    let most = 10.0 + 10.0 * started.elapsed().as_secs_f64() + 1.0;
+    assert!(
+        allowed >= 9 && allowed as f64 <= most,
+        "{allowed} of 40 allowed at 20/s shared by two (at most {most:.1})"
+    );
+    // Revoked through one: refused by the other on its next request.
+    let status = with_key("DELETE", &format!("{}/v1/keys/agent", b.url), &admin, None).await;
+    assert_eq!(status, 200);
+    let status = with_key(
+        "POST",
+        &format!("{}/v1/retrieve", a.url),
+        &agent,
+        Some(json!({"limit": 1})),
+    )
+    .await;
+    assert_eq!(status, 401);
+    stop(a);
+    stop(b);
+}
+
+async fn call_with(url: &str, key: &str, body: Value) -> (u16, Value) {
+    let mut response = client()
+        .post(format!("{url}/v1/keys"))
+        .insert_header(("authorization", format!("Bearer {key}")))
+        .send_json(&body)
+        .await
+        .expect("the instance answers");
+    let status = response.status().as_u16();
+    (
+        status,
+        response.json::<Value>().await.unwrap_or(Value::Null),
+    )
+}

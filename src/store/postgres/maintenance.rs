@@ -229,3 +229,28 @@ pub fn held_jobs(pg: &Pg, now: Timestamp) -> Result<Vec<(String, String)>, Store
     .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
     .collect()
 }
+
+pub fn heartbeat(
+    pg: &Pg,
+    instance: &str,
+    at: Timestamp,
+    live_since: Timestamp,
+    forget_before: Timestamp,
+) -> Result<usize, StoreError> {
+    pg.execute(
+        "INSERT INTO instances (id, seen_at) VALUES ($1, $2)
+         ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+        &[&instance, &to_micros(&at)],
+    )?;
+    pg.execute(
+        "DELETE FROM instances WHERE seen_at < $1",
+        &[&to_micros(&forget_before)],
+    )?;
+    let live: i64 = pg
+        .query_one(
+            "SELECT COUNT(*) FROM instances WHERE seen_at >= $1",
+            &[&to_micros(&live_since)],
+        )?
+        .try_get(0)?;
+    Ok(live.max(1) as usize)
+}

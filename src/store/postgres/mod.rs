@@ -545,6 +545,16 @@ impl Transaction for Pg {
         maintenance::held_jobs(self, now)
     }
 
+    fn heartbeat(
+        &mut self,
+        instance: &str,
+        at: Timestamp,
+        live_since: Timestamp,
+        forget_before: Timestamp,
+    ) -> Result<usize, StoreError> {
+        maintenance::heartbeat(self, instance, at, live_since, forget_before)
+    }
+
     fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
         keys::insert_key(self, key, hash)
     }

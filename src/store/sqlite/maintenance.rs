@@ -253,3 +253,23 @@ pub fn held_jobs(conn: &Connection, now: Timestamp) -> Result<Vec<(String, Strin
     let rows = stmt.query_map([to_micros(&now)], |row| Ok((row.get(0)?, row.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
+
+pub fn heartbeat(
+    conn: &Connection,
+    instance: &str,
+    at: Timestamp,
+    live_since: Timestamp,
+    forget_before: Timestamp,
+) -> Result<usize, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO instances (id, seen_at) VALUES (?1, ?2)
+         ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+    )?
+    .execute(params![instance, to_micros(&at)])?;
+    conn.prepare_cached("DELETE FROM instances WHERE seen_at < ?1")?
+        .execute([to_micros(&forget_before)])?;
+    let live: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM instances WHERE seen_at >= ?1")?
+        .query_row([to_micros(&live_since)], |row| row.get(0))?;
+    Ok(live.max(1) as usize)
+}
