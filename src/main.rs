@@ -1,6 +1,7 @@
 //! `engram [serve] [--config PATH]` runs the service; `engram jobs …`
 //! controls the maintenance jobs of a running one; `engram keys …` makes
-//! and revokes API keys; `engram backup` copies the database.
+//! and revokes API keys; `engram backup` copies the database; `engram
+//! migrate` moves a SQLite database to PostgreSQL.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +22,9 @@ Usage:
                                    (engram keys --help)
   engram backup PATH               copy the database, while it serves
                                    (engram backup --help)
+  engram migrate --from sqlite:PATH --to postgres://...
+                                   move a SQLite database to PostgreSQL
+                                   (engram migrate --help)
   engram --help                    show this help
   engram --version                 show the version
 
@@ -33,6 +37,7 @@ enum Command {
     Jobs(Vec<String>),
     Keys(Vec<String>),
     Backup(Vec<String>),
+    Migrate(Vec<String>),
     Help,
     Version,
 }
@@ -55,6 +60,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
         Some("backup") => {
             args.next();
             return Ok(Command::Backup(args.collect()));
+        }
+        Some("migrate") => {
+            args.next();
+            return Ok(Command::Migrate(args.collect()));
         }
         _ => {}
     }
@@ -92,6 +101,7 @@ fn main() -> ExitCode {
         Ok(Command::Jobs(args)) => return jobs(&args),
         Ok(Command::Keys(args)) => return keys(&args),
         Ok(Command::Backup(args)) => return backup(&args),
+        Ok(Command::Migrate(args)) => return migrate(&args),
         Err(message) => {
             eprintln!("engram: {message}\n\n{USAGE}");
             return ExitCode::from(2);
@@ -166,6 +176,16 @@ fn backup(args: &[String]) -> ExitCode {
         cli::backup::BACKUP_USAGE,
         cli::backup::parse_backup,
         |destination, settings| cli::backup::run_backup(&destination, settings),
+    )
+}
+
+fn migrate(args: &[String]) -> ExitCode {
+    on_database(
+        "engram migrate",
+        args,
+        cli::migrate::MIGRATE_USAGE,
+        cli::migrate::parse_migrate,
+        cli::migrate::run_migrate,
     )
 }
 

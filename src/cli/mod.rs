@@ -1,9 +1,10 @@
 //! Operator commands: `engram jobs …` against a running server's job API,
-//! `engram keys …` (keys.rs) and `engram backup …` (backup.rs) on the
-//! database itself.
+//! `engram keys …` (keys.rs), `engram backup …` (backup.rs) and `engram
+//! migrate …` (migrate.rs) on the database itself.
 
 pub mod backup;
 pub mod keys;
+pub mod migrate;
 
 use std::time::Duration;
 

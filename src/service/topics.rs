@@ -456,6 +456,17 @@ pub(super) fn current_fields(
         .collect())
 }
 
+/// Makes topic `key`'s search text again from what is stored of it (a
+/// database copied from another backend).
+pub fn reindex(tx: &mut dyn Transaction, key: i64) -> Result<(), ServiceError> {
+    let Some(topic) = tx.topic_by_key(key)? else {
+        return Ok(());
+    };
+    let heads = current_fields(tx, key)?;
+    tx.index_topic(key, search_text(&topic, heads.values()), false)?;
+    Ok(())
+}
+
 /// What the topic index holds of a topic: its title, summary and the
 /// current values of its fields.
 pub(super) fn search_text<'a>(

@@ -14,6 +14,7 @@ mod instances;
 mod jobs;
 mod keys;
 mod maintenance;
+mod migrate;
 mod openapi;
 mod persistence;
 mod records;

@@ -13,6 +13,7 @@
 //! audit entries are appended, never counted.
 
 pub mod consolidation;
+pub mod import;
 pub mod keys;
 pub mod maintenance;
 pub mod migrations;
@@ -210,6 +211,40 @@ pub fn open(
     options: &PgOptions,
     embedding_dimensions: Option<usize>,
 ) -> Result<Opened, StoreError> {
+    let (pool, runtime) = pool(options)?;
+    let writer = Pg {
+        client: runtime.wait(pool.get())?,
+        runtime: runtime.clone(),
+    };
+    let applied_migrations = migrations::run(&writer)?;
+    if let Some(configured) = embedding_dimensions {
+        vectors::fix_dimensions(&writer, configured)?;
+    }
+    Ok(Opened {
+        writer: Box::new(PgWriter { pg: writer }),
+        readers: super::ReadPool::Postgres(ReadPool {
+            pool: pool.clone(),
+            runtime: runtime.clone(),
+        }),
+        key_lookup: super::KeyLookup::Postgres(KeyLookup { pool, runtime }),
+        applied_migrations,
+    })
+}
+
+/// One connection to the database, its schema brought up to date
+/// (`engram migrate`).
+pub fn connect(options: &PgOptions) -> Result<Pg, StoreError> {
+    let (pool, runtime) = pool(options)?;
+    let pg = Pg {
+        client: runtime.wait(pool.get())?,
+        runtime,
+    };
+    migrations::run(&pg)?;
+    Ok(pg)
+}
+
+/// The connection pool of `options` and the runtime its connections run on.
+fn pool(options: &PgOptions) -> Result<(Pool, Runtime), StoreError> {
     let runtime = Runtime::new()?;
     let mut config: tokio_postgres::Config = options
         .url
@@ -240,26 +275,7 @@ pub fn open(
         .create_timeout(Some(Duration::from_secs(10)))
         .build()
         .map_err(|e| StoreError::Pool(e.to_string()))?;
-    let connect = || -> Result<Pg, StoreError> {
-        Ok(Pg {
-            client: runtime.wait(pool.get())?,
-            runtime: runtime.clone(),
-        })
-    };
-    let writer = connect()?;
-    let applied_migrations = migrations::run(&writer)?;
-    if let Some(configured) = embedding_dimensions {
-        vectors::fix_dimensions(&writer, configured)?;
-    }
-    Ok(Opened {
-        writer: Box::new(PgWriter { pg: writer }),
-        readers: super::ReadPool::Postgres(ReadPool {
-            pool: pool.clone(),
-            runtime: runtime.clone(),
-        }),
-        key_lookup: super::KeyLookup::Postgres(KeyLookup { pool, runtime }),
-        applied_migrations,
-    })
+    Ok((pool, runtime))
 }
 
 /// Pooled read connections; cheap to clone.

@@ -188,6 +188,21 @@ pub fn open(
     })
 }
 
+/// Opens the database at `path` on a connection of its own, its schema
+/// brought up to date, for reading it whole (`engram migrate`).
+pub fn open_for_export(path: &Path, key: Option<&str>) -> Result<Connection, StoreError> {
+    if !path.is_file() {
+        return Err(StoreError::NotFound(path.display().to_string()));
+    }
+    let options = ConnectionOptions {
+        busy_timeout: Duration::from_secs(10),
+        cache_size_kib: 65536,
+    };
+    let mut conn = open_connection(path, options, key)?;
+    migrations::run(&mut conn)?;
+    Ok(conn)
+}
+
 /// Pooled read connections; cheap to clone.
 #[derive(Clone)]
 pub struct ReadPool(Pool);
