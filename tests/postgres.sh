@@ -98,6 +98,7 @@ case "${1:-}" in
     [ $# -ge 1 ] || { echo "usage: $0 run CMD..." >&2; exit 2; }
     dir=$(mktemp -d /tmp/engram-pg.XXXXXX)
     trap 'stop "$dir"' EXIT
+    trap 'exit 130' INT TERM HUP
     url=$(start "$dir")
     echo "PostgreSQL test cluster at $url" >&2
     status=0

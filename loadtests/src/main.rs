@@ -5,6 +5,7 @@
 //! targets themselves, and the crash-safety cycles.
 
 mod baseline;
+mod baseline_pg;
 mod crash;
 mod driver;
 mod targets;
@@ -42,7 +43,9 @@ Scenarios (against a running engram):
 
 Other commands:
   targets             bare baselines, then ingest (64 clients) and batch
-                      against --url, with each target's ratio
+                      against --url, with each target's ratio; with
+                      --backend postgres the baselines are tokio-postgres
+                      loops on --database-url (the server's database)
   baseline            the bare SQLite baseline alone (--records,
                       --per-transaction, --db)
   crash               SIGKILL/restart cycles against --engram PATH
@@ -70,6 +73,9 @@ Options:
   --records N             baseline: records per run (default 50000)
   --per-transaction N     baseline: records per transaction (default 64)
   --db PATH               baseline: database file (default a temp file)
+  --backend B             targets: sqlite (default) or postgres
+  --database-url URL      targets --backend postgres: the PostgreSQL
+                          database (default ENGRAM_DATABASE_URL)
   --engram PATH           crash: the engram binary
   --cycles N              crash: kill/restart cycles (default 20)
   --vectors N             ingest, batch, mixed: each record carries an
@@ -92,6 +98,8 @@ struct Args {
     records: u64,
     per_transaction: u64,
     db: Option<PathBuf>,
+    backend: String,
+    database_url: Option<String>,
     engram: Option<PathBuf>,
     cycles: u32,
     dataset: Option<PathBuf>,
@@ -128,6 +136,8 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         records: 50_000,
         per_transaction: 64,
         db: None,
+        backend: "sqlite".to_string(),
+        database_url: std::env::var("ENGRAM_DATABASE_URL").ok(),
         engram: None,
         cycles: 20,
         dataset: None,
@@ -205,6 +215,13 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     number(value("--per-transaction")?, "--per-transaction")?.max(1)
             }
             "--db" => parsed.db = Some(PathBuf::from(value("--db")?)),
+            "--backend" => {
+                parsed.backend = value("--backend")?;
+                if !matches!(parsed.backend.as_str(), "sqlite" | "postgres") {
+                    return Err("--backend takes sqlite or postgres".to_string());
+                }
+            }
+            "--database-url" => parsed.database_url = Some(value("--database-url")?),
             "--engram" => parsed.engram = Some(PathBuf::from(value("--engram")?)),
             "--cycles" => parsed.cycles = number(value("--cycles")?, "--cycles")? as u32,
             "--vectors" => parsed.load.vectors = number(value("--vectors")?, "--vectors")? as usize,
@@ -303,7 +320,21 @@ async fn run(args: Args) -> bool {
             }
         }
         "targets" => {
+            let postgres = match args.backend.as_str() {
+                "postgres" => match args.database_url {
+                    Some(url) => Some(url),
+                    None => {
+                        eprintln!(
+                            "loadtests: targets --backend postgres needs --database-url (or \
+                             ENGRAM_DATABASE_URL): the database the server runs on"
+                        );
+                        return false;
+                    }
+                },
+                _ => None,
+            };
             let options = targets::TargetOptions {
+                postgres,
                 load: LoadOptions {
                     duration: args.load.duration.or(Some(Duration::from_secs(20))),
                     ..args.load

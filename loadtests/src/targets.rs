@@ -5,11 +5,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::baseline;
+use crate::{baseline, baseline_pg};
 use crate::driver::{self, LoadOptions, Report, Scenario};
 
 pub struct TargetOptions {
     pub load: LoadOptions,
+    /// The PostgreSQL database of the server measured: the baselines are
+    /// bare tokio-postgres loops on it. `None`: SQLite baselines.
+    pub postgres: Option<String>,
     /// Records each baseline run writes.
     pub baseline_records: u64,
     pub batch_size: u64,
@@ -26,20 +29,34 @@ fn scratch_dir() -> std::path::PathBuf {
     dir
 }
 
-/// Runs the baselines (1, 64 and 1,000 records per transaction), then
-/// batches and single-record ingest at 64 clients against the server.
+/// Runs the baselines (1, 64 and 1,000 records per transaction on SQLite;
+/// 64 and 1,000 on PostgreSQL), then batches and single-record ingest at 64
+/// clients against the server.
 pub async fn run(options: TargetOptions) -> Result<Value, String> {
     let dir = scratch_dir();
     let mut baselines = Vec::new();
-    for per_transaction in [1, 64, 1000] {
-        let path = dir.join(format!("baseline-{per_transaction}.db"));
-        let result = baseline::run(
-            &path,
-            options.baseline_records,
-            per_transaction,
-            options.load.seed,
-        )
-        .map_err(|e| format!("baseline: {e}"))?;
+    let sizes: &[u64] = match options.postgres {
+        Some(_) => &[64, 1000],
+        None => &[1, 64, 1000],
+    };
+    for &per_transaction in sizes {
+        let result = match &options.postgres {
+            Some(url) => baseline_pg::run(
+                url,
+                options.baseline_records,
+                per_transaction,
+                options.load.seed,
+            )
+            .await
+            .map_err(|e| format!("baseline: {e}"))?,
+            None => baseline::run(
+                &dir.join(format!("baseline-{per_transaction}.db")),
+                options.baseline_records,
+                per_transaction,
+                options.load.seed,
+            )
+            .map_err(|e| format!("baseline: {e}"))?,
+        };
         eprintln!(
             "baseline: {} records at {per_transaction} per transaction: {:.0} records/s",
             result.records,

@@ -151,9 +151,38 @@ pub struct PgOptions {
 pub struct Pg {
     client: deadpool_postgres::Object,
     runtime: Runtime,
+    /// The decay bounds (per layer: longest half-life, highest floor) this
+    /// connection has seen stored; they only grow, so a record they cover
+    /// needs no write to them. Forgotten when a transaction or savepoint
+    /// is rolled back (what it wrote is gone).
+    bounds: std::cell::RefCell<std::collections::HashMap<i64, (i64, f64)>>,
 }
 
 impl Pg {
+    fn new(client: deadpool_postgres::Object, runtime: Runtime) -> Pg {
+        Pg {
+            client,
+            runtime,
+            bounds: Default::default(),
+        }
+    }
+
+    /// Whether the bounds seen for `layer` cover `(half_life, floor)`.
+    pub(crate) fn bounds_cover(&self, layer: i64, (half_life, floor): (i64, f64)) -> bool {
+        self.bounds
+            .borrow()
+            .get(&layer)
+            .is_some_and(|(h, f)| *h >= half_life && *f >= floor)
+    }
+
+    pub(crate) fn saw_bounds(&self, layer: i64, bounds: (i64, f64)) {
+        self.bounds.borrow_mut().insert(layer, bounds);
+    }
+
+    fn forget_bounds(&self) {
+        self.bounds.borrow_mut().clear();
+    }
+
     fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
         Ok(self.runtime.wait(self.client.prepare_cached(sql))?)
     }
@@ -212,10 +241,7 @@ pub fn open(
     embedding_dimensions: Option<usize>,
 ) -> Result<Opened, StoreError> {
     let (pool, runtime) = pool(options)?;
-    let writer = Pg {
-        client: runtime.wait(pool.get())?,
-        runtime: runtime.clone(),
-    };
+    let writer = Pg::new(runtime.wait(pool.get())?, runtime.clone());
     let applied_migrations = migrations::run(&writer)?;
     if let Some(configured) = embedding_dimensions {
         vectors::fix_dimensions(&writer, configured)?;
@@ -235,10 +261,7 @@ pub fn open(
 /// (`engram migrate`).
 pub fn connect(options: &PgOptions) -> Result<Pg, StoreError> {
     let (pool, runtime) = pool(options)?;
-    let pg = Pg {
-        client: runtime.wait(pool.get())?,
-        runtime,
-    };
+    let pg = Pg::new(runtime.wait(pool.get())?, runtime);
     migrations::run(&pg)?;
     Ok(pg)
 }
@@ -290,10 +313,7 @@ impl ReadPool {
     /// (repeatable read): a retrieval ranks and loads the same records,
     /// whatever commits meanwhile.
     pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
-        let mut pg = Pg {
-            client: self.runtime.wait(self.pool.get())?,
-            runtime: self.runtime.clone(),
-        };
+        let mut pg = Pg::new(self.runtime.wait(self.pool.get())?, self.runtime.clone());
         pg.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
         let result = work(&mut pg);
         pg.batch("COMMIT")?;
@@ -310,10 +330,7 @@ pub struct KeyLookup {
 
 impl KeyLookup {
     pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
-        let mut pg = Pg {
-            client: self.runtime.wait(self.pool.get())?,
-            runtime: self.runtime.clone(),
-        };
+        let mut pg = Pg::new(self.runtime.wait(self.pool.get())?, self.runtime.clone());
         Ok(work(&mut pg))
     }
 }
@@ -345,6 +362,7 @@ impl WriteConnection for PgWriter {
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
+        self.pg.forget_bounds();
         self.run("ROLLBACK TO write_job")?;
         self.run("RELEASE write_job")
     }
@@ -354,6 +372,7 @@ impl WriteConnection for PgWriter {
     }
 
     fn rollback(&mut self) {
+        self.pg.forget_bounds();
         let _ = self.pg.batch("ROLLBACK");
     }
 
@@ -366,396 +385,4 @@ impl WriteConnection for PgWriter {
     }
 }
 
-impl Transaction for Pg {
-    fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError> {
-        records::get_record(self, id, now)
-    }
-
-    fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError> {
-        records::get_for_update(self, id, now)
-    }
-
-    fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError> {
-        records::payload_bytes(self, ids)
-    }
-
-    fn load_records(
-        &mut self,
-        keys: &[i64],
-        now: Timestamp,
-    ) -> Result<Vec<MemoryRecord>, StoreError> {
-        records::load_records(self, keys, now)
-    }
-
-    fn current_states(
-        &mut self,
-        thread_id: &str,
-        scope: Option<&str>,
-    ) -> Result<Vec<CurrentState>, StoreError> {
-        records::current_states(self, thread_id, scope)
-    }
-
-    fn retract_replaced(
-        &mut self,
-        state: &CurrentState,
-        entry: &AuditEntry,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        records::retract_replaced(self, state, entry, now)
-    }
-
-    fn record_visibility(
-        &mut self,
-        id: &str,
-    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
-        records::record_visibility(self, id)
-    }
-
-    fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {
-        records::insert_record(self, record).map(|_| ())
-    }
-
-    fn update_record(
-        &mut self,
-        version: &Version,
-        record: &MemoryRecord,
-        salience: SalienceChange,
-    ) -> Result<(), StoreError> {
-        records::update_record(self, version, record, salience)
-    }
-
-    fn query_records(
-        &mut self,
-        query: &RecordQuery,
-        now: Timestamp,
-    ) -> Result<RecordPage, StoreError> {
-        ranking::query_records(self, query, now)
-    }
-
-    fn supersession_chain(
-        &mut self,
-        id: &str,
-        now: Timestamp,
-    ) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
-        records::supersession_chain(self, id, now)
-    }
-
-    fn memory_stats(&mut self, now: Timestamp) -> Result<MemoryStats, StoreError> {
-        stats::memory_stats(self, now)
-    }
-
-    fn ping(&mut self) -> Result<(), StoreError> {
-        records::ping(self)
-    }
-
-    fn vector_dimensions(&mut self) -> Result<Option<usize>, StoreError> {
-        vectors::dimensions(self)
-    }
-
-    fn to_embed(
-        &mut self,
-        after_key: i64,
-        limit: usize,
-        now: Timestamp,
-    ) -> Result<Vec<ToEmbed>, StoreError> {
-        vectors::to_embed(self, after_key, limit, now)
-    }
-
-    fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError> {
-        vectors::store_embedded(self, embedded)
-    }
-
-    fn scan_for_decay(
-        &mut self,
-        after_key: i64,
-        limit: usize,
-    ) -> Result<Vec<DecayRow>, StoreError> {
-        maintenance::scan_for_decay(self, after_key, limit)
-    }
-
-    fn apply_decay(
-        &mut self,
-        changes: &[DecayChange],
-        now: Timestamp,
-    ) -> Result<usize, StoreError> {
-        maintenance::apply_decay(self, changes, now)
-    }
-
-    fn prune(&mut self, candidates: &[DecayChange]) -> Result<usize, StoreError> {
-        maintenance::prune(self, candidates)
-    }
-
-    fn unmarked_episodes(
-        &mut self,
-        step: Step,
-        created_before: Timestamp,
-        after_key: i64,
-        limit: usize,
-    ) -> Result<Vec<(i64, String)>, StoreError> {
-        consolidation::unmarked_episodes(self, step, created_before, after_key, limit)
-    }
-
-    fn mark(&mut self, key: i64, step: Step) -> Result<(), StoreError> {
-        consolidation::mark(self, key, step)
-    }
-
-    fn add_sighting(
-        &mut self,
-        step: Step,
-        group_key: &str,
-        key: i64,
-        detail: Option<&str>,
-    ) -> Result<(), StoreError> {
-        consolidation::add_sighting(self, step, group_key, key, detail)
-    }
-
-    fn sightings(
-        &mut self,
-        step: Step,
-        group_key: &str,
-    ) -> Result<Vec<(i64, Option<String>)>, StoreError> {
-        consolidation::sightings(self, step, group_key)
-    }
-
-    fn output(&mut self, step: Step, group_key: &str) -> Result<Option<String>, StoreError> {
-        consolidation::output(self, step, group_key)
-    }
-
-    fn set_output(&mut self, step: Step, group_key: &str, id: &str) -> Result<(), StoreError> {
-        consolidation::set_output(self, step, group_key, id)
-    }
-
-    fn move_outputs(&mut self, from_id: &str, to_id: &str) -> Result<(), StoreError> {
-        consolidation::move_outputs(self, from_id, to_id)
-    }
-
-    fn duplicate_fact_groups(&mut self) -> Result<Vec<Vec<String>>, StoreError> {
-        consolidation::duplicate_fact_groups(self)
-    }
-
-    fn job_settings(&mut self) -> Result<Vec<JobSetting>, StoreError> {
-        maintenance::job_settings(self)
-    }
-
-    fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError> {
-        maintenance::save_job_setting(self, setting, now)
-    }
-
-    fn recent_job_runs(&mut self, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError> {
-        maintenance::recent_job_runs(self, per_job)
-    }
-
-    fn save_job_run(&mut self, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
-        maintenance::save_job_run(self, run, keep)
-    }
-
-    fn claim_job(&mut self, claim: &JobClaim) -> Result<bool, StoreError> {
-        maintenance::claim_job(self, claim)
-    }
-
-    fn release_job(&mut self, name: &str, holder: &str) -> Result<(), StoreError> {
-        maintenance::release_job(self, name, holder)
-    }
-
-    fn held_jobs(&mut self, now: Timestamp) -> Result<Vec<(String, String)>, StoreError> {
-        maintenance::held_jobs(self, now)
-    }
-
-    fn heartbeat(
-        &mut self,
-        instance: &str,
-        at: Timestamp,
-        live_since: Timestamp,
-        forget_before: Timestamp,
-    ) -> Result<usize, StoreError> {
-        maintenance::heartbeat(self, instance, at, live_since, forget_before)
-    }
-
-    fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
-        keys::insert_key(self, key, hash)
-    }
-
-    fn any_key(&mut self) -> Result<bool, StoreError> {
-        keys::any_key(self)
-    }
-
-    fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError> {
-        keys::list_keys(self)
-    }
-
-    fn active_key(&mut self, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
-        keys::active_key(self, hash)
-    }
-
-    fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
-        keys::revoke_key(self, name, now)
-    }
-
-    fn insert_topic(&mut self, topic: &Topic) -> Result<i64, StoreError> {
-        topics::insert_topic(self, topic)
-    }
-
-    fn update_topic(&mut self, key: i64, topic: &Topic) -> Result<(), StoreError> {
-        topics::update_topic(self, key, topic)
-    }
-
-    fn index_topic(&mut self, key: i64, text: String, fresh: bool) -> Result<(), StoreError> {
-        let _ = fresh;
-        topics::index_topic(self, key, &text)
-    }
-
-    fn set_topic_words(
-        &mut self,
-        key: i64,
-        old: &BTreeSet<String>,
-        new: &BTreeSet<String>,
-    ) -> Result<(), StoreError> {
-        topics::set_topic_words(self, key, old, new)
-    }
-
-    fn topics_sharing(
-        &mut self,
-        words: &BTreeSet<String>,
-        per_word: usize,
-    ) -> Result<Vec<(i64, usize)>, StoreError> {
-        topics::topics_sharing(self, words, per_word)
-    }
-
-    fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
-        topics::topic_by_id(self, id)
-    }
-
-    fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError> {
-        topics::topic_by_key(self, key)
-    }
-
-    fn topics_titled(
-        &mut self,
-        title: &str,
-        scope: Option<&str>,
-    ) -> Result<Vec<(i64, Topic)>, StoreError> {
-        topics::topics_titled(self, title, scope)
-    }
-
-    fn search_topics(
-        &mut self,
-        text: &str,
-        trust: &TrustContext,
-        kind: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
-        topics::search_topics(self, text, trust, kind, limit)
-    }
-
-    fn recent_topics(
-        &mut self,
-        trust: &TrustContext,
-        kind: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(i64, Topic)>, StoreError> {
-        topics::recent_topics(self, trust, kind, limit)
-    }
-
-    fn field_heads(
-        &mut self,
-        key: i64,
-        at: Option<Timestamp>,
-    ) -> Result<Vec<FieldVersion>, StoreError> {
-        topics::field_heads(self, key, at)
-    }
-
-    fn field_versions(&mut self, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError> {
-        topics::field_versions(self, key, name)
-    }
-
-    fn add_version(&mut self, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
-        topics::add_version(self, key, version)
-    }
-
-    fn topic_of_record(&mut self, record_id: &str) -> Result<Option<i64>, StoreError> {
-        topics::topic_of_record(self, record_id)
-    }
-
-    fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError> {
-        topics::trim_versions(self, key, name, keep)
-    }
-
-    fn add_edge(
-        &mut self,
-        from: i64,
-        to: i64,
-        kind: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        topics::add_edge(self, from, to, kind, now)
-    }
-
-    fn remove_edge(
-        &mut self,
-        from: i64,
-        to: i64,
-        kind: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        topics::remove_edge(self, from, to, kind, now)
-    }
-
-    fn edges_of(
-        &mut self,
-        key: i64,
-        at: Option<Timestamp>,
-    ) -> Result<Vec<(i64, TopicEdge)>, StoreError> {
-        topics::edges_of(self, key, at)
-    }
-
-    fn put_topic_vector(&mut self, key: i64, embedding: &Embedding) -> Result<(), StoreError> {
-        topics::put_topic_vector(self, key, embedding)
-    }
-
-    fn nearest_topics(
-        &mut self,
-        query: &QueryVector,
-        trust: &TrustContext,
-        kind: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(i64, f64)>, StoreError> {
-        topics::nearest_topics(self, query, trust, kind, limit)
-    }
-
-    fn topic_similarity(
-        &mut self,
-        key: i64,
-        query: &QueryVector,
-    ) -> Result<Option<f64>, StoreError> {
-        topics::topic_similarity(self, key, query)
-    }
-
-    fn drop_versions(&mut self, key: i64, name: &str) -> Result<(), StoreError> {
-        topics::drop_versions(self, key, name)
-    }
-
-    fn fading_topics(&mut self, below: f64, limit: usize) -> Result<Vec<i64>, StoreError> {
-        topics::fading_topics(self, below, limit)
-    }
-
-    fn active_topics(&mut self) -> Result<u64, StoreError> {
-        topics::active_topics(self)
-    }
-
-    fn topic_decay_chunk(
-        &mut self,
-        after_key: i64,
-        limit: usize,
-    ) -> Result<Vec<TopicDecay>, StoreError> {
-        topics::topic_decay_chunk(self, after_key, limit)
-    }
-
-    fn set_topic_salience(
-        &mut self,
-        key: i64,
-        anchor_at: Timestamp,
-        salience: f64,
-    ) -> Result<(), StoreError> {
-        topics::set_topic_salience(self, key, anchor_at, salience)
-    }
-}
+crate::store::delegate_transaction!(Pg);

@@ -45,18 +45,56 @@ fn rank(sensitivity: Sensitivity) -> i64 {
     sensitivity.rank() as i64
 }
 
-/// Stores a new record with all its parts; answers its key.
-/// `AlreadyExists` when the id is taken.
+/// Stores a new record with all its parts, in one statement (one round
+/// trip: the record row, and its decay profile, payload, tags, provenance,
+/// relations, audit entries and counters from the key it got); answers its
+/// key. `AlreadyExists` when the id is taken.
 pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> {
     let text = search_text(record);
+    let lifecycle = &record.lifecycle;
+    let children = Children::of(record);
+    let audit = AuditColumns::of(&record.audit_log);
     // Another instance inserting the same id at once is waited for: then
     // nothing is inserted here, and no error aborts the transaction.
     let row = pg.query_opt(
-        "INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
-                              created_by, created_at, updated_at, decays_from, about, search)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, to_tsvector('english', $13))
-         ON CONFLICT (id) DO NOTHING
-         RETURNING key",
+        "WITH r AS (
+             INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
+                                  created_by, created_at, updated_at, decays_from, about, search)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                     to_tsvector('english', $13))
+             ON CONFLICT (id) DO NOTHING
+             RETURNING key),
+         d AS (
+             INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
+                 max_age_seconds, reinforcement_gain, last_reinforced_at, pinned,
+                 deletion_policy, anchor_salience, anchor_at)
+             SELECT key, $14, $15, $16, $17, $18, $19, $20, $21, $5, $19 FROM r),
+         p AS (INSERT INTO payloads (record_key, payload_json) SELECT key, $22 FROM r),
+         t AS (
+             INSERT INTO tags (record_key, tag, position)
+             SELECT r.key, u.t, u.n - 1 FROM r, unnest($23::text[]) WITH ORDINALITY AS u(t, n)),
+         s AS (
+             INSERT INTO provenance_sources (record_key, kind, ref, hash, created_by, timestamp)
+             SELECT r.key, u.k, u.f, u.h, u.c, u.t
+             FROM r, unnest($24::text[], $25::text[], $26::text[], $27::text[], $28::bigint[])
+                  WITH ORDINALITY AS u(k, f, h, c, t, n)
+             ORDER BY u.n),
+         l AS (
+             INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
+             SELECT r.key, u.p, u.t, u.w, u.c
+             FROM r, unnest($29::text[], $30::text[], $31::float8[], $32::bigint[])
+                  WITH ORDINALITY AS u(p, t, w, c, n)
+             ORDER BY u.n),
+         a AS (
+             INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
+             SELECT r.key, u.a, u.b, u.t, u.r, u.i
+             FROM r, unnest($33::text[], $34::text[], $35::bigint[], $36::text[], $37::bool[])
+                  WITH ORDINALITY AS u(a, b, t, r, i, n)
+             ORDER BY u.n),
+         c AS (
+             INSERT INTO competence_stats (record_key, success_count, failure_count)
+             SELECT key, $38::bigint, $39::bigint FROM r WHERE $38::bigint IS NOT NULL)
+         SELECT key FROM r",
         &[
             &record.id,
             &layer(record),
@@ -68,26 +106,42 @@ pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> 
             &record.provenance.created_by,
             &to_micros(&record.created_at),
             &to_micros(&record.updated_at),
-            &decays_from(record, record.lifecycle.last_reinforced_at),
+            &decays_from(record, lifecycle.last_reinforced_at),
             &record.payload.about(),
             &searchable(&text),
+            &lifecycle.decay.curve.as_str(),
+            &lifecycle.decay.half_life_seconds,
+            &lifecycle.decay.min_salience,
+            &lifecycle.decay.max_age_seconds,
+            &lifecycle.decay.reinforcement_gain,
+            &to_micros(&lifecycle.last_reinforced_at),
+            &lifecycle.pinned,
+            &lifecycle.deletion_policy.as_str(),
+            &payload_json(&record.payload)?,
+            &record.tags,
+            &children.kinds,
+            &children.refs,
+            &children.hashes,
+            &children.sources_by,
+            &children.sources_at,
+            &children.predicates,
+            &children.targets,
+            &children.weights,
+            &children.relations_at,
+            &audit.actions,
+            &audit.actors,
+            &audit.at,
+            &audit.rationales,
+            &audit.imported,
+            &children.competence.map(|c| c.0),
+            &children.competence.map(|c| c.1),
         ],
     )?;
     let Some(row) = row else {
         return Err(StoreError::AlreadyExists(record.id.clone()));
     };
     let key: i64 = row.try_get(0)?;
-    let anchor = Anchor {
-        salience: record.salience,
-        at: record.lifecycle.last_reinforced_at,
-    };
-    write_lifecycle(pg, key, record, Write::New(anchor))?;
-    pg.execute(
-        "INSERT INTO payloads (record_key, payload_json) VALUES ($1, $2)",
-        &[&key, &payload_json(&record.payload)?],
-    )?;
-    insert_children(pg, key, record)?;
-    append_audit(pg, key, &record.audit_log)?;
+    raise_bounds(pg, record)?;
     if let Some(embedding) = &record.embedding {
         super::vectors::put(pg, key, embedding, None)?;
     }
@@ -198,7 +252,7 @@ pub fn update_record(
         salience: record.salience,
         at,
     });
-    write_lifecycle(pg, key, record, Write::Update(anchor))?;
+    update_lifecycle(pg, key, record, anchor)?;
     pg.execute(
         "UPDATE payloads SET payload_json = $2 WHERE record_key = $1",
         &[&key, &payload_json(&record.payload)?],
@@ -223,40 +277,22 @@ pub fn update_record(
     )
 }
 
-enum Write {
-    New(Anchor),
-    /// `None` keeps the stored anchor.
-    Update(Option<Anchor>),
-}
-
-/// The decay profile, and the bounds of its memory type.
-fn write_lifecycle(
+/// The decay profile of a rewritten record; `anchor`: `None` keeps the
+/// stored anchor.
+fn update_lifecycle(
     pg: &Pg,
     key: i64,
     record: &MemoryRecord,
-    write: Write,
+    anchor: Option<Anchor>,
 ) -> Result<(), StoreError> {
     let lifecycle = &record.lifecycle;
-    let (sql, anchor) = match write {
-        Write::New(anchor) => (
-            "INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
-                 max_age_seconds, reinforcement_gain, last_reinforced_at, pinned,
-                 deletion_policy, anchor_salience, anchor_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-            Some(anchor),
-        ),
-        Write::Update(anchor) => (
-            "UPDATE decay_profiles SET curve = $2, half_life_seconds = $3, min_salience = $4,
-                 max_age_seconds = $5, reinforcement_gain = $6, last_reinforced_at = $7,
-                 pinned = $8, deletion_policy = $9,
-                 anchor_salience = COALESCE($10, anchor_salience),
-                 anchor_at = COALESCE($11, anchor_at)
-             WHERE record_key = $1",
-            anchor,
-        ),
-    };
     pg.execute(
-        sql,
+        "UPDATE decay_profiles SET curve = $2, half_life_seconds = $3, min_salience = $4,
+             max_age_seconds = $5, reinforcement_gain = $6, last_reinforced_at = $7,
+             pinned = $8, deletion_policy = $9,
+             anchor_salience = COALESCE($10, anchor_salience),
+             anchor_at = COALESCE($11, anchor_at)
+         WHERE record_key = $1",
         &[
             &key,
             &lifecycle.decay.curve.as_str(),
@@ -271,103 +307,146 @@ fn write_lifecycle(
             &anchor.map(|a| to_micros(&a.at)),
         ],
     )?;
-    // Read first: the upsert would lock the type's row for every writer,
-    // and the bounds only ever grow, rarely.
-    let current = pg.query_opt(
-        "SELECT max_half_life_seconds, max_min_salience FROM decay_bounds WHERE layer = $1",
-        &[&layer(record)],
-    )?;
-    let covered = match &current {
-        Some(row) => {
-            row.try_get::<_, i64>(0)? >= lifecycle.decay.half_life_seconds
-                && row.try_get::<_, f64>(1)? >= lifecycle.decay.min_salience
-        }
-        None => false,
-    };
-    if !covered {
-        pg.execute(
-            "INSERT INTO decay_bounds (layer, max_half_life_seconds, max_min_salience)
-             VALUES ($1, $2, $3)
-             ON CONFLICT (layer) DO UPDATE SET
-                 max_half_life_seconds = GREATEST(decay_bounds.max_half_life_seconds,
-                                                  excluded.max_half_life_seconds),
-                 max_min_salience = GREATEST(decay_bounds.max_min_salience,
-                                             excluded.max_min_salience)",
-            &[
-                &layer(record),
-                &lifecycle.decay.half_life_seconds,
-                &lifecycle.decay.min_salience,
-            ],
-        )?;
+    raise_bounds(pg, record)
+}
+
+/// Raises the decay bounds of the record's memory type to cover its
+/// profile (see the SQLite migration 0005). The bounds this connection has
+/// seen are kept (bounds only grow), so the statement runs only when the
+/// record may raise them.
+fn raise_bounds(pg: &Pg, record: &MemoryRecord) -> Result<(), StoreError> {
+    let decay = &record.lifecycle.decay;
+    let wanted = (decay.half_life_seconds, decay.min_salience);
+    if pg.bounds_cover(layer(record), wanted) {
+        return Ok(());
     }
+    let row = pg.query_one(
+        "INSERT INTO decay_bounds (layer, max_half_life_seconds, max_min_salience)
+         VALUES ($1, $2, $3)
+         ON CONFLICT (layer) DO UPDATE SET
+             max_half_life_seconds = GREATEST(decay_bounds.max_half_life_seconds,
+                                              excluded.max_half_life_seconds),
+             max_min_salience = GREATEST(decay_bounds.max_min_salience,
+                                         excluded.max_min_salience)
+         RETURNING max_half_life_seconds, max_min_salience",
+        &[&layer(record), &wanted.0, &wanted.1],
+    )?;
+    pg.saw_bounds(layer(record), (row.try_get(0)?, row.try_get(1)?));
     Ok(())
 }
 
-/// Tags, provenance, outgoing relations and competence counters, one
-/// statement per table (arrays unnested), not one per row.
+/// A record's child rows as column arrays, for statements that write them
+/// all at once.
+struct Children<'a> {
+    kinds: Vec<&'a str>,
+    refs: Vec<&'a str>,
+    hashes: Vec<Option<&'a str>>,
+    sources_by: Vec<Option<&'a str>>,
+    sources_at: Vec<i64>,
+    predicates: Vec<&'a str>,
+    targets: Vec<&'a str>,
+    weights: Vec<f64>,
+    relations_at: Vec<i64>,
+    /// Successes and failures of a competence record that counts them.
+    competence: Option<(i64, i64)>,
+}
+
+impl<'a> Children<'a> {
+    fn of(record: &'a MemoryRecord) -> Children<'a> {
+        let sources = &record.provenance.sources;
+        let relations = &record.relations;
+        Children {
+            kinds: sources.iter().map(|s| s.kind.as_str()).collect(),
+            refs: sources.iter().map(|s| s.reference.as_str()).collect(),
+            hashes: sources.iter().map(|s| s.hash.as_deref()).collect(),
+            sources_by: sources.iter().map(|s| s.created_by.as_deref()).collect(),
+            sources_at: sources.iter().map(|s| to_micros(&s.timestamp)).collect(),
+            predicates: relations.iter().map(|r| r.predicate.as_str()).collect(),
+            targets: relations.iter().map(|r| r.target_id.as_str()).collect(),
+            weights: relations.iter().map(|r| r.weight).collect(),
+            relations_at: relations.iter().map(|r| to_micros(&r.created_at)).collect(),
+            competence: match &record.payload {
+                Payload::Competence(c) => c
+                    .performance
+                    .as_ref()
+                    .map(|p| (p.success_count as i64, p.failure_count as i64)),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Audit entries as column arrays.
+struct AuditColumns<'a> {
+    actions: Vec<&'a str>,
+    actors: Vec<&'a str>,
+    at: Vec<i64>,
+    rationales: Vec<&'a str>,
+    imported: Vec<bool>,
+}
+
+impl<'a> AuditColumns<'a> {
+    fn of(entries: &'a [AuditEntry]) -> AuditColumns<'a> {
+        AuditColumns {
+            actions: entries.iter().map(|e| e.action.as_str()).collect(),
+            actors: entries.iter().map(|e| e.actor.as_str()).collect(),
+            at: entries.iter().map(|e| to_micros(&e.timestamp)).collect(),
+            rationales: entries.iter().map(|e| e.rationale.as_str()).collect(),
+            imported: entries.iter().map(|e| e.imported).collect(),
+        }
+    }
+}
+
+/// Tags, provenance, outgoing relations and competence counters of a
+/// rewritten record, one statement per table (arrays unnested).
 fn insert_children(pg: &Pg, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
+    let children = Children::of(record);
     if !record.tags.is_empty() {
-        let positions: Vec<i64> = (0..record.tags.len() as i64).collect();
         pg.execute(
             "INSERT INTO tags (record_key, tag, position)
-             SELECT $1, t, p FROM unnest($2::text[], $3::bigint[]) AS u(t, p)",
-            &[&key, &record.tags, &positions],
+             SELECT $1, u.t, u.n - 1 FROM unnest($2::text[]) WITH ORDINALITY AS u(t, n)",
+            &[&key, &record.tags],
         )?;
     }
-    let sources = &record.provenance.sources;
-    if !sources.is_empty() {
-        let kinds: Vec<&str> = sources.iter().map(|s| s.kind.as_str()).collect();
-        let refs: Vec<&str> = sources.iter().map(|s| s.reference.as_str()).collect();
-        let hashes: Vec<Option<&str>> = sources.iter().map(|s| s.hash.as_deref()).collect();
-        let by: Vec<Option<&str>> = sources.iter().map(|s| s.created_by.as_deref()).collect();
-        let at: Vec<i64> = sources.iter().map(|s| to_micros(&s.timestamp)).collect();
+    if !children.kinds.is_empty() {
         pg.execute(
             "INSERT INTO provenance_sources (record_key, kind, ref, hash, created_by, timestamp)
-             SELECT $1, k, r, h, c, t
+             SELECT $1, u.k, u.f, u.h, u.c, u.t
              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
-                  WITH ORDINALITY AS u(k, r, h, c, t, n)
-             ORDER BY n",
-            &[&key, &kinds, &refs, &hashes, &by, &at],
+                  WITH ORDINALITY AS u(k, f, h, c, t, n)
+             ORDER BY u.n",
+            &[
+                &key,
+                &children.kinds,
+                &children.refs,
+                &children.hashes,
+                &children.sources_by,
+                &children.sources_at,
+            ],
         )?;
     }
-    if !record.relations.is_empty() {
-        let predicates: Vec<&str> = record
-            .relations
-            .iter()
-            .map(|r| r.predicate.as_str())
-            .collect();
-        let targets: Vec<&str> = record
-            .relations
-            .iter()
-            .map(|r| r.target_id.as_str())
-            .collect();
-        let weights: Vec<f64> = record.relations.iter().map(|r| r.weight).collect();
-        let at: Vec<i64> = record
-            .relations
-            .iter()
-            .map(|r| to_micros(&r.created_at))
-            .collect();
+    if !children.predicates.is_empty() {
         pg.execute(
             "INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
-             SELECT $1, p, t, w, c
+             SELECT $1, u.p, u.t, u.w, u.c
              FROM unnest($2::text[], $3::text[], $4::float8[], $5::bigint[])
                   WITH ORDINALITY AS u(p, t, w, c, n)
-             ORDER BY n",
-            &[&key, &predicates, &targets, &weights, &at],
+             ORDER BY u.n",
+            &[
+                &key,
+                &children.predicates,
+                &children.targets,
+                &children.weights,
+                &children.relations_at,
+            ],
         )?;
     }
-    if let Payload::Competence(competence) = &record.payload {
-        if let Some(performance) = &competence.performance {
-            pg.execute(
-                "INSERT INTO competence_stats (record_key, success_count, failure_count)
-                 VALUES ($1, $2, $3)",
-                &[
-                    &key,
-                    &(performance.success_count as i64),
-                    &(performance.failure_count as i64),
-                ],
-            )?;
-        }
+    if let Some((successes, failures)) = children.competence {
+        pg.execute(
+            "INSERT INTO competence_stats (record_key, success_count, failure_count)
+             VALUES ($1, $2, $3)",
+            &[&key, &successes, &failures],
+        )?;
     }
     Ok(())
 }
@@ -377,18 +456,21 @@ pub(super) fn append_audit(pg: &Pg, key: i64, entries: &[AuditEntry]) -> Result<
     if entries.is_empty() {
         return Ok(());
     }
-    let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
-    let actors: Vec<&str> = entries.iter().map(|e| e.actor.as_str()).collect();
-    let at: Vec<i64> = entries.iter().map(|e| to_micros(&e.timestamp)).collect();
-    let rationales: Vec<&str> = entries.iter().map(|e| e.rationale.as_str()).collect();
-    let imported: Vec<bool> = entries.iter().map(|e| e.imported).collect();
+    let audit = AuditColumns::of(entries);
     pg.execute(
         "INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
-         SELECT $1, a, b, t, r, i
+         SELECT $1, u.a, u.b, u.t, u.r, u.i
          FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::bool[])
               WITH ORDINALITY AS u(a, b, t, r, i, n)
-         ORDER BY n",
-        &[&key, &actions, &actors, &at, &rationales, &imported],
+         ORDER BY u.n",
+        &[
+            &key,
+            &audit.actions,
+            &audit.actors,
+            &audit.at,
+            &audit.rationales,
+            &audit.imported,
+        ],
     )?;
     Ok(())
 }

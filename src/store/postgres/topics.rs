@@ -100,10 +100,12 @@ pub fn update_topic(pg: &Pg, key: i64, topic: &Topic) -> Result<(), StoreError> 
     Ok(())
 }
 
-pub fn index_topic(pg: &Pg, key: i64, text: &str) -> Result<(), StoreError> {
+/// Sets topic `key`'s search text (stemmed now; `fresh` makes no
+/// difference here).
+pub fn index_topic(pg: &Pg, key: i64, text: String, _fresh: bool) -> Result<(), StoreError> {
     pg.execute(
         "UPDATE topics SET search = to_tsvector('english', $2) WHERE key = $1",
-        &[&key, &super::records::searchable(text)],
+        &[&key, &super::records::searchable(&text)],
     )?;
     Ok(())
 }

@@ -105,8 +105,14 @@ pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), St
 
 /// Queues the search text of topic `key` (see `search`; `fresh`: the
 /// topic has no row yet).
-pub fn index_topic(key: i64, text: String, fresh: bool) {
+pub fn index_topic(
+    _: &Connection,
+    key: i64,
+    text: String,
+    fresh: bool,
+) -> Result<(), StoreError> {
     search::set(Index::Topics, key, text, fresh);
+    Ok(())
 }
 
 /// Replaces words `old` of topic `key` in the word index by `new`.
@@ -199,9 +205,11 @@ pub fn topics_titled(
 pub fn search_topics(
     conn: &Connection,
     text: &str,
-    visible: &Visible<'_>,
+    trust: &TrustContext,
+    kind: Option<&str>,
     limit: usize,
 ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
+    let visible = &Visible::of(trust, kind);
     let Some(query) = TextQuery::new(text) else {
         return Ok(Vec::new());
     };
@@ -258,9 +266,11 @@ impl Visible<'_> {
 /// first, at most `limit`.
 pub fn recent_topics(
     conn: &Connection,
-    visible: &Visible<'_>,
+    trust: &TrustContext,
+    kind: Option<&str>,
     limit: usize,
 ) -> Result<Vec<(i64, Topic)>, StoreError> {
+    let visible = &Visible::of(trust, kind);
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM topics t
          WHERE t.archived = 0 AND t.sensitivity <= ?1
@@ -533,9 +543,11 @@ pub fn put_topic_vector(
 pub fn nearest_topics(
     conn: &Connection,
     query: &QueryVector,
-    visible: &Visible<'_>,
+    trust: &TrustContext,
+    kind: Option<&str>,
     limit: usize,
 ) -> Result<Vec<(i64, f64)>, StoreError> {
+    let visible = &Visible::of(trust, kind);
     let mut stmt = conn.prepare_cached(
         "SELECT v.topic_key, v.norm, v.vector FROM topic_vectors v JOIN topics t ON t.key = v.topic_key
          WHERE t.archived = 0 AND t.sensitivity <= ?1
