@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::{baseline, baseline_pg};
 use crate::driver::{self, LoadOptions, Report, Scenario};
+use crate::{baseline, baseline_pg};
 
 pub struct TargetOptions {
     pub load: LoadOptions,

@@ -19,11 +19,19 @@
 macro_rules! delegate_transaction {
     ($backend:ty) => {
         impl $crate::store::Transaction for $backend {
-            fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError> {
+            fn get_record(
+                &mut self,
+                id: &str,
+                now: Timestamp,
+            ) -> Result<Option<MemoryRecord>, StoreError> {
                 records::get_record(self, id, now)
             }
 
-            fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError> {
+            fn get_for_update(
+                &mut self,
+                id: &str,
+                now: Timestamp,
+            ) -> Result<Option<Loaded>, StoreError> {
                 records::get_for_update(self, id, now)
             }
 
@@ -169,11 +177,20 @@ macro_rules! delegate_transaction {
                 consolidation::sightings(self, step, group_key)
             }
 
-            fn output(&mut self, step: Step, group_key: &str) -> Result<Option<String>, StoreError> {
+            fn output(
+                &mut self,
+                step: Step,
+                group_key: &str,
+            ) -> Result<Option<String>, StoreError> {
                 consolidation::output(self, step, group_key)
             }
 
-            fn set_output(&mut self, step: Step, group_key: &str, id: &str) -> Result<(), StoreError> {
+            fn set_output(
+                &mut self,
+                step: Step,
+                group_key: &str,
+                id: &str,
+            ) -> Result<(), StoreError> {
                 consolidation::set_output(self, step, group_key, id)
             }
 
@@ -189,7 +206,11 @@ macro_rules! delegate_transaction {
                 maintenance::job_settings(self)
             }
 
-            fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError> {
+            fn save_job_setting(
+                &mut self,
+                setting: &JobSetting,
+                now: Timestamp,
+            ) -> Result<(), StoreError> {
                 maintenance::save_job_setting(self, setting, now)
             }
 
@@ -251,7 +272,12 @@ macro_rules! delegate_transaction {
                 topics::update_topic(self, key, topic)
             }
 
-            fn index_topic(&mut self, key: i64, text: String, fresh: bool) -> Result<(), StoreError> {
+            fn index_topic(
+                &mut self,
+                key: i64,
+                text: String,
+                fresh: bool,
+            ) -> Result<(), StoreError> {
                 topics::index_topic(self, key, text, fresh)
             }
 
@@ -315,7 +341,11 @@ macro_rules! delegate_transaction {
                 topics::field_heads(self, key, at)
             }
 
-            fn field_versions(&mut self, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError> {
+            fn field_versions(
+                &mut self,
+                key: i64,
+                name: &str,
+            ) -> Result<Vec<FieldVersion>, StoreError> {
                 topics::field_versions(self, key, name)
             }
 
@@ -327,7 +357,12 @@ macro_rules! delegate_transaction {
                 topics::topic_of_record(self, record_id)
             }
 
-            fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError> {
+            fn trim_versions(
+                &mut self,
+                key: i64,
+                name: &str,
+                keep: usize,
+            ) -> Result<usize, StoreError> {
                 topics::trim_versions(self, key, name, keep)
             }
 
@@ -359,7 +394,11 @@ macro_rules! delegate_transaction {
                 topics::edges_of(self, key, at)
             }
 
-            fn put_topic_vector(&mut self, key: i64, embedding: &Embedding) -> Result<(), StoreError> {
+            fn put_topic_vector(
+                &mut self,
+                key: i64,
+                embedding: &Embedding,
+            ) -> Result<(), StoreError> {
                 topics::put_topic_vector(self, key, embedding)
             }
 

@@ -292,125 +292,142 @@ fn tsquery_term(term: &str) -> String {
     format!("'{}'", term.trim_matches('"').replace('\'', "''"))
 }
 
-/// Matches of a term counted up to this many: beyond it a word is common
-/// and its weight hardly changes, while counting costs in proportion.
-const MATCHES_COUNTED: i64 = 10_000;
+/// A word in this many visible or invisible records or more is common:
+/// reading all its matches costs in proportion to the table, and it says
+/// little about what a record is about (as on SQLite).
+const COMMON_WORD_MATCHES: i64 = 1000;
 
-/// Each term of the text query with its weight: its inverse document
-/// frequency as BM25 has it, `ln(1 + (N - n + 0.5) / (n + 0.5))` for `n`
-/// of `N` records matching it, so a rare word counts for more than a
-/// common one.
-fn term_weights(pg: &Pg, query: &RecordQuery) -> Result<Vec<(String, f64)>, StoreError> {
+/// The most matches a query of common words alone reads (the newest
+/// visible ones), unless its `limit` is larger.
+const COMMON_QUERY_CANDIDATES: usize = 250;
+
+/// A word of the text query, as a `tsquery` text, with its weight: its
+/// inverse document frequency as BM25 has it, `ln(1 + (N - n + 0.5) /
+/// (n + 0.5))` for `n` of `N` records having it (`n` counted up to
+/// [`COMMON_WORD_MATCHES`]), so a rare word counts for more.
+struct Term {
+    tsquery: String,
+    weight: f64,
+    common: bool,
+}
+
+fn terms(pg: &Pg, query: &RecordQuery) -> Result<Vec<Term>, StoreError> {
     let Some(text) = &query.text else {
         return Ok(Vec::new());
     };
-    // The planner's estimate of the table's size (kept by autovacuum);
-    // a young table is counted.
+    // The planner's estimate of the table's size (kept by autovacuum); a
+    // young table is counted.
     let estimate: f64 = pg
         .query_one(
             "SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'records'::regclass",
             &[],
         )?
         .try_get(0)?;
-    let total = if estimate < MATCHES_COUNTED as f64 {
-        pg.query_one(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM records LIMIT $1) r",
-            &[&MATCHES_COUNTED],
-        )?
-        .try_get::<_, i64>(0)? as f64
+    let total = if estimate < 10_000.0 {
+        pg.query_one("SELECT COUNT(*) FROM records", &[])?
+            .try_get::<_, i64>(0)? as f64
     } else {
         estimate
     };
-    let mut weights = Vec::with_capacity(text.terms().len());
+    let mut terms = Vec::with_capacity(text.terms().len());
     for term in text.terms() {
-        let term = tsquery_term(term);
-        let matches = pg
+        let tsquery = tsquery_term(term);
+        let matches: i64 = pg
             .query_one(
                 "SELECT COUNT(*) FROM (SELECT 1 FROM records
                                        WHERE search @@ to_tsquery('english', $1) LIMIT $2) m",
-                &[&term, &MATCHES_COUNTED],
+                &[&tsquery, &COMMON_WORD_MATCHES],
             )?
-            .try_get::<_, i64>(0)? as f64;
-        let total = total.max(matches);
-        let idf = (1.0 + (total - matches + 0.5) / (matches + 0.5)).ln();
-        weights.push((term, idf));
+            .try_get(0)?;
+        let n = matches as f64;
+        let total = total.max(n);
+        terms.push(Term {
+            tsquery,
+            weight: (1.0 + (total - n + 0.5) / (n + 0.5)).ln(),
+            common: matches >= COMMON_WORD_MATCHES,
+        });
     }
-    Ok(weights)
+    Ok(terms)
 }
 
-/// Every visible candidate, scored: text matches, records with a vector
-/// (with a query vector), or, with neither, the records the filters pick.
-fn ranked(
-    pg: &Pg,
-    query: &RecordQuery,
-    now: Timestamp,
-) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
-    let weights = term_weights(pg, query)?;
-    let mut c = Conditions::visible(query);
-    let any: Vec<&str> = weights.iter().map(|(term, _)| term.as_str()).collect();
-    let text = (!weights.is_empty()).then(|| c.param(any.join(" | ")));
-    // The weights of the words a record has (binary BM25: short texts
-    // rarely repeat a word), then, by a small fraction, how closely
-    // together they stand.
-    let relevance = match &text {
-        Some(q) => {
-            let mut sum = Vec::with_capacity(weights.len());
-            for (term, weight) in &weights {
-                let t = c.param(term.clone());
-                let w = c.param(*weight);
-                sum.push(format!(
-                    "CASE WHEN r.search @@ to_tsquery('english', {t}) THEN {w}::float8 ELSE 0 END"
-                ));
-            }
-            format!(
-                "({} + 0.01 * ts_rank_cd(r.search, to_tsquery('english', {q})))",
-                sum.join(" + ")
-            )
-        }
-        None => "0::float4".to_string(),
-    };
+/// How one part of a way of matching is read.
+enum Part<'a> {
+    /// Every visible match of any of these words, each with the weights of
+    /// the words it has.
+    Weighted(Vec<&'a Term>),
+    /// The newest `n` visible matches of any of these words, each with
+    /// relevance `relevance`.
+    Newest(Vec<&'a Term>, usize, f64),
+}
+
+/// The ways to match a text query, tried in turn (the last always
+/// answers), as on SQLite: every word rare, all their matches weighted;
+/// rare and common words, the rare words alone (which must fill the
+/// answer), then their matches followed by the newest visible matches of
+/// the common words (relevance 0); only common words, their newest visible
+/// matches, each a full match.
+fn tiers<'a>(terms: &'a [Term], limit: usize) -> Vec<Vec<Part<'a>>> {
+    let newest = COMMON_QUERY_CANDIDATES.max(limit);
+    let (common, rare): (Vec<&Term>, Vec<&Term>) = terms.iter().partition(|t| t.common);
+    if rare.is_empty() {
+        vec![vec![Part::Newest(common, newest, 1.0)]]
+    } else if common.is_empty() {
+        vec![vec![Part::Weighted(rare)]]
+    } else {
+        vec![
+            vec![Part::Weighted(rare.clone())],
+            vec![Part::Weighted(rare), Part::Newest(common, newest, 0.0)],
+        ]
+    }
+}
+
+/// A visible candidate and what scoring it needs.
+struct Candidate {
+    key: i64,
+    layer: i64,
+    created_at: i64,
+    relevance: f64,
+    salience: f64,
+    vector: Option<f64>,
+}
+
+/// The columns every candidate statement reads: key, layer, creation,
+/// the vector's norm and bytes (or nulls), the profile; then relevance.
+fn candidate_sql(query: &RecordQuery, c: &Conditions, relevance: &str, vectors: &str) -> String {
     let vector = if query.vector.is_some() {
         "v.norm, v.vector"
     } else {
         "NULL::float8, NULL::bytea"
     };
-    let join = if query.vector.is_some() {
-        "LEFT JOIN record_vectors v ON v.record_key = r.key"
-    } else {
-        ""
-    };
-    let matches = match (&text, query.vector.is_some()) {
-        (Some(q), true) => {
-            format!("(r.search @@ to_tsquery('english', {q}) OR v.record_key IS NOT NULL)")
-        }
-        (Some(q), false) => format!("r.search @@ to_tsquery('english', {q})"),
-        (None, true) => "v.record_key IS NOT NULL".to_string(),
-        (None, false) => "TRUE".to_string(),
-    };
-    let sql = format!(
-        "SELECT r.key, r.layer, r.created_at, {relevance}::float8, {vector}, {PROFILE_COLUMNS}
-         FROM records r JOIN decay_profiles d ON d.record_key = r.key {join}
-         WHERE {} AND {matches}",
+    format!(
+        "SELECT r.key, r.layer, r.created_at, {vector}, {PROFILE_COLUMNS}, {relevance}::float8
+         FROM records r JOIN decay_profiles d ON d.record_key = r.key {vectors}
+         WHERE {}",
         c.clause
-    );
-    let rows = pg.query(&sql, &c.params())?;
-    let best = rows
-        .iter()
-        .map(|row| row.try_get::<_, f64>(3))
-        .try_fold(0.0f64, |best, r| r.map(|r| best.max(r)))?;
-    let mut top = TopK::for_query(query);
-    let mut signals = HashMap::with_capacity(rows.len().min(4 * query.limit + 16));
-    for row in &rows {
+    )
+}
+
+/// Reads candidates into `found` (a record found already is not read
+/// again).
+fn read_candidates(
+    pg: &Pg,
+    query: &RecordQuery,
+    now: Timestamp,
+    sql: &str,
+    c: &Conditions,
+    found: &mut Vec<Candidate>,
+    seen: &mut std::collections::HashSet<i64>,
+) -> Result<(), StoreError> {
+    for row in pg.query(sql, &c.params())? {
         let key: i64 = row.try_get(0)?;
-        let created_at: i64 = row.try_get(2)?;
-        let salience = current_salience(row, 6, created_at, now)?;
-        if salience < query.min_salience {
+        if !seen.insert(key) {
             continue;
         }
-        let similarity = match &query.vector {
+        let created_at: i64 = row.try_get(2)?;
+        let vector = match &query.vector {
             Some(q) => {
-                let norm: Option<f64> = row.try_get(4)?;
-                let bytes: Option<&[u8]> = row.try_get(5)?;
+                let norm: Option<f64> = row.try_get(3)?;
+                let bytes: Option<&[u8]> = row.try_get(4)?;
                 Some(match (norm, bytes) {
                     (Some(norm), Some(bytes)) => q.signal(bytes, norm).unwrap_or(0.0),
                     _ => 0.0,
@@ -418,23 +435,151 @@ fn ranked(
             }
             None => None,
         };
+        found.push(Candidate {
+            key,
+            layer: row.try_get(1)?,
+            created_at,
+            salience: current_salience(&row, 5, created_at, now)?,
+            relevance: row.try_get::<_, f64>(13)?.max(0.0),
+            vector,
+        });
+    }
+    Ok(())
+}
+
+/// The visible candidates of one way of matching (`tier`; `None`: no text
+/// query): its text matches, then, with a query vector, every visible
+/// record with a vector; with neither, what the filters pick.
+fn candidates(
+    pg: &Pg,
+    query: &RecordQuery,
+    tier: Option<&[Part<'_>]>,
+    now: Timestamp,
+) -> Result<Vec<Candidate>, StoreError> {
+    let mut found = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let with_vectors = if query.vector.is_some() {
+        "LEFT JOIN record_vectors v ON v.record_key = r.key"
+    } else {
+        ""
+    };
+    for part in tier.unwrap_or_default() {
+        let mut c = Conditions::visible(query);
+        let (words, relevance, newest) = match part {
+            Part::Weighted(words) => {
+                let mut sum = Vec::with_capacity(words.len());
+                for word in words {
+                    let t = c.param(word.tsquery.clone());
+                    let w = c.param(word.weight);
+                    sum.push(format!(
+                        "CASE WHEN r.search @@ to_tsquery('english', {t}) THEN {w}::float8 ELSE 0 END"
+                    ));
+                }
+                (words, format!("({})", sum.join(" + ")), None)
+            }
+            Part::Newest(words, n, relevance) => (words, format!("{relevance:?}"), Some(*n)),
+        };
+        let any: Vec<&str> = words.iter().map(|w| w.tsquery.as_str()).collect();
+        let q = c.param(any.join(" | "));
+        c.and(&format!("r.search @@ to_tsquery('english', {q})"));
+        // Records with the same words, by how closely together they
+        // stand (a small share of the relevance).
+        let relevance = match newest {
+            None => {
+                format!("({relevance} + 0.01 * ts_rank_cd(r.search, to_tsquery('english', {q})))")
+            }
+            Some(_) => relevance,
+        };
+        let mut sql = candidate_sql(query, &c, &relevance, with_vectors);
+        if let Some(n) = newest {
+            // Newest first by key, until this many visible ones are found
+            // (records an earlier part found are read again, not kept).
+            sql.push_str(&format!(" ORDER BY r.key DESC LIMIT {}", n + found.len()));
+        }
+        read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
+    }
+    if query.vector.is_some() {
+        let c = Conditions::visible(query);
+        let sql = candidate_sql(
+            query,
+            &c,
+            "0",
+            "JOIN record_vectors v ON v.record_key = r.key",
+        );
+        read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
+    } else if tier.is_none() {
+        let c = Conditions::visible(query);
+        let sql = candidate_sql(query, &c, "0", "");
+        read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
+    }
+    Ok(found)
+}
+
+/// The best `limit` of one way of matching, with their signals.
+fn ranked_by(
+    pg: &Pg,
+    query: &RecordQuery,
+    tier: Option<&[Part<'_>]>,
+    now: Timestamp,
+) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
+    let found = candidates(pg, query, tier, now)?;
+    let best = found.iter().map(|c| c.relevance).fold(0.0f64, f64::max);
+    let mut top = TopK::for_query(query);
+    let mut signals = HashMap::new();
+    for c in &found {
+        if c.salience < query.min_salience {
+            continue;
+        }
         let record = Signals {
-            text: text
-                .as_ref()
-                .map(|_| relative(row.try_get::<_, f64>(3).unwrap_or(0.0), best)),
-            vector: similarity,
-            salience,
+            text: tier.map(|_| relative(c.relevance, best)),
+            vector: c.vector,
+            salience: c.salience,
         };
         top.offer(Rank {
             salience: record.score(&query.weights, query.max_salience),
-            layer: row.try_get(1)?,
-            created_at,
-            key,
+            layer: c.layer,
+            created_at: c.created_at,
+            key: c.key,
         });
-        signals.insert(key, record);
+        signals.insert(c.key, record);
     }
     let top = top.into_sorted();
     let kept: std::collections::HashSet<i64> = top.iter().map(|r| r.key).collect();
     signals.retain(|key, _| kept.contains(key));
     Ok((top, signals))
+}
+
+/// Ranked retrieval: with a text query, the first way of matching that
+/// fills the whole answer (as the first page has it, so every page takes
+/// the same one), else the last.
+fn ranked(
+    pg: &Pg,
+    query: &RecordQuery,
+    now: Timestamp,
+) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
+    let terms = terms(pg, query)?;
+    if terms.is_empty() {
+        return ranked_by(pg, query, None, now);
+    }
+    let tiers = tiers(&terms, query.answer_limit);
+    let first_page = query.after.is_none() && query.limit == query.answer_limit;
+    let last = tiers.len() - 1;
+    for (i, tier) in tiers.iter().enumerate() {
+        if i < last {
+            let whole = RecordQuery {
+                limit: query.answer_limit,
+                after: None,
+                ..query.clone()
+            };
+            let (top, signals) = ranked_by(pg, &whole, Some(tier), now)?;
+            if top.len() < query.answer_limit {
+                continue;
+            }
+            if first_page {
+                return Ok((top, signals));
+            }
+        }
+        return ranked_by(pg, query, Some(tier), now);
+    }
+    unreachable!("the last way of matching always answers")
 }

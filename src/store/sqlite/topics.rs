@@ -105,12 +105,7 @@ pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), St
 
 /// Queues the search text of topic `key` (see `search`; `fresh`: the
 /// topic has no row yet).
-pub fn index_topic(
-    _: &Connection,
-    key: i64,
-    text: String,
-    fresh: bool,
-) -> Result<(), StoreError> {
+pub fn index_topic(_: &Connection, key: i64, text: String, fresh: bool) -> Result<(), StoreError> {
     search::set(Index::Topics, key, text, fresh);
     Ok(())
 }
