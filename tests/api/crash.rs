@@ -11,9 +11,27 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// A running engram process; killed when dropped (a failing test leaves
+/// none behind).
 pub(crate) struct Server {
-    pub child: Child,
+    child: Option<Child>,
     pub url: String,
+}
+
+impl Server {
+    /// The process, for the test to stop as it means to.
+    pub fn into_child(mut self) -> Child {
+        self.child.take().expect("taken once")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 fn start(db: &Path, log: &Path) -> Server {
@@ -41,7 +59,7 @@ pub(crate) fn start_with(env: Vec<(&'static str, String)>, log: &Path) -> Server
                 .take_while(|c| !c.is_whitespace())
                 .collect();
             return Server {
-                child,
+                child: Some(child),
                 url: format!("http://{addr}"),
             };
         }
@@ -150,7 +168,7 @@ async fn acknowledged_writes_survive_sigkill_in_the_middle_of_ingests() {
         let stop = Rc::new(RefCell::new(false));
         let load = actix_web::rt::spawn(ingest_until(server.url.clone(), 8, stop.clone()));
         actix_web::rt::time::sleep(Duration::from_millis(400 + 300 * cycle)).await;
-        let Server { mut child, .. } = server;
+        let mut child = server.into_child();
         child.kill().unwrap();
         child.wait().unwrap();
         *stop.borrow_mut() = true;
@@ -170,7 +188,7 @@ async fn acknowledged_writes_survive_sigkill_in_the_middle_of_ingests() {
         lost.len(),
         acked.len()
     );
-    let Server { mut child, .. } = server;
+    let mut child = server.into_child();
     child.kill().unwrap();
     child.wait().unwrap();
 }
@@ -195,7 +213,7 @@ async fn stops_gracefully_on(signal: &str) {
         ),
     );
     actix_web::rt::time::sleep(Duration::from_millis(100)).await;
-    let Server { mut child, .. } = server;
+    let mut child = server.into_child();
     let pid = child.id().to_string();
     assert!(Command::new("kill")
         .args([format!("-{signal}"), pid])
@@ -232,7 +250,7 @@ async fn stops_gracefully_on(signal: &str) {
     assert!(!log.contains("forced shutdown"), "{log}");
     let server = start(&db, &dir.path().join("after.log"));
     assert!(missing(&server.url, &acked).await.is_empty());
-    let Server { mut child, .. } = server;
+    let mut child = server.into_child();
     child.kill().unwrap();
     child.wait().unwrap();
 }

@@ -39,7 +39,7 @@ async fn call(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
 }
 
 fn stop(server: Server) {
-    let Server { mut child, .. } = server;
+    let mut child = server.into_child();
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -156,6 +156,10 @@ pub struct Pg {
     /// needs no write to them. Forgotten when a transaction or savepoint
     /// is rolled back (what it wrote is gone).
     bounds: std::cell::RefCell<std::collections::HashMap<i64, (i64, f64)>>,
+    /// Transaction control the writer asked for (BEGIN, SAVEPOINT,
+    /// RELEASE) not sent yet: it goes with the next statement, pipelined,
+    /// so a write job costs the round trips of its own statements only.
+    pending: std::cell::RefCell<Vec<&'static str>>,
 }
 
 impl Pg {
@@ -164,7 +168,33 @@ impl Pg {
             client,
             runtime,
             bounds: Default::default(),
+            pending: Default::default(),
         }
+    }
+
+    /// Waits for `statement`, sending the pending transaction control
+    /// ahead of it on the same connection (one round trip for both).
+    fn run<T>(
+        &self,
+        statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, tokio_postgres::Error> {
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        if pending.is_empty() {
+            return self.runtime.wait(statement);
+        }
+        let control = pending.join("; ");
+        // `join` polls the control first, so it is queued first.
+        let (control, result) = self.runtime.wait(futures_util::future::join(
+            self.client.batch_execute(&control),
+            statement,
+        ));
+        control?;
+        result
+    }
+
+    /// Queues transaction control to go with the next statement.
+    fn defer(&self, control: &'static str) {
+        self.pending.borrow_mut().push(control);
     }
 
     /// Whether the bounds seen for `layer` cover `(half_life, floor)`.
@@ -190,7 +220,7 @@ impl Pg {
     /// Runs `sql` (prepared once per connection) and answers its rows.
     pub(crate) fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, StoreError> {
         let statement = self.statement(sql)?;
-        Ok(self.runtime.wait(self.client.query(&statement, params))?)
+        Ok(self.run(self.client.query(&statement, params))?)
     }
 
     pub(crate) fn query_opt(
@@ -199,38 +229,28 @@ impl Pg {
         params: Params<'_>,
     ) -> Result<Option<Row>, StoreError> {
         let statement = self.statement(sql)?;
-        Ok(self
-            .runtime
-            .wait(self.client.query_opt(&statement, params))?)
+        Ok(self.run(self.client.query_opt(&statement, params))?)
     }
 
     pub(crate) fn query_one(&self, sql: &str, params: Params<'_>) -> Result<Row, StoreError> {
         let statement = self.statement(sql)?;
-        Ok(self
-            .runtime
-            .wait(self.client.query_one(&statement, params))?)
+        Ok(self.run(self.client.query_one(&statement, params))?)
     }
 
     /// Runs `sql`; answers how many rows it changed.
     pub(crate) fn execute(&self, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
         let statement = self.statement(sql)?;
-        Ok(self.runtime.wait(self.client.execute(&statement, params))?)
+        Ok(self.run(self.client.execute(&statement, params))?)
     }
 
-    /// Runs `sql` as it is given, for transaction control; answers the
-    /// error as the client reports it.
-    pub(crate) fn execute_raw(
-        &self,
-        sql: &str,
-        params: Params<'_>,
-    ) -> Result<u64, tokio_postgres::Error> {
-        let statement = self.runtime.wait(self.client.prepare_cached(sql))?;
-        self.runtime.wait(self.client.execute(&statement, params))
-    }
-
-    /// Runs statements without parameters, unprepared.
+    /// Runs statements without parameters, unprepared (after the pending
+    /// transaction control).
     pub(crate) fn batch(&self, sql: &str) -> Result<(), StoreError> {
-        Ok(self.runtime.wait(self.client.batch_execute(sql))?)
+        let mut statements = std::mem::take(&mut *self.pending.borrow_mut());
+        statements.push(sql);
+        Ok(self
+            .runtime
+            .wait(self.client.batch_execute(&statements.join("; ")))?)
     }
 }
 
@@ -314,7 +334,7 @@ impl ReadPool {
     /// whatever commits meanwhile.
     pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
         let mut pg = Pg::new(self.runtime.wait(self.pool.get())?, self.runtime.clone());
-        pg.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        pg.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
         let result = work(&mut pg);
         pg.batch("COMMIT")?;
         Ok(result)
@@ -341,38 +361,41 @@ struct PgWriter {
     pg: Pg,
 }
 
-impl PgWriter {
-    fn run(&self, sql: &str) -> Result<(), StoreError> {
-        self.pg.execute_raw(sql, &[])?;
-        Ok(())
-    }
-}
-
 impl WriteConnection for PgWriter {
     fn begin(&mut self) -> Result<(), StoreError> {
-        self.run("BEGIN")
+        self.pg.defer("BEGIN");
+        Ok(())
     }
 
     fn savepoint(&mut self) -> Result<(), StoreError> {
-        self.run("SAVEPOINT write_job")
+        self.pg.defer("SAVEPOINT write_job");
+        Ok(())
     }
 
     fn release(&mut self) -> Result<(), StoreError> {
-        self.run("RELEASE write_job")
+        self.pg.defer("RELEASE write_job");
+        Ok(())
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
         self.pg.forget_bounds();
-        self.run("ROLLBACK TO write_job")?;
-        self.run("RELEASE write_job")
+        let mut pending = self.pg.pending.borrow_mut();
+        if pending.last() == Some(&"SAVEPOINT write_job") {
+            // The job sent nothing: there is nothing to undo.
+            pending.pop();
+            return Ok(());
+        }
+        drop(pending);
+        self.pg.batch("ROLLBACK TO write_job; RELEASE write_job")
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        self.run("COMMIT")
+        self.pg.batch("COMMIT")
     }
 
     fn rollback(&mut self) {
         self.pg.forget_bounds();
+        self.pg.pending.borrow_mut().clear();
         let _ = self.pg.batch("ROLLBACK");
     }
 
