@@ -329,22 +329,48 @@ fn terms(pg: &Pg, query: &RecordQuery) -> Result<Vec<Term>, StoreError> {
     } else {
         estimate
     };
-    let mut terms = Vec::with_capacity(text.terms().len());
-    for term in text.terms() {
-        let tsquery = tsquery_term(term);
-        let matches: i64 = pg
-            .query_one(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM records
-                                       WHERE search @@ to_tsquery('english', $1) LIMIT $2) m",
-                &[&tsquery, &COMMON_WORD_MATCHES],
-            )?
-            .try_get(0)?;
-        let n = matches as f64;
+    // Each word's share of the records from the statistics ANALYZE keeps
+    // of the search column (its most common lexemes): a common word is
+    // known without counting its matches, which would read them all.
+    let words: Vec<String> = text
+        .terms()
+        .iter()
+        .map(|t| t.trim_matches('"').to_string())
+        .collect();
+    let mut shares: std::collections::HashMap<String, f64> = std::collections::HashMap::new();
+    for row in pg.query(
+        "WITH stats AS (
+             SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs
+             FROM pg_stats
+             WHERE schemaname = current_schema() AND tablename = 'records' AND attname = 'search')
+         SELECT w, (SELECT MAX(s.freqs[array_position(s.elems, l.lexeme)])::float8
+                    FROM stats s, unnest(to_tsvector('english', w)) l)
+         FROM unnest($1::text[]) w",
+        &[&words],
+    )? {
+        if let Some(share) = row.try_get::<_, Option<f64>>(1)? {
+            shares.insert(row.try_get(0)?, share);
+        }
+    }
+    let mut terms = Vec::with_capacity(words.len());
+    for word in &words {
+        let tsquery = tsquery_term(word);
+        let counted = match shares.get(word) {
+            Some(share) if share * total >= COMMON_WORD_MATCHES as f64 => share * total,
+            _ => pg
+                .query_one(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM records
+                                           WHERE search @@ to_tsquery('english', $1) LIMIT $2) m",
+                    &[&tsquery, &COMMON_WORD_MATCHES],
+                )?
+                .try_get::<_, i64>(0)? as f64,
+        };
+        let n = counted;
         let total = total.max(n);
         terms.push(Term {
             tsquery,
             weight: (1.0 + (total - n + 0.5) / (n + 0.5)).ln(),
-            common: matches >= COMMON_WORD_MATCHES,
+            common: n >= COMMON_WORD_MATCHES as f64,
         });
     }
     Ok(terms)
