@@ -594,6 +594,45 @@ impl KeyLookup {
     }
 }
 
+/// Longest supersession chain walked: a guard against cycles a client
+/// could build with hand-made `supersedes` relations.
+const MAX_CHAIN: usize = 10_000;
+
+/// The keys of the supersession chain through record `key` (id `id`),
+/// oldest first: `older(key)` finds the record a record supersedes,
+/// `newer(id)` the one superseding it (each as key and id). Stops at a
+/// cycle.
+pub(crate) fn walk_chain(
+    key: i64,
+    id: &str,
+    mut older: impl FnMut(i64) -> Result<Option<(i64, String)>, StoreError>,
+    mut newer: impl FnMut(&str) -> Result<Option<(i64, String)>, StoreError>,
+) -> Result<Vec<i64>, StoreError> {
+    let mut seen = std::collections::HashSet::from([key]);
+    let mut back = Vec::new();
+    let mut current = key;
+    while let Some((previous, _)) = older(current)? {
+        if !seen.insert(previous) || seen.len() > MAX_CHAIN {
+            break;
+        }
+        back.push(previous);
+        current = previous;
+    }
+    let mut forward = Vec::new();
+    let mut current_id = id.to_string();
+    while let Some((next, next_id)) = newer(&current_id)? {
+        if !seen.insert(next) || seen.len() > MAX_CHAIN {
+            break;
+        }
+        forward.push(next);
+        current_id = next_id;
+    }
+    back.reverse();
+    back.push(key);
+    back.extend(forward);
+    Ok(back)
+}
+
 /// An API key's row, as either backend stores it (see the SQLite
 /// migration 0009).
 pub(crate) struct StoredKey {

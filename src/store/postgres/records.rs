@@ -697,9 +697,6 @@ pub(super) fn parse_enum<T>(
         .ok_or_else(|| StoreError::Corrupt(format!("unexpected value {text:?} in column {column}")))
 }
 
-/// Longest supersession chain walked (a guard against hand-made cycles).
-const MAX_CHAIN: usize = 10_000;
-
 /// The supersession chain through record `id`, oldest first.
 pub fn supersession_chain(
     pg: &Pg,
@@ -713,31 +710,17 @@ pub fn supersession_chain(
                  WHERE rel.source_key = $1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1";
     let newer = "SELECT r.key, r.id FROM relations rel JOIN records r ON r.key = rel.source_key
                  WHERE rel.target_id = $1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1";
-    let mut seen = std::collections::HashSet::from([key]);
-    let mut back = Vec::new();
-    let mut current = key;
-    while let Some(row) = pg.query_opt(older, &[&current])? {
-        let previous: i64 = row.try_get(0)?;
-        if !seen.insert(previous) || seen.len() > MAX_CHAIN {
-            break;
-        }
-        back.push(previous);
-        current = previous;
-    }
-    let mut forward = Vec::new();
-    let mut current_id = id.to_string();
-    while let Some(row) = pg.query_opt(newer, &[&current_id])? {
-        let next: i64 = row.try_get(0)?;
-        if !seen.insert(next) || seen.len() > MAX_CHAIN {
-            break;
-        }
-        forward.push(next);
-        current_id = row.try_get(1)?;
-    }
-    back.reverse();
-    back.push(key);
-    back.extend(forward);
-    Ok(Some(load_records(pg, &back, now)?))
+    let pair = |row: Option<Row>| -> Result<Option<(i64, String)>, StoreError> {
+        row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .transpose()
+    };
+    let keys = crate::store::walk_chain(
+        key,
+        id,
+        |key| pair(pg.query_opt(older, &[&key])?),
+        |id| pair(pg.query_opt(newer, &[&id])?),
+    )?;
+    Ok(Some(load_records(pg, &keys, now)?))
 }
 
 pub fn ping(pg: &Pg) -> Result<(), StoreError> {

@@ -621,10 +621,6 @@ pub(super) fn parse_enum<T>(
         .ok_or_else(|| StoreError::Corrupt(format!("unexpected value {text:?} in column {column}")))
 }
 
-/// Longest supersession chain walked; a guard against cycles a client
-/// could build with hand-made `supersedes` relations.
-const MAX_CHAIN: usize = 10_000;
-
 /// The supersession chain through record `id`, oldest first: follows
 /// `supersedes` relations back to the first version and forward to the
 /// newest. `None` when there is no such record.
@@ -644,39 +640,21 @@ pub fn supersession_chain(
         "SELECT r.key, r.id FROM relations rel JOIN records r ON r.key = rel.source_key
          WHERE rel.target_id = ?1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
     )?;
-    let mut seen = std::collections::HashSet::from([key]);
-    let mut back = Vec::new();
-    let mut current = key;
-    while let Some((previous, _)) = older
-        .query_row([current], |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-        })
-        .optional()?
-    {
-        if !seen.insert(previous) || seen.len() > MAX_CHAIN {
-            break;
-        }
-        back.push(previous);
-        current = previous;
-    }
-    let mut forward = Vec::new();
-    let mut current_id = id.to_string();
-    while let Some((next, next_id)) = newer
-        .query_row([&current_id], |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-        })
-        .optional()?
-    {
-        if !seen.insert(next) || seen.len() > MAX_CHAIN {
-            break;
-        }
-        forward.push(next);
-        current_id = next_id;
-    }
-    back.reverse();
-    back.push(key);
-    back.extend(forward);
-    Ok(Some(load_records(conn, &back, now)?))
+    let keys = crate::store::walk_chain(
+        key,
+        id,
+        |key| {
+            Ok(older
+                .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?)
+        },
+        |id| {
+            Ok(newer
+                .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?)
+        },
+    )?;
+    Ok(Some(load_records(conn, &keys, now)?))
 }
 
 /// Cheap liveness query for readiness checks.
