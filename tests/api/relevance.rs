@@ -547,3 +547,79 @@ async fn the_project_recall_set_is_found_by_text_alone_and_with_vectors() {
         assert!(result["mrr_at_k"].as_f64().unwrap() >= 0.90, "{result:#}");
     }
 }
+
+#[actix_web::test]
+async fn a_common_word_answers_its_newest_visible_matches() {
+    let app = spawn_app().await;
+    // A rare word, in the oldest record only.
+    let rare = create_id_of(&app, "lantern wick trimmed at dawn").await;
+    // 1,200 records with "lantern" (a common word: 1,000 matches or more),
+    // written in four runs; on PostgreSQL each run's keys start further
+    // on, so the newest matches lie in epochs far apart. Every fourth is
+    // `high`, which the reader may not see.
+    let mut visible = Vec::new();
+    for (run, first_key) in [100, 20_000, 60_000, 200_000].into_iter().enumerate() {
+        if crate::helpers::postgres_admin_url().is_some() {
+            app.sql_execute(&format!(
+                "ALTER SEQUENCE records_key_seq RESTART WITH {first_key}"
+            ));
+        }
+        for batch in 0..3 {
+            let items: Vec<Value> = (0..100)
+                .map(|i| {
+                    let n = run * 300 + batch * 100 + i;
+                    let sensitivity = if n % 4 == 3 { "high" } else { "public" };
+                    json!({"kind": "event", "source": "agent", "event_kind": "note",
+                           "ref": format!("r{n}"), "sensitivity": sensitivity,
+                           "summary": format!("lantern number {n} checked")})
+                })
+                .collect();
+            let (status, answer) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
+            assert_eq!(status, StatusCode::CREATED, "{answer}");
+            for (i, record) in answer["records"].as_array().unwrap().iter().enumerate() {
+                if (run * 300 + batch * 100 + i) % 4 != 3 {
+                    visible.push(record["id"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+
+    // Its newest 300 visible matches: as many as the limit asks (more than
+    // the 250 a query of common words reads otherwise).
+    let answer = retrieve(
+        &app,
+        json!({"trust": trust("public", &[]), "task_descriptor": "lantern", "limit": 300}),
+    )
+    .await;
+    let mut got = ids(&answer);
+    got.sort();
+    let mut newest: Vec<String> = visible.iter().rev().take(300).cloned().collect();
+    newest.sort();
+    assert_eq!(got, newest);
+
+    // With the rare word, its match comes first, and the common word's
+    // newest visible matches fill the rest.
+    let answer = retrieve(
+        &app,
+        json!({"trust": trust("public", &[]), "task_descriptor": "lantern wick", "limit": 20}),
+    )
+    .await;
+    let got = ids(&answer);
+    assert_eq!(got.len(), 20, "{answer}");
+    assert_eq!(got[0], rare);
+    let newest: Vec<&String> = visible.iter().rev().take(250).collect();
+    assert!(got[1..].iter().all(|id| newest.contains(&id)), "{answer}");
+}
+
+/// Writes an unscoped public event with `summary`; answers its id.
+async fn create_id_of(app: &TestApp, summary: &str) -> String {
+    let (status, answer) = app
+        .post(
+            "/v1/ingest/event",
+            &json!({"source": "agent", "event_kind": "note", "ref": "r", "sensitivity": "public",
+                    "summary": summary}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    answer["record"]["id"].as_str().unwrap().to_string()
+}

@@ -151,6 +151,9 @@ pub struct PgOptions {
 pub struct Pg {
     client: deadpool_postgres::Object,
     runtime: Runtime,
+    /// What is known of the words in the records, for text ranking;
+    /// shared by the connections to the database.
+    pub(crate) words: Arc<ranking::WordShares>,
     /// The decay bounds (per layer: longest half-life, highest floor) this
     /// connection has seen stored; they only grow, so a record they cover
     /// needs no write to them. Forgotten when a transaction or savepoint
@@ -163,10 +166,11 @@ pub struct Pg {
 }
 
 impl Pg {
-    fn new(client: deadpool_postgres::Object, runtime: Runtime) -> Pg {
+    fn new(client: deadpool_postgres::Object, shared: &Shared) -> Pg {
         Pg {
             client,
-            runtime,
+            runtime: shared.runtime.clone(),
+            words: shared.words.clone(),
             bounds: Default::default(),
             pending: Default::default(),
         }
@@ -260,8 +264,8 @@ pub fn open(
     options: &PgOptions,
     embedding_dimensions: Option<usize>,
 ) -> Result<Opened, StoreError> {
-    let (pool, runtime) = pool(options)?;
-    let writer = Pg::new(runtime.wait(pool.get())?, runtime.clone());
+    let (pool, shared) = pool(options)?;
+    let writer = Pg::new(shared.runtime.wait(pool.get())?, &shared);
     let applied_migrations = migrations::run(&writer)?;
     if let Some(configured) = embedding_dimensions {
         vectors::fix_dimensions(&writer, configured)?;
@@ -270,9 +274,9 @@ pub fn open(
         writer: Box::new(PgWriter { pg: writer }),
         readers: super::ReadPool::Postgres(ReadPool {
             pool: pool.clone(),
-            runtime: runtime.clone(),
+            shared: shared.clone(),
         }),
-        key_lookup: super::KeyLookup::Postgres(KeyLookup { pool, runtime }),
+        key_lookup: super::KeyLookup::Postgres(KeyLookup { pool, shared }),
         applied_migrations,
     })
 }
@@ -280,14 +284,22 @@ pub fn open(
 /// One connection to the database, its schema brought up to date
 /// (`engram migrate`).
 pub fn connect(options: &PgOptions) -> Result<Pg, StoreError> {
-    let (pool, runtime) = pool(options)?;
-    let pg = Pg::new(runtime.wait(pool.get())?, runtime);
+    let (pool, shared) = pool(options)?;
+    let pg = Pg::new(shared.runtime.wait(pool.get())?, &shared);
     migrations::run(&pg)?;
     Ok(pg)
 }
 
-/// The connection pool of `options` and the runtime its connections run on.
-fn pool(options: &PgOptions) -> Result<(Pool, Runtime), StoreError> {
+/// What the connections to one database share: the runtime their I/O
+/// runs on, and what text ranking knows of the words in the records.
+#[derive(Clone)]
+struct Shared {
+    runtime: Runtime,
+    words: Arc<ranking::WordShares>,
+}
+
+/// The connection pool of `options` and what its connections share.
+fn pool(options: &PgOptions) -> Result<(Pool, Shared), StoreError> {
     let runtime = Runtime::new()?;
     let mut config: tokio_postgres::Config = options
         .url
@@ -318,23 +330,27 @@ fn pool(options: &PgOptions) -> Result<(Pool, Runtime), StoreError> {
         .create_timeout(Some(Duration::from_secs(10)))
         .build()
         .map_err(|e| StoreError::Pool(e.to_string()))?;
-    Ok((pool, runtime))
+    let words = Arc::default();
+    Ok((pool, Shared { runtime, words }))
 }
 
 /// Pooled read connections; cheap to clone.
 #[derive(Clone)]
 pub struct ReadPool {
     pool: Pool,
-    runtime: Runtime,
+    shared: Shared,
 }
 
 impl ReadPool {
     /// Runs `work` in one read-only transaction at one snapshot
     /// (repeatable read): a retrieval ranks and loads the same records,
     /// whatever commits meanwhile.
+    /// Its statements are planned for their parameters each time: a text
+    /// query's plan depends on how common its words are.
     pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
-        let mut pg = Pg::new(self.runtime.wait(self.pool.get())?, self.runtime.clone());
+        let mut pg = Pg::new(self.shared.runtime.wait(self.pool.get())?, &self.shared);
         pg.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        pg.defer("SET LOCAL plan_cache_mode = force_custom_plan");
         let result = work(&mut pg);
         pg.batch("COMMIT")?;
         Ok(result)
@@ -345,12 +361,12 @@ impl ReadPool {
 /// connection of their own (each read is one statement, no transaction).
 pub struct KeyLookup {
     pool: Pool,
-    runtime: Runtime,
+    shared: Shared,
 }
 
 impl KeyLookup {
     pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
-        let mut pg = Pg::new(self.runtime.wait(self.pool.get())?, self.runtime.clone());
+        let mut pg = Pg::new(self.shared.runtime.wait(self.pool.get())?, &self.shared);
         Ok(work(&mut pg))
     }
 }

@@ -14,11 +14,22 @@
 //! `domain::relevance`: text relevance relative to the best candidate's,
 //! vector similarity, salience now.
 //!
+//! Text matches are found in the search column's GIN index together with
+//! the record's facets (`engram_facets` in the schema: its type, the
+//! sensitivities that may see it, its scope, its key's epoch), so only
+//! matches the caller may see are read from the table. A word is common
+//! from [`COMMON_WORD_MATCHES`] matches, as on SQLite: how many records
+//! have it is counted in a small table and taken from the column's
+//! statistics (`pg_stats`, read once a minute) in a large one. A common
+//! word's newest visible matches are read epoch by epoch from the newest,
+//! never all of them.
+//!
 //! Visibility (types, sensitivity, scopes, status) and the filters are
 //! conditions of the statements, so a record the caller may not see never
 //! takes a place in the answer.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
@@ -26,7 +37,7 @@ use tokio_postgres::Row;
 use super::records::{load_records, parse_enum, payload_sizes};
 use super::Pg;
 use crate::domain::decay::{salience_at, Anchor, DecayState};
-use crate::domain::record::{DecayCurve, DecayProfile, MemoryType};
+use crate::domain::record::{DecayCurve, DecayProfile, MemoryType, Sensitivity};
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
@@ -121,6 +132,38 @@ impl Conditions {
             c.and(&format!("r.created_at < {p}"));
         }
         c
+    }
+
+    /// The visibility and the epochs (`oldest..=newest`) the record's
+    /// facets must have, as a condition the search index answers (the
+    /// conditions of [`Conditions::visible`] still decide).
+    fn facets(&mut self, query: &RecordQuery, epochs: Option<(i64, i64)>) {
+        let layers: Vec<i64> = query
+            .memory_types
+            .iter()
+            .map(|t| t.layer() as i64)
+            .collect();
+        let sensitivity = query.max_sensitivity.rank() as i64;
+        // What engram_visible narrows by; it is NULL when nothing does.
+        if layers.len() >= MemoryType::ALL.len()
+            && sensitivity >= Sensitivity::Hyper.rank() as i64
+            && query.scopes.is_none()
+            && epochs.is_none()
+        {
+            return;
+        }
+        let (oldest, newest) = epochs.unzip();
+        let args = [
+            self.param(layers),
+            self.param(sensitivity),
+            self.param(query.scopes.clone()),
+            self.param(oldest),
+            self.param(newest),
+        ];
+        self.and(&format!(
+            "r.search @@ engram_visible({}::bigint[], {}::bigint, {}::text[], {}::bigint, {}::bigint)",
+            args[0], args[1], args[2], args[3], args[4]
+        ));
     }
 }
 
@@ -301,63 +344,156 @@ const COMMON_WORD_MATCHES: i64 = 1000;
 /// visible ones), unless its `limit` is larger.
 const COMMON_QUERY_CANDIDATES: usize = 250;
 
+/// Below this many records the matches of each word are counted; above,
+/// words' shares come from the statistics of the search column.
+const COUNTED_TABLE: f64 = 10_000.0;
+
+/// How long the statistics read from the database are used before they
+/// are read again (ANALYZE renews them far less often).
+const SHARES_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Keys of one epoch: `key >> EPOCH_BITS` (the `'E n'` facet of
+/// `engram_facets` in the schema).
+const EPOCH_BITS: u32 = 12;
+
 /// A word of the text query, as a `tsquery` text, with its weight: its
 /// inverse document frequency as BM25 has it, `ln(1 + (N - n + 0.5) /
-/// (n + 0.5))` for `n` of `N` records having it (`n` counted up to
-/// [`COMMON_WORD_MATCHES`]), so a rare word counts for more.
+/// (n + 0.5))` for `n` of `N` records having it, so a rare word counts for
+/// more.
 struct Term {
     tsquery: String,
     weight: f64,
     common: bool,
 }
 
-fn terms(pg: &Pg, query: &RecordQuery) -> Result<Vec<Term>, StoreError> {
-    let Some(text) = &query.text else {
-        return Ok(Vec::new());
-    };
-    // The planner's estimate of the table's size (kept by autovacuum); a
-    // young table is counted.
-    let estimate: f64 = pg
-        .query_one(
-            "SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'records'::regclass",
+/// The share of the records each of the most common words of the search
+/// column is in, as ANALYZE last sampled it (`pg_stats`), and the least
+/// share a listed word has: a word not listed is in fewer records.
+#[derive(Debug, Default)]
+struct Shares {
+    of: HashMap<String, f64>,
+    least: f64,
+}
+
+impl Shares {
+    /// How many of `total` records have a word stemmed to `lexemes`:
+    /// its listed share; for a word not listed, half the least share (as
+    /// the planner takes it) when that makes it rare whatever its count;
+    /// `None` when only counting can tell.
+    fn matches(&self, lexemes: &[&str], total: f64) -> Option<f64> {
+        if lexemes.is_empty() {
+            return Some(0.0);
+        }
+        let listed = lexemes
+            .iter()
+            .filter_map(|l| self.of.get(*l))
+            .fold(None, |most: Option<f64>, &share| {
+                Some(most.map_or(share, |m| m.max(share)))
+            });
+        match listed {
+            Some(share) => Some(share * total),
+            None if self.least * total < COMMON_WORD_MATCHES as f64 => {
+                Some(self.least / 2.0 * total)
+            }
+            None => None,
+        }
+    }
+}
+
+/// The word statistics of the database, read at most every
+/// [`SHARES_KEPT`]; shared by its connections.
+#[derive(Default)]
+pub(crate) struct WordShares(std::sync::Mutex<Option<(std::time::Instant, Arc<Option<Shares>>)>>);
+
+impl WordShares {
+    fn get(&self, pg: &Pg) -> Result<Arc<Option<Shares>>, StoreError> {
+        if let Some((read_at, shares)) = &*self.0.lock().expect("not poisoned") {
+            if read_at.elapsed() < SHARES_KEPT {
+                return Ok(shares.clone());
+            }
+        }
+        let row = pg.query_opt(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs::float8[]
+             FROM pg_stats
+             WHERE schemaname = current_schema() AND tablename = 'records' AND attname = 'search'
+               AND most_common_elems IS NOT NULL",
             &[],
-        )?
-        .try_get(0)?;
-    let total = if estimate < 10_000.0 {
-        pg.query_one("SELECT COUNT(*) FROM records", &[])?
-            .try_get::<_, i64>(0)? as f64
-    } else {
-        estimate
+        )?;
+        let shares = match row {
+            Some(row) => {
+                let lexemes: Vec<String> = row.try_get(0)?;
+                let freqs: Vec<f64> = row.try_get(1)?;
+                // The frequencies of the listed lexemes, then the least
+                // and the greatest of them and the share of empty values.
+                let least = freqs.get(lexemes.len()).copied().unwrap_or(0.0);
+                Some(Shares {
+                    of: lexemes.into_iter().zip(freqs).collect(),
+                    least,
+                })
+            }
+            None => None,
+        };
+        let shares = Arc::new(shares);
+        *self.0.lock().expect("not poisoned") = Some((std::time::Instant::now(), shares.clone()));
+        Ok(shares)
+    }
+}
+
+/// The words of a text query, and the newest record's key.
+struct Words {
+    terms: Vec<Term>,
+    newest_key: i64,
+}
+
+fn words(pg: &Pg, query: &RecordQuery) -> Result<Words, StoreError> {
+    let Some(text) = &query.text else {
+        return Ok(Words {
+            terms: Vec::new(),
+            newest_key: 0,
+        });
     };
-    // Each word's share of the records from the statistics ANALYZE keeps
-    // of the search column (its most common lexemes): a common word is
-    // known without counting its matches, which would read them all.
     let words: Vec<String> = text
         .terms()
         .iter()
         .map(|t| t.trim_matches('"').to_string())
         .collect();
-    let mut shares: std::collections::HashMap<String, f64> = std::collections::HashMap::new();
-    for row in pg.query(
-        "WITH stats AS (
-             SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs
-             FROM pg_stats
-             WHERE schemaname = current_schema() AND tablename = 'records' AND attname = 'search')
-         SELECT w, (SELECT MAX(s.freqs[array_position(s.elems, l.lexeme)])::float8
-                    FROM stats s, unnest(to_tsvector('english', w)) l)
-         FROM unnest($1::text[]) w",
+    // The planner's estimate of the table's size (kept by autovacuum),
+    // the newest key, and each word's lexemes.
+    let row = pg.query_one(
+        "SELECT GREATEST((SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass), 0)::float8,
+                COALESCE((SELECT MAX(key) FROM records), 0),
+                ARRAY(SELECT array_to_string(tsvector_to_array(to_tsvector('english', w)), ' ')
+                      FROM unnest($1::text[]) WITH ORDINALITY AS u(w, n) ORDER BY n)",
         &[&words],
-    )? {
-        if let Some(share) = row.try_get::<_, Option<f64>>(1)? {
-            shares.insert(row.try_get(0)?, share);
-        }
-    }
+    )?;
+    let estimate: f64 = row.try_get(0)?;
+    let newest_key: i64 = row.try_get(1)?;
+    let lexemes: Vec<String> = row.try_get(2)?;
+    // A young table is counted.
+    let total = if estimate < COUNTED_TABLE {
+        pg.query_one("SELECT COUNT(*) FROM records", &[])?
+            .try_get::<_, i64>(0)? as f64
+    } else {
+        estimate
+    };
+    let shares = if total < COUNTED_TABLE {
+        Arc::new(None)
+    } else {
+        pg.words.get(pg)?
+    };
     let mut terms = Vec::with_capacity(words.len());
-    for word in &words {
+    for (word, lexemes) in words.iter().zip(&lexemes) {
         let tsquery = tsquery_term(word);
-        let counted = match shares.get(word) {
-            Some(share) if share * total >= COMMON_WORD_MATCHES as f64 => share * total,
-            _ => pg
+        let lexemes: Vec<&str> = lexemes.split(' ').filter(|l| !l.is_empty()).collect();
+        let n = match shares
+            .as_ref()
+            .as_ref()
+            .and_then(|s| s.matches(&lexemes, total))
+        {
+            Some(n) => n,
+            // Counting stops at the common threshold: a common word's
+            // matches are never all read.
+            None => pg
                 .query_one(
                     "SELECT COUNT(*) FROM (SELECT 1 FROM records
                                            WHERE search @@ to_tsquery('english', $1) LIMIT $2) m",
@@ -365,7 +501,6 @@ fn terms(pg: &Pg, query: &RecordQuery) -> Result<Vec<Term>, StoreError> {
                 )?
                 .try_get::<_, i64>(0)? as f64,
         };
-        let n = counted;
         let total = total.max(n);
         terms.push(Term {
             tsquery,
@@ -373,7 +508,7 @@ fn terms(pg: &Pg, query: &RecordQuery) -> Result<Vec<Term>, StoreError> {
             common: n >= COMMON_WORD_MATCHES as f64,
         });
     }
-    Ok(terms)
+    Ok(Words { terms, newest_key })
 }
 
 /// How one part of a way of matching is read.
@@ -480,6 +615,7 @@ fn candidates(
     pg: &Pg,
     query: &RecordQuery,
     tier: Option<&[Part<'_>]>,
+    newest_key: i64,
     now: Timestamp,
 ) -> Result<Vec<Candidate>, StoreError> {
     let mut found = Vec::new();
@@ -490,9 +626,9 @@ fn candidates(
         ""
     };
     for part in tier.unwrap_or_default() {
-        let mut c = Conditions::visible(query);
-        let (words, relevance, newest) = match part {
+        match part {
             Part::Weighted(words) => {
+                let mut c = Conditions::visible(query);
                 let mut sum = Vec::with_capacity(words.len());
                 for word in words {
                     let t = c.param(word.tsquery.clone());
@@ -501,28 +637,40 @@ fn candidates(
                         "CASE WHEN r.search @@ to_tsquery('english', {t}) THEN {w}::float8 ELSE 0 END"
                     ));
                 }
-                (words, format!("({})", sum.join(" + ")), None)
+                let q = any_of(&mut c, words);
+                c.facets(query, None);
+                // Records with the same words, by how closely together
+                // they stand (a small share of the relevance).
+                let relevance = format!(
+                    "({} + 0.01 * ts_rank_cd(r.search, to_tsquery('english', {q})))",
+                    sum.join(" + ")
+                );
+                let sql = candidate_sql(query, &c, &relevance, with_vectors);
+                read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
             }
-            Part::Newest(words, n, relevance) => (words, format!("{relevance:?}"), Some(*n)),
-        };
-        let any: Vec<&str> = words.iter().map(|w| w.tsquery.as_str()).collect();
-        let q = c.param(any.join(" | "));
-        c.and(&format!("r.search @@ to_tsquery('english', {q})"));
-        // Records with the same words, by how closely together they
-        // stand (a small share of the relevance).
-        let relevance = match newest {
-            None => {
-                format!("({relevance} + 0.01 * ts_rank_cd(r.search, to_tsquery('english', {q})))")
+            Part::Newest(words, n, relevance) => {
+                // The newest `n` visible matches, records an earlier part
+                // found read again but not kept: the newest `n + found`.
+                let wanted = n + found.len();
+                let mut newest = newest_matches(
+                    pg,
+                    query,
+                    words,
+                    *relevance,
+                    wanted,
+                    newest_key,
+                    with_vectors,
+                    now,
+                )?;
+                newest.sort_by_key(|c| std::cmp::Reverse(c.key));
+                newest.truncate(wanted);
+                for candidate in newest {
+                    if seen.insert(candidate.key) {
+                        found.push(candidate);
+                    }
+                }
             }
-            Some(_) => relevance,
-        };
-        let mut sql = candidate_sql(query, &c, &relevance, with_vectors);
-        if let Some(n) = newest {
-            // Newest first by key, until this many visible ones are found
-            // (records an earlier part found are read again, not kept).
-            sql.push_str(&format!(" ORDER BY r.key DESC LIMIT {}", n + found.len()));
         }
-        read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
     }
     if query.vector.is_some() {
         let c = Conditions::visible(query);
@@ -541,14 +689,71 @@ fn candidates(
     Ok(found)
 }
 
+/// Matches any of `words`: the condition, and the parameter of their
+/// `tsquery`.
+fn any_of(c: &mut Conditions, words: &[&Term]) -> String {
+    let any: Vec<&str> = words.iter().map(|w| w.tsquery.as_str()).collect();
+    let q = c.param(any.join(" | "));
+    c.and(&format!("r.search @@ to_tsquery('english', {q})"));
+    q
+}
+
+/// The epochs the first window of [`newest_matches`] reads; each next
+/// window reads this many times more.
+const FIRST_EPOCHS: i64 = 2;
+const WINDOW_GROWTH: i64 = 4;
+
+/// At least the newest `wanted` visible matches of any of `words` (all of
+/// them if there are fewer), each with relevance `relevance`: epochs of
+/// keys read newest first, in windows that grow, so a common word's
+/// older matches are never read.
+#[allow(clippy::too_many_arguments)]
+fn newest_matches(
+    pg: &Pg,
+    query: &RecordQuery,
+    words: &[&Term],
+    relevance: f64,
+    wanted: usize,
+    newest_key: i64,
+    with_vectors: &str,
+    now: Timestamp,
+) -> Result<Vec<Candidate>, StoreError> {
+    let mut matches = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut newest = newest_key >> EPOCH_BITS;
+    let mut span = FIRST_EPOCHS;
+    loop {
+        let oldest = newest - span + 1;
+        let mut c = Conditions::visible(query);
+        any_of(&mut c, words);
+        if oldest > 0 {
+            c.facets(query, Some((oldest, newest)));
+        } else {
+            // The rest of the table: its epochs are not listed, the
+            // keys are bounded instead.
+            c.facets(query, None);
+            let below = c.param((newest + 1) << EPOCH_BITS);
+            c.and(&format!("r.key < {below}"));
+        }
+        let sql = candidate_sql(query, &c, &format!("{relevance:?}"), with_vectors);
+        read_candidates(pg, query, now, &sql, &c, &mut matches, &mut seen)?;
+        if matches.len() >= wanted || oldest <= 0 {
+            return Ok(matches);
+        }
+        newest = oldest - 1;
+        span = span.saturating_mul(WINDOW_GROWTH);
+    }
+}
+
 /// The best `limit` of one way of matching, with their signals.
 fn ranked_by(
     pg: &Pg,
     query: &RecordQuery,
     tier: Option<&[Part<'_>]>,
+    newest_key: i64,
     now: Timestamp,
 ) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
-    let found = candidates(pg, query, tier, now)?;
+    let found = candidates(pg, query, tier, newest_key, now)?;
     let best = found.iter().map(|c| c.relevance).fold(0.0f64, f64::max);
     let mut top = TopK::for_query(query);
     let mut signals = HashMap::new();
@@ -583,9 +788,9 @@ fn ranked(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
-    let terms = terms(pg, query)?;
+    let Words { terms, newest_key } = words(pg, query)?;
     if terms.is_empty() {
-        return ranked_by(pg, query, None, now);
+        return ranked_by(pg, query, None, newest_key, now);
     }
     let tiers = tiers(&terms, query.answer_limit);
     let first_page = query.after.is_none() && query.limit == query.answer_limit;
@@ -597,7 +802,7 @@ fn ranked(
                 after: None,
                 ..query.clone()
             };
-            let (top, signals) = ranked_by(pg, &whole, Some(tier), now)?;
+            let (top, signals) = ranked_by(pg, &whole, Some(tier), newest_key, now)?;
             if top.len() < query.answer_limit {
                 continue;
             }
@@ -605,7 +810,52 @@ fn ranked(
                 return Ok((top, signals));
             }
         }
-        return ranked_by(pg, query, Some(tier), now);
+        return ranked_by(pg, query, Some(tier), newest_key, now);
     }
     unreachable!("the last way of matching always answers")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shares() -> Shares {
+        Shares {
+            of: [("lantern".to_string(), 0.2), ("wick".to_string(), 0.003)]
+                .into_iter()
+                .collect(),
+            least: 0.003,
+        }
+    }
+
+    #[test]
+    fn a_listed_word_has_its_share_of_the_records() {
+        assert_eq!(shares().matches(&["lantern"], 1e6), Some(200_000.0));
+        // A word stemmed to several lexemes is as common as the most
+        // common of them.
+        assert_eq!(shares().matches(&["wick", "lantern"], 1e6), Some(200_000.0));
+        // A word of stop words only matches nothing.
+        assert_eq!(shares().matches(&[], 1e6), Some(0.0));
+    }
+
+    #[test]
+    fn an_unlisted_word_is_rare_only_when_the_least_listed_share_says_so() {
+        // Listed words down to 0.3 %: at 100,000 records an unlisted word
+        // is in fewer than 300, rare, and taken to be in 150.
+        assert_eq!(shares().matches(&["ember"], 1e5), Some(150.0));
+        // At a million it may be in up to 3,000: only counting tells.
+        assert_eq!(shares().matches(&["ember"], 1e6), None);
+    }
+
+    #[test]
+    fn a_word_is_common_from_a_thousand_matches() {
+        let s = shares();
+        let common = |word: &str, total: f64| {
+            s.matches(&[word], total)
+                .is_some_and(|n| n >= COMMON_WORD_MATCHES as f64)
+        };
+        assert!(common("lantern", 10_000.0));
+        assert!(!common("wick", 100_000.0));
+        assert!(common("wick", 400_000.0));
+    }
 }

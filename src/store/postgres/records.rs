@@ -57,11 +57,14 @@ pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> 
     // Another instance inserting the same id at once is waited for: then
     // nothing is inserted here, and no error aborts the transaction.
     let row = pg.query_opt(
-        "WITH r AS (
-             INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
-                                  created_by, created_at, updated_at, decays_from, about, search)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                     to_tsvector('english', $13))
+        "WITH k AS (SELECT nextval('records_key_seq') AS key),
+         r AS (
+             INSERT INTO records (key, id, layer, sensitivity, confidence, salience, scope,
+                                  status, created_by, created_at, updated_at, decays_from, about,
+                                  search)
+             SELECT k.key, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                    to_tsvector('english', $13) || engram_facets(k.key, $2, $3, $6)
+             FROM k
              ON CONFLICT (id) DO NOTHING
              RETURNING key),
          d AS (
@@ -222,7 +225,8 @@ pub fn update_record(
         "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5,
              salience = COALESCE($6, salience), decays_from = COALESCE($12, decays_from),
              scope = $7, status = $8, created_by = $9, created_at = $10, updated_at = $11,
-             about = $13, search = to_tsvector('english', $14), version = version + 1
+             about = $13, search = to_tsvector('english', $14) || engram_facets(key, $3, $4, $7),
+             version = version + 1
          WHERE key = $1 AND version = $2",
         &[
             &key,
