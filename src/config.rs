@@ -181,6 +181,11 @@ pub struct StorageSettings {
     /// `ENGRAM_DATABASE_URL`, which also selects the backend.
     #[serde(default)]
     pub postgres_url: Option<String>,
+    /// PEM certificates of the authorities that sign the PostgreSQL
+    /// server's certificate: when set, every connection to the database
+    /// is TLS, the server's certificate and host name verified.
+    #[serde(default)]
+    pub postgres_ca_file: Option<PathBuf>,
     pub pool_size: u32,
     pub busy_timeout_ms: u64,
     pub writer_cache_size_kib: u64,
@@ -496,6 +501,20 @@ impl Settings {
                     "applies to SQLite only; on PostgreSQL, encryption at rest is the database's",
                 );
             }
+            let asks_tls = [
+                "sslmode=require",
+                "sslmode=verify-ca",
+                "sslmode=verify-full",
+            ]
+            .iter()
+            .any(|mode| url.contains(mode));
+            if asks_tls && self.storage.postgres_ca_file.is_none() {
+                return invalid(
+                    "storage.postgres_ca_file",
+                    "the database URL asks for TLS: name the PEM file of the authorities that \
+                     sign the server's certificate",
+                );
+            }
         }
         if self.storage.db_path.as_os_str().is_empty() {
             return invalid("storage.db_path", "must not be empty");
@@ -803,6 +822,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("storage.backend"), "{err}");
+        let tls_url = "postgres://engram@db:5432/engram?sslmode=require";
+        let err = Settings::from_layers(
+            None,
+            env(&[
+                ("ENGRAM_DATABASE_URL", tls_url),
+                ("ENGRAM_AUTH__PEPPER_ENV", "ENGRAM_PEPPER"),
+            ]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("storage.postgres_ca_file"), "{err}");
         assert_eq!(
             redact_password("postgres://u:pw@h:5432/db?sslmode=require"),
             "postgres://u:***@h:5432/db?sslmode=require"

@@ -12,6 +12,10 @@
 #                                       missing) and print its URL
 #   bash tests/postgres.sh stop DIR     stop it and remove DIR
 #
+# The cluster also speaks TLS, with a certificate for 127.0.0.1 signed by
+# a test authority made with it: DIR/ca.crt (ENGRAM_TEST_DATABASE_CA
+# under `run`).
+#
 # `initdb` refuses to run as root: as root, the cluster belongs to the
 # unprivileged user `engram-pg`, made when missing.
 set -euo pipefail
@@ -51,6 +55,27 @@ as_owner() {
   fi
 }
 
+# A certificate authority and a server certificate for 127.0.0.1 it
+# signed, in DIR (the server's key readable by the cluster's owner only).
+certificates() {
+  local dir=$1
+  if ! command -v openssl >/dev/null; then
+    local sudo=
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openssl >&2
+  fi
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  as_owner openssl req -x509 "${ec[@]}" -keyout "$dir/ca.key" -out "$dir/ca.crt" -days 7 \
+    -subj "/CN=engram test authority" 2>/dev/null
+  as_owner openssl req "${ec[@]}" -keyout "$dir/server.key" -out "$dir/server.csr" \
+    -subj "/CN=127.0.0.1" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' \
+    | as_owner tee "$dir/server.ext" >/dev/null
+  as_owner openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+    -CAcreateserial -out "$dir/server.crt" -days 7 -extfile "$dir/server.ext" 2>/dev/null
+  as_owner chmod 600 "$dir/server.key" "$dir/ca.key"
+}
+
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -65,11 +90,12 @@ start() {
   fi
   as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
+  certificates "$dir"
   port=$(free_port)
   # Settings for tests: durability kept (fsync on), but no checkpoint
   # storms on a small machine; many short-lived test databases.
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=400 -c shared_buffers=128MB -c max_wal_size=2GB" \
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=400 -c shared_buffers=128MB -c max_wal_size=2GB -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   echo "$port" >"$dir/port"
   echo "postgres://postgres@127.0.0.1:$port/postgres"
@@ -102,7 +128,7 @@ case "${1:-}" in
     url=$(start "$dir")
     echo "PostgreSQL test cluster at $url" >&2
     status=0
-    ENGRAM_TEST_DATABASE_URL=$url "$@" || status=$?
+    ENGRAM_TEST_DATABASE_URL=$url ENGRAM_TEST_DATABASE_CA=$dir/ca.crt "$@" || status=$?
     exit $status
     ;;
   *)

@@ -46,23 +46,31 @@ ALTER TABLE records ALTER COLUMN search SET STATISTICS 1000;
 -- that put who may see a record and how new it is into the search index,
 -- so a text query reads from the table only the matches the caller may
 -- see, and its newest ones first (store/postgres/ranking.rs):
---   'L n'    its memory type (layer n);
---   'V n'    for each sensitivity n, below hyper (4), that may see it;
---   'S h'    its scope (h: md5 of it), 'S -' unscoped;
---   'E n'    its key's epoch: key / 4096.
-CREATE FUNCTION engram_facets(key BIGINT, layer BIGINT, sensitivity BIGINT, scope TEXT)
+--   'L n'      its memory type (layer n);
+--   'V n'      for each sensitivity n below hyper (4) that may see it;
+--   'V n s'    the same with its scope (s: 16 hex digits of its md5, '-'
+--              unscoped), hyper included: one token per scope a caller
+--              may see is rarer in the index than two;
+--   'R -'      it is retracted (queries of current records exclude it);
+--   'E n'      its key's epoch: key / 4096.
+CREATE FUNCTION engram_facets(key BIGINT, layer BIGINT, sensitivity BIGINT, scope TEXT,
+                              status TEXT)
 RETURNS TSVECTOR LANGUAGE SQL IMMUTABLE PARALLEL SAFE AS $$
     SELECT array_to_tsvector(
-        ARRAY['L ' || layer, 'S ' || COALESCE(md5(scope), '-'), 'E ' || (key >> 12)]
-        || ARRAY(SELECT 'V ' || n FROM generate_series(sensitivity, 3) n))
+        ARRAY['L ' || layer, 'E ' || (key >> 12)]
+        || ARRAY(SELECT 'R -' WHERE status = 'retracted')
+        || ARRAY(SELECT 'V ' || n FROM generate_series(sensitivity, 3) n)
+        || ARRAY(SELECT 'V ' || n || ' ' || COALESCE(left(md5(scope), 16), '-')
+                 FROM generate_series(sensitivity, 4) n))
 $$;
 
--- The facets a visible record has, as a text query: one of these layers,
--- a sensitivity up to `max_sensitivity`, unscoped or one of `scopes`
--- (NULL: any), an epoch from `oldest_epoch` to `newest_epoch` (NULL: any).
--- NULL when none of these narrows.
+-- The facets of a record a caller may see, as a text query: one of these
+-- layers, a sensitivity up to `max_sensitivity`, unscoped or one of
+-- `scopes` (NULL: any), not retracted unless `with_retracted`, an epoch
+-- from `oldest_epoch` to `newest_epoch` (NULL: any). NULL when none of
+-- these narrows.
 CREATE FUNCTION engram_visible(layers BIGINT[], max_sensitivity BIGINT, scopes TEXT[],
-                               oldest_epoch BIGINT, newest_epoch BIGINT)
+                               with_retracted BOOLEAN, oldest_epoch BIGINT, newest_epoch BIGINT)
 RETURNS TSQUERY LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
     parts TEXT[] := '{}';
@@ -71,12 +79,16 @@ BEGIN
         parts := parts || ('(' || COALESCE((SELECT string_agg(format('%L', 'L ' || l), ' | ')
                                             FROM unnest(layers) l), '''L none''') || ')');
     END IF;
-    IF max_sensitivity < 4 THEN
+    IF scopes IS NOT NULL THEN
+        parts := parts || ('(' || (SELECT string_agg(
+                                       format('%L', 'V ' || max_sensitivity || ' '
+                                                    || COALESCE(left(md5(s), 16), '-')), ' | ')
+                                   FROM unnest(scopes || NULL::TEXT) s) || ')');
+    ELSIF max_sensitivity < 4 THEN
         parts := parts || format('%L', 'V ' || max_sensitivity);
     END IF;
-    IF scopes IS NOT NULL THEN
-        parts := parts || ('(' || (SELECT string_agg(format('%L', 'S ' || COALESCE(md5(s), '-')), ' | ')
-                                   FROM unnest(scopes || NULL::TEXT) s) || ')');
+    IF NOT with_retracted THEN
+        parts := parts || '!''R -'''::TEXT;
     END IF;
     IF oldest_epoch IS NOT NULL THEN
         parts := parts || ('(' || (SELECT string_agg(format('%L', 'E ' || e), ' | ')

@@ -91,6 +91,7 @@ pub fn run_migrate(command: Migrate, settings: &Settings) -> Result<String, Stri
         url: command.to.clone(),
         pool_size: 1,
         statement_timeout: Duration::from_secs(24 * 3600),
+        ca_file: settings.storage.postgres_ca_file.clone(),
     })
     .map_err(|e| format!("cannot open the PostgreSQL database: {e}"))?;
     let report = import::import(

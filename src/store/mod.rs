@@ -550,6 +550,7 @@ pub fn open(
                 url: storage.postgres_url.clone().unwrap_or_default(),
                 pool_size: storage.pool_size,
                 statement_timeout: std::time::Duration::from_millis(storage.read_timeout_ms),
+                ca_file: storage.postgres_ca_file.clone(),
             },
             embedding_dimensions,
         ),

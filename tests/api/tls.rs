@@ -89,3 +89,80 @@ async fn unreadable_tls_files_stop_start_up_naming_the_setting() {
         .to_string();
     assert!(message.starts_with("server.tls_cert:"), "{message}");
 }
+
+/// The test cluster's authority (tests/postgres.sh), when the tests run
+/// on PostgreSQL.
+fn database_authority() -> Option<std::path::PathBuf> {
+    crate::helpers::postgres_admin_url()?;
+    let ca = std::env::var_os("ENGRAM_TEST_DATABASE_CA").map(std::path::PathBuf::from);
+    if ca.is_none() {
+        eprintln!("not run: ENGRAM_TEST_DATABASE_CA names no authority of the test cluster");
+    }
+    ca
+}
+
+/// Starts the service on a fresh database over TLS, trusting `ca`;
+/// answers the start-up error.
+async fn start_over_tls(ca: std::path::PathBuf) -> Result<crate::helpers::TestApp, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = crate::helpers::test_settings(&dir.path().join("engram.db"));
+    let url = settings.storage.postgres_url.take().expect("a database");
+    settings.storage.postgres_url = Some(format!("{url}?sslmode=require"));
+    settings.storage.postgres_ca_file = Some(ca.clone());
+    let (clock, _) = engram::clock::Clock::manual(crate::helpers::start_time());
+    match engram::startup::Application::build(settings, clock).await {
+        Err(e) => Err(e.to_string()),
+        Ok(app) => {
+            drop(app);
+            Ok(crate::helpers::spawn_app_in(dir, |settings| {
+                let url = settings.storage.postgres_url.take().expect("a database");
+                settings.storage.postgres_url = Some(format!("{url}?sslmode=require"));
+                settings.storage.postgres_ca_file = Some(ca);
+            })
+            .await)
+        }
+    }
+}
+
+#[actix_web::test]
+async fn with_a_ca_file_every_database_connection_is_tls_to_a_verified_server() {
+    let Some(ca) = database_authority() else {
+        return;
+    };
+    let app = start_over_tls(ca)
+        .await
+        .expect("the service starts over TLS");
+    let id = crate::helpers::create_id(
+        &app,
+        serde_json::json!({"type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "db", "predicate": "speaks", "object": "tls"}}),
+    )
+    .await;
+    assert_eq!(app.get_record(&id).await["id"], id.as_str());
+    let connections = |ssl: bool| {
+        app.sql_number(
+            &format!(
+                "SELECT COUNT(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+                 WHERE a.datname = current_database() AND a.application_name = 'engram'
+                   AND s.ssl = {ssl}"
+            ),
+            &[],
+        )
+    };
+    assert!(connections(true) >= 2, "the writer and a reader at least");
+    assert_eq!(connections(false), 0);
+
+    // An authority that did not sign the server's certificate: refused.
+    let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stranger = dir.path().join("other-ca.pem");
+    std::fs::write(&stranger, other.cert.pem()).unwrap();
+    let message = start_over_tls(stranger).await.err().expect("refused");
+    assert!(message.contains("certificate"), "{message}");
+
+    // A file without certificates: refused, naming the setting.
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "").unwrap();
+    let message = start_over_tls(empty).await.err().expect("refused");
+    assert!(message.contains("storage.postgres_ca_file"), "{message}");
+}

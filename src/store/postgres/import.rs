@@ -258,7 +258,7 @@ fn index_records(source: &mut Connection, pg: &Pg, now: Timestamp) -> Result<(),
             .collect();
         pg.execute(
             "UPDATE records SET search = to_tsvector('english', u.t)
-                 || engram_facets(key, layer, sensitivity, scope)
+                 || engram_facets(key, layer, sensitivity, scope, status)
              FROM unnest($1::bigint[], $2::text[]) AS u(k, t) WHERE records.key = u.k",
             &[&chunk, &texts],
         )?;

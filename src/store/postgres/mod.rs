@@ -20,6 +20,7 @@ pub mod migrations;
 pub mod ranking;
 pub mod records;
 pub mod stats;
+pub mod tls;
 pub mod topics;
 pub mod vectors;
 
@@ -57,15 +58,31 @@ impl From<tokio_postgres::Error> for StoreError {
             // The server's own message says what went wrong; the client's
             // `Display` of it is only "db error".
             Some(db) => StoreError::Database(format!("{}: {}", db.code().code(), db.message())),
-            None => StoreError::Database(error.to_string()),
+            None => StoreError::Database(with_causes(&error)),
         }
     }
 }
 
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(error: deadpool_postgres::PoolError) -> Self {
-        StoreError::Pool(error.to_string())
+        StoreError::Pool(with_causes(&error))
     }
+}
+
+/// An error's message followed by its causes' (a failed TLS handshake
+/// says why only in its cause).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let text = inner.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = inner.source();
+    }
+    message
 }
 
 /// Wakes a thread parked in [`block_on`].
@@ -144,6 +161,9 @@ pub struct PgOptions {
     pub pool_size: u32,
     /// How long a statement may run before the server cancels it.
     pub statement_timeout: Duration,
+    /// The authorities the server's certificate must be signed by: TLS
+    /// required; `None`: no TLS.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// One connection to the database, in use by one thread at a time: the
@@ -313,16 +333,21 @@ fn pool(options: &PgOptions) -> Result<(Pool, Shared), StoreError> {
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(10));
     }
-    let manager = Manager::from_config(
-        config,
-        NoTls,
-        ManagerConfig {
-            // A connection a failed transaction left behind is rolled back
-            // by the server when it closes; one that is merely reused has
-            // had its transaction ended by whoever used it.
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
+    // A connection a failed transaction left behind is rolled back by the
+    // server when it closes; one that is merely reused has had its
+    // transaction ended by whoever used it.
+    let recycling = ManagerConfig {
+        recycling_method: RecyclingMethod::Fast,
+    };
+    let manager = match &options.ca_file {
+        Some(authorities) => {
+            let tls = crate::tls::client_config(authorities)
+                .map_err(|e| StoreError::Database(e.to_string()))?;
+            config.ssl_mode(tokio_postgres::config::SslMode::Require);
+            Manager::from_config(config, tls::MakeRustls::new(tls), recycling)
+        }
+        None => Manager::from_config(config, NoTls, recycling),
+    };
     let pool = Pool::builder(manager)
         .max_size(options.pool_size as usize + 2)
         .runtime(deadpool_postgres::Runtime::Tokio1)

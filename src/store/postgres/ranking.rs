@@ -16,8 +16,9 @@
 //!
 //! Text matches are found in the search column's GIN index together with
 //! the record's facets (`engram_facets` in the schema: its type, the
-//! sensitivities that may see it, its scope, its key's epoch), so only
-//! matches the caller may see are read from the table. A word is common
+//! sensitivities and scopes that may see it, whether it is retracted, its
+//! key's epoch), so only matches the caller may see are read from the
+//! table. A word is common
 //! from [`COMMON_WORD_MATCHES`] matches, as on SQLite: how many records
 //! have it is counted in a small table and taken from the column's
 //! statistics (`pg_stats`, read once a minute) in a large one. A common
@@ -148,6 +149,7 @@ impl Conditions {
         if layers.len() >= MemoryType::ALL.len()
             && sensitivity >= Sensitivity::Hyper.rank() as i64
             && query.scopes.is_none()
+            && query.include_retracted
             && epochs.is_none()
         {
             return;
@@ -157,12 +159,14 @@ impl Conditions {
             self.param(layers),
             self.param(sensitivity),
             self.param(query.scopes.clone()),
+            self.param(query.include_retracted),
             self.param(oldest),
             self.param(newest),
         ];
         self.and(&format!(
-            "r.search @@ engram_visible({}::bigint[], {}::bigint, {}::text[], {}::bigint, {}::bigint)",
-            args[0], args[1], args[2], args[3], args[4]
+            "r.search @@ engram_visible({}::bigint[], {}::bigint, {}::text[], {}::boolean, \
+             {}::bigint, {}::bigint)",
+            args[0], args[1], args[2], args[3], args[4], args[5]
         ));
     }
 }
@@ -652,23 +656,15 @@ fn candidates(
                 // The newest `n` visible matches, records an earlier part
                 // found read again but not kept: the newest `n + found`.
                 let wanted = n + found.len();
-                let mut newest = newest_matches(
-                    pg,
-                    query,
-                    words,
-                    *relevance,
-                    wanted,
-                    newest_key,
-                    with_vectors,
-                    now,
-                )?;
-                newest.sort_by_key(|c| std::cmp::Reverse(c.key));
-                newest.truncate(wanted);
-                for candidate in newest {
-                    if seen.insert(candidate.key) {
-                        found.push(candidate);
-                    }
-                }
+                let mut keys = newest_matches(pg, query, words, wanted, newest_key)?;
+                keys.sort_unstable_by_key(|key| std::cmp::Reverse(*key));
+                keys.truncate(wanted);
+                keys.retain(|key| !seen.contains(key));
+                let mut c = Conditions::default();
+                let p = c.param(keys);
+                c.clause = format!("r.key = ANY({p})");
+                let sql = candidate_sql(query, &c, &format!("{relevance:?}"), with_vectors);
+                read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
             }
         }
     }
@@ -698,50 +694,63 @@ fn any_of(c: &mut Conditions, words: &[&Term]) -> String {
     q
 }
 
-/// The epochs the first window of [`newest_matches`] reads; each next
-/// window reads this many times more.
+/// The epochs the first window of [`newest_matches`] reads.
 const FIRST_EPOCHS: i64 = 2;
-const WINDOW_GROWTH: i64 = 4;
+/// The most epochs a window lists: a longer list costs the index more
+/// than reading the rest of the table's matches.
+const MOST_EPOCHS: i64 = 32;
 
-/// At least the newest `wanted` visible matches of any of `words` (all of
-/// them if there are fewer), each with relevance `relevance`: epochs of
-/// keys read newest first, in windows that grow, so a common word's
-/// older matches are never read.
-#[allow(clippy::too_many_arguments)]
+/// The epochs the next window of [`newest_matches`] reads: enough for the
+/// matches still wanted at the rate per key the windows read so far
+/// found them (over `keys_read` keys; the newest epoch is not full), and
+/// half again; four times the last window when they found none.
+fn next_span(found: usize, wanted: usize, keys_read: i64, last_span: i64) -> i64 {
+    if found == 0 {
+        return last_span.saturating_mul(4);
+    }
+    let per_key = found as f64 / keys_read.max(1) as f64;
+    let needed = (wanted - found) as f64 / per_key * 1.5;
+    ((needed / (1i64 << EPOCH_BITS) as f64).ceil() as i64).max(1)
+}
+
+/// The keys of at least the newest `wanted` visible matches of any of
+/// `words` (all of them if there are fewer): epochs of keys read newest
+/// first, each window sized by what the ones before found, so a common
+/// word's older matches are not read. When a window would list too many
+/// epochs, or reach the first, the rest of the table is read at once.
 fn newest_matches(
     pg: &Pg,
     query: &RecordQuery,
     words: &[&Term],
-    relevance: f64,
     wanted: usize,
     newest_key: i64,
-    with_vectors: &str,
-    now: Timestamp,
-) -> Result<Vec<Candidate>, StoreError> {
-    let mut matches = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+) -> Result<Vec<i64>, StoreError> {
+    let mut keys = Vec::new();
     let mut newest = newest_key >> EPOCH_BITS;
     let mut span = FIRST_EPOCHS;
     loop {
         let oldest = newest - span + 1;
+        let rest = oldest <= 0 || span > MOST_EPOCHS;
         let mut c = Conditions::visible(query);
         any_of(&mut c, words);
-        if oldest > 0 {
-            c.facets(query, Some((oldest, newest)));
-        } else {
-            // The rest of the table: its epochs are not listed, the
-            // keys are bounded instead.
+        if rest {
+            // Its epochs are not listed, the keys are bounded instead.
             c.facets(query, None);
             let below = c.param((newest + 1) << EPOCH_BITS);
             c.and(&format!("r.key < {below}"));
+        } else {
+            c.facets(query, Some((oldest, newest)));
         }
-        let sql = candidate_sql(query, &c, &format!("{relevance:?}"), with_vectors);
-        read_candidates(pg, query, now, &sql, &c, &mut matches, &mut seen)?;
-        if matches.len() >= wanted || oldest <= 0 {
-            return Ok(matches);
+        let sql = format!("SELECT r.key FROM records r WHERE {}", c.clause);
+        for row in pg.query(&sql, &c.params())? {
+            keys.push(row.try_get(0)?);
         }
+        if keys.len() >= wanted || rest {
+            return Ok(keys);
+        }
+        let keys_read = newest_key + 1 - (oldest << EPOCH_BITS);
+        span = next_span(keys.len(), wanted, keys_read, span);
         newest = oldest - 1;
-        span = span.saturating_mul(WINDOW_GROWTH);
     }
 }
 
@@ -845,6 +854,19 @@ mod tests {
         assert_eq!(shares().matches(&["ember"], 1e5), Some(150.0));
         // At a million it may be in up to 3,000: only counting tells.
         assert_eq!(shares().matches(&["ember"], 1e6), None);
+    }
+
+    #[test]
+    fn windows_grow_by_the_rate_matches_were_found_at() {
+        // 20 matches in 2 epochs' keys: 230 more need 23 epochs, and
+        // half again.
+        assert_eq!(next_span(20, 250, 2 << EPOCH_BITS, 2), 35);
+        // The same 20 in the keys of an epoch and a quarter.
+        assert_eq!(next_span(20, 250, 5 << (EPOCH_BITS - 2), 2), 22);
+        // None yet: four times the last window.
+        assert_eq!(next_span(0, 250, 2 << EPOCH_BITS, 2), 8);
+        // Nearly there: one epoch at least.
+        assert_eq!(next_span(249, 250, 8 << EPOCH_BITS, 8), 1);
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> 
                                   status, created_by, created_at, updated_at, decays_from, about,
                                   search)
              SELECT k.key, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                    to_tsvector('english', $13) || engram_facets(k.key, $2, $3, $6)
+                    to_tsvector('english', $13) || engram_facets(k.key, $2, $3, $6, $7)
              FROM k
              ON CONFLICT (id) DO NOTHING
              RETURNING key),
@@ -188,6 +188,7 @@ pub fn retract_replaced(
     let at = to_micros(&now);
     let updated = pg.execute(
         "UPDATE records SET salience = 0, status = 'retracted', updated_at = $3,
+             search = search || array_to_tsvector(ARRAY['R -']),
              decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = $1)
                                 THEN 9223372036854775807 ELSE $3 END,
              version = version + 1
@@ -225,7 +226,7 @@ pub fn update_record(
         "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5,
              salience = COALESCE($6, salience), decays_from = COALESCE($12, decays_from),
              scope = $7, status = $8, created_by = $9, created_at = $10, updated_at = $11,
-             about = $13, search = to_tsvector('english', $14) || engram_facets(key, $3, $4, $7),
+             about = $13, search = to_tsvector('english', $14) || engram_facets(key, $3, $4, $7, $8),
              version = version + 1
          WHERE key = $1 AND version = $2",
         &[
