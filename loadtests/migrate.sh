@@ -22,7 +22,7 @@ records=$(curl -s "$url/v1/metrics" | grep -o '"total_records":[0-9]*' | cut -d:
 stop
 echo "SQLite database: $records records, $(du -h "$work/sqlite/engram.db" | cut -f1)"
 
-admin=$(bash tests/postgres.sh start "$work/pg")
+admin=$(PG_SHARED_BUFFERS=2GB bash tests/postgres.sh start "$work/pg")
 psql -q "$admin" -c "CREATE DATABASE engram"
 started=$(date +%s%N)
 "$engram" migrate --from "sqlite:$work/sqlite/engram.db" --to "${admin%/postgres}/engram" --sample 1000

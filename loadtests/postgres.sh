@@ -25,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-admin=$(bash tests/postgres.sh start "$work/pg")
+admin=$(PG_SHARED_BUFFERS=2GB bash tests/postgres.sh start "$work/pg")
 psql -q "$admin" -c "CREATE DATABASE engram"
 database=${admin%/postgres}/engram
 export ENGRAM_PEPPER_HEX

@@ -16,6 +16,9 @@
 # a test authority made with it: DIR/ca.crt (ENGRAM_TEST_DATABASE_CA
 # under `run`).
 #
+# PG_SHARED_BUFFERS sets the cluster's shared_buffers (default 128MB; the
+# load scripts give it more, as an operator would).
+#
 # `initdb` refuses to run as root: as root, the cluster belongs to the
 # unprivileged user `engram-pg`, made when missing.
 set -euo pipefail
@@ -95,7 +98,7 @@ start() {
   # Settings for tests: durability kept (fsync on), but no checkpoint
   # storms on a small machine; many short-lived test databases.
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=400 -c shared_buffers=128MB -c max_wal_size=2GB -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" \
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=400 -c shared_buffers=${PG_SHARED_BUFFERS:-128MB} -c max_wal_size=2GB -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   echo "$port" >"$dir/port"
   echo "postgres://postgres@127.0.0.1:$port/postgres"
