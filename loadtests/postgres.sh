@@ -55,7 +55,10 @@ if [ "$have" -lt "$size" ]; then
   echo
   echo "== grown to $(records) records in $(( $(date +%s) - started )) s"
 fi
+# A settled database: statistics made, the growth's dirty pages written
+# out before reads are timed.
 psql -q "$database" -c "VACUUM ANALYZE"
+psql -q "$database" -c "CHECKPOINT"
 echo "-- search (three-word query, limit 20), 1 client, 2000 requests"
 lt search --clients 1 --requests 2000 | grep -E 'throughput|latency|errors'
 echo "-- search, 4 clients, 10 s"
