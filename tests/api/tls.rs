@@ -101,27 +101,24 @@ fn database_authority() -> Option<std::path::PathBuf> {
     ca
 }
 
-/// Starts the service on a fresh database over TLS, trusting `ca`;
-/// answers the start-up error.
-async fn start_over_tls(ca: std::path::PathBuf) -> Result<crate::helpers::TestApp, String> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = crate::helpers::test_settings(&dir.path().join("engram.db"));
+/// Settings for the database over TLS, trusting the authorities in `ca`.
+fn over_tls(settings: &mut engram::config::Settings, ca: std::path::PathBuf) {
     let url = settings.storage.postgres_url.take().expect("a database");
     settings.storage.postgres_url = Some(format!("{url}?sslmode=require"));
-    settings.storage.postgres_ca_file = Some(ca.clone());
+    settings.storage.postgres_ca_file = Some(ca);
+}
+
+/// Why the service refuses to start over TLS trusting `ca`.
+async fn refused_over_tls(ca: std::path::PathBuf) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = crate::helpers::test_settings(&dir.path().join("engram.db"));
+    over_tls(&mut settings, ca);
     let (clock, _) = engram::clock::Clock::manual(crate::helpers::start_time());
-    match engram::startup::Application::build(settings, clock).await {
-        Err(e) => Err(e.to_string()),
-        Ok(app) => {
-            drop(app);
-            Ok(crate::helpers::spawn_app_in(dir, |settings| {
-                let url = settings.storage.postgres_url.take().expect("a database");
-                settings.storage.postgres_url = Some(format!("{url}?sslmode=require"));
-                settings.storage.postgres_ca_file = Some(ca);
-            })
-            .await)
-        }
-    }
+    engram::startup::Application::build(settings, clock)
+        .await
+        .err()
+        .expect("refused")
+        .to_string()
 }
 
 #[actix_web::test]
@@ -129,9 +126,7 @@ async fn with_a_ca_file_every_database_connection_is_tls_to_a_verified_server() 
     let Some(ca) = database_authority() else {
         return;
     };
-    let app = start_over_tls(ca)
-        .await
-        .expect("the service starts over TLS");
+    let app = spawn_app_with(|settings| over_tls(settings, ca)).await;
     let id = crate::helpers::create_id(
         &app,
         serde_json::json!({"type": "semantic", "sensitivity": "low",
@@ -157,12 +152,12 @@ async fn with_a_ca_file_every_database_connection_is_tls_to_a_verified_server() 
     let dir = tempfile::tempdir().unwrap();
     let stranger = dir.path().join("other-ca.pem");
     std::fs::write(&stranger, other.cert.pem()).unwrap();
-    let message = start_over_tls(stranger).await.err().expect("refused");
+    let message = refused_over_tls(stranger).await;
     assert!(message.contains("certificate"), "{message}");
 
     // A file without certificates: refused, naming the setting.
     let empty = dir.path().join("empty.pem");
     std::fs::write(&empty, "").unwrap();
-    let message = start_over_tls(empty).await.err().expect("refused");
+    let message = refused_over_tls(empty).await;
     assert!(message.contains("storage.postgres_ca_file"), "{message}");
 }

@@ -18,12 +18,11 @@
 //! the record's facets (`engram_facets` in the schema: its type, the
 //! sensitivities and scopes that may see it, whether it is retracted, its
 //! key's epoch), so only matches the caller may see are read from the
-//! table. A word is common
-//! from [`COMMON_WORD_MATCHES`] matches, as on SQLite: how many records
-//! have it is counted in a small table and taken from the column's
-//! statistics (`pg_stats`, read once a minute) in a large one. A common
-//! word's newest visible matches are read epoch by epoch from the newest,
-//! never all of them.
+//! table. A word is common from [`COMMON_WORD_MATCHES`] matches, as on
+//! SQLite: how many records have it is counted in a small table and taken
+//! from the column's statistics (`pg_stats`, read once a minute) in a
+//! large one. A common word's newest visible matches are read epoch by
+//! epoch from the newest, never all of them.
 //!
 //! Visibility (types, sensitivity, scopes, status) and the filters are
 //! conditions of the statements, so a record the caller may not see never
@@ -81,12 +80,7 @@ impl Conditions {
             clause: "TRUE".to_string(),
             values: Vec::new(),
         };
-        let layers: Vec<i64> = query
-            .memory_types
-            .iter()
-            .map(|t| t.layer() as i64)
-            .collect();
-        let p = c.param(layers);
+        let p = c.param(layers(query));
         c.and(&format!("r.layer = ANY({p})"));
         let p = c.param(query.max_sensitivity.rank() as i64);
         c.and(&format!("r.sensitivity <= {p}"));
@@ -139,11 +133,7 @@ impl Conditions {
     /// facets must have, as a condition the search index answers (the
     /// conditions of [`Conditions::visible`] still decide).
     fn facets(&mut self, query: &RecordQuery, epochs: Option<(i64, i64)>) {
-        let layers: Vec<i64> = query
-            .memory_types
-            .iter()
-            .map(|t| t.layer() as i64)
-            .collect();
+        let layers = layers(query);
         let sensitivity = query.max_sensitivity.rank() as i64;
         // What engram_visible narrows by; it is NULL when nothing does.
         if layers.len() >= MemoryType::ALL.len()
@@ -169,6 +159,15 @@ impl Conditions {
             args[0], args[1], args[2], args[3], args[4], args[5]
         ));
     }
+}
+
+/// The layers of the query's memory types.
+fn layers(query: &RecordQuery) -> Vec<i64> {
+    query
+        .memory_types
+        .iter()
+        .map(|t| t.layer() as i64)
+        .collect()
 }
 
 /// The decay profile columns [`current_salience`] reads, from `d`.
@@ -238,15 +237,10 @@ pub fn query_records(
 /// The slowest decay any of the query's types allows; `None` when none of
 /// them has a record.
 fn slowest_decay(pg: &Pg, query: &RecordQuery) -> Result<Option<DecayBound>, StoreError> {
-    let layers: Vec<i64> = query
-        .memory_types
-        .iter()
-        .map(|t| t.layer() as i64)
-        .collect();
     let row = pg.query_one(
         "SELECT MAX(max_half_life_seconds), MAX(max_min_salience) FROM decay_bounds
          WHERE layer = ANY($1)",
-        &[&layers],
+        &[&layers(query)],
     )?;
     Ok(match (row.try_get(0)?, row.try_get(1)?) {
         (Some(max_half_life_seconds), Some(max_min_salience)) => Some(DecayBound {
@@ -390,10 +384,8 @@ impl Shares {
         }
         let listed = lexemes
             .iter()
-            .filter_map(|l| self.of.get(*l))
-            .fold(None, |most: Option<f64>, &share| {
-                Some(most.map_or(share, |m| m.max(share)))
-            });
+            .filter_map(|l| self.of.get(*l).copied())
+            .reduce(f64::max);
         match listed {
             Some(share) => Some(share * total),
             None if self.least * total < COMMON_WORD_MATCHES as f64 => {

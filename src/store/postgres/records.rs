@@ -188,7 +188,7 @@ pub fn retract_replaced(
     let at = to_micros(&now);
     let updated = pg.execute(
         "UPDATE records SET salience = 0, status = 'retracted', updated_at = $3,
-             search = search || array_to_tsvector(ARRAY['R -']),
+             search = search || engram_facets(key, layer, sensitivity, scope, 'retracted'),
              decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = $1)
                                 THEN 9223372036854775807 ELSE $3 END,
              version = version + 1
