@@ -52,7 +52,10 @@ ALTER TABLE records ALTER COLUMN search SET STATISTICS 1000;
 --              unscoped), hyper included: one token per scope a caller
 --              may see is rarer in the index than two;
 --   'R -'      it is retracted (queries of current records exclude it);
---   'E n'      its key's epoch: key / 4096.
+--   'E n'      its key's epoch: key / 4096;
+--   'EV n v s' for each 'V v s', the same with its key's epoch: the
+--              newest records a scoped caller may see are a few short
+--              lists of the index, not the meeting of two long ones.
 CREATE FUNCTION engram_facets(key BIGINT, layer BIGINT, sensitivity BIGINT, scope TEXT,
                               status TEXT)
 RETURNS TSVECTOR LANGUAGE SQL IMMUTABLE PARALLEL SAFE AS $$
@@ -61,6 +64,8 @@ RETURNS TSVECTOR LANGUAGE SQL IMMUTABLE PARALLEL SAFE AS $$
         || ARRAY(SELECT 'R -' WHERE status = 'retracted')
         || ARRAY(SELECT 'V ' || n FROM generate_series(sensitivity, 3) n)
         || ARRAY(SELECT 'V ' || n || ' ' || COALESCE(left(md5(scope), 16), '-')
+                 FROM generate_series(sensitivity, 4) n)
+        || ARRAY(SELECT 'EV ' || (key >> 12) || ' ' || n || ' ' || COALESCE(left(md5(scope), 16), '-')
                  FROM generate_series(sensitivity, 4) n))
 $$;
 
@@ -79,7 +84,13 @@ BEGIN
         parts := parts || ('(' || COALESCE((SELECT string_agg(format('%L', 'L ' || l), ' | ')
                                             FROM unnest(layers) l), '''L none''') || ')');
     END IF;
-    IF scopes IS NOT NULL THEN
+    IF scopes IS NOT NULL AND oldest_epoch IS NOT NULL THEN
+        parts := parts || ('(' || (SELECT string_agg(
+                                       format('%L', 'EV ' || e || ' ' || max_sensitivity || ' '
+                                                    || COALESCE(left(md5(s), 16), '-')), ' | ')
+                                   FROM generate_series(oldest_epoch, newest_epoch) e,
+                                        unnest(scopes || NULL::TEXT) s) || ')');
+    ELSIF scopes IS NOT NULL THEN
         parts := parts || ('(' || (SELECT string_agg(
                                        format('%L', 'V ' || max_sensitivity || ' '
                                                     || COALESCE(left(md5(s), 16), '-')), ' | ')
@@ -90,7 +101,7 @@ BEGIN
     IF NOT with_retracted THEN
         parts := parts || '!''R -'''::TEXT;
     END IF;
-    IF oldest_epoch IS NOT NULL THEN
+    IF oldest_epoch IS NOT NULL AND scopes IS NULL THEN
         parts := parts || ('(' || (SELECT string_agg(format('%L', 'E ' || e), ' | ')
                                    FROM generate_series(oldest_epoch, newest_epoch) e) || ')');
     END IF;

@@ -556,8 +556,17 @@ async fn a_common_word_answers_its_newest_visible_matches() {
     // 1,200 records with "lantern" (a common word: 1,000 matches or more),
     // written in four runs; on PostgreSQL each run's keys start further
     // on, so the newest matches lie in epochs far apart. Every fourth is
-    // `high`, which the reader may not see.
-    let mut visible = Vec::new();
+    // `high`, which the readers may not see; of the rest, a third are in
+    // scope `project-x`, a third in `project-y`, a third unscoped.
+    let scope_of = |n: usize| match n % 4 {
+        0 => Some("project-x"),
+        2 => Some("project-y"),
+        _ => None,
+    };
+    // Every reader sees what is public; `project-x`'s reader sees the
+    // unscoped records and those of its scope.
+    let mut visible_to_all = Vec::new();
+    let mut visible_to_x = Vec::new();
     for (run, first_key) in [100, 20_000, 60_000, 200_000].into_iter().enumerate() {
         if crate::helpers::postgres_admin_url().is_some() {
             app.sql_execute(&format!(
@@ -565,50 +574,64 @@ async fn a_common_word_answers_its_newest_visible_matches() {
             ));
         }
         for batch in 0..3 {
-            let items: Vec<Value> = (0..100)
-                .map(|i| {
-                    let n = run * 300 + batch * 100 + i;
+            let first = run * 300 + batch * 100;
+            let items: Vec<Value> = (first..first + 100)
+                .map(|n| {
                     let sensitivity = if n % 4 == 3 { "high" } else { "public" };
-                    json!({"kind": "event", "source": "agent", "event_kind": "note",
-                           "ref": format!("r{n}"), "sensitivity": sensitivity,
-                           "summary": format!("lantern number {n} checked")})
+                    let mut item = json!({"kind": "event", "source": "agent", "event_kind": "note",
+                                          "ref": format!("r{n}"), "sensitivity": sensitivity,
+                                          "summary": format!("lantern number {n} checked")});
+                    if let Some(scope) = scope_of(n) {
+                        item["scope"] = json!(scope);
+                    }
+                    item
                 })
                 .collect();
             let (status, answer) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
             assert_eq!(status, StatusCode::CREATED, "{answer}");
-            for (i, record) in answer["records"].as_array().unwrap().iter().enumerate() {
-                if (run * 300 + batch * 100 + i) % 4 != 3 {
-                    visible.push(record["id"].as_str().unwrap().to_string());
+            for (record, n) in answer["records"].as_array().unwrap().iter().zip(first..) {
+                let id = record["id"].as_str().unwrap().to_string();
+                if n % 4 != 3 {
+                    visible_to_all.push(id.clone());
+                }
+                if n % 4 != 3 && scope_of(n) != Some("project-y") {
+                    visible_to_x.push(id);
                 }
             }
         }
     }
 
-    // Its newest 300 visible matches: as many as the limit asks (more than
-    // the 250 a query of common words reads otherwise).
-    let answer = retrieve(
-        &app,
-        json!({"trust": trust("public", &[]), "task_descriptor": "lantern", "limit": 300}),
-    )
-    .await;
-    let mut got = ids(&answer);
-    got.sort();
-    let mut newest: Vec<String> = visible.iter().rev().take(300).cloned().collect();
-    newest.sort();
-    assert_eq!(got, newest);
+    for (scopes, visible) in [
+        (&[][..], &visible_to_all),
+        (&["project-x"][..], &visible_to_x),
+    ] {
+        // Its newest 300 visible matches: as many as the limit asks (more
+        // than the 250 a query of common words reads otherwise).
+        let answer = retrieve(
+            &app,
+            json!({"trust": trust("public", scopes), "task_descriptor": "lantern", "limit": 300}),
+        )
+        .await;
+        let mut got = ids(&answer);
+        got.sort();
+        let mut newest: Vec<String> = visible.iter().rev().take(300).cloned().collect();
+        newest.sort();
+        assert_eq!(got, newest, "scopes {scopes:?}");
 
-    // With the rare word, its match comes first, and the common word's
-    // newest visible matches fill the rest.
-    let answer = retrieve(
-        &app,
-        json!({"trust": trust("public", &[]), "task_descriptor": "lantern wick", "limit": 20}),
-    )
-    .await;
-    let got = ids(&answer);
-    assert_eq!(got.len(), 20, "{answer}");
-    assert_eq!(got[0], rare);
-    let newest: Vec<&String> = visible.iter().rev().take(250).collect();
-    assert!(got[1..].iter().all(|id| newest.contains(&id)), "{answer}");
+        // With the rare word, its match comes first, and the common word's
+        // newest visible matches fill the rest.
+        let answer = retrieve(
+            &app,
+            json!({"trust": trust("public", scopes), "task_descriptor": "lantern wick",
+                   "limit": 20}),
+        )
+        .await;
+        let got = ids(&answer);
+        assert_eq!(got.len(), 20, "{answer}");
+        assert_eq!(got[0], rare);
+        let newest: Vec<&String> = visible.iter().rev().take(250).collect();
+        assert!(got[1..].iter().all(|id| newest.contains(&id)), "{answer}");
+    }
 }
 
 /// Writes an unscoped public event with `summary`; answers its id.

@@ -17,8 +17,8 @@
 //! Text matches are found in the search column's GIN index together with
 //! the record's facets (`engram_facets` in the schema: its type, the
 //! sensitivities and scopes that may see it, whether it is retracted, its
-//! key's epoch), so only matches the caller may see are read from the
-//! table. A word is common from [`COMMON_WORD_MATCHES`] matches, as on
+//! key's epoch, and the epoch with each scope and sensitivity), so only
+//! matches the caller may see are read from the table. A word is common from [`COMMON_WORD_MATCHES`] matches, as on
 //! SQLite: how many records have it is counted in a small table and taken
 //! from the column's statistics (`pg_stats`, read once a minute) in a
 //! large one. A common word's newest visible matches are read epoch by
@@ -350,7 +350,7 @@ const COUNTED_TABLE: f64 = 10_000.0;
 /// are read again (ANALYZE renews them far less often).
 const SHARES_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Keys of one epoch: `key >> EPOCH_BITS` (the `'E n'` facet of
+/// Keys of one epoch: `key >> EPOCH_BITS` (the `'E n'` and `'EV n v s'` facets of
 /// `engram_facets` in the schema).
 const EPOCH_BITS: u32 = 12;
 
