@@ -37,7 +37,10 @@ CREATE TABLE records (
 -- order (see store/postgres/ranking.rs).
 CREATE INDEX records_by_salience ON records (salience, decays_from, key);
 CREATE INDEX records_about ON records (about, layer, scope, status) WHERE about IS NOT NULL;
-CREATE INDEX records_search ON records USING GIN (search);
+-- Every scan of a GIN index reads all of its list of entries pending
+-- insertion: kept short (256 kB, not 4 MB), it costs a text query a tenth
+-- of a millisecond instead of a millisecond or more.
+CREATE INDEX records_search ON records USING GIN (search) WITH (gin_pending_list_limit = 256);
 -- Text ranking tells common words from rare ones by the statistics ANALYZE
 -- keeps of this column: its 10,000 most common lexemes, not the default 1,000.
 ALTER TABLE records ALTER COLUMN search SET STATISTICS 1000;

@@ -153,9 +153,10 @@ impl Conditions {
             self.param(oldest),
             self.param(newest),
         ];
+        // A subquery, as the words' query (see `any_of`).
         self.and(&format!(
-            "r.search @@ engram_visible({}::bigint[], {}::bigint, {}::text[], {}::boolean, \
-             {}::bigint, {}::bigint)",
+            "r.search @@ (SELECT engram_visible({}::bigint[], {}::bigint, {}::text[], \
+             {}::boolean, {}::bigint, {}::bigint))",
             args[0], args[1], args[2], args[3], args[4], args[5]
         ));
     }
@@ -492,7 +493,8 @@ fn words(pg: &Pg, query: &RecordQuery) -> Result<Words, StoreError> {
             None => pg
                 .query_one(
                     "SELECT COUNT(*) FROM (SELECT 1 FROM records
-                                           WHERE search @@ to_tsquery('english', $1) LIMIT $2) m",
+                                           WHERE search @@ (SELECT to_tsquery('english', $1))
+                                           LIMIT $2) m",
                     &[&tsquery, &COMMON_WORD_MATCHES],
                 )?
                 .try_get::<_, i64>(0)? as f64,
@@ -548,9 +550,16 @@ struct Candidate {
     vector: Option<f64>,
 }
 
-/// The columns every candidate statement reads: key, layer, creation,
-/// the vector's norm and bytes (or nulls), the profile; then relevance.
-fn candidate_sql(query: &RecordQuery, c: &Conditions, relevance: &str, vectors: &str) -> String {
+/// The columns every candidate statement reads from records `r` (the
+/// table, or `from`): key, layer, creation, the vector's norm and bytes (or
+/// nulls), the profile; then relevance.
+fn candidate_sql(
+    query: &RecordQuery,
+    from: Option<&str>,
+    c: &Conditions,
+    relevance: &str,
+    vectors: &str,
+) -> String {
     let vector = if query.vector.is_some() {
         "v.norm, v.vector"
     } else {
@@ -558,14 +567,15 @@ fn candidate_sql(query: &RecordQuery, c: &Conditions, relevance: &str, vectors: 
     };
     format!(
         "SELECT r.key, r.layer, r.created_at, {vector}, {PROFILE_COLUMNS}, {relevance}::float8
-         FROM records r JOIN decay_profiles d ON d.record_key = r.key {vectors}
+         FROM {} r JOIN decay_profiles d ON d.record_key = r.key {vectors}
          WHERE {}",
-        c.clause
+        from.unwrap_or("records"),
+        if from.is_some() { "TRUE" } else { &c.clause }
     )
 }
 
 /// Reads candidates into `found` (a record found already is not read
-/// again).
+/// again); answers how many rows were read.
 fn read_candidates(
     pg: &Pg,
     query: &RecordQuery,
@@ -574,8 +584,9 @@ fn read_candidates(
     c: &Conditions,
     found: &mut Vec<Candidate>,
     seen: &mut std::collections::HashSet<i64>,
-) -> Result<(), StoreError> {
-    for row in pg.query(sql, &c.params())? {
+) -> Result<usize, StoreError> {
+    let rows = pg.query(sql, &c.params())?;
+    for row in &rows {
         let key: i64 = row.try_get(0)?;
         if !seen.insert(key) {
             continue;
@@ -601,7 +612,7 @@ fn read_candidates(
             vector,
         });
     }
-    Ok(())
+    Ok(rows.len())
 }
 
 /// The visible candidates of one way of matching (`tier`; `None`: no text
@@ -641,22 +652,20 @@ fn candidates(
                     "({} + 0.01 * ts_rank_cd(r.search, to_tsquery('english', {q})))",
                     sum.join(" + ")
                 );
-                let sql = candidate_sql(query, &c, &relevance, with_vectors);
+                let sql = candidate_sql(query, None, &c, &relevance, with_vectors);
                 read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
             }
             Part::Newest(words, n, relevance) => {
                 // The newest `n` visible matches, records an earlier part
                 // found read again but not kept: the newest `n + found`.
-                let wanted = n + found.len();
-                let mut keys = newest_matches(pg, query, words, wanted, newest_key)?;
-                keys.sort_unstable_by_key(|key| std::cmp::Reverse(*key));
-                keys.truncate(wanted);
-                keys.retain(|key| !seen.contains(key));
-                let mut c = Conditions::default();
-                let p = c.param(keys);
-                c.clause = format!("r.key = ANY({p})");
-                let sql = candidate_sql(query, &c, &format!("{relevance:?}"), with_vectors);
-                read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
+                let newest = Newest {
+                    words,
+                    wanted: n + found.len(),
+                    newest_key,
+                    relevance: format!("{relevance:?}"),
+                    vectors: with_vectors,
+                };
+                newest.read(pg, query, now, &mut found, &mut seen)?;
             }
         }
     }
@@ -664,6 +673,7 @@ fn candidates(
         let c = Conditions::visible(query);
         let sql = candidate_sql(
             query,
+            None,
             &c,
             "0",
             "JOIN record_vectors v ON v.record_key = r.key",
@@ -671,7 +681,7 @@ fn candidates(
         read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
     } else if tier.is_none() {
         let c = Conditions::visible(query);
-        let sql = candidate_sql(query, &c, "0", "");
+        let sql = candidate_sql(query, None, &c, "0", "");
         read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
     }
     Ok(found)
@@ -682,17 +692,20 @@ fn candidates(
 fn any_of(c: &mut Conditions, words: &[&Term]) -> String {
     let any: Vec<&str> = words.iter().map(|w| w.tsquery.as_str()).collect();
     let q = c.param(any.join(" | "));
-    c.and(&format!("r.search @@ to_tsquery('english', {q})"));
+    // As a subquery the planner does not estimate the query from the
+    // search column's statistics (thousands of lexemes, read at every
+    // planning): the index answers it whatever the estimate.
+    c.and(&format!("r.search @@ (SELECT to_tsquery('english', {q}))"));
     q
 }
 
-/// The epochs the first window of [`newest_matches`] reads.
+/// The epochs the first window of [`Newest::read`] reads.
 const FIRST_EPOCHS: i64 = 2;
 /// The most epochs a window lists: a longer list costs the index more
 /// than reading the rest of the table's matches.
 const MOST_EPOCHS: i64 = 32;
 
-/// The epochs the next window of [`newest_matches`] reads: enough for the
+/// The epochs the next window of [`Newest::read`] reads: enough for the
 /// matches still wanted at the rate per key the windows read so far
 /// found them (over `keys_read` keys; the newest epoch is not full), and
 /// half again; four times the last window when they found none.
@@ -705,44 +718,65 @@ fn next_span(found: usize, wanted: usize, keys_read: i64, last_span: i64) -> i64
     ((needed / (1i64 << EPOCH_BITS) as f64).ceil() as i64).max(1)
 }
 
-/// The keys of at least the newest `wanted` visible matches of any of
-/// `words` (all of them if there are fewer): epochs of keys read newest
-/// first, each window sized by what the ones before found, so a common
-/// word's older matches are not read. When a window would list too many
-/// epochs, or reach the first, the rest of the table is read at once.
-fn newest_matches(
-    pg: &Pg,
-    query: &RecordQuery,
-    words: &[&Term],
+/// A read of the newest visible matches of common words.
+struct Newest<'a> {
+    words: &'a [&'a Term],
     wanted: usize,
     newest_key: i64,
-) -> Result<Vec<i64>, StoreError> {
-    let mut keys = Vec::new();
-    let mut newest = newest_key >> EPOCH_BITS;
-    let mut span = FIRST_EPOCHS;
-    loop {
-        let oldest = newest - span + 1;
-        let rest = oldest <= 0 || span > MOST_EPOCHS;
-        let mut c = Conditions::visible(query);
-        any_of(&mut c, words);
-        if rest {
-            // Its epochs are not listed, the keys are bounded instead.
-            c.facets(query, None);
-            let below = c.param((newest + 1) << EPOCH_BITS);
-            c.and(&format!("r.key < {below}"));
-        } else {
-            c.facets(query, Some((oldest, newest)));
+    /// The relevance each is given, as an SQL literal.
+    relevance: String,
+    vectors: &'a str,
+}
+
+impl Newest<'_> {
+    /// Reads the newest `wanted` visible matches of any of `words` (all
+    /// of them if there are fewer) as candidates: epochs of keys read
+    /// newest first, each window sized by what the ones before found, so a
+    /// common word's older matches are not read, and from each only as
+    /// many of its newest matches as are still wanted, with their
+    /// profiles. When a window would list too many epochs, or reach the
+    /// first, the rest of the table is read at once.
+    fn read(
+        &self,
+        pg: &Pg,
+        query: &RecordQuery,
+        now: Timestamp,
+        found: &mut Vec<Candidate>,
+        seen: &mut std::collections::HashSet<i64>,
+    ) -> Result<(), StoreError> {
+        let mut read = 0;
+        let mut newest = self.newest_key >> EPOCH_BITS;
+        let mut span = FIRST_EPOCHS;
+        loop {
+            let oldest = newest - span + 1;
+            let rest = oldest <= 0 || span > MOST_EPOCHS;
+            let mut c = Conditions::visible(query);
+            any_of(&mut c, self.words);
+            if rest {
+                // Its epochs are not listed, the keys are bounded instead.
+                c.facets(query, None);
+                let below = c.param((newest + 1) << EPOCH_BITS);
+                c.and(&format!("r.key < {below}"));
+            } else {
+                c.facets(query, Some((oldest, newest)));
+            }
+            let limit = c.param((self.wanted - read) as i64);
+            // Sorted after the index answered: walking the key index down
+            // would test the text of every newer record.
+            let from = format!(
+                "(SELECT r.key, r.layer, r.created_at FROM records r WHERE {}
+                  ORDER BY r.key + 0 DESC LIMIT {limit})",
+                c.clause
+            );
+            let sql = candidate_sql(query, Some(&from), &c, &self.relevance, self.vectors);
+            read += read_candidates(pg, query, now, &sql, &c, found, seen)?;
+            if read >= self.wanted || rest {
+                return Ok(());
+            }
+            let keys_read = self.newest_key + 1 - (oldest << EPOCH_BITS);
+            span = next_span(read, self.wanted, keys_read, span);
+            newest = oldest - 1;
         }
-        let sql = format!("SELECT r.key FROM records r WHERE {}", c.clause);
-        for row in pg.query(&sql, &c.params())? {
-            keys.push(row.try_get(0)?);
-        }
-        if keys.len() >= wanted || rest {
-            return Ok(keys);
-        }
-        let keys_read = newest_key + 1 - (oldest << EPOCH_BITS);
-        span = next_span(keys.len(), wanted, keys_read, span);
-        newest = oldest - 1;
     }
 }
 
