@@ -58,7 +58,10 @@ ALTER TABLE records ALTER COLUMN search SET STATISTICS 1000;
 --   'E n'      its key's epoch: key / 4096;
 --   'EV n v s' for each 'V v s', the same with its key's epoch: the
 --              newest records a scoped caller may see are a few short
---              lists of the index, not the meeting of two long ones.
+--              lists of the index, not the meeting of two long ones;
+--   'EW n v s' its key's era (key / 65536), its own sensitivity v and
+--              its scope: the same for older records, in lists a few
+--              times longer (one token a record, as there are many).
 CREATE FUNCTION engram_facets(key BIGINT, layer BIGINT, sensitivity BIGINT, scope TEXT,
                               status TEXT)
 RETURNS TSVECTOR LANGUAGE SQL IMMUTABLE PARALLEL SAFE AS $$
@@ -69,16 +72,18 @@ RETURNS TSVECTOR LANGUAGE SQL IMMUTABLE PARALLEL SAFE AS $$
         || ARRAY(SELECT 'V ' || n || ' ' || COALESCE(left(md5(scope), 16), '-')
                  FROM generate_series(sensitivity, 4) n)
         || ARRAY(SELECT 'EV ' || (key >> 12) || ' ' || n || ' ' || COALESCE(left(md5(scope), 16), '-')
-                 FROM generate_series(sensitivity, 4) n))
+                 FROM generate_series(sensitivity, 4) n)
+        || ARRAY['EW ' || (key >> 16) || ' ' || sensitivity || ' ' || COALESCE(left(md5(scope), 16), '-')])
 $$;
 
 -- The facets of a record a caller may see, as a text query: one of these
 -- layers, a sensitivity up to `max_sensitivity`, unscoped or one of
 -- `scopes` (NULL: any), not retracted unless `with_retracted`, an epoch
--- from `oldest_epoch` to `newest_epoch` (NULL: any). NULL when none of
--- these narrows.
+-- from `oldest_epoch` to `newest_epoch` (NULL: any; eras when `eras`,
+-- which needs `scopes`). NULL when none of these narrows.
 CREATE FUNCTION engram_visible(layers BIGINT[], max_sensitivity BIGINT, scopes TEXT[],
-                               with_retracted BOOLEAN, oldest_epoch BIGINT, newest_epoch BIGINT)
+                               with_retracted BOOLEAN, oldest_epoch BIGINT, newest_epoch BIGINT,
+                               eras BOOLEAN)
 RETURNS TSQUERY LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
     parts TEXT[] := '{}';
@@ -87,7 +92,14 @@ BEGIN
         parts := parts || ('(' || COALESCE((SELECT string_agg(format('%L', 'L ' || l), ' | ')
                                             FROM unnest(layers) l), '''L none''') || ')');
     END IF;
-    IF scopes IS NOT NULL AND oldest_epoch IS NOT NULL THEN
+    IF scopes IS NOT NULL AND oldest_epoch IS NOT NULL AND eras THEN
+        parts := parts || ('(' || (SELECT string_agg(
+                                       format('%L', 'EW ' || e || ' ' || v || ' '
+                                                    || COALESCE(left(md5(s), 16), '-')), ' | ')
+                                   FROM generate_series(oldest_epoch, newest_epoch) e,
+                                        generate_series(0, max_sensitivity) v,
+                                        unnest(scopes || NULL::TEXT) s) || ')');
+    ELSIF scopes IS NOT NULL AND oldest_epoch IS NOT NULL THEN
         parts := parts || ('(' || (SELECT string_agg(
                                        format('%L', 'EV ' || e || ' ' || max_sensitivity || ' '
                                                     || COALESCE(left(md5(s), 16), '-')), ' | ')
@@ -104,7 +116,7 @@ BEGIN
     IF NOT with_retracted THEN
         parts := parts || '!''R -'''::TEXT;
     END IF;
-    IF oldest_epoch IS NOT NULL AND scopes IS NULL THEN
+    IF oldest_epoch IS NOT NULL AND scopes IS NULL AND NOT eras THEN
         parts := parts || ('(' || (SELECT string_agg(format('%L', 'E ' || e), ' | ')
                                    FROM generate_series(oldest_epoch, newest_epoch) e) || ')');
     END IF;

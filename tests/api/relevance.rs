@@ -555,7 +555,8 @@ async fn a_common_word_answers_its_newest_visible_matches() {
     let rare = create_id_of(&app, "lantern wick trimmed at dawn").await;
     // 1,200 records with "lantern" (a common word: 1,000 matches or more),
     // written in four runs; on PostgreSQL each run's keys start further
-    // on, so the newest matches lie in epochs far apart. Every fourth is
+    // on, so the newest matches lie in epochs far apart (and for a scoped
+    // reader, in eras apart). Every fourth is
     // `high`, which the readers may not see; of the rest, a third are in
     // scope `project-x`, a third in `project-y`, a third unscoped.
     let scope_of = |n: usize| match n % 4 {
@@ -567,7 +568,7 @@ async fn a_common_word_answers_its_newest_visible_matches() {
     // unscoped records and those of its scope.
     let mut visible_to_all = Vec::new();
     let mut visible_to_x = Vec::new();
-    for (run, first_key) in [100, 20_000, 60_000, 200_000].into_iter().enumerate() {
+    for (run, first_key) in [100, 20_000, 200_000, 400_000].into_iter().enumerate() {
         if crate::helpers::postgres_admin_url().is_some() {
             app.sql_execute(&format!(
                 "ALTER SEQUENCE records_key_seq RESTART WITH {first_key}"

@@ -129,10 +129,10 @@ impl Conditions {
         c
     }
 
-    /// The visibility and the epochs (`oldest..=newest`) the record's
+    /// The visibility and the epochs or eras (`window`) the record's
     /// facets must have, as a condition the search index answers (the
     /// conditions of [`Conditions::visible`] still decide).
-    fn facets(&mut self, query: &RecordQuery, epochs: Option<(i64, i64)>) {
+    fn facets(&mut self, query: &RecordQuery, window: Option<Window>) {
         let layers = layers(query);
         let sensitivity = query.max_sensitivity.rank() as i64;
         // What engram_visible narrows by; it is NULL when nothing does.
@@ -140,26 +140,35 @@ impl Conditions {
             && sensitivity >= Sensitivity::Hyper.rank() as i64
             && query.scopes.is_none()
             && query.include_retracted
-            && epochs.is_none()
+            && window.is_none()
         {
             return;
         }
-        let (oldest, newest) = epochs.unzip();
         let args = [
             self.param(layers),
             self.param(sensitivity),
             self.param(query.scopes.clone()),
             self.param(query.include_retracted),
-            self.param(oldest),
-            self.param(newest),
+            self.param(window.map(|w| w.oldest)),
+            self.param(window.map(|w| w.newest)),
+            self.param(window.is_some_and(|w| w.bits == ERA_BITS)),
         ];
         // A subquery, as the words' query (see `any_of`).
         self.and(&format!(
             "r.search @@ (SELECT engram_visible({}::bigint[], {}::bigint, {}::text[], \
-             {}::boolean, {}::bigint, {}::bigint))",
-            args[0], args[1], args[2], args[3], args[4], args[5]
+             {}::boolean, {}::bigint, {}::bigint, {}::boolean))",
+            args[0], args[1], args[2], args[3], args[4], args[5], args[6]
         ));
     }
+}
+
+/// Epochs (`bits` [`EPOCH_BITS`]) or eras ([`ERA_BITS`]) of keys,
+/// `oldest..=newest`.
+#[derive(Clone, Copy)]
+struct Window {
+    oldest: i64,
+    newest: i64,
+    bits: u32,
 }
 
 /// The layers of the query's memory types.
@@ -354,6 +363,8 @@ const SHARES_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
 /// Keys of one epoch: `key >> EPOCH_BITS` (the `'E n'` and `'EV n v s'` facets of
 /// `engram_facets` in the schema).
 const EPOCH_BITS: u32 = 12;
+/// Keys of one era: `key >> ERA_BITS` (the `'EW n v s'` facet).
+const ERA_BITS: u32 = 16;
 
 /// A word of the text query, as a `tsquery` text, with its weight: its
 /// inverse document frequency as BM25 has it, `ln(1 + (N - n + 0.5) /
@@ -701,21 +712,24 @@ fn any_of(c: &mut Conditions, words: &[&Term]) -> String {
 
 /// The epochs the first window of [`Newest::read`] reads.
 const FIRST_EPOCHS: i64 = 2;
-/// The most epochs a window lists: a longer list costs the index more
-/// than reading the rest of the table's matches.
+/// The most epochs or eras a window lists: a longer list costs the index
+/// more than reading the rest of the table's matches (each epoch or era is
+/// a token for every scope, and for every sensitivity in eras).
 const MOST_EPOCHS: i64 = 32;
+const MOST_ERAS: i64 = 8;
 
-/// The epochs the next window of [`Newest::read`] reads: enough for the
-/// matches still wanted at the rate per key the windows read so far
-/// found them (over `keys_read` keys; the newest epoch is not full), and
-/// half again; four times the last window when they found none.
-fn next_span(found: usize, wanted: usize, keys_read: i64, last_span: i64) -> i64 {
+/// The epochs or eras (of `bits`) the next window of [`Newest::read`]
+/// reads: enough for the matches still wanted at the rate per key the
+/// windows read so far found them (over `keys_read` keys; the newest
+/// epoch is not full), and half again; four times the last window when
+/// they found none.
+fn next_span(found: usize, wanted: usize, keys_read: i64, last_span: i64, bits: u32) -> i64 {
     if found == 0 {
         return last_span.saturating_mul(4);
     }
     let per_key = found as f64 / keys_read.max(1) as f64;
     let needed = (wanted - found) as f64 / per_key * 1.5;
-    ((needed / (1i64 << EPOCH_BITS) as f64).ceil() as i64).max(1)
+    ((needed / (1i64 << bits) as f64).ceil() as i64).max(1)
 }
 
 /// A read of the newest visible matches of common words.
@@ -734,8 +748,9 @@ impl Newest<'_> {
     /// newest first, each window sized by what the ones before found, so a
     /// common word's older matches are not read, and from each only as
     /// many of its newest matches as are still wanted, with their
-    /// profiles. When a window would list too many epochs, or reach the
-    /// first, the rest of the table is read at once.
+    /// profiles. Past the windows of epochs a caller limited to scopes
+    /// reads windows of eras; when a window would list too many of them,
+    /// or reach the first, the rest of the table is read at once.
     fn read(
         &self,
         pg: &Pg,
@@ -745,21 +760,44 @@ impl Newest<'_> {
         seen: &mut std::collections::HashSet<i64>,
     ) -> Result<(), StoreError> {
         let mut read = 0;
-        let mut newest = self.newest_key >> EPOCH_BITS;
+        // Keys from `below` up have been read.
+        let mut below = self.newest_key + 1;
+        let mut bits = EPOCH_BITS;
         let mut span = FIRST_EPOCHS;
         loop {
-            let oldest = newest - span + 1;
-            let rest = oldest <= 0 || span > MOST_EPOCHS;
+            let newest = (below - 1) >> bits;
+            let mut oldest = newest - span + 1;
+            let most = if bits == ERA_BITS {
+                MOST_ERAS
+            } else {
+                MOST_EPOCHS
+            };
+            if (oldest <= 0 || span > most) && bits == EPOCH_BITS && query.scopes.is_some() {
+                // Eras from here on, as many as the rate so far says.
+                bits = ERA_BITS;
+                span = next_span(read, self.wanted, self.newest_key + 1 - below, span, bits);
+                oldest = ((below - 1) >> bits) - span + 1;
+            }
+            let rest = oldest <= 0
+                || span
+                    > if bits == ERA_BITS {
+                        MOST_ERAS
+                    } else {
+                        MOST_EPOCHS
+                    };
             let mut c = Conditions::visible(query);
             any_of(&mut c, self.words);
-            if rest {
-                // Its epochs are not listed, the keys are bounded instead.
-                c.facets(query, None);
-                let below = c.param((newest + 1) << EPOCH_BITS);
-                c.and(&format!("r.key < {below}"));
-            } else {
-                c.facets(query, Some((oldest, newest)));
-            }
+            c.facets(
+                query,
+                (!rest).then_some(Window {
+                    oldest,
+                    newest: (below - 1) >> bits,
+                    bits,
+                }),
+            );
+            // An era's newer keys may have been read in epochs.
+            let p = c.param(below);
+            c.and(&format!("r.key < {p}"));
             let limit = c.param((self.wanted - read) as i64);
             // Sorted after the index answered: walking the key index down
             // would test the text of every newer record.
@@ -773,9 +811,8 @@ impl Newest<'_> {
             if read >= self.wanted || rest {
                 return Ok(());
             }
-            let keys_read = self.newest_key + 1 - (oldest << EPOCH_BITS);
-            span = next_span(read, self.wanted, keys_read, span);
-            newest = oldest - 1;
+            below = oldest << bits;
+            span = next_span(read, self.wanted, self.newest_key + 1 - below, span, bits);
         }
     }
 }
@@ -886,13 +923,15 @@ mod tests {
     fn windows_grow_by_the_rate_matches_were_found_at() {
         // 20 matches in 2 epochs' keys: 230 more need 23 epochs, and
         // half again.
-        assert_eq!(next_span(20, 250, 2 << EPOCH_BITS, 2), 35);
+        assert_eq!(next_span(20, 250, 2 << EPOCH_BITS, 2, EPOCH_BITS), 35);
         // The same 20 in the keys of an epoch and a quarter.
-        assert_eq!(next_span(20, 250, 5 << (EPOCH_BITS - 2), 2), 22);
+        assert_eq!(next_span(20, 250, 5 << (EPOCH_BITS - 2), 2, EPOCH_BITS), 22);
+        // In eras, sixteen times as long: a sixteenth as many.
+        assert_eq!(next_span(20, 250, 2 << EPOCH_BITS, 2, ERA_BITS), 3);
         // None yet: four times the last window.
-        assert_eq!(next_span(0, 250, 2 << EPOCH_BITS, 2), 8);
+        assert_eq!(next_span(0, 250, 2 << EPOCH_BITS, 2, EPOCH_BITS), 8);
         // Nearly there: one epoch at least.
-        assert_eq!(next_span(249, 250, 8 << EPOCH_BITS, 8), 1);
+        assert_eq!(next_span(249, 250, 8 << EPOCH_BITS, 8, EPOCH_BITS), 1);
     }
 
     #[test]
