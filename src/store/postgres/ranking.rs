@@ -618,7 +618,7 @@ fn read_candidates(
             key,
             layer: row.try_get(1)?,
             created_at,
-            salience: current_salience(&row, 5, created_at, now)?,
+            salience: current_salience(row, 5, created_at, now)?,
             relevance: row.try_get::<_, f64>(13)?.max(0.0),
             vector,
         });
@@ -767,24 +767,18 @@ impl Newest<'_> {
         loop {
             let newest = (below - 1) >> bits;
             let mut oldest = newest - span + 1;
-            let most = if bits == ERA_BITS {
-                MOST_ERAS
-            } else {
-                MOST_EPOCHS
-            };
-            if (oldest <= 0 || span > most) && bits == EPOCH_BITS && query.scopes.is_some() {
+            if (oldest <= 0 || span > MOST_EPOCHS) && bits == EPOCH_BITS && query.scopes.is_some() {
                 // Eras from here on, as many as the rate so far says.
                 bits = ERA_BITS;
                 span = next_span(read, self.wanted, self.newest_key + 1 - below, span, bits);
                 oldest = ((below - 1) >> bits) - span + 1;
             }
-            let rest = oldest <= 0
-                || span
-                    > if bits == ERA_BITS {
-                        MOST_ERAS
-                    } else {
-                        MOST_EPOCHS
-                    };
+            let most = if bits == ERA_BITS {
+                MOST_ERAS
+            } else {
+                MOST_EPOCHS
+            };
+            let rest = oldest <= 0 || span > most;
             let mut c = Conditions::visible(query);
             any_of(&mut c, self.words);
             c.facets(
