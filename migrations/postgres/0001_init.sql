@@ -51,17 +51,18 @@ ALTER TABLE records ALTER COLUMN search SET STATISTICS 1000;
 -- see, and its newest ones first (store/postgres/ranking.rs):
 --   'L n'      its memory type (layer n);
 --   'V n'      for each sensitivity n below hyper (4) that may see it;
---   'V n s'    the same with its scope (s: 16 hex digits of its md5, '-'
---              unscoped), hyper included: one token per scope a caller
---              may see is rarer in the index than two;
+--   'V v s'    its own sensitivity v with its scope (s: 16 hex digits of
+--              its md5, '-' unscoped): a caller limited to scopes asks for
+--              one token per scope and sensitivity it may see, rarer in
+--              the index than two;
 --   'R -'      it is retracted (queries of current records exclude it);
 --   'E n'      its key's epoch: key / 4096;
---   'EV n v s' for each 'V v s', the same with its key's epoch: the
---              newest records a scoped caller may see are a few short
---              lists of the index, not the meeting of two long ones;
---   'EW n v s' its key's era (key / 65536), its own sensitivity v and
---              its scope: the same for older records, in lists a few
---              times longer (one token a record, as there are many).
+--   'EV n v s' its key's epoch with 'V v s': the newest records a scoped
+--              caller may see are a few short lists of the index, not
+--              the meeting of two long ones;
+--   'EW n v s' its key's era (key / 65536) with 'V v s': the same for
+--              older records, in lists a few times longer.
+-- A record has one of each but 'V n' (every token costs its insert).
 CREATE FUNCTION engram_facets(key BIGINT, layer BIGINT, sensitivity BIGINT, scope TEXT,
                               status TEXT)
 RETURNS TSVECTOR LANGUAGE SQL IMMUTABLE PARALLEL SAFE AS $$
@@ -69,11 +70,9 @@ RETURNS TSVECTOR LANGUAGE SQL IMMUTABLE PARALLEL SAFE AS $$
         ARRAY['L ' || layer, 'E ' || (key >> 12)]
         || ARRAY(SELECT 'R -' WHERE status = 'retracted')
         || ARRAY(SELECT 'V ' || n FROM generate_series(sensitivity, 3) n)
-        || ARRAY(SELECT 'V ' || n || ' ' || COALESCE(left(md5(scope), 16), '-')
-                 FROM generate_series(sensitivity, 4) n)
-        || ARRAY(SELECT 'EV ' || (key >> 12) || ' ' || n || ' ' || COALESCE(left(md5(scope), 16), '-')
-                 FROM generate_series(sensitivity, 4) n)
-        || ARRAY['EW ' || (key >> 16) || ' ' || sensitivity || ' ' || COALESCE(left(md5(scope), 16), '-')])
+        || ARRAY['V ' || sensitivity || ' ' || COALESCE(left(md5(scope), 16), '-'),
+                 'EV ' || (key >> 12) || ' ' || sensitivity || ' ' || COALESCE(left(md5(scope), 16), '-'),
+                 'EW ' || (key >> 16) || ' ' || sensitivity || ' ' || COALESCE(left(md5(scope), 16), '-')])
 $$;
 
 -- The facets of a record a caller may see, as a text query: one of these
@@ -101,15 +100,17 @@ BEGIN
                                         unnest(scopes || NULL::TEXT) s) || ')');
     ELSIF scopes IS NOT NULL AND oldest_epoch IS NOT NULL THEN
         parts := parts || ('(' || (SELECT string_agg(
-                                       format('%L', 'EV ' || e || ' ' || max_sensitivity || ' '
+                                       format('%L', 'EV ' || e || ' ' || v || ' '
                                                     || COALESCE(left(md5(s), 16), '-')), ' | ')
                                    FROM generate_series(oldest_epoch, newest_epoch) e,
+                                        generate_series(0, max_sensitivity) v,
                                         unnest(scopes || NULL::TEXT) s) || ')');
     ELSIF scopes IS NOT NULL THEN
         parts := parts || ('(' || (SELECT string_agg(
-                                       format('%L', 'V ' || max_sensitivity || ' '
+                                       format('%L', 'V ' || v || ' '
                                                     || COALESCE(left(md5(s), 16), '-')), ' | ')
-                                   FROM unnest(scopes || NULL::TEXT) s) || ')');
+                                   FROM generate_series(0, max_sensitivity) v,
+                                        unnest(scopes || NULL::TEXT) s) || ')');
     ELSIF max_sensitivity < 4 THEN
         parts := parts || format('%L', 'V ' || max_sensitivity);
     END IF;

@@ -712,11 +712,29 @@ fn any_of(c: &mut Conditions, words: &[&Term]) -> String {
 
 /// The epochs the first window of [`Newest::read`] reads.
 const FIRST_EPOCHS: i64 = 2;
-/// The most epochs or eras a window lists: a longer list costs the index
-/// more than reading the rest of the table's matches (each epoch or era is
-/// a token for every scope, and for every sensitivity in eras).
+/// The most epochs a window lists for a caller not limited to scopes: a
+/// longer list costs the index more than reading the rest of the table's
+/// matches.
 const MOST_EPOCHS: i64 = 32;
-const MOST_ERAS: i64 = 8;
+/// The most tokens a window of epochs, or eras, lists for a caller limited
+/// to scopes: one for each epoch or era, scope (and unscoped) and
+/// sensitivity it may see.
+const MOST_EPOCH_TOKENS: usize = 96;
+const MOST_ERA_TOKENS: usize = 24;
+
+/// The most epochs or eras (`bits`) a window lists for `query`'s caller.
+fn most_span(query: &RecordQuery, bits: u32) -> i64 {
+    let Some(scopes) = &query.scopes else {
+        return MOST_EPOCHS;
+    };
+    let per_epoch = (query.max_sensitivity.rank() as usize + 1) * (scopes.len() + 1);
+    let tokens = if bits == ERA_BITS {
+        MOST_ERA_TOKENS
+    } else {
+        MOST_EPOCH_TOKENS
+    };
+    (tokens / per_epoch) as i64
+}
 
 /// The epochs or eras (of `bits`) the next window of [`Newest::read`]
 /// reads: enough for the matches still wanted at the rate per key the
@@ -767,18 +785,16 @@ impl Newest<'_> {
         loop {
             let newest = (below - 1) >> bits;
             let mut oldest = newest - span + 1;
-            if (oldest <= 0 || span > MOST_EPOCHS) && bits == EPOCH_BITS && query.scopes.is_some() {
+            if (oldest <= 0 || span > most_span(query, bits))
+                && bits == EPOCH_BITS
+                && query.scopes.is_some()
+            {
                 // Eras from here on, as many as the rate so far says.
                 bits = ERA_BITS;
                 span = next_span(read, self.wanted, self.newest_key + 1 - below, span, bits);
                 oldest = ((below - 1) >> bits) - span + 1;
             }
-            let most = if bits == ERA_BITS {
-                MOST_ERAS
-            } else {
-                MOST_EPOCHS
-            };
-            let rest = oldest <= 0 || span > most;
+            let rest = oldest <= 0 || span > most_span(query, bits);
             let mut c = Conditions::visible(query);
             any_of(&mut c, self.words);
             c.facets(
