@@ -719,7 +719,7 @@ const MOST_EPOCHS: i64 = 32;
 /// The most tokens a window of epochs, or eras, lists for a caller limited
 /// to scopes: one for each epoch or era, scope (and unscoped) and
 /// sensitivity it may see.
-const MOST_EPOCH_TOKENS: usize = 96;
+const MOST_EPOCH_TOKENS: usize = 48;
 const MOST_ERA_TOKENS: usize = 24;
 
 /// The most epochs or eras (`bits`) a window lists for `query`'s caller.
