@@ -91,16 +91,10 @@ BEGIN
         parts := parts || ('(' || COALESCE((SELECT string_agg(format('%L', 'L ' || l), ' | ')
                                             FROM unnest(layers) l), '''L none''') || ')');
     END IF;
-    IF scopes IS NOT NULL AND oldest_epoch IS NOT NULL AND eras THEN
+    IF scopes IS NOT NULL AND oldest_epoch IS NOT NULL THEN
         parts := parts || ('(' || (SELECT string_agg(
-                                       format('%L', 'EW ' || e || ' ' || v || ' '
-                                                    || COALESCE(left(md5(s), 16), '-')), ' | ')
-                                   FROM generate_series(oldest_epoch, newest_epoch) e,
-                                        generate_series(0, max_sensitivity) v,
-                                        unnest(scopes || NULL::TEXT) s) || ')');
-    ELSIF scopes IS NOT NULL AND oldest_epoch IS NOT NULL THEN
-        parts := parts || ('(' || (SELECT string_agg(
-                                       format('%L', 'EV ' || e || ' ' || v || ' '
+                                       format('%L', CASE WHEN eras THEN 'EW ' ELSE 'EV ' END
+                                                    || e || ' ' || v || ' '
                                                     || COALESCE(left(md5(s), 16), '-')), ' | ')
                                    FROM generate_series(oldest_epoch, newest_epoch) e,
                                         generate_series(0, max_sensitivity) v,
