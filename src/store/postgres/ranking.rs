@@ -18,10 +18,10 @@
 //! the record's facets (`engram_facets` in the schema: its type, the
 //! sensitivities and scopes that may see it, whether it is retracted, its
 //! key's epoch, and the epoch with each scope and sensitivity), so only
-//! matches the caller may see are read from the table. A word is common from [`COMMON_WORD_MATCHES`] matches, as on
-//! SQLite: how many records have it is counted in a small table and taken
-//! from the column's statistics (`pg_stats`, read once a minute) in a
-//! large one. A common word's newest visible matches are read epoch by
+//! matches the caller may see are read from the table. A word is common
+//! from [`COMMON_WORD_MATCHES`] matches, as on SQLite: how many records
+//! have it is counted in a small table and taken from the column's
+//! statistics (`pg_stats`, read once a minute) in a large one. A common word's newest visible matches are read epoch by
 //! epoch from the newest, never all of them.
 //!
 //! Visibility (types, sensitivity, scopes, status) and the filters are
@@ -561,13 +561,13 @@ struct Candidate {
     vector: Option<f64>,
 }
 
-/// The columns every candidate statement reads from records `r` (the
-/// table, or `from`): key, layer, creation, the vector's norm and bytes (or
-/// nulls), the profile; then relevance.
+/// The columns every candidate statement reads from records `r` (`from`:
+/// the table or a subquery) where `clause` holds: key, layer, creation,
+/// the vector's norm and bytes (or nulls), the profile; then relevance.
 fn candidate_sql(
     query: &RecordQuery,
-    from: Option<&str>,
-    c: &Conditions,
+    from: &str,
+    clause: &str,
     relevance: &str,
     vectors: &str,
 ) -> String {
@@ -578,10 +578,8 @@ fn candidate_sql(
     };
     format!(
         "SELECT r.key, r.layer, r.created_at, {vector}, {PROFILE_COLUMNS}, {relevance}::float8
-         FROM {} r JOIN decay_profiles d ON d.record_key = r.key {vectors}
-         WHERE {}",
-        from.unwrap_or("records"),
-        if from.is_some() { "TRUE" } else { &c.clause }
+         FROM {from} r JOIN decay_profiles d ON d.record_key = r.key {vectors}
+         WHERE {clause}"
     )
 }
 
@@ -663,7 +661,7 @@ fn candidates(
                     "({} + 0.01 * ts_rank_cd(r.search, to_tsquery('english', {q})))",
                     sum.join(" + ")
                 );
-                let sql = candidate_sql(query, None, &c, &relevance, with_vectors);
+                let sql = candidate_sql(query, "records", &c.clause, &relevance, with_vectors);
                 read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
             }
             Part::Newest(words, n, relevance) => {
@@ -684,15 +682,15 @@ fn candidates(
         let c = Conditions::visible(query);
         let sql = candidate_sql(
             query,
-            None,
-            &c,
+            "records",
+            &c.clause,
             "0",
             "JOIN record_vectors v ON v.record_key = r.key",
         );
         read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
     } else if tier.is_none() {
         let c = Conditions::visible(query);
-        let sql = candidate_sql(query, None, &c, "0", "");
+        let sql = candidate_sql(query, "records", &c.clause, "0", "");
         read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
     }
     Ok(found)
@@ -783,25 +781,25 @@ impl Newest<'_> {
         let mut bits = EPOCH_BITS;
         let mut span = FIRST_EPOCHS;
         loop {
-            let newest = (below - 1) >> bits;
-            let mut oldest = newest - span + 1;
-            if (oldest <= 0 || span > most_span(query, bits))
-                && bits == EPOCH_BITS
-                && query.scopes.is_some()
-            {
+            // Whether a window of `span` (of `bits`) lies in the table and
+            // lists few enough tokens.
+            let fits =
+                |bits, span| ((below - 1) >> bits) - span + 1 > 0 && span <= most_span(query, bits);
+            if !fits(bits, span) && bits == EPOCH_BITS && query.scopes.is_some() {
                 // Eras from here on, as many as the rate so far says.
                 bits = ERA_BITS;
                 span = next_span(read, self.wanted, self.newest_key + 1 - below, span, bits);
-                oldest = ((below - 1) >> bits) - span + 1;
             }
-            let rest = oldest <= 0 || span > most_span(query, bits);
+            let rest = !fits(bits, span);
+            let newest = (below - 1) >> bits;
+            let oldest = newest - span + 1;
             let mut c = Conditions::visible(query);
             any_of(&mut c, self.words);
             c.facets(
                 query,
                 (!rest).then_some(Window {
                     oldest,
-                    newest: (below - 1) >> bits,
+                    newest,
                     bits,
                 }),
             );
@@ -816,7 +814,7 @@ impl Newest<'_> {
                   ORDER BY r.key + 0 DESC LIMIT {limit})",
                 c.clause
             );
-            let sql = candidate_sql(query, Some(&from), &c, &self.relevance, self.vectors);
+            let sql = candidate_sql(query, &from, "TRUE", &self.relevance, self.vectors);
             read += read_candidates(pg, query, now, &sql, &c, found, seen)?;
             if read >= self.wanted || rest {
                 return Ok(());
