@@ -18,6 +18,9 @@ use crate::domain::vector::MAX_DIMENSIONS;
 /// The embedded defaults; `config/default.toml` documents each key.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
+/// Most writer connections an instance may open on PostgreSQL.
+const MOST_POSTGRES_WRITERS: u32 = 16;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
@@ -186,6 +189,8 @@ pub struct StorageSettings {
     /// is TLS, the server's certificate and host name verified.
     #[serde(default)]
     pub postgres_ca_file: Option<PathBuf>,
+    /// Writer connections per instance on PostgreSQL (SQLite has one).
+    pub postgres_writers: u32,
     pub pool_size: u32,
     pub busy_timeout_ms: u64,
     pub writer_cache_size_kib: u64,
@@ -521,6 +526,12 @@ impl Settings {
         }
         if self.storage.pool_size == 0 {
             return invalid("storage.pool_size", "must be at least 1");
+        }
+        if !(1..=MOST_POSTGRES_WRITERS).contains(&self.storage.postgres_writers) {
+            return invalid(
+                "storage.postgres_writers",
+                &format!("must be from 1 to {MOST_POSTGRES_WRITERS}"),
+            );
         }
         if self.jobs.sync_interval_ms < 100 {
             return invalid("jobs.sync_interval_ms", "must be at least 100");

@@ -123,8 +123,9 @@ impl Application {
             .transaction()
             .recent_job_runs(scheduler::RUNS_KEPT)
             .map_err(db_error)?;
-        let writer = StorageWriter::start(
+        let writer = StorageWriter::start_many(
             writer_conn,
+            opened.more_writers,
             WriterOptions {
                 capacity: storage.write_queue_capacity,
                 max_per_transaction: storage.max_writes_per_transaction,

@@ -1,6 +1,6 @@
 //! The storage actors: [`StoreReader`], a `SyncArbiter` pool of threads
-//! running reads on pooled connections, and [`StorageWriter`], the single
-//! group-committing writer thread. Both run service functions given as
+//! running reads on pooled connections, and [`StorageWriter`], the
+//! group-committing writer thread (on PostgreSQL, threads). Both run service functions given as
 //! closures over a [`Transaction`]; neither knows which backend is behind
 //! it. Every call to either has a deadline.
 
@@ -152,19 +152,30 @@ enum WriterMessage {
     Shutdown,
 }
 
-/// Handle to the single writer. Cloning shares the same queue.
+/// Handle to the writers. Cloning shares the same queues.
+///
+/// The first writer takes every write in order. A backend that lets
+/// several connections write at once (PostgreSQL) may have more: they take
+/// only writes that add new rows and read nothing they depend on staying
+/// as read ([`StorageWriter::write_new`]), so whatever they run beside
+/// cannot change what they do.
 #[derive(Clone)]
 pub struct StorageWriter {
+    lanes: Arc<[Lane]>,
+    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    timeout: Duration,
+}
+
+/// One writer's queue.
+struct Lane {
     queue: SyncSender<WriterMessage>,
     depth: Arc<AtomicUsize>,
-    thread: Arc<Mutex<Option<JoinHandle<()>>>>,
-    timeout: Duration,
 }
 
 /// How the writer works: its queue, its transactions, its deadline.
 #[derive(Debug, Clone, Copy)]
 pub struct WriterOptions {
-    /// Writes that may wait; past that, `Overloaded`.
+    /// Writes that may wait for one writer; past that, `Overloaded`.
     pub capacity: usize,
     /// Most writes committed in one transaction.
     pub max_per_transaction: usize,
@@ -175,25 +186,48 @@ pub struct WriterOptions {
 impl StorageWriter {
     /// Starts the writer thread on its own connection.
     pub fn start(conn: Box<dyn WriteConnection>, options: WriterOptions) -> StorageWriter {
-        let (queue, inbox) = mpsc::sync_channel(options.capacity);
-        let depth = Arc::new(AtomicUsize::new(0));
-        let thread_depth = depth.clone();
+        StorageWriter::start_many(conn, Vec::new(), options)
+    }
+
+    /// Starts a writer thread on `first`, which takes every write in order,
+    /// and one on each of `more`, which take only writes of new rows.
+    pub fn start_many(
+        first: Box<dyn WriteConnection>,
+        more: Vec<Box<dyn WriteConnection>>,
+        options: WriterOptions,
+    ) -> StorageWriter {
         let max = options.max_per_transaction.max(1);
-        let thread = std::thread::Builder::new()
-            .name("engram-writer".to_string())
-            .spawn(move || write_loop(conn, inbox, thread_depth, max))
-            .expect("spawn the writer thread");
+        let mut lanes = Vec::new();
+        let mut threads = Vec::new();
+        for (n, conn) in std::iter::once(first).chain(more).enumerate() {
+            let (queue, inbox) = mpsc::sync_channel(options.capacity);
+            let depth = Arc::new(AtomicUsize::new(0));
+            let thread_depth = depth.clone();
+            let name = match n {
+                0 => "engram-writer".to_string(),
+                n => format!("engram-writer-{n}"),
+            };
+            threads.push(
+                std::thread::Builder::new()
+                    .name(name)
+                    .spawn(move || write_loop(conn, inbox, thread_depth, max))
+                    .expect("spawn a writer thread"),
+            );
+            lanes.push(Lane { queue, depth });
+        }
         StorageWriter {
-            queue,
-            depth,
-            thread: Arc::new(Mutex::new(Some(thread))),
+            lanes: lanes.into(),
+            threads: Arc::new(Mutex::new(threads)),
             timeout: options.timeout,
         }
     }
 
-    /// Writes waiting in the queue now.
+    /// Writes waiting in the queues now.
     pub fn queue_depth(&self) -> usize {
-        self.depth.load(Ordering::Relaxed)
+        self.lanes
+            .iter()
+            .map(|lane| lane.depth.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Queues `work` and waits for its commit. `work` runs on the writer
@@ -209,6 +243,30 @@ impl StorageWriter {
         T: Send + 'static,
         F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
     {
+        self.write_on(&self.lanes[0], work).await
+    }
+
+    /// [`StorageWriter::write`] for work that only adds new rows and
+    /// depends on nothing another write may change meanwhile: it goes to
+    /// whichever writer has the fewest writes waiting.
+    pub async fn write_new<T, F>(&self, work: F) -> Result<T, ServiceError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
+    {
+        let lane = self
+            .lanes
+            .iter()
+            .min_by_key(|lane| lane.depth.load(Ordering::Relaxed))
+            .expect("a writer has at least one lane");
+        self.write_on(lane, work).await
+    }
+
+    async fn write_on<T, F>(&self, lane: &Lane, work: F) -> Result<T, ServiceError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingWrite {
             work: Some(Box::new(work)),
@@ -216,17 +274,17 @@ impl StorageWriter {
             result: None,
             reply,
         });
-        self.depth.fetch_add(1, Ordering::Relaxed);
-        match self.queue.try_send(WriterMessage::Job(job)) {
+        lane.depth.fetch_add(1, Ordering::Relaxed);
+        match lane.queue.try_send(WriterMessage::Job(job)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
-                self.depth.fetch_sub(1, Ordering::Relaxed);
+                lane.depth.fetch_sub(1, Ordering::Relaxed);
                 return Err(ServiceError::Overloaded(
                     "write queue is full; retry shortly".to_string(),
                 ));
             }
             Err(TrySendError::Disconnected(_)) => {
-                self.depth.fetch_sub(1, Ordering::Relaxed);
+                lane.depth.fetch_sub(1, Ordering::Relaxed);
                 return Err(ServiceError::Unavailable(
                     "the writer has stopped".to_string(),
                 ));
@@ -244,15 +302,16 @@ impl StorageWriter {
         }
     }
 
-    /// Lets queued writes finish, flushes the backend, and stops the thread.
-    /// Blocks; call it off the async executor or after the server stopped.
+    /// Lets queued writes finish, flushes the backend, and stops the
+    /// threads. Blocks; call it off the async executor or after the server
+    /// stopped.
     pub fn shutdown(&self) {
-        let Some(thread) = self.thread.lock().expect("writer lock").take() else {
-            return;
-        };
-        // A blocking send waits behind queued writes, which is the point.
-        if self.queue.send(WriterMessage::Shutdown).is_ok() {
-            let _ = thread.join();
+        let threads = std::mem::take(&mut *self.threads.lock().expect("writer lock"));
+        for (lane, thread) in self.lanes.iter().zip(threads) {
+            // A blocking send waits behind queued writes, which is the point.
+            if lane.queue.send(WriterMessage::Shutdown).is_ok() {
+                let _ = thread.join();
+            }
         }
     }
 }

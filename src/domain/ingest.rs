@@ -34,6 +34,22 @@ pub enum Candidate {
     Outcome(OutcomeUpdate),
 }
 
+impl Candidate {
+    /// Whether storing it only adds a new record, reading nothing another
+    /// write may change meanwhile: not an outcome (which changes its
+    /// episode), not a working state (which supersedes its thread's
+    /// current one), and without a vector (the first one stored fixes the
+    /// database's dimensions).
+    pub fn adds_only(&self) -> bool {
+        match self {
+            Candidate::Create(record) => {
+                !matches!(record.payload, Payload::Working(_)) && record.embedding.is_none()
+            }
+            Candidate::Outcome(_) => false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutcomeUpdate {
     pub target_record_id: String,

@@ -510,11 +510,13 @@ pub enum StoreError {
     },
 }
 
-/// An opened database: the writer's connection (migrated), the pool of
-/// read connections, the key lookups' connection, and the schema versions
-/// applied now.
+/// An opened database: the writer's connection (migrated), the further
+/// writers' (PostgreSQL; none on SQLite, which has one writer), the pool
+/// of read connections, the key lookups' connection, and the schema
+/// versions applied now.
 pub struct Opened {
     pub writer: Box<dyn WriteConnection>,
+    pub more_writers: Vec<Box<dyn WriteConnection>>,
     pub readers: ReadPool,
     pub key_lookup: KeyLookup,
     pub applied_migrations: Vec<i64>,
@@ -549,6 +551,7 @@ pub fn open(
             &postgres::PgOptions {
                 url: storage.postgres_url.clone().unwrap_or_default(),
                 pool_size: storage.pool_size,
+                writers: storage.postgres_writers,
                 statement_timeout: std::time::Duration::from_millis(storage.read_timeout_ms),
                 ca_file: storage.postgres_ca_file.clone(),
             },

@@ -156,9 +156,10 @@ impl Runtime {
 #[derive(Debug, Clone)]
 pub struct PgOptions {
     pub url: String,
-    /// Pooled connections for reads; the writer and the key lookups get
-    /// one more each.
+    /// Pooled connections for reads; the key lookups get one more.
     pub pool_size: u32,
+    /// Connections that write (group-committed transactions), at least one.
+    pub writers: u32,
     /// How long a statement may run before the server cancels it.
     pub statement_timeout: Duration,
     /// The authorities the server's certificate must be signed by: TLS
@@ -290,8 +291,14 @@ pub fn open(
     if let Some(configured) = embedding_dimensions {
         vectors::fix_dimensions(&writer, configured)?;
     }
+    let mut more_writers: Vec<Box<dyn WriteConnection>> = Vec::new();
+    for _ in 1..options.writers {
+        let pg = Pg::new(shared.runtime.wait(pool.get())?, &shared);
+        more_writers.push(Box::new(PgWriter { pg }));
+    }
     Ok(Opened {
         writer: Box::new(PgWriter { pg: writer }),
+        more_writers,
         readers: super::ReadPool::Postgres(ReadPool {
             pool: pool.clone(),
             shared: shared.clone(),
@@ -349,7 +356,7 @@ fn pool(options: &PgOptions) -> Result<(Pool, Shared), StoreError> {
         None => Manager::from_config(config, NoTls, recycling),
     };
     let pool = Pool::builder(manager)
-        .max_size(options.pool_size as usize + 2)
+        .max_size(options.pool_size as usize + options.writers.max(1) as usize + 1)
         .runtime(deadpool_postgres::Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(10)))
         .create_timeout(Some(Duration::from_secs(10)))

@@ -181,6 +181,7 @@ pub fn open(
         .build(manager)?;
     let key_lookup = KeyLookup(Mutex::new(open_connection(path, reader_options, key)?));
     Ok(Opened {
+        more_writers: Vec::new(),
         writer: Box::new(SqliteWriter { conn }),
         readers: super::ReadPool::Sqlite(ReadPool(pool)),
         key_lookup: super::KeyLookup::Sqlite(key_lookup),
