@@ -898,6 +898,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("storage.pool_size: invalid type"), "{err}");
+        for writers in ["0", "17"] {
+            let err =
+                Settings::from_layers(None, env(&[("ENGRAM_STORAGE__POSTGRES_WRITERS", writers)]))
+                    .unwrap_err()
+                    .to_string();
+            assert!(
+                err.contains("storage.postgres_writers: must be from 1 to 16"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -169,7 +169,15 @@ pub struct StorageWriter {
 /// One writer's queue.
 struct Lane {
     queue: SyncSender<WriterMessage>,
-    depth: Arc<AtomicUsize>,
+    counts: Arc<LaneCounts>,
+}
+
+#[derive(Default)]
+struct LaneCounts {
+    /// Writes in the queue.
+    queued: AtomicUsize,
+    /// Writes in the queue or in the transaction being written.
+    unanswered: AtomicUsize,
 }
 
 /// How the writer works: its queue, its transactions, its deadline.
@@ -201,8 +209,8 @@ impl StorageWriter {
         let mut threads = Vec::new();
         for (n, conn) in std::iter::once(first).chain(more).enumerate() {
             let (queue, inbox) = mpsc::sync_channel(options.capacity);
-            let depth = Arc::new(AtomicUsize::new(0));
-            let thread_depth = depth.clone();
+            let counts = Arc::new(LaneCounts::default());
+            let thread_counts = counts.clone();
             let name = match n {
                 0 => "engram-writer".to_string(),
                 n => format!("engram-writer-{n}"),
@@ -210,10 +218,10 @@ impl StorageWriter {
             threads.push(
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || write_loop(conn, inbox, thread_depth, max))
+                    .spawn(move || write_loop(conn, inbox, thread_counts, max))
                     .expect("spawn a writer thread"),
             );
-            lanes.push(Lane { queue, depth });
+            lanes.push(Lane { queue, counts });
         }
         StorageWriter {
             lanes: lanes.into(),
@@ -226,7 +234,7 @@ impl StorageWriter {
     pub fn queue_depth(&self) -> usize {
         self.lanes
             .iter()
-            .map(|lane| lane.depth.load(Ordering::Relaxed))
+            .map(|lane| lane.counts.queued.load(Ordering::Relaxed))
             .sum()
     }
 
@@ -248,7 +256,7 @@ impl StorageWriter {
 
     /// [`StorageWriter::write`] for work that only adds new rows and
     /// depends on nothing another write may change meanwhile: it goes to
-    /// whichever writer has the fewest writes waiting.
+    /// whichever writer has the fewest writes not yet answered.
     pub async fn write_new<T, F>(&self, work: F) -> Result<T, ServiceError>
     where
         T: Send + 'static,
@@ -257,7 +265,7 @@ impl StorageWriter {
         let lane = self
             .lanes
             .iter()
-            .min_by_key(|lane| lane.depth.load(Ordering::Relaxed))
+            .min_by_key(|lane| lane.counts.unanswered.load(Ordering::Relaxed))
             .expect("a writer has at least one lane");
         self.write_on(lane, work).await
     }
@@ -274,17 +282,17 @@ impl StorageWriter {
             result: None,
             reply,
         });
-        lane.depth.fetch_add(1, Ordering::Relaxed);
+        lane.counts.add(1);
         match lane.queue.try_send(WriterMessage::Job(job)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
-                lane.depth.fetch_sub(1, Ordering::Relaxed);
+                lane.counts.withdraw(1);
                 return Err(ServiceError::Overloaded(
                     "write queue is full; retry shortly".to_string(),
                 ));
             }
             Err(TrySendError::Disconnected(_)) => {
-                lane.depth.fetch_sub(1, Ordering::Relaxed);
+                lane.counts.withdraw(1);
                 return Err(ServiceError::Unavailable(
                     "the writer has stopped".to_string(),
                 ));
@@ -316,10 +324,31 @@ impl StorageWriter {
     }
 }
 
+impl LaneCounts {
+    fn add(&self, writes: usize) {
+        self.queued.fetch_add(writes, Ordering::Relaxed);
+        self.unanswered.fetch_add(writes, Ordering::Relaxed);
+    }
+
+    /// Writes that could not be queued.
+    fn withdraw(&self, writes: usize) {
+        self.taken(writes);
+        self.answered(writes);
+    }
+
+    fn taken(&self, writes: usize) {
+        self.queued.fetch_sub(writes, Ordering::Relaxed);
+    }
+
+    fn answered(&self, writes: usize) {
+        self.unanswered.fetch_sub(writes, Ordering::Relaxed);
+    }
+}
+
 fn write_loop(
     mut conn: Box<dyn WriteConnection>,
     inbox: Receiver<WriterMessage>,
-    depth: Arc<AtomicUsize>,
+    counts: Arc<LaneCounts>,
     max_per_transaction: usize,
 ) {
     let mut stopping = false;
@@ -339,14 +368,16 @@ fn write_loop(
                 Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
             }
         }
-        depth.fetch_sub(batch.len(), Ordering::Relaxed);
+        counts.taken(batch.len());
         let commit = commit_batch(conn.as_mut(), &mut batch);
         if let Err(e) = &commit {
             tracing::error!(error = %e, writes = batch.len(), "group commit failed");
         }
+        let writes = batch.len();
         for job in batch {
             job.finish(commit.clone());
         }
+        counts.answered(writes);
     }
     if let Err(e) = conn.close() {
         tracing::warn!(error = %e, "closing the writer connection failed");
@@ -498,6 +529,54 @@ mod tests {
             actix_web::rt::time::sleep(Duration::from_millis(5)).await;
         }
         (release, task)
+    }
+
+    #[actix_web::test]
+    async fn writes_of_new_rows_pass_a_busy_first_writer_and_the_others_wait_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |name: &str| {
+            store::sqlite::open(&dir.path().join(name), 1, options(), options(), None, None)
+                .unwrap()
+        };
+        let (first, second) = (open("first.db"), open("second.db"));
+        let writer = StorageWriter::start_many(
+            first.writer,
+            vec![second.writer],
+            WriterOptions {
+                capacity: 16,
+                max_per_transaction: 64,
+                timeout: Duration::from_secs(30),
+            },
+        );
+        let (release, held) = hold(&writer).await;
+        writer
+            .write_new(|tx| {
+                tx.insert_record(&record("new"))?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        assert!(stored(&second.readers, "new"));
+        let in_order = writer.clone();
+        let ordered = actix_web::rt::spawn(async move {
+            in_order
+                .write(|tx| {
+                    tx.insert_record(&record("ordered"))?;
+                    Ok(())
+                })
+                .await
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while writer.queue_depth() == 0 {
+            assert!(Instant::now() < deadline, "the write was never queued");
+            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(!ordered.is_finished() && !stored(&first.readers, "ordered"));
+        release.send(()).unwrap();
+        held.await.unwrap();
+        ordered.await.unwrap().unwrap();
+        assert!(stored(&first.readers, "ordered"));
+        writer.shutdown();
     }
 
     #[actix_web::test]

@@ -409,3 +409,51 @@ fn outcome_name(status: OutcomeStatus) -> &'static str {
         OutcomeStatus::Partial => "partial",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::policy::NewRecord;
+    use crate::domain::record::Attribution;
+    use crate::domain::vector::Embedding;
+
+    fn created(kind: &str, payload: serde_json::Value) -> MemoryRecord {
+        let new: NewRecord = serde_json::from_value(serde_json::json!({
+            "type": kind, "sensitivity": "low", "payload": payload
+        }))
+        .unwrap();
+        new.into_record(
+            &Policy::default(),
+            &Attribution::new("t", "test"),
+            chrono::Utc::now(),
+            || "r-1".to_string(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn only_new_records_without_a_thread_or_a_vector_add_only() {
+        let fact = created(
+            "semantic",
+            serde_json::json!({"kind": "semantic", "subject": "s", "predicate": "is"}),
+        );
+        assert!(Candidate::Create(Box::new(fact.clone())).adds_only());
+        let mut with_vector = fact;
+        with_vector.embedding = Some(Embedding::new("embedding", vec![1.0, 0.0]).unwrap());
+        assert!(!Candidate::Create(Box::new(with_vector)).adds_only());
+        let state = created(
+            "working",
+            serde_json::json!({"kind": "working", "thread_id": "t", "state": "done"}),
+        );
+        assert!(!Candidate::Create(Box::new(state)).adds_only());
+        let outcome = Candidate::Outcome(OutcomeUpdate {
+            target_record_id: "r-1".into(),
+            status: OutcomeStatus::Success,
+            source: "s".into(),
+            actor: "s".into(),
+            timestamp: chrono::Utc::now(),
+            embedding: None,
+        });
+        assert!(!outcome.adds_only());
+    }
+}

@@ -63,6 +63,9 @@ impl From<StoreError> for ServiceError {
             StoreError::Changed(id) => ServiceError::Conflict(format!(
                 "record {id} was changed by a concurrent operation; read it again and retry"
             )),
+            StoreError::Contended(_) => {
+                ServiceError::Unavailable(format!("{error}; retry shortly"))
+            }
             StoreError::Dimensions { given, expected } => {
                 ServiceError::Invalid(dimensions_mismatch("embedding", given, expected))
             }

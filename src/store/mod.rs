@@ -487,6 +487,10 @@ pub enum StoreError {
     Changed(String),
     #[error("database error: {0}")]
     Database(String),
+    /// The database gave up this statement for a concurrent transaction's
+    /// sake (a deadlock between writers); trying again can succeed.
+    #[error("the database cancelled the write for a concurrent one: {0}")]
+    Contended(String),
     #[error("connection pool error: {0}")]
     Pool(String),
     #[error("stored data is unreadable: {0}")]

@@ -31,6 +31,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row, Statement};
 
@@ -55,6 +56,15 @@ pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 impl From<tokio_postgres::Error> for StoreError {
     fn from(error: tokio_postgres::Error) -> Self {
         match error.as_db_error() {
+            Some(db)
+                if [
+                    SqlState::T_R_DEADLOCK_DETECTED,
+                    SqlState::T_R_SERIALIZATION_FAILURE,
+                ]
+                .contains(db.code()) =>
+            {
+                StoreError::Contended(db.message().to_string())
+            }
             // The server's own message says what went wrong; the client's
             // `Display` of it is only "db error".
             Some(db) => StoreError::Database(format!("{}: {}", db.code().code(), db.message())),

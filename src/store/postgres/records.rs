@@ -317,13 +317,24 @@ fn update_lifecycle(
 
 /// Raises the decay bounds of the record's memory type to cover its
 /// profile (see the SQLite migration 0005). The bounds this connection has
-/// seen are kept (bounds only grow), so the statement runs only when the
-/// record may raise them.
+/// seen are kept (bounds only grow), so the statements run only when the
+/// record may raise them. The stored bounds are read before the row is
+/// written (and locked until the transaction ends): another writer's
+/// transaction waits for that lock only when the bounds really rise.
 fn raise_bounds(pg: &Pg, record: &MemoryRecord) -> Result<(), StoreError> {
     let decay = &record.lifecycle.decay;
     let wanted = (decay.half_life_seconds, decay.min_salience);
     if pg.bounds_cover(layer(record), wanted) {
         return Ok(());
+    }
+    if let Some(row) = pg.query_opt(
+        "SELECT max_half_life_seconds, max_min_salience FROM decay_bounds WHERE layer = $1",
+        &[&layer(record)],
+    )? {
+        pg.saw_bounds(layer(record), (row.try_get(0)?, row.try_get(1)?));
+        if pg.bounds_cover(layer(record), wanted) {
+            return Ok(());
+        }
     }
     let row = pg.query_one(
         "INSERT INTO decay_bounds (layer, max_half_life_seconds, max_min_salience)
