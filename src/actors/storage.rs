@@ -163,6 +163,7 @@ enum WriterMessage {
 pub struct StorageWriter {
     lanes: Arc<[Lane]>,
     threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    capacity: usize,
     timeout: Duration,
 }
 
@@ -183,7 +184,7 @@ struct LaneCounts {
 /// How the writer works: its queue, its transactions, its deadline.
 #[derive(Debug, Clone, Copy)]
 pub struct WriterOptions {
-    /// Writes that may wait for one writer; past that, `Overloaded`.
+    /// Writes that may wait for the writers; past that, `Overloaded`.
     pub capacity: usize,
     /// Most writes committed in one transaction.
     pub max_per_transaction: usize,
@@ -226,8 +227,14 @@ impl StorageWriter {
         StorageWriter {
             lanes: lanes.into(),
             threads: Arc::new(Mutex::new(threads)),
+            capacity: options.capacity,
             timeout: options.timeout,
         }
+    }
+
+    /// How many writer threads there are.
+    pub fn writers(&self) -> usize {
+        self.lanes.len()
     }
 
     /// Writes waiting in the queues now.
@@ -282,14 +289,15 @@ impl StorageWriter {
             result: None,
             reply,
         });
+        if self.queue_depth() >= self.capacity {
+            return Err(overloaded());
+        }
         lane.counts.add(1);
         match lane.queue.try_send(WriterMessage::Job(job)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 lane.counts.withdraw(1);
-                return Err(ServiceError::Overloaded(
-                    "write queue is full; retry shortly".to_string(),
-                ));
+                return Err(overloaded());
             }
             Err(TrySendError::Disconnected(_)) => {
                 lane.counts.withdraw(1);
@@ -322,6 +330,10 @@ impl StorageWriter {
             }
         }
     }
+}
+
+fn overloaded() -> ServiceError {
+    ServiceError::Overloaded("write queue is full; retry shortly".to_string())
 }
 
 impl LaneCounts {

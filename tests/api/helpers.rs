@@ -416,29 +416,34 @@ impl TestApp {
         ids_in(&body, "chain")
     }
 
-    /// Holds the single writer until the returned sender is dropped or sent
-    /// to.
-    pub async fn block_writer(&self) -> std::sync::mpsc::Sender<()> {
-        use std::sync::{mpsc, Mutex};
+    /// Holds every writer until the answer is released (or dropped).
+    pub async fn block_writer(&self) -> WritersHeld {
+        use std::sync::{mpsc, Arc, Mutex};
         let (release, wait) = mpsc::channel::<()>();
         let (started, is_started) = mpsc::channel::<()>();
-        let wait = Mutex::new(wait);
-        let started = Mutex::new(started);
-        let writer = self.writer.clone();
-        actix_web::rt::spawn(async move {
-            let _ = writer
-                .write(move |_| {
-                    let _ = started.lock().unwrap().send(());
-                    let _ = wait.lock().unwrap().recv();
-                    Ok(())
-                })
-                .await;
-        });
-        let deadline = Deadline::after(10, "the writer to take the blocking job");
-        while is_started.try_recv().is_err() {
-            deadline.wait().await;
+        let wait = Arc::new(Mutex::new(wait));
+        let started = Arc::new(Mutex::new(started));
+        for n in 0..self.writer.writers() {
+            let (writer, wait, started) = (self.writer.clone(), wait.clone(), started.clone());
+            let job = move |_: &mut dyn engram::store::Transaction| {
+                let _ = started.lock().unwrap().send(());
+                let _ = wait.lock().unwrap().recv();
+                Ok(())
+            };
+            // The first writer takes this; the others the least busy
+            // one, which is not yet blocked.
+            actix_web::rt::spawn(async move {
+                let _ = match n {
+                    0 => writer.write(job).await,
+                    _ => writer.write_new(job).await,
+                };
+            });
+            let deadline = Deadline::after(10, "a writer to take the blocking job");
+            while is_started.try_recv().is_err() {
+                deadline.wait().await;
+            }
         }
-        release
+        WritersHeld { _release: release }
     }
 
     /// The database file the service runs on (SQLite).
@@ -588,4 +593,15 @@ pub fn read_answer(mut stream: std::net::TcpStream) -> std::io::Result<String> {
     let mut answer = String::new();
     stream.read_to_string(&mut answer)?;
     Ok(answer)
+}
+
+/// The writers [`TestApp::block_writer`] holds: every one goes on when
+/// this is released or dropped.
+pub struct WritersHeld {
+    /// Dropped, it wakes every held writer.
+    _release: std::sync::mpsc::Sender<()>,
+}
+
+impl WritersHeld {
+    pub fn release(self) {}
 }

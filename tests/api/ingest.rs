@@ -554,7 +554,7 @@ async fn a_full_write_queue_answers_503_and_reads_keep_flowing() {
         .post("/v1/retrieve", &json!({"trust": trust("hyper", &[])}))
         .await;
     assert_eq!(status, StatusCode::OK);
-    release.send(()).unwrap();
+    release.release();
     for write in queued {
         assert_eq!(write.await.unwrap().unwrap(), StatusCode::CREATED);
     }

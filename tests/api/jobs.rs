@@ -212,7 +212,7 @@ async fn a_run_never_overlaps_another_run_of_the_same_job() {
     // Another job is free to run meanwhile.
     let (_, list) = app.get("/v1/jobs").await;
     assert_eq!(job(&list, "consolidation")["running"], false);
-    release.send(()).unwrap();
+    release.release();
     assert_eq!(first.await.unwrap().unwrap(), StatusCode::OK);
     let (_, list) = app.get("/v1/jobs").await;
     assert_eq!(job(&list, "decay")["running"], false);

@@ -199,7 +199,7 @@ async fn a_record_retracted_after_the_sweep_read_it_is_never_pruned() {
     while app.writer.queue_depth() < 2 {
         deadline.wait().await;
     }
-    release.send(()).unwrap();
+    release.release();
     assert_eq!(retract.await.unwrap().unwrap(), StatusCode::OK);
     let report = sweep.await.unwrap();
     assert_eq!(report["result"]["pruned"], 1, "{report}");
