@@ -107,6 +107,15 @@ impl TopK {
             && self.heap.peek().is_some_and(|worst| worst.salience > bound)
     }
 
+    /// The current salience of the last rank kept once the top is full:
+    /// a record stored lower cannot get in, since decay only lowers it.
+    pub fn least_kept(&self) -> Option<f64> {
+        if self.heap.len() < self.limit {
+            return None;
+        }
+        self.heap.peek().map(|worst| worst.salience)
+    }
+
     pub fn into_sorted(self) -> Vec<Rank> {
         self.heap.into_sorted_vec()
     }
@@ -236,9 +245,14 @@ mod tests {
 
         let mut top = TopK::new(1, None);
         assert!(!top.excludes_up_to(0.0), "nothing kept yet");
+        assert_eq!(top.least_kept(), None);
         top.offer(rank(0.7, 1, 10, 5));
         assert!(top.excludes_up_to(0.6));
         assert!(!top.excludes_up_to(0.7), "a tie may still win");
+        assert_eq!(top.least_kept(), Some(0.7));
+        let mut two = TopK::new(2, None);
+        two.offer(rank(0.7, 1, 10, 5));
+        assert_eq!(two.least_kept(), None, "room left: anything may get in");
     }
 
     #[test]

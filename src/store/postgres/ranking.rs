@@ -278,10 +278,16 @@ fn by_salience(pg: &Pg, query: &RecordQuery, now: Timestamp) -> Result<Vec<Rank>
          LIMIT {limit}",
         page_sql.clause
     );
+    // The next stored value a visible record has, down to the least one
+    // that can still get in: without that floor, a caller who sees no
+    // record below would have the index read through every one there
+    // (retracted records, stored at 0, pile up there).
     let mut tier_sql = Conditions::visible(query);
     let below = tier_sql.param(0.0f64);
+    let at_least = tier_sql.param(0.0f64);
     let tier_statement = format!(
-        "SELECT r.salience FROM records r WHERE {} AND r.salience < {below}
+        "SELECT r.salience FROM records r
+         WHERE {} AND r.salience < {below} AND r.salience >= {at_least}
          ORDER BY r.salience DESC LIMIT 1",
         tier_sql.clause
     );
@@ -324,7 +330,8 @@ fn by_salience(pg: &Pg, query: &RecordQuery, now: Timestamp) -> Result<Vec<Rank>
         let tier = bound.at_most(after.0, after.1, now_micros);
         if tier < query.min_salience || top.excludes_up_to(tier) {
             let last = tier_sql.values.len() - 1;
-            tier_sql.values[last] = Box::new(after.0);
+            tier_sql.values[last - 1] = Box::new(after.0);
+            tier_sql.values[last] = Box::new(top.least_kept().unwrap_or(0.0));
             let next: Option<f64> = pg
                 .query_opt(&tier_statement, &tier_sql.params())?
                 .map(|row| row.try_get(0))
