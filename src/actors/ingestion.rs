@@ -16,7 +16,6 @@ use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
 use crate::service::topics::{Ingested, TopicRules};
 use crate::service::{self, ServiceError};
-use crate::store::Transaction;
 
 pub struct Ingestor {
     policy: Policy,
@@ -95,15 +94,11 @@ impl Handler<Ingest> for Ingestor {
         let caller = msg.caller;
         Box::pin(async move {
             let candidate = candidate?;
-            let adds_only = candidate.adds_only();
-            let work = move |tx: &mut dyn Transaction| {
-                service::ingest::ingest(tx, &caller, now, candidate)
-            };
-            if adds_only {
-                writer.write_new(work).await
-            } else {
-                writer.write(work).await
-            }
+            writer
+                .write_or_new(candidate.adds_only(), move |tx| {
+                    service::ingest::ingest(tx, &caller, now, candidate)
+                })
+                .await
         })
     }
 }
@@ -124,15 +119,11 @@ impl Handler<IngestBatch> for Ingestor {
         let caller = msg.caller;
         Box::pin(async move {
             let candidates = candidates?;
-            let adds_only = candidates.iter().all(Candidate::adds_only);
-            let work = move |tx: &mut dyn Transaction| {
-                service::ingest::ingest_batch(tx, &caller, now, candidates)
-            };
-            if adds_only {
-                writer.write_new(work).await
-            } else {
-                writer.write(work).await
-            }
+            writer
+                .write_or_new(candidates.iter().all(Candidate::adds_only), move |tx| {
+                    service::ingest::ingest_batch(tx, &caller, now, candidates)
+                })
+                .await
         })
     }
 }

@@ -277,6 +277,20 @@ impl StorageWriter {
         self.write_on(lane, work).await
     }
 
+    /// [`StorageWriter::write_new`] when `adds_only`, else
+    /// [`StorageWriter::write`].
+    pub async fn write_or_new<T, F>(&self, adds_only: bool, work: F) -> Result<T, ServiceError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
+    {
+        if adds_only {
+            self.write_new(work).await
+        } else {
+            self.write(work).await
+        }
+    }
+
     async fn write_on<T, F>(&self, lane: &Lane, work: F) -> Result<T, ServiceError>
     where
         T: Send + 'static,
@@ -515,6 +529,15 @@ mod tests {
         assert!(!stored(&readers, "b"));
     }
 
+    /// Waits until a write is queued.
+    async fn until_queued(writer: &StorageWriter) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while writer.queue_depth() == 0 {
+            assert!(Instant::now() < deadline, "no write was ever queued");
+            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Holds the writer in a job until `release` is sent to.
     async fn hold(
         writer: &StorageWriter,
@@ -578,11 +601,7 @@ mod tests {
                 })
                 .await
         });
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while writer.queue_depth() == 0 {
-            assert!(Instant::now() < deadline, "the write was never queued");
-            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
-        }
+        until_queued(&writer).await;
         assert!(!ordered.is_finished() && !stored(&first.readers, "ordered"));
         release.send(()).unwrap();
         held.await.unwrap();
@@ -598,14 +617,7 @@ mod tests {
         let (release, first) = hold(&writer).await;
         let queued = writer.clone();
         let second = actix_web::rt::spawn(async move { queued.write(|_| Ok(())).await });
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while writer.queue_depth() == 0 {
-            assert!(
-                Instant::now() < deadline,
-                "the second write was never queued"
-            );
-            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
-        }
+        until_queued(&writer).await;
         let third = writer.write(|_| Ok(())).await;
         assert!(
             matches!(third, Err(ServiceError::Overloaded(_))),
