@@ -1,8 +1,8 @@
 //! The storage actors: [`StoreReader`], a `SyncArbiter` pool of threads
 //! running reads on pooled connections, and [`StorageWriter`], the
-//! group-committing writer thread (on PostgreSQL, threads). Both run service functions given as
-//! closures over a [`Transaction`]; neither knows which backend is behind
-//! it. Every call to either has a deadline.
+//! group-committing writer thread (on PostgreSQL, threads). Both run
+//! service functions given as closures over a [`Transaction`]; neither
+//! knows which backend is behind it. Every call to either has a deadline.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -103,8 +103,7 @@ impl TopK {
     /// in. A tie could still win on layer or age, so it must be strictly
     /// below the last kept.
     pub fn excludes_up_to(&self, bound: f64) -> bool {
-        self.heap.len() >= self.limit
-            && self.heap.peek().is_some_and(|worst| worst.salience > bound)
+        self.least_kept().is_some_and(|worst| worst > bound)
     }
 
     /// The current salience of the last rank kept once the top is full:

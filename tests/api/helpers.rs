@@ -430,13 +430,10 @@ impl TestApp {
                 let _ = wait.lock().unwrap().recv();
                 Ok(())
             };
-            // The first writer takes this; the others the least busy
-            // one, which is not yet blocked.
+            // The first writer takes the first; each other one goes to the
+            // least busy writer, which is not yet blocked.
             actix_web::rt::spawn(async move {
-                let _ = match n {
-                    0 => writer.write(job).await,
-                    _ => writer.write_new(job).await,
-                };
+                let _ = writer.write_or_new(n > 0, job).await;
             });
             let deadline = Deadline::after(10, "a writer to take the blocking job");
             while is_started.try_recv().is_err() {

@@ -21,8 +21,9 @@
 //! matches the caller may see are read from the table. A word is common
 //! from [`COMMON_WORD_MATCHES`] matches, as on SQLite: how many records
 //! have it is counted in a small table and taken from the column's
-//! statistics (`pg_stats`, read once a minute) in a large one. A common word's newest visible matches are read epoch by
-//! epoch from the newest, never all of them.
+//! statistics (`pg_stats`, read once a minute) in a large one. A common
+//! word's newest visible matches are read epoch by epoch from the newest,
+//! never all of them.
 //!
 //! Visibility (types, sensitivity, scopes, status) and the filters are
 //! conditions of the statements, so a record the caller may not see never
