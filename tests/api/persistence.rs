@@ -107,3 +107,94 @@ async fn a_schema_one_database_is_migrated_and_its_records_keep_working() {
         .collect();
     assert_eq!(versions, (1..=13).collect::<Vec<i64>>());
 }
+
+#[actix_web::test]
+async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(url) = crate::helpers::postgres_url_for(dir.path()) else {
+        eprintln!("PostgreSQL only: a database of PostgreSQL schema version 1");
+        return;
+    };
+    // Two records as version 1 stored them: the stored salience and the
+    // moment it decays from in the record row.
+    crate::helpers::with_postgres(&url, async |client| {
+        client
+            .batch_execute(include_str!("../../migrations/postgres/0001_init.sql"))
+            .await
+            .unwrap();
+        client
+            .batch_execute(
+                "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
+                 INSERT INTO schema_migrations VALUES (1, 'init', '2026-01-01T00:00:00Z');
+                 INSERT INTO records (key, id, layer, sensitivity, confidence, salience, scope, status,
+                                      created_by, created_at, updated_at, decays_from, search)
+                 SELECT k, id, 1, 1, 0.7, s, 'team', 'active', 'agent', 1767225600000000,
+                        1767225600000000, 1767225600000000,
+                        to_tsvector('english', t) || engram_facets(k, 1, 1, 'team', 'active')
+                 FROM (VALUES (1, 'old-note', 0.3, 'the cache holds sessions'),
+                              (2, 'old-fact', 0.8, 'go version 1.21')) v(k, id, s, t);
+                 SELECT setval('records_key_seq', 2);
+                 INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
+                     reinforcement_gain, last_reinforced_at, pinned, deletion_policy,
+                     anchor_salience, anchor_at)
+                 SELECT key, 'exponential', 2592000, 0, 0.1, 1767225600000000, FALSE, 'auto_prune',
+                        salience, 1767225600000000
+                 FROM records;
+                 INSERT INTO decay_bounds VALUES (1, 2592000, 0);
+                 INSERT INTO payloads VALUES
+                     (1, '{\"kind\":\"semantic\",\"subject\":\"cache\",\"predicate\":\"holds\",\"object\":\"sessions\"}'),
+                     (2, '{\"kind\":\"semantic\",\"subject\":\"go\",\"predicate\":\"version\",\"object\":\"1.21\"}');",
+            )
+            .await
+            .unwrap();
+    });
+
+    let app = crate::helpers::spawn_app_in(dir, |_| {}).await;
+    let by_salience = json!({"trust": crate::helpers::trust("hyper", &["team"])});
+    let (status, body) = app.post("/v1/retrieve", &by_salience).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(crate::helpers::ids(&body), ["old-fact", "old-note"]);
+    assert_eq!(body["records"][1]["salience"], 0.3, "{body}");
+    let (_, body) = app
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": crate::helpers::trust("hyper", &["team"]), "task_descriptor": "cache sessions"}),
+        )
+        .await;
+    assert_eq!(crate::helpers::ids(&body)[0], "old-note", "{body}");
+    // Others than the scope's members see neither.
+    let (_, body) = app
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": crate::helpers::trust("hyper", &["other"])}),
+        )
+        .await;
+    assert!(crate::helpers::ids(&body).is_empty(), "{body}");
+
+    // A revision writes the copies retrieval by salience reads.
+    let (status, body) = app
+        .post(
+            "/v1/revisions/supersede",
+            &json!({"old_id": "old-fact", "actor": "a", "rationale": "newer release",
+                    "new_record": {"id": "new-fact", "type": "semantic", "sensitivity": "low", "scope": "team",
+                        "salience": 0.6,
+                        "provenance": {"sources": [{"kind": "observation", "ref": "notes", "timestamp": "2026-01-01T00:00:00Z"}]},
+                        "payload": {"kind": "semantic", "subject": "go", "predicate": "version", "object": "1.22"}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, body) = app.post("/v1/retrieve", &by_salience).await;
+    assert_eq!(crate::helpers::ids(&body), ["new-fact", "old-note"]);
+    assert_eq!(
+        app.sql_number(
+            "SELECT COUNT(*) FROM information_schema.columns
+             WHERE table_name = 'records' AND column_name IN ('salience', 'decays_from')",
+            &[]
+        ),
+        0
+    );
+    assert_eq!(
+        app.sql_number("SELECT MAX(version) FROM schema_migrations", &[]),
+        2
+    );
+}

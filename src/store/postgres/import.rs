@@ -59,6 +59,25 @@ const NUMBERED: &[(&str, &str)] = &[
 
 const BATCH: usize = 1_000;
 
+/// Columns of the record that PostgreSQL also keeps in its decay profile
+/// (SQLite only in `records`).
+const PROFILE_COPIES: &[&str] = &[
+    "salience",
+    "decays_from",
+    "layer",
+    "sensitivity",
+    "scope",
+    "status",
+    "created_at",
+];
+
+/// How SQLite reads a column PostgreSQL keeps in another table than
+/// SQLite does.
+fn moved(table: &str, name: &str) -> Option<String> {
+    (table == "decay_profiles" && PROFILE_COPIES.contains(&name))
+        .then(|| format!("(SELECT {name} FROM records r WHERE r.key = decay_profiles.record_key)"))
+}
+
 /// What was copied and checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportReport {
@@ -145,8 +164,8 @@ impl Column {
     }
 }
 
-/// The columns of `table` in both databases (the search columns, made
-/// here, left out), with PostgreSQL's type of each.
+/// The columns of `table` in both databases, or [`moved`] to it (the
+/// search columns, made here, left out), with PostgreSQL's type of each.
 fn shared_columns(
     source: &Connection,
     pg: &Pg,
@@ -165,7 +184,7 @@ fn shared_columns(
         &[&table],
     )? {
         let name: String = row.try_get(0)?;
-        if name != "search" && in_sqlite.contains(&name) {
+        if name != "search" && (in_sqlite.contains(&name) || moved(table, &name).is_some()) {
             columns.push((name, row.try_get(1)?));
         }
     }
@@ -208,7 +227,7 @@ fn copy_table(source: &Connection, pg: &Pg, table: &str) -> Result<u64, StoreErr
             ("decay_profiles", "anchor_at") => {
                 "COALESCE(anchor_at, last_reinforced_at)".to_string()
             }
-            _ => name.to_string(),
+            _ => moved(table, name).unwrap_or_else(|| name.to_string()),
         })
         .collect();
     let mut stmt = source.prepare(&format!("SELECT {} FROM {table}", selected.join(", ")))?;

@@ -12,7 +12,7 @@ use crate::store::{DecayChange, DecayRow, JobClaim, JobRunRecord, JobSetting, St
 
 pub fn scan_for_decay(pg: &Pg, after_key: i64, limit: usize) -> Result<Vec<DecayRow>, StoreError> {
     pg.query(
-        "SELECT r.key, r.version, r.salience, r.status, r.created_at,
+        "SELECT r.key, r.version, d.salience, r.status, r.created_at,
                 d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
                 d.reinforcement_gain, d.pinned, d.deletion_policy,
                 d.anchor_salience, d.anchor_at
@@ -46,14 +46,20 @@ pub fn scan_for_decay(pg: &Pg, after_key: i64, limit: usize) -> Result<Vec<Decay
     .collect()
 }
 
-/// Writes decayed saliences of rows still at the scanned version; a
-/// stretch of decay is one audit entry (the last one, updated).
+/// Writes decayed saliences of records still at the scanned version (to
+/// their profiles: the record's row is not rewritten); a stretch of decay
+/// is one audit entry (the last one, updated).
 pub fn apply_decay(pg: &Pg, changes: &[DecayChange], now: Timestamp) -> Result<usize, StoreError> {
     let at = to_micros(&now);
     let mut changed = 0;
     for change in changes {
         let updated = pg.execute(
-            "UPDATE records SET salience = $3, decays_from = $4 WHERE key = $1 AND version = $2",
+            // The record's row is share-locked: a revision under way is
+            // waited for, its new version then seen and the record left
+            // alone; a later revision waits for the sweep to commit.
+            "WITH live AS (SELECT key FROM records WHERE key = $1 AND version = $2 FOR SHARE)
+             UPDATE decay_profiles SET salience = $3, decays_from = $4
+             WHERE record_key = (SELECT key FROM live)",
             &[&change.key, &change.version, &change.salience, &at],
         )?;
         if updated == 0 {

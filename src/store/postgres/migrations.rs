@@ -14,11 +14,18 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../../../migrations/postgres/0001_init.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../../../migrations/postgres/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "salience_with_profile",
+        sql: include_str!("../../../migrations/postgres/0002_salience_with_profile.sql"),
+    },
+];
 
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |m| m.version)

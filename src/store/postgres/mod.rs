@@ -258,6 +258,24 @@ impl Pg {
         Ok(self.run(self.client.query(&statement, params))?)
     }
 
+    /// Runs statements one after the other without waiting for each
+    /// answer (pipelined on the connection: one round trip for all);
+    /// answers each one's rows, in order.
+    pub(crate) fn query_all(
+        &self,
+        statements: &[(&str, Params<'_>)],
+    ) -> Result<Vec<Vec<Row>>, StoreError> {
+        let prepared = statements
+            .iter()
+            .map(|(sql, _)| self.statement(sql))
+            .collect::<Result<Vec<_>, _>>()?;
+        let queries = prepared
+            .iter()
+            .zip(statements)
+            .map(|(statement, (_, params))| self.client.query(statement, params));
+        Ok(self.run(futures_util::future::try_join_all(queries))?)
+    }
+
     pub(crate) fn query_opt(
         &self,
         sql: &str,
@@ -387,12 +405,9 @@ impl ReadPool {
     /// Runs `work` in one read-only transaction at one snapshot
     /// (repeatable read): a retrieval ranks and loads the same records,
     /// whatever commits meanwhile.
-    /// Its statements are planned for their parameters each time: a text
-    /// query's plan depends on how common its words are.
     pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
         let mut pg = Pg::new(self.shared.runtime.wait(self.pool.get())?, &self.shared);
         pg.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-        pg.defer("SET LOCAL plan_cache_mode = force_custom_plan");
         let result = work(&mut pg);
         pg.batch("COMMIT")?;
         Ok(result)

@@ -75,27 +75,48 @@ impl Conditions {
     }
 
     /// What the caller may see and asked for: types, sensitivity, scopes,
-    /// status, the stored salience floor, the filters.
-    fn visible(query: &RecordQuery) -> Conditions {
+    /// status, the stored salience floor, the filters; of records `r`, or
+    /// of profiles `d` (`on`), which keep copies of all but what the
+    /// filters on a thread, a subject or a source read.
+    fn visible(query: &RecordQuery, on: Rows) -> Conditions {
         let mut c = Conditions {
             clause: "TRUE".to_string(),
             values: Vec::new(),
         };
+        let (t, key) = match on {
+            Rows::Records => ("r", "r.key"),
+            Rows::Profiles => ("d", "d.record_key"),
+        };
+        // A condition on the record's own row.
+        let of_record = |condition: String| match on {
+            Rows::Records => condition,
+            Rows::Profiles => format!(
+                "EXISTS (SELECT 1 FROM records r WHERE r.key = d.record_key AND {condition})"
+            ),
+        };
         let p = c.param(layers(query));
-        c.and(&format!("r.layer = ANY({p})"));
+        c.and(&format!("{t}.layer = ANY({p})"));
         let p = c.param(query.max_sensitivity.rank() as i64);
-        c.and(&format!("r.sensitivity <= {p}"));
+        c.and(&format!("{t}.sensitivity <= {p}"));
         if let Some(scopes) = &query.scopes {
             let p = c.param(scopes.clone());
-            c.and(&format!("(r.scope IS NULL OR r.scope = ANY({p}))"));
+            c.and(&format!("({t}.scope IS NULL OR {t}.scope = ANY({p}))"));
         }
         if !query.include_retracted {
-            c.and("r.status <> 'retracted'");
+            c.and(&format!("{t}.status <> 'retracted'"));
         }
         // Decay only lowers salience: a record stored below the floor is
         // below it now.
-        let p = c.param(query.min_salience);
-        c.and(&format!("r.salience >= {p}"));
+        if query.min_salience > 0.0 {
+            let p = c.param(query.min_salience);
+            c.and(&match on {
+                Rows::Records => format!(
+                    "EXISTS (SELECT 1 FROM decay_profiles f \
+                     WHERE f.record_key = r.key AND f.salience >= {p})"
+                ),
+                Rows::Profiles => format!("d.salience >= {p}"),
+            });
+        }
         let filters = &query.filters;
         for (name, memory_type) in [
             (&filters.thread_id, MemoryType::Working),
@@ -103,29 +124,29 @@ impl Conditions {
         ] {
             if let Some(name) = name {
                 let p = c.param(name.clone());
-                c.and(&format!(
+                c.and(&of_record(format!(
                     "r.about = {p} AND r.layer = {}",
                     memory_type.layer()
-                ));
+                )));
             }
         }
         for tag in &filters.tags {
             let p = c.param(tag.clone());
             c.and(&format!(
-                "r.key IN (SELECT record_key FROM tags WHERE tag = {p})"
+                "{key} IN (SELECT record_key FROM tags WHERE tag = {p})"
             ));
         }
         if !filters.sources.is_empty() {
             let p = c.param(filters.sources.clone());
-            c.and(&format!("r.created_by = ANY({p})"));
+            c.and(&of_record(format!("r.created_by = ANY({p})")));
         }
         if let Some(after) = filters.created_after {
             let p = c.param(to_micros(&after));
-            c.and(&format!("r.created_at > {p}"));
+            c.and(&format!("{t}.created_at > {p}"));
         }
         if let Some(before) = filters.created_before {
             let p = c.param(to_micros(&before));
-            c.and(&format!("r.created_at < {p}"));
+            c.and(&format!("{t}.created_at < {p}"));
         }
         c
     }
@@ -161,6 +182,15 @@ impl Conditions {
             args[0], args[1], args[2], args[3], args[4], args[5], args[6]
         ));
     }
+}
+
+/// Which rows a statement's conditions are on.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// Records `r`.
+    Records,
+    /// Decay profiles `d` alone.
+    Profiles,
 }
 
 /// Epochs (`bits` [`EPOCH_BITS`]) or eras ([`ERA_BITS`]) of keys,
@@ -266,16 +296,17 @@ fn by_salience(pg: &Pg, query: &RecordQuery, now: Timestamp) -> Result<Vec<Rank>
     let Some(bound) = slowest_decay(pg, query)? else {
         return Ok(Vec::new());
     };
-    let mut page_sql = Conditions::visible(query);
+    let mut page_sql = Conditions::visible(query, Rows::Profiles);
     let after_salience = page_sql.param(0.0f64);
     let after_decays = page_sql.param(0i64);
     let after_key = page_sql.param(0i64);
     let limit = page_sql.param(0i64);
     let page_statement = format!(
-        "SELECT r.key, r.salience, r.decays_from, r.created_at, r.layer, {PROFILE_COLUMNS}
-         FROM records r JOIN decay_profiles d ON d.record_key = r.key
-         WHERE {} AND (r.salience, r.decays_from, r.key) < ({after_salience}, {after_decays}, {after_key})
-         ORDER BY r.salience DESC, r.decays_from DESC, r.key DESC
+        "SELECT d.record_key, d.salience, d.decays_from, d.created_at, d.layer, {PROFILE_COLUMNS}
+         FROM decay_profiles d
+         WHERE {} AND (d.salience, d.decays_from, d.record_key)
+                      < ({after_salience}, {after_decays}, {after_key})
+         ORDER BY d.salience DESC, d.decays_from DESC, d.record_key DESC
          LIMIT {limit}",
         page_sql.clause
     );
@@ -283,13 +314,13 @@ fn by_salience(pg: &Pg, query: &RecordQuery, now: Timestamp) -> Result<Vec<Rank>
     // that can still get in: without that floor, a caller who sees no
     // record below would have the index read through every one there
     // (retracted records, stored at 0, pile up there).
-    let mut tier_sql = Conditions::visible(query);
+    let mut tier_sql = Conditions::visible(query, Rows::Profiles);
     let below = tier_sql.param(0.0f64);
     let at_least = tier_sql.param(0.0f64);
     let tier_statement = format!(
-        "SELECT r.salience FROM records r
-         WHERE {} AND r.salience < {below} AND r.salience >= {at_least}
-         ORDER BY r.salience DESC LIMIT 1",
+        "SELECT d.salience FROM decay_profiles d
+         WHERE {} AND d.salience < {below} AND d.salience >= {at_least}
+         ORDER BY d.salience DESC LIMIT 1",
         tier_sql.clause
     );
     let n = page_sql.values.len();
@@ -652,7 +683,7 @@ fn candidates(
     for part in tier.unwrap_or_default() {
         match part {
             Part::Weighted(words) => {
-                let mut c = Conditions::visible(query);
+                let mut c = Conditions::visible(query, Rows::Records);
                 let mut sum = Vec::with_capacity(words.len());
                 for word in words {
                     let t = c.param(word.tsquery.clone());
@@ -687,7 +718,7 @@ fn candidates(
         }
     }
     if query.vector.is_some() {
-        let c = Conditions::visible(query);
+        let c = Conditions::visible(query, Rows::Records);
         let sql = candidate_sql(
             query,
             "records",
@@ -697,7 +728,7 @@ fn candidates(
         );
         read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
     } else if tier.is_none() {
-        let c = Conditions::visible(query);
+        let c = Conditions::visible(query, Rows::Records);
         let sql = candidate_sql(query, "records", &c.clause, "0", "");
         read_candidates(pg, query, now, &sql, &c, &mut found, &mut seen)?;
     }
@@ -801,7 +832,7 @@ impl Newest<'_> {
             let rest = !fits(bits, span);
             let newest = (below - 1) >> bits;
             let oldest = newest - span + 1;
-            let mut c = Conditions::visible(query);
+            let mut c = Conditions::visible(query, Rows::Records);
             any_of(&mut c, self.words);
             c.facets(
                 query,

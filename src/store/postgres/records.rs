@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::Row;
 
-use super::Pg;
+use super::{Params, Pg};
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::payload::Payload;
 use crate::domain::record::{
@@ -59,10 +59,9 @@ pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> 
     let row = pg.query_opt(
         "WITH k AS (SELECT nextval('records_key_seq') AS key),
          r AS (
-             INSERT INTO records (key, id, layer, sensitivity, confidence, salience, scope,
-                                  status, created_by, created_at, updated_at, decays_from, about,
-                                  search)
-             SELECT k.key, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+             INSERT INTO records (key, id, layer, sensitivity, confidence, scope, status,
+                                  created_by, created_at, updated_at, about, search)
+             SELECT k.key, $1, $2, $3, $4, $6, $7, $8, $9, $10, $12,
                     to_tsvector('english', $13) || engram_facets(k.key, $2, $3, $6, $7)
              FROM k
              ON CONFLICT (id) DO NOTHING
@@ -70,8 +69,11 @@ pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> 
          d AS (
              INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
                  max_age_seconds, reinforcement_gain, last_reinforced_at, pinned,
-                 deletion_policy, anchor_salience, anchor_at)
-             SELECT key, $14, $15, $16, $17, $18, $19, $20, $21, $5, $19 FROM r),
+                 deletion_policy, anchor_salience, anchor_at, salience, decays_from, layer,
+                 sensitivity, scope, status, created_at)
+             SELECT key, $14, $15, $16, $17, $18, $19, $20, $21, $5, $19, $5, $11, $2, $3, $6, $7,
+                    $9
+             FROM r),
          p AS (INSERT INTO payloads (record_key, payload_json) SELECT key, $22 FROM r),
          t AS (
              INSERT INTO tags (record_key, tag, position)
@@ -187,10 +189,8 @@ pub fn retract_replaced(
 ) -> Result<(), StoreError> {
     let at = to_micros(&now);
     let updated = pg.execute(
-        "UPDATE records SET salience = 0, status = 'retracted', updated_at = $3,
+        "UPDATE records SET status = 'retracted', updated_at = $3,
              search = search || engram_facets(key, layer, sensitivity, scope, 'retracted'),
-             decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = $1)
-                                THEN 9223372036854775807 ELSE $3 END,
              version = version + 1
          WHERE key = $1 AND version = $2",
         &[&state.key, &state.version, &at],
@@ -199,7 +199,10 @@ pub fn retract_replaced(
         return Err(StoreError::Changed(state.id.clone()));
     }
     pg.execute(
-        "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = $2 WHERE record_key = $1",
+        "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = $2, salience = 0,
+             decays_from = CASE WHEN pinned THEN 9223372036854775807 ELSE $2 END,
+             status = 'retracted'
+         WHERE record_key = $1",
         &[&state.key, &at],
     )?;
     super::vectors::retracted(pg, state.key)?;
@@ -223,10 +226,9 @@ pub fn update_record(
     };
     let text = search_text(record);
     let updated = pg.execute(
-        "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5,
-             salience = COALESCE($6, salience), decays_from = COALESCE($12, decays_from),
-             scope = $7, status = $8, created_by = $9, created_at = $10, updated_at = $11,
-             about = $13, search = to_tsvector('english', $14) || engram_facets(key, $3, $4, $7, $8),
+        "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5, scope = $6,
+             status = $7, created_by = $8, created_at = $9, updated_at = $10, about = $11,
+             search = to_tsvector('english', $12) || engram_facets(key, $3, $4, $6, $7),
              version = version + 1
          WHERE key = $1 AND version = $2",
         &[
@@ -235,13 +237,11 @@ pub fn update_record(
             &layer(record),
             &rank(record.sensitivity),
             &record.confidence,
-            &set_at.map(|_| record.salience),
             &record.scope,
             &record.status.as_str(),
             &record.provenance.created_by,
             &to_micros(&record.created_at),
             &to_micros(&record.updated_at),
-            &set_at.map(|at| decays_from(record, at)),
             &record.payload.about(),
             &searchable(&text),
         ],
@@ -282,8 +282,9 @@ pub fn update_record(
     )
 }
 
-/// The decay profile of a rewritten record; `anchor`: `None` keeps the
-/// stored anchor.
+/// The decay profile of a rewritten record, with the copies of its
+/// columns the profile keeps; `anchor`: `None` keeps the stored anchor and
+/// the stored salience.
 fn update_lifecycle(
     pg: &Pg,
     key: i64,
@@ -296,7 +297,9 @@ fn update_lifecycle(
              max_age_seconds = $5, reinforcement_gain = $6, last_reinforced_at = $7,
              pinned = $8, deletion_policy = $9,
              anchor_salience = COALESCE($10, anchor_salience),
-             anchor_at = COALESCE($11, anchor_at)
+             anchor_at = COALESCE($11, anchor_at),
+             salience = COALESCE($10, salience), decays_from = COALESCE($12, decays_from),
+             layer = $13, sensitivity = $14, scope = $15, status = $16, created_at = $17
          WHERE record_key = $1",
         &[
             &key,
@@ -310,6 +313,12 @@ fn update_lifecycle(
             &lifecycle.deletion_policy.as_str(),
             &anchor.map(|a| a.salience),
             &anchor.map(|a| to_micros(&a.at)),
+            &anchor.map(|a| decays_from(record, a.at)),
+            &layer(record),
+            &rank(record.sensitivity),
+            &record.scope,
+            &record.status.as_str(),
+            &to_micros(&record.created_at),
         ],
     )?;
     raise_bounds(pg, record)
@@ -577,9 +586,11 @@ pub fn load_records(
     if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let mut records: HashMap<i64, MemoryRecord> = HashMap::with_capacity(keys.len());
-    for row in pg.query(
-        "SELECT r.key, r.id, r.layer, r.sensitivity, r.confidence, r.salience, r.scope,
+    let params: Params = &[&keys];
+    // The record rows and their parts, in one round trip.
+    let answers = pg.query_all(&[
+        (
+            "SELECT r.key, r.id, r.layer, r.sensitivity, r.confidence, d.salience, r.scope,
                 r.status, r.created_by, r.created_at, r.updated_at,
                 d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
                 d.reinforcement_gain, d.last_reinforced_at, d.pinned, d.deletion_policy,
@@ -588,10 +599,36 @@ pub fn load_records(
          JOIN decay_profiles d ON d.record_key = r.key
          JOIN payloads p ON p.record_key = r.key
          WHERE r.key = ANY($1)",
-        &[&keys],
-    )? {
+            params,
+        ),
+        (
+            "SELECT record_key, tag FROM tags WHERE record_key = ANY($1)
+             ORDER BY record_key, position",
+            params,
+        ),
+        (
+            "SELECT record_key, kind, ref, hash, created_by, timestamp
+             FROM provenance_sources WHERE record_key = ANY($1) ORDER BY id",
+            params,
+        ),
+        (
+            "SELECT source_key, predicate, target_id, weight, created_at
+             FROM relations WHERE source_key = ANY($1) ORDER BY id",
+            params,
+        ),
+        (
+            "SELECT record_key, action, actor, timestamp, rationale, imported
+             FROM audit_log WHERE record_key = ANY($1) ORDER BY id",
+            params,
+        ),
+    ])?;
+    let [rows, tags, sources, relations, audit] = &answers[..] else {
+        unreachable!("five statements, five answers")
+    };
+    let mut records: HashMap<i64, MemoryRecord> = HashMap::with_capacity(keys.len());
+    for row in rows {
         let key: i64 = row.try_get(0)?;
-        let mut record = record_from_row(&row)?;
+        let mut record = record_from_row(row)?;
         let anchor = Anchor {
             salience: row.try_get(20)?,
             at: from_micros(row.try_get(21)?),
@@ -607,22 +644,15 @@ pub fn load_records(
         );
         records.insert(key, record);
     }
-    for row in pg.query(
-        "SELECT record_key, tag FROM tags WHERE record_key = ANY($1) ORDER BY record_key, position",
-        &[&keys],
-    )? {
+    for row in tags {
         if let Some(record) = records.get_mut(&row.try_get(0)?) {
             record.tags.push(row.try_get(1)?);
         }
     }
-    for row in pg.query(
-        "SELECT record_key, kind, ref, hash, created_by, timestamp
-         FROM provenance_sources WHERE record_key = ANY($1) ORDER BY id",
-        &[&keys],
-    )? {
+    for row in sources {
         if let Some(record) = records.get_mut(&row.try_get(0)?) {
             record.provenance.sources.push(ProvenanceSource {
-                kind: parse_enum(&row, 1, ProvenanceKind::parse)?,
+                kind: parse_enum(row, 1, ProvenanceKind::parse)?,
                 reference: row.try_get(2)?,
                 hash: row.try_get(3)?,
                 created_by: row.try_get(4)?,
@@ -630,11 +660,7 @@ pub fn load_records(
             });
         }
     }
-    for row in pg.query(
-        "SELECT source_key, predicate, target_id, weight, created_at
-         FROM relations WHERE source_key = ANY($1) ORDER BY id",
-        &[&keys],
-    )? {
+    for row in relations {
         if let Some(record) = records.get_mut(&row.try_get(0)?) {
             record.relations.push(Relation {
                 predicate: row.try_get(1)?,
@@ -644,14 +670,10 @@ pub fn load_records(
             });
         }
     }
-    for row in pg.query(
-        "SELECT record_key, action, actor, timestamp, rationale, imported
-         FROM audit_log WHERE record_key = ANY($1) ORDER BY id",
-        &[&keys],
-    )? {
+    for row in audit {
         if let Some(record) = records.get_mut(&row.try_get(0)?) {
             record.audit_log.push(AuditEntry {
-                action: parse_enum(&row, 1, AuditAction::parse)?,
+                action: parse_enum(row, 1, AuditAction::parse)?,
                 actor: row.try_get(2)?,
                 timestamp: from_micros(row.try_get(3)?),
                 rationale: row.try_get(4)?,

@@ -10,15 +10,19 @@ use crate::store::{Activity, MemoryStats, StoreError, RECENT_ACTIVITY};
 
 pub fn memory_stats(pg: &Pg, now: Timestamp) -> Result<MemoryStats, StoreError> {
     let row = pg.query_one(
-        "SELECT COUNT(*), COALESCE(AVG(salience), 0), COALESCE(AVG(confidence), 0),
-                COUNT(*) FILTER (WHERE status = 'active'),
-                COUNT(*) FILTER (WHERE created_at >= $1),
-                COUNT(*) FILTER (WHERE salience < 0.2),
-                COUNT(*) FILTER (WHERE salience >= 0.2 AND salience < 0.4),
-                COUNT(*) FILTER (WHERE salience >= 0.4 AND salience < 0.6),
-                COUNT(*) FILTER (WHERE salience >= 0.6 AND salience < 0.8),
-                COUNT(*) FILTER (WHERE salience >= 0.8)
-         FROM records",
+        "SELECT r.n, s.salience, r.confidence, r.active, r.recent, s.b0, s.b1, s.b2, s.b3, s.b4
+         FROM (SELECT COUNT(*) AS n, COALESCE(AVG(confidence), 0) AS confidence,
+                      COUNT(*) FILTER (WHERE status = 'active') AS active,
+                      COUNT(*) FILTER (WHERE created_at >= $1) AS recent
+               FROM records) r,
+              -- Every record has one profile, which holds its stored salience.
+              (SELECT COALESCE(AVG(salience), 0) AS salience,
+                      COUNT(*) FILTER (WHERE salience < 0.2) AS b0,
+                      COUNT(*) FILTER (WHERE salience >= 0.2 AND salience < 0.4) AS b1,
+                      COUNT(*) FILTER (WHERE salience >= 0.4 AND salience < 0.6) AS b2,
+                      COUNT(*) FILTER (WHERE salience >= 0.6 AND salience < 0.8) AS b3,
+                      COUNT(*) FILTER (WHERE salience >= 0.8) AS b4
+               FROM decay_profiles) s",
         &[&to_micros(&(now - chrono::Duration::hours(24)))],
     )?;
     let mut records_by_type: BTreeMap<&'static str, u64> =
