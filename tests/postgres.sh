@@ -23,17 +23,20 @@
 # unprivileged user `engram-pg`, made when missing.
 set -euo pipefail
 
+# Returns give 0 explicitly: called from the EXIT trap after a failed command, a bare
+# `return` would answer that command's status and, under `set -e`, end
+# the cleanup before the cluster is stopped.
 bindir() {
   local dir
   for dir in "${PG_BINDIR:-}" $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
     if [ -n "$dir" ] && [ -x "$dir/initdb" ]; then
       echo "$dir"
-      return
+      return 0
     fi
   done
   if command -v initdb >/dev/null; then
     dirname "$(command -v initdb)"
-    return
+    return 0
   fi
   if [ -z "${PG_INSTALLED:-}" ] && command -v apt-get >/dev/null; then
     # Debian's server package (PostgreSQL 15 on bookworm); its own
@@ -43,7 +46,7 @@ bindir() {
     [ "$(id -u)" -eq 0 ] || sudo=sudo
     $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >&2
     PG_INSTALLED=1 bindir
-    return
+    return 0
   fi
   echo "no PostgreSQL server binaries (initdb, pg_ctl) found; install postgresql or set PG_BINDIR" >&2
   exit 1
