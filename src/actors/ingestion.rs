@@ -93,12 +93,14 @@ impl Handler<Ingest> for Ingestor {
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
-            let candidate = candidate?;
-            writer
-                .write_or_new(candidate.adds_only(), move |tx| {
-                    service::ingest::ingest(tx, &caller, now, candidate)
-                })
-                .await
+            match service::ingest::only_added(&caller, candidate?)? {
+                Ok(record) => writer.insert(record).await,
+                Err(candidate) => {
+                    writer
+                        .write(move |tx| service::ingest::ingest(tx, &caller, now, candidate))
+                        .await
+                }
+            }
         })
     }
 }

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use actix::{Actor, Addr, Handler, MailboxError, Message, SyncContext};
 use tokio::sync::oneshot;
 
+use crate::domain::record::MemoryRecord;
 use crate::service::ServiceError;
-use crate::store::{ReadPool, Transaction, WriteConnection};
+use crate::store::{ReadPool, StoreError, Transaction, WriteConnection};
 
 /// Work for a storage actor: a service function bound to its arguments.
 type Work<T> = Box<dyn FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send>;
@@ -104,10 +105,36 @@ impl Reader {
 trait WriteJob: Send {
     /// Its caller stopped waiting: the job is answered without being run.
     fn expired(&self, now: Instant) -> bool;
+    /// The new record the job stores and nothing else: the writer stores
+    /// it with the others of its transaction, in one statement where the
+    /// backend can, and tells the job with [`WriteJob::stored`].
+    fn record(&self) -> Option<&MemoryRecord> {
+        None
+    }
+    /// Its record was stored, or why not.
+    fn stored(&mut self, _result: Result<(), ServiceError>) {}
     /// Runs the work; false when it failed and its changes must be undone.
     fn run(&mut self, tx: &mut dyn Transaction) -> bool;
     /// Sends the answer: the work's result if the transaction committed.
     fn finish(self: Box<Self>, commit: Result<(), String>);
+}
+
+/// The answer to a write job: its work's result if it ran and the
+/// transaction committed.
+fn answer<T>(
+    commit: Result<(), String>,
+    result: Option<Result<T, ServiceError>>,
+) -> Result<T, ServiceError> {
+    match (commit, result) {
+        (_, Some(Err(e))) => Err(e),
+        (Ok(()), Some(ok)) => ok,
+        (Err(e), _) => Err(ServiceError::Unavailable(format!(
+            "write not committed: {e}"
+        ))),
+        (Ok(()), None) => Err(ServiceError::Unavailable(
+            "the write waited too long in the queue and was not applied; retry shortly".to_string(),
+        )),
+    }
 }
 
 struct PendingWrite<T> {
@@ -131,19 +158,50 @@ impl<T: Send> WriteJob for PendingWrite<T> {
     }
 
     fn finish(self: Box<Self>, commit: Result<(), String>) {
-        let result = match (commit, self.result) {
-            (_, Some(Err(e))) => Err(e),
-            (Ok(()), Some(ok)) => ok,
-            (Err(e), _) => Err(ServiceError::Unavailable(format!(
-                "write not committed: {e}"
-            ))),
-            (Ok(()), None) => Err(ServiceError::Unavailable(
-                "the write waited too long in the queue and was not applied; retry shortly"
-                    .to_string(),
-            )),
-        };
         // The caller may have gone away; its write stands regardless.
-        let _ = self.reply.send(result);
+        let _ = self.reply.send(answer(commit, self.result));
+    }
+}
+
+/// A new record to store, with the others of its transaction.
+struct PendingInsert {
+    record: Option<MemoryRecord>,
+    deadline: Instant,
+    result: Option<Result<(), ServiceError>>,
+    reply: oneshot::Sender<Result<MemoryRecord, ServiceError>>,
+}
+
+impl WriteJob for PendingInsert {
+    fn expired(&self, now: Instant) -> bool {
+        now >= self.deadline
+    }
+
+    fn record(&self) -> Option<&MemoryRecord> {
+        self.record.as_ref()
+    }
+
+    fn stored(&mut self, result: Result<(), ServiceError>) {
+        self.result = Some(result);
+    }
+
+    fn run(&mut self, _tx: &mut dyn Transaction) -> bool {
+        true
+    }
+
+    fn finish(self: Box<Self>, commit: Result<(), String>) {
+        let PendingInsert {
+            record,
+            result,
+            reply,
+            ..
+        } = *self;
+        let result =
+            result.map(|stored| {
+                stored.and(record.ok_or_else(|| {
+                    ServiceError::Internal("an insert job lost its record".to_string())
+                }))
+            });
+        let _ = reply.send(answer(commit, result));
     }
 }
 
@@ -269,12 +327,28 @@ impl StorageWriter {
         T: Send + 'static,
         F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
     {
-        let lane = self
-            .lanes
+        self.write_on(self.least_busy(), work).await
+    }
+
+    /// Stores a new record that needs nothing read first, with the other
+    /// new records of its transaction (on the least busy writer, as
+    /// [`StorageWriter::write_new`]); answers it as stored.
+    pub async fn insert(&self, record: MemoryRecord) -> Result<MemoryRecord, ServiceError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(PendingInsert {
+            record: Some(record),
+            deadline: Instant::now() + self.timeout,
+            result: None,
+            reply,
+        });
+        self.submit(self.least_busy(), job, answer).await
+    }
+
+    fn least_busy(&self) -> &Lane {
+        self.lanes
             .iter()
             .min_by_key(|lane| lane.counts.unanswered.load(Ordering::Relaxed))
-            .expect("a writer has at least one lane");
-        self.write_on(lane, work).await
+            .expect("a writer has at least one lane")
     }
 
     /// [`StorageWriter::write_new`] when `adds_only`, else
@@ -303,6 +377,16 @@ impl StorageWriter {
             result: None,
             reply,
         });
+        self.submit(lane, job, answer).await
+    }
+
+    /// Queues `job` on `lane` and waits for its `answer`.
+    async fn submit<T>(
+        &self,
+        lane: &Lane,
+        job: Box<dyn WriteJob>,
+        answer: oneshot::Receiver<Result<T, ServiceError>>,
+    ) -> Result<T, ServiceError> {
         if self.queue_depth() >= self.capacity {
             return Err(overloaded());
         }
@@ -417,26 +501,84 @@ fn commit_batch(
 ) -> Result<(), String> {
     conn.begin().map_err(|e| e.to_string())?;
     let now = Instant::now();
-    for job in batch.iter_mut() {
+    // New records are stored together after the other jobs: none of those
+    // can refer to them, since a new record's id is known to no one but
+    // the writer until the transaction commits.
+    let mut inserts = Vec::new();
+    let mut step = Ok(());
+    for (i, job) in batch.iter_mut().enumerate() {
         if job.expired(now) {
             continue;
         }
-        let step = conn.savepoint().and_then(|()| {
+        if job.record().is_some() {
+            inserts.push(i);
+            continue;
+        }
+        step = conn.savepoint().and_then(|()| {
             if job.run(conn.transaction()) {
                 conn.release()
             } else {
                 conn.rollback_to_savepoint()
             }
         });
-        if let Err(e) = step {
-            conn.rollback();
-            return Err(e.to_string());
+        if step.is_err() {
+            break;
         }
+    }
+    if let Err(e) = step.and_then(|()| insert_together(conn, batch, &inserts)) {
+        conn.rollback();
+        return Err(e.to_string());
     }
     conn.commit().map_err(|e| {
         conn.rollback();
         e.to_string()
     })
+}
+
+/// Stores the records of the insert jobs `waiting` (indexes into `batch`),
+/// all in one call; when that fails, one at a time, each in a savepoint,
+/// so that a record's failure is its own job's. `Err` only when the
+/// transaction itself failed.
+fn insert_together(
+    conn: &mut dyn WriteConnection,
+    batch: &mut [Box<dyn WriteJob>],
+    waiting: &[usize],
+) -> Result<(), StoreError> {
+    if waiting.is_empty() {
+        return Ok(());
+    }
+    let records: Vec<&MemoryRecord> = waiting.iter().filter_map(|&i| batch[i].record()).collect();
+    conn.savepoint()?;
+    let together = conn.transaction().insert_records(&records);
+    drop(records);
+    let results = match together {
+        Ok(()) => {
+            conn.release()?;
+            waiting.iter().map(|_| Ok(())).collect()
+        }
+        Err(_) => {
+            conn.rollback_to_savepoint()?;
+            let mut results = Vec::with_capacity(waiting.len());
+            for &i in waiting.iter() {
+                let Some(record) = batch[i].record() else {
+                    results.push(Ok(()));
+                    continue;
+                };
+                conn.savepoint()?;
+                let result = conn.transaction().insert_record(record);
+                match result {
+                    Ok(()) => conn.release()?,
+                    Err(_) => conn.rollback_to_savepoint()?,
+                }
+                results.push(result);
+            }
+            results
+        }
+    };
+    for (&i, result) in waiting.iter().zip(results) {
+        batch[i].stored(result.map_err(ServiceError::from));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -527,6 +669,34 @@ mod tests {
         writer.shutdown();
         assert!(stored(&readers, "a") && stored(&readers, "c"));
         assert!(!stored(&readers, "b"));
+    }
+
+    #[actix_web::test]
+    async fn new_records_queued_together_are_stored_together_and_a_taken_id_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, readers) = writer_on(&dir, 16, Duration::from_secs(30));
+        writer.insert(record("taken")).await.unwrap();
+        let (release, held) = hold(&writer).await;
+        let inserts = ["a", "taken", "b"].map(|id| {
+            let writer = writer.clone();
+            actix_web::rt::spawn(async move { writer.insert(record(id)).await })
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while writer.queue_depth() < 3 {
+            assert!(Instant::now() < deadline, "the inserts were never queued");
+            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        release.send(()).unwrap();
+        held.await.unwrap();
+        let [a, taken, b] = inserts;
+        assert_eq!(a.await.unwrap().unwrap().id, "a");
+        assert!(matches!(
+            taken.await.unwrap(),
+            Err(ServiceError::Conflict(_))
+        ));
+        assert_eq!(b.await.unwrap().unwrap().id, "b");
+        writer.shutdown();
+        assert!(stored(&readers, "a") && stored(&readers, "b"));
     }
 
     /// Waits until a write is queued.

@@ -9,7 +9,7 @@ use crate::domain::revision;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::RESERVED_ACTOR_PREFIX;
-use crate::store::{SalienceChange, Transaction};
+use crate::store::{SalienceChange, StoreError, Transaction};
 
 /// Stores a validated ingest: a new record, or an outcome on an episode.
 pub fn ingest(
@@ -18,31 +18,124 @@ pub fn ingest(
     now: Timestamp,
     candidate: Candidate,
 ) -> Result<MemoryRecord, ServiceError> {
+    match prepare(tx, caller, now, candidate)? {
+        Prepared::New(record) => {
+            tx.insert_record(&record)?;
+            Ok(record)
+        }
+        Prepared::Done(record) => Ok(record),
+    }
+}
+
+/// An ingest with everything but its new record written.
+enum Prepared {
+    /// A new record, still to be stored (the thread's state it supersedes
+    /// is retracted already).
+    New(MemoryRecord),
+    /// An episode with its outcome, stored.
+    Done(MemoryRecord),
+}
+
+fn prepare(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    candidate: Candidate,
+) -> Result<Prepared, ServiceError> {
     match candidate {
         Candidate::Create(mut record) => {
             place_new(caller, "", &mut record)?;
             check_embedding(tx, "embedding", record.embedding.as_ref())?;
             supersede_current_state(tx, caller, now, &mut record)?;
-            tx.insert_record(&record)?;
-            Ok(*record)
+            Ok(Prepared::New(*record))
         }
-        Candidate::Outcome(update) => record_outcome(tx, caller, now, &update),
+        Candidate::Outcome(update) => record_outcome(tx, caller, now, &update).map(Prepared::Done),
     }
 }
 
+/// A candidate that only adds its record ([`Candidate::adds_only`]),
+/// placed for `caller`: the record, to be stored as it is, since storing
+/// it reads nothing. Any other candidate is handed back for [`ingest`].
+pub fn only_added(
+    caller: &Caller,
+    candidate: Candidate,
+) -> Result<Result<MemoryRecord, Candidate>, ServiceError> {
+    if !candidate.adds_only() {
+        return Ok(Err(candidate));
+    }
+    let Candidate::Create(mut record) = candidate else {
+        return Ok(Err(candidate));
+    };
+    place_new(caller, "", &mut record)?;
+    Ok(Ok(*record))
+}
+
 /// Stores every item or none: the first failure undoes the batch, its
-/// message naming the item.
+/// message naming the item. New records are stored together, in one
+/// statement where the backend can: at the end, or before an item that
+/// reads one of them (an outcome, or a working state of a thread with a
+/// new state waiting).
 pub fn ingest_batch(
     tx: &mut dyn Transaction,
     caller: &Caller,
     now: Timestamp,
     candidates: Vec<Candidate>,
 ) -> Result<Vec<MemoryRecord>, ServiceError> {
-    candidates
-        .into_iter()
-        .enumerate()
-        .map(|(i, candidate)| ingest(tx, caller, now, candidate).map_err(|e| in_item(e, i)))
-        .collect()
+    let mut stored = Vec::with_capacity(candidates.len());
+    // Items of `stored` whose record is still to be stored.
+    let mut waiting = Vec::new();
+    for (i, candidate) in candidates.into_iter().enumerate() {
+        if reads_waiting(&candidate, &stored, &waiting) {
+            store_waiting(tx, &stored, &mut waiting)?;
+        }
+        match prepare(tx, caller, now, candidate).map_err(|e| in_item(e, i))? {
+            Prepared::New(record) => {
+                waiting.push(i);
+                stored.push(record);
+            }
+            Prepared::Done(record) => stored.push(record),
+        }
+    }
+    store_waiting(tx, &stored, &mut waiting)?;
+    Ok(stored)
+}
+
+/// Whether storing `candidate` may read a record still waiting.
+fn reads_waiting(candidate: &Candidate, stored: &[MemoryRecord], waiting: &[usize]) -> bool {
+    match candidate {
+        Candidate::Outcome(_) => !waiting.is_empty(),
+        Candidate::Create(record) => match &record.payload {
+            Payload::Working(state) => waiting.iter().any(|&i| {
+                matches!(&stored[i].payload, Payload::Working(w) if w.thread_id == state.thread_id)
+            }),
+            _ => false,
+        },
+    }
+}
+
+/// Stores the records of the `waiting` items of `stored`.
+fn store_waiting(
+    tx: &mut dyn Transaction,
+    stored: &[MemoryRecord],
+    waiting: &mut Vec<usize>,
+) -> Result<(), ServiceError> {
+    if waiting.is_empty() {
+        return Ok(());
+    }
+    let records: Vec<&MemoryRecord> = waiting.iter().map(|&i| &stored[i]).collect();
+    if let Err(e) = tx.insert_records(&records) {
+        let item = match &e {
+            StoreError::AlreadyExists(id) => waiting.iter().copied().find(|&i| &stored[i].id == id),
+            _ => None,
+        };
+        let e = ServiceError::from(e);
+        return Err(match item {
+            Some(i) => in_item(e, i),
+            None => e,
+        });
+    }
+    waiting.clear();
+    Ok(())
 }
 
 /// Stores a whole record a client sent; its relations must point at

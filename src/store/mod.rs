@@ -75,6 +75,10 @@ macro_rules! delegate_transaction {
                 records::insert_record(self, record).map(|_| ())
             }
 
+            fn insert_records(&mut self, records: &[&MemoryRecord]) -> Result<(), StoreError> {
+                records::insert_records(self, records).map(|_| ())
+            }
+
             fn update_record(
                 &mut self,
                 version: &Version,
@@ -969,6 +973,10 @@ pub trait Transaction {
     /// carries one; `AlreadyExists` when the id is taken, `Dimensions` when
     /// the vector does not fit the database's.
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError>;
+    /// Stores new records as [`Transaction::insert_record`] does each, in
+    /// order; at once where the backend can. On an error some of them may
+    /// be stored: the caller's savepoint undoes them.
+    fn insert_records(&mut self, records: &[&MemoryRecord]) -> Result<(), StoreError>;
     /// Rewrites a record read at `version`, appending the audit entries
     /// beyond those it had then; `Changed` if another change was made to it
     /// since, `NotFound` if it is gone. A vector the record carries

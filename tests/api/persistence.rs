@@ -195,6 +195,28 @@ async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgra
     );
     assert_eq!(
         app.sql_number("SELECT MAX(version) FROM schema_migrations", &[]),
-        2
+        3
+    );
+    // Version 3: the facets are one expression, written into the
+    // statements that call them, not a function run per row.
+    app.sql_execute(
+        "CREATE FUNCTION plan_lines(statement TEXT, part TEXT) RETURNS BIGINT
+         LANGUAGE plpgsql AS $$
+         DECLARE line TEXT; n BIGINT := 0;
+         BEGIN
+             FOR line IN EXECUTE 'EXPLAIN VERBOSE ' || statement LOOP
+                 IF position(part IN line) > 0 THEN n := n + 1; END IF;
+             END LOOP;
+             RETURN n;
+         END $$",
+    );
+    let facets = "SELECT engram_facets(key, layer, sensitivity, scope, status) FROM records";
+    assert_eq!(
+        app.sql_number("SELECT plan_lines(?1, 'engram_facets(')", &[facets]),
+        0
+    );
+    assert_eq!(
+        app.sql_number("SELECT plan_lines(?1, 'array_to_tsvector(')", &[facets]),
+        1
     );
 }

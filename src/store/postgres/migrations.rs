@@ -25,6 +25,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "salience_with_profile",
         sql: include_str!("../../../migrations/postgres/0002_salience_with_profile.sql"),
     },
+    Migration {
+        version: 3,
+        name: "write_path",
+        sql: include_str!("../../../migrations/postgres/0003_write_path.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {

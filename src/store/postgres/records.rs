@@ -45,138 +45,287 @@ fn rank(sensitivity: Sensitivity) -> i64 {
     sensitivity.rank() as i64
 }
 
-/// Stores a new record with all its parts, in one statement (one round
-/// trip: the record row, and its decay profile, payload, tags, provenance,
-/// relations, audit entries and counters from the key it got); answers its
-/// key. `AlreadyExists` when the id is taken.
+/// Stores a new record with all its parts; answers its key.
+/// `AlreadyExists` when the id is taken.
 pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> {
-    let text = search_text(record);
-    let lifecycle = &record.lifecycle;
-    let children = Children::of(record);
-    let audit = AuditColumns::of(&record.audit_log);
+    let keys = insert_records(pg, &[record])?;
+    Ok(keys[0])
+}
+
+/// The columns of new records, one array per column, for the statement
+/// that stores them all: a record's children carry the record's ordinal
+/// (from 1) in the batch.
+#[derive(Default)]
+struct NewRows<'a> {
+    ids: Vec<&'a str>,
+    layers: Vec<i64>,
+    sensitivities: Vec<i64>,
+    confidences: Vec<f64>,
+    saliences: Vec<f64>,
+    scopes: Vec<Option<&'a str>>,
+    statuses: Vec<&'a str>,
+    created_by: Vec<Option<&'a str>>,
+    created_at: Vec<i64>,
+    updated_at: Vec<i64>,
+    decays_from: Vec<i64>,
+    abouts: Vec<Option<&'a str>>,
+    texts: Vec<String>,
+    curves: Vec<&'a str>,
+    half_lives: Vec<i64>,
+    floors: Vec<f64>,
+    max_ages: Vec<Option<i64>>,
+    gains: Vec<f64>,
+    reinforced_at: Vec<i64>,
+    pinned: Vec<bool>,
+    deletion: Vec<&'a str>,
+    payloads: Vec<String>,
+    successes: Vec<Option<i64>>,
+    failures: Vec<Option<i64>>,
+    tag_of: Vec<i64>,
+    tags: Vec<&'a str>,
+    tag_positions: Vec<i64>,
+    source_of: Vec<i64>,
+    sources: Children<'a>,
+    relation_of: Vec<i64>,
+    audit_of: Vec<i64>,
+    audit: AuditColumns<'a>,
+}
+
+impl<'a> NewRows<'a> {
+    fn of(records: &[&'a MemoryRecord]) -> Result<NewRows<'a>, StoreError> {
+        let mut rows = NewRows::default();
+        for (n, &record) in (1_i64..).zip(records) {
+            let lifecycle = &record.lifecycle;
+            rows.ids.push(&record.id);
+            rows.layers.push(layer(record));
+            rows.sensitivities.push(rank(record.sensitivity));
+            rows.confidences.push(record.confidence);
+            rows.saliences.push(record.salience);
+            rows.scopes.push(record.scope.as_deref());
+            rows.statuses.push(record.status.as_str());
+            rows.created_by
+                .push(record.provenance.created_by.as_deref());
+            rows.created_at.push(to_micros(&record.created_at));
+            rows.updated_at.push(to_micros(&record.updated_at));
+            rows.decays_from
+                .push(decays_from(record, lifecycle.last_reinforced_at));
+            rows.abouts.push(record.payload.about());
+            rows.texts
+                .push(searchable(&search_text(record)).into_owned());
+            rows.curves.push(lifecycle.decay.curve.as_str());
+            rows.half_lives.push(lifecycle.decay.half_life_seconds);
+            rows.floors.push(lifecycle.decay.min_salience);
+            rows.max_ages.push(lifecycle.decay.max_age_seconds);
+            rows.gains.push(lifecycle.decay.reinforcement_gain);
+            rows.reinforced_at
+                .push(to_micros(&lifecycle.last_reinforced_at));
+            rows.pinned.push(lifecycle.pinned);
+            rows.deletion.push(lifecycle.deletion_policy.as_str());
+            rows.payloads.push(payload_json(&record.payload)?);
+            let children = Children::of(record);
+            rows.successes.push(children.competence.map(|c| c.0));
+            rows.failures.push(children.competence.map(|c| c.1));
+            for (position, tag) in (0_i64..).zip(&record.tags) {
+                rows.tag_of.push(n);
+                rows.tags.push(tag);
+                rows.tag_positions.push(position);
+            }
+            rows.source_of
+                .extend(std::iter::repeat_n(n, children.kinds.len()));
+            rows.relation_of
+                .extend(std::iter::repeat_n(n, children.predicates.len()));
+            rows.sources.append(children);
+            let audit = AuditColumns::of(&record.audit_log);
+            rows.audit_of
+                .extend(std::iter::repeat_n(n, audit.actions.len()));
+            rows.audit.append(audit);
+        }
+        Ok(rows)
+    }
+}
+
+/// Stores new records with all their parts, in one statement (one round
+/// trip however many: the record rows, and their decay profiles, payloads,
+/// tags, provenance, relations, audit entries and counters from the keys
+/// they got); answers their keys, in order. `AlreadyExists` names the
+/// first whose id is taken; the others may be stored by then, and the
+/// caller's savepoint undoes them.
+pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, StoreError> {
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = NewRows::of(records)?;
+    let c = &rows.sources;
+    let a = &rows.audit;
     // Another instance inserting the same id at once is waited for: then
-    // nothing is inserted here, and no error aborts the transaction.
-    let row = pg.query_opt(
-        "WITH k AS (SELECT nextval('records_key_seq') AS key),
+    // that record is not inserted here, and no error aborts the
+    // transaction.
+    let stored = pg.query(
+        "WITH k AS (
+             SELECT nextval('records_key_seq') AS key, u.*
+             FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::float8[], $5::float8[],
+                         $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[],
+                         $11::bigint[], $12::text[], $13::text[], $14::text[], $15::bigint[],
+                         $16::float8[], $17::bigint[], $18::float8[], $19::bigint[],
+                         $20::bool[], $21::text[], $22::text[], $23::bigint[], $24::bigint[])
+                  WITH ORDINALITY AS u(id, layer, sensitivity, confidence, salience, scope,
+                      status, created_by, created_at, updated_at, decays_from, about, text,
+                      curve, half_life, floor, max_age, gain, reinforced_at, pinned,
+                      deletion, payload, successes, failures, n)),
          r AS (
              INSERT INTO records (key, id, layer, sensitivity, confidence, scope, status,
                                   created_by, created_at, updated_at, about, search)
-             SELECT k.key, $1, $2, $3, $4, $6, $7, $8, $9, $10, $12,
-                    to_tsvector('english', $13) || engram_facets(k.key, $2, $3, $6, $7)
-             FROM k
+             SELECT key, id, layer, sensitivity, confidence, scope, status, created_by,
+                    created_at, updated_at, about,
+                    to_tsvector('english', text)
+                        || engram_facets(key, layer, sensitivity, scope, status)
+             FROM k ORDER BY n
              ON CONFLICT (id) DO NOTHING
              RETURNING key),
+         s AS (SELECT k.* FROM k JOIN r USING (key)),
          d AS (
              INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
                  max_age_seconds, reinforcement_gain, last_reinforced_at, pinned,
                  deletion_policy, anchor_salience, anchor_at, salience, decays_from, layer,
                  sensitivity, scope, status, created_at)
-             SELECT key, $14, $15, $16, $17, $18, $19, $20, $21, $5, $19, $5, $11, $2, $3, $6, $7,
-                    $9
-             FROM r),
-         p AS (INSERT INTO payloads (record_key, payload_json) SELECT key, $22 FROM r),
+             SELECT key, curve, half_life, floor, max_age, gain, reinforced_at, pinned,
+                    deletion, salience, reinforced_at, salience, decays_from, layer,
+                    sensitivity, scope, status, created_at
+             FROM s),
+         p AS (INSERT INTO payloads (record_key, payload_json) SELECT key, payload FROM s),
          t AS (
              INSERT INTO tags (record_key, tag, position)
-             SELECT r.key, u.t, u.n - 1 FROM r, unnest($23::text[]) WITH ORDINALITY AS u(t, n)),
-         s AS (
+             SELECT s.key, u.t, u.p
+             FROM unnest($25::bigint[], $26::text[], $27::bigint[]) AS u(i, t, p)
+             JOIN s ON s.n = u.i),
+         v AS (
              INSERT INTO provenance_sources (record_key, kind, ref, hash, created_by, timestamp)
-             SELECT r.key, u.k, u.f, u.h, u.c, u.t
-             FROM r, unnest($24::text[], $25::text[], $26::text[], $27::text[], $28::bigint[])
-                  WITH ORDINALITY AS u(k, f, h, c, t, n)
+             SELECT s.key, u.k, u.f, u.h, u.c, u.t
+             FROM unnest($28::bigint[], $29::text[], $30::text[], $31::text[], $32::text[],
+                         $33::bigint[]) WITH ORDINALITY AS u(i, k, f, h, c, t, n)
+             JOIN s ON s.n = u.i
              ORDER BY u.n),
          l AS (
              INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
-             SELECT r.key, u.p, u.t, u.w, u.c
-             FROM r, unnest($29::text[], $30::text[], $31::float8[], $32::bigint[])
-                  WITH ORDINALITY AS u(p, t, w, c, n)
+             SELECT s.key, u.p, u.t, u.w, u.c
+             FROM unnest($34::bigint[], $35::text[], $36::text[], $37::float8[], $38::bigint[])
+                  WITH ORDINALITY AS u(i, p, t, w, c, n)
+             JOIN s ON s.n = u.i
              ORDER BY u.n),
          a AS (
              INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
-             SELECT r.key, u.a, u.b, u.t, u.r, u.i
-             FROM r, unnest($33::text[], $34::text[], $35::bigint[], $36::text[], $37::bool[])
-                  WITH ORDINALITY AS u(a, b, t, r, i, n)
+             SELECT s.key, u.a, u.b, u.t, u.r, u.m
+             FROM unnest($39::bigint[], $40::text[], $41::text[], $42::bigint[], $43::text[],
+                         $44::bool[]) WITH ORDINALITY AS u(i, a, b, t, r, m, n)
+             JOIN s ON s.n = u.i
              ORDER BY u.n),
          c AS (
              INSERT INTO competence_stats (record_key, success_count, failure_count)
-             SELECT key, $38::bigint, $39::bigint FROM r WHERE $38::bigint IS NOT NULL)
-         SELECT key FROM r",
+             SELECT key, successes, failures FROM s WHERE successes IS NOT NULL)
+         SELECT n, key FROM s",
         &[
-            &record.id,
-            &layer(record),
-            &rank(record.sensitivity),
-            &record.confidence,
-            &record.salience,
-            &record.scope,
-            &record.status.as_str(),
-            &record.provenance.created_by,
-            &to_micros(&record.created_at),
-            &to_micros(&record.updated_at),
-            &decays_from(record, lifecycle.last_reinforced_at),
-            &record.payload.about(),
-            &searchable(&text),
-            &lifecycle.decay.curve.as_str(),
-            &lifecycle.decay.half_life_seconds,
-            &lifecycle.decay.min_salience,
-            &lifecycle.decay.max_age_seconds,
-            &lifecycle.decay.reinforcement_gain,
-            &to_micros(&lifecycle.last_reinforced_at),
-            &lifecycle.pinned,
-            &lifecycle.deletion_policy.as_str(),
-            &payload_json(&record.payload)?,
-            &record.tags,
-            &children.kinds,
-            &children.refs,
-            &children.hashes,
-            &children.sources_by,
-            &children.sources_at,
-            &children.predicates,
-            &children.targets,
-            &children.weights,
-            &children.relations_at,
-            &audit.actions,
-            &audit.actors,
-            &audit.at,
-            &audit.rationales,
-            &audit.imported,
-            &children.competence.map(|c| c.0),
-            &children.competence.map(|c| c.1),
+            &rows.ids,
+            &rows.layers,
+            &rows.sensitivities,
+            &rows.confidences,
+            &rows.saliences,
+            &rows.scopes,
+            &rows.statuses,
+            &rows.created_by,
+            &rows.created_at,
+            &rows.updated_at,
+            &rows.decays_from,
+            &rows.abouts,
+            &rows.texts,
+            &rows.curves,
+            &rows.half_lives,
+            &rows.floors,
+            &rows.max_ages,
+            &rows.gains,
+            &rows.reinforced_at,
+            &rows.pinned,
+            &rows.deletion,
+            &rows.payloads,
+            &rows.successes,
+            &rows.failures,
+            &rows.tag_of,
+            &rows.tags,
+            &rows.tag_positions,
+            &rows.source_of,
+            &c.kinds,
+            &c.refs,
+            &c.hashes,
+            &c.sources_by,
+            &c.sources_at,
+            &rows.relation_of,
+            &c.predicates,
+            &c.targets,
+            &c.weights,
+            &c.relations_at,
+            &rows.audit_of,
+            &a.actions,
+            &a.actors,
+            &a.at,
+            &a.rationales,
+            &a.imported,
         ],
     )?;
-    let Some(row) = row else {
-        return Err(StoreError::AlreadyExists(record.id.clone()));
-    };
-    let key: i64 = row.try_get(0)?;
-    raise_bounds(pg, record)?;
-    if let Some(embedding) = &record.embedding {
-        super::vectors::put(pg, key, embedding, None)?;
+    let mut keys = vec![None; records.len()];
+    for row in &stored {
+        let n: i64 = row.try_get(0)?;
+        keys[n as usize - 1] = Some(row.try_get::<_, i64>(1)?);
     }
-    Ok(key)
+    let mut stored_keys = Vec::with_capacity(records.len());
+    for (record, key) in records.iter().zip(keys) {
+        let Some(key) = key else {
+            return Err(StoreError::AlreadyExists(record.id.clone()));
+        };
+        raise_bounds(pg, record)?;
+        if let Some(embedding) = &record.embedding {
+            super::vectors::put(pg, key, embedding, None)?;
+        }
+        stored_keys.push(key);
+    }
+    Ok(stored_keys)
 }
 
 /// The working states of `thread_id` in `scope` that are not retracted,
-/// oldest first.
+/// oldest first. The thread is locked until the transaction ends, so that
+/// two writers (instances) storing its first states at once do not both
+/// find none: the lock is taken before the states are read, in a statement
+/// of its own, since a statement sees what was committed when it began.
 pub fn current_states(
     pg: &Pg,
     thread_id: &str,
     scope: Option<&str>,
 ) -> Result<Vec<CurrentState>, StoreError> {
-    pg.query(
-        "SELECT key, id, version, sensitivity FROM records
-         WHERE about = $1 AND layer = $2 AND scope IS NOT DISTINCT FROM $3
-           AND status <> 'retracted'
-         ORDER BY key",
-        &[&thread_id, &(MemoryType::Working.layer() as i64), &scope],
-    )?
-    .iter()
-    .map(|row| {
-        Ok(CurrentState {
-            key: row.try_get(0)?,
-            id: row.try_get(1)?,
-            version: row.try_get(2)?,
-            sensitivity: sensitivity_of(row.try_get(3)?)?,
+    let layer = MemoryType::Working.layer() as i64;
+    let mut answers = pg.query_all(&[
+        (
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, $2))",
+            &[&thread_id, &layer],
+        ),
+        (
+            "SELECT key, id, version, sensitivity FROM records
+             WHERE about = $1 AND layer = $2 AND scope IS NOT DISTINCT FROM $3
+               AND status <> 'retracted'
+             ORDER BY key",
+            &[&thread_id, &layer, &scope],
+        ),
+    ])?;
+    answers
+        .pop()
+        .unwrap_or_default()
+        .iter()
+        .map(|row| {
+            Ok(CurrentState {
+                key: row.try_get(0)?,
+                id: row.try_get(1)?,
+                version: row.try_get(2)?,
+                sensitivity: sensitivity_of(row.try_get(3)?)?,
+            })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// Retracts a working state a newer one replaces; `Changed` when it
@@ -188,25 +337,40 @@ pub fn retract_replaced(
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let at = to_micros(&now);
-    let updated = pg.execute(
-        "UPDATE records SET status = 'retracted', updated_at = $3,
-             search = search || engram_facets(key, layer, sensitivity, scope, 'retracted'),
-             version = version + 1
-         WHERE key = $1 AND version = $2",
-        &[&state.key, &state.version, &at],
+    // One statement: the profile, vector and audit trail change only with
+    // the row, which changes only at the version read.
+    let retracted = pg.query(
+        "WITH r AS (
+             UPDATE records SET status = 'retracted', updated_at = $3,
+                 search = search || engram_facets(key, layer, sensitivity, scope, 'retracted'),
+                 version = version + 1
+             WHERE key = $1 AND version = $2
+             RETURNING key),
+         d AS (
+             UPDATE decay_profiles SET anchor_salience = 0, anchor_at = $3, salience = 0,
+                 decays_from = CASE WHEN pinned THEN 9223372036854775807 ELSE $3 END,
+                 status = 'retracted'
+             WHERE record_key IN (SELECT key FROM r)),
+         v AS (UPDATE record_vectors SET live = FALSE WHERE record_key IN (SELECT key FROM r)),
+         a AS (
+             INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
+             SELECT r.key, $4, $5, $6, $7, $8 FROM r)
+         SELECT key FROM r",
+        &[
+            &state.key,
+            &state.version,
+            &at,
+            &entry.action.as_str(),
+            &entry.actor,
+            &to_micros(&entry.timestamp),
+            &entry.rationale,
+            &entry.imported,
+        ],
     )?;
-    if updated == 0 {
+    if retracted.is_empty() {
         return Err(StoreError::Changed(state.id.clone()));
     }
-    pg.execute(
-        "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = $2, salience = 0,
-             decays_from = CASE WHEN pinned THEN 9223372036854775807 ELSE $2 END,
-             status = 'retracted'
-         WHERE record_key = $1",
-        &[&state.key, &at],
-    )?;
-    super::vectors::retracted(pg, state.key)?;
-    append_audit(pg, state.key, std::slice::from_ref(entry))
+    Ok(())
 }
 
 /// Rewrites a record read at `version`; `Changed` when anyone changed it
@@ -362,6 +526,7 @@ fn raise_bounds(pg: &Pg, record: &MemoryRecord) -> Result<(), StoreError> {
 
 /// A record's child rows as column arrays, for statements that write them
 /// all at once.
+#[derive(Default)]
 struct Children<'a> {
     kinds: Vec<&'a str>,
     refs: Vec<&'a str>,
@@ -399,9 +564,23 @@ impl<'a> Children<'a> {
             },
         }
     }
+
+    /// Adds `more`'s provenance and relations (not its counters).
+    fn append(&mut self, more: Children<'a>) {
+        self.kinds.extend(more.kinds);
+        self.refs.extend(more.refs);
+        self.hashes.extend(more.hashes);
+        self.sources_by.extend(more.sources_by);
+        self.sources_at.extend(more.sources_at);
+        self.predicates.extend(more.predicates);
+        self.targets.extend(more.targets);
+        self.weights.extend(more.weights);
+        self.relations_at.extend(more.relations_at);
+    }
 }
 
 /// Audit entries as column arrays.
+#[derive(Default)]
 struct AuditColumns<'a> {
     actions: Vec<&'a str>,
     actors: Vec<&'a str>,
@@ -419,6 +598,14 @@ impl<'a> AuditColumns<'a> {
             rationales: entries.iter().map(|e| e.rationale.as_str()).collect(),
             imported: entries.iter().map(|e| e.imported).collect(),
         }
+    }
+
+    fn append(&mut self, more: AuditColumns<'a>) {
+        self.actions.extend(more.actions);
+        self.actors.extend(more.actors);
+        self.at.extend(more.at);
+        self.rationales.extend(more.rationales);
+        self.imported.extend(more.imported);
     }
 }
 

@@ -105,14 +105,6 @@ pub fn after_update(
     Ok(())
 }
 
-pub fn retracted(pg: &Pg, key: i64) -> Result<(), StoreError> {
-    pg.execute(
-        "UPDATE record_vectors SET live = FALSE WHERE record_key = $1",
-        &[&key],
-    )?;
-    Ok(())
-}
-
 pub fn to_embed(
     pg: &Pg,
     after_key: i64,

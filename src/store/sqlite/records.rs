@@ -16,6 +16,15 @@ use crate::domain::record::{
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::{CurrentState, Loaded, SalienceChange, StoreError, Version};
 
+/// Stores new records in order, one at a time (statements cost no round
+/// trip here); answers their keys.
+pub fn insert_records(
+    conn: &Connection,
+    records: &[&MemoryRecord],
+) -> Result<Vec<i64>, StoreError> {
+    records.iter().map(|r| insert_record(conn, r)).collect()
+}
+
 /// Stores a new record with all its parts. `AlreadyExists` when the id is
 /// taken.
 pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, StoreError> {
