@@ -95,11 +95,20 @@ impl Handler<Ingest> for Ingestor {
         Box::pin(async move {
             match service::ingest::only_added(&caller, candidate?)? {
                 Ok(record) => writer.insert(record).await,
-                Err(candidate) => {
-                    writer
-                        .write(move |tx| service::ingest::ingest(tx, &caller, now, candidate))
-                        .await
-                }
+                Err(candidate) => match service::ingest::new_state(candidate) {
+                    Ok((thread, record)) => {
+                        writer
+                            .write_then_insert(thread, move |tx| {
+                                service::ingest::prepare_new(tx, &caller, now, record)
+                            })
+                            .await
+                    }
+                    Err(candidate) => {
+                        writer
+                            .write(move |tx| service::ingest::ingest(tx, &caller, now, candidate))
+                            .await
+                    }
+                },
             }
         })
     }

@@ -113,6 +113,20 @@ trait WriteJob: Send {
     }
     /// Its record was stored, or why not.
     fn stored(&mut self, _result: Result<(), ServiceError>) {}
+    /// Whether running it may look up `waiting`, a record still to be
+    /// stored with the others of the transaction: then they are stored
+    /// first. Work of any kind may look up a thread's current state, and
+    /// nothing else finds a new record, whose id is known to no one until
+    /// the transaction commits.
+    fn may_read(&self, waiting: &MemoryRecord) -> bool {
+        waiting.payload.thread().is_some()
+    }
+    /// Whether its record is all it writes: when storing the record
+    /// fails, the job fails alone. Otherwise the transaction is undone,
+    /// since the job's other changes are committed or undone with it.
+    fn record_alone(&self) -> bool {
+        true
+    }
     /// Runs the work; false when it failed and its changes must be undone.
     fn run(&mut self, tx: &mut dyn Transaction) -> bool;
     /// Sends the answer: the work's result if the transaction committed.
@@ -163,8 +177,12 @@ impl<T: Send> WriteJob for PendingWrite<T> {
     }
 }
 
-/// A new record to store, with the others of its transaction.
+/// A new record to store, with the others of its transaction: given, or
+/// made by work that runs first (and may change other rows).
 struct PendingInsert {
+    work: Option<Work<MemoryRecord>>,
+    /// The thread whose states the work looks up.
+    thread: Option<String>,
     record: Option<MemoryRecord>,
     deadline: Instant,
     result: Option<Result<(), ServiceError>>,
@@ -184,8 +202,28 @@ impl WriteJob for PendingInsert {
         self.result = Some(result);
     }
 
-    fn run(&mut self, _tx: &mut dyn Transaction) -> bool {
-        true
+    fn may_read(&self, waiting: &MemoryRecord) -> bool {
+        self.thread.is_some() && self.thread.as_deref() == waiting.payload.thread()
+    }
+
+    fn record_alone(&self) -> bool {
+        self.thread.is_none()
+    }
+
+    fn run(&mut self, tx: &mut dyn Transaction) -> bool {
+        let Some(work) = self.work.take() else {
+            return true;
+        };
+        match run_guarded(work, tx) {
+            Ok(record) => {
+                self.record = Some(record);
+                true
+            }
+            Err(e) => {
+                self.result = Some(Err(e));
+                false
+            }
+        }
     }
 
     fn finish(self: Box<Self>, commit: Result<(), String>) {
@@ -336,12 +374,41 @@ impl StorageWriter {
     pub async fn insert(&self, record: MemoryRecord) -> Result<MemoryRecord, ServiceError> {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingInsert {
+            work: None,
+            thread: None,
             record: Some(record),
             deadline: Instant::now() + self.timeout,
             result: None,
             reply,
         });
         self.submit(self.least_busy(), job, answer).await
+    }
+
+    /// Runs `work` on the first writer, as [`StorageWriter::write`] does,
+    /// then stores the new record it answers with the other new records of
+    /// its transaction. `work` looks up working states of `thread` only;
+    /// later work that may look up the record finds it stored. When
+    /// storing the record fails, the whole transaction is undone with
+    /// `work`'s other changes (and every write in it answered
+    /// `Unavailable`): `work` is to answer a record that can be stored.
+    pub async fn write_then_insert<F>(
+        &self,
+        thread: String,
+        work: F,
+    ) -> Result<MemoryRecord, ServiceError>
+    where
+        F: FnOnce(&mut dyn Transaction) -> Result<MemoryRecord, ServiceError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(PendingInsert {
+            work: Some(Box::new(work)),
+            thread: Some(thread),
+            record: None,
+            deadline: Instant::now() + self.timeout,
+            result: None,
+            reply,
+        });
+        self.submit(&self.lanes[0], job, answer).await
     }
 
     fn least_busy(&self) -> &Lane {
@@ -501,33 +568,52 @@ fn commit_batch(
 ) -> Result<(), String> {
     conn.begin().map_err(|e| e.to_string())?;
     let now = Instant::now();
-    // New records are stored together after the other jobs: none of those
-    // can refer to them, since a new record's id is known to no one but
-    // the writer until the transaction commits.
-    let mut inserts = Vec::new();
+    // New records are stored together after the other jobs, or before the
+    // first job that may look one of them up.
+    let mut waiting = Vec::new();
     let mut step = Ok(());
-    for (i, job) in batch.iter_mut().enumerate() {
-        if job.expired(now) {
+    for i in 0..batch.len() {
+        if batch[i].expired(now) {
             continue;
         }
-        if job.record().is_some() {
-            inserts.push(i);
+        if batch[i].record().is_some() {
+            waiting.push(i);
             continue;
         }
-        step = conn.savepoint().and_then(|()| {
-            if job.run(conn.transaction()) {
-                conn.release()
-            } else {
-                conn.rollback_to_savepoint()
+        let job = &batch[i];
+        if waiting
+            .iter()
+            .any(|&w| batch[w].record().is_some_and(|r| job.may_read(r)))
+        {
+            step = insert_together(conn, batch, &waiting).map_err(|e| e.to_string());
+            waiting.clear();
+            if step.is_err() {
+                break;
             }
-        });
+        }
+        let job = &mut batch[i];
+        step = conn
+            .savepoint()
+            .and_then(|()| {
+                if job.run(conn.transaction()) {
+                    conn.release()
+                } else {
+                    conn.rollback_to_savepoint()
+                }
+            })
+            .map_err(|e| e.to_string());
         if step.is_err() {
             break;
         }
+        if job.record().is_some() {
+            waiting.push(i);
+        }
     }
-    if let Err(e) = step.and_then(|()| insert_together(conn, batch, &inserts)) {
+    if let Err(e) =
+        step.and_then(|()| insert_together(conn, batch, &waiting).map_err(|e| e.to_string()))
+    {
         conn.rollback();
-        return Err(e.to_string());
+        return Err(e);
     }
     conn.commit().map_err(|e| {
         conn.rollback();
@@ -576,7 +662,10 @@ fn insert_together(
         }
     };
     for (&i, result) in waiting.iter().zip(results) {
-        batch[i].stored(result.map_err(ServiceError::from));
+        match result {
+            Err(e) if !batch[i].record_alone() => return Err(e),
+            result => batch[i].stored(result.map_err(ServiceError::from)),
+        }
     }
     Ok(())
 }
@@ -697,6 +786,128 @@ mod tests {
         assert_eq!(b.await.unwrap().unwrap().id, "b");
         writer.shutdown();
         assert!(stored(&readers, "a") && stored(&readers, "b"));
+    }
+
+    fn state(id: &str, thread: &str) -> MemoryRecord {
+        let new: NewRecord = serde_json::from_value(serde_json::json!({
+            "id": id, "type": "working", "sensitivity": "low",
+            "payload": {"kind": "working", "thread_id": thread, "state": "executing"}
+        }))
+        .unwrap();
+        new.into_record(
+            &Policy::default(),
+            &crate::domain::record::Attribution::new("t", "test"),
+            chrono::Utc::now(),
+            || unreachable!(),
+        )
+        .unwrap()
+    }
+
+    type Job<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ServiceError>>>>;
+
+    /// Queues `jobs` in order, each behind the one before.
+    async fn queue_in_order<T: 'static>(
+        writer: &StorageWriter,
+        jobs: Vec<Job<T>>,
+    ) -> Vec<actix_web::rt::task::JoinHandle<Result<T, ServiceError>>> {
+        let mut handles = Vec::new();
+        for job in jobs {
+            let before = writer.queue_depth();
+            handles.push(actix_web::rt::spawn(job));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while writer.queue_depth() == before {
+                assert!(Instant::now() < deadline, "a job was never queued");
+                actix_web::rt::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        handles
+    }
+
+    #[actix_web::test]
+    async fn a_state_written_after_its_work_is_found_by_later_work_on_its_thread() {
+        use crate::domain::record::{AuditAction, Sensitivity};
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, readers) = writer_on(&dir, 16, Duration::from_secs(30));
+        let (release, held) = hold(&writer).await;
+        let then_insert = |id: &'static str, thread: &'static str| {
+            let writer = writer.clone();
+            Box::pin(async move {
+                writer
+                    .write_then_insert(thread.to_string(), move |_| Ok(state(id, thread)))
+                    .await
+                    .map(|r| vec![r.id])
+            }) as Job<Vec<String>>
+        };
+        let looked_up = {
+            let writer = writer.clone();
+            Box::pin(async move {
+                writer
+                    .write(|tx| {
+                        let by = crate::domain::record::Attribution::new("t", "replaced");
+                        let now = chrono::Utc::now();
+                        Ok(tx.retract_current_states(
+                            "t",
+                            None,
+                            Sensitivity::Hyper,
+                            &by.entry(AuditAction::Revise, now),
+                            now,
+                        )?)
+                    })
+                    .await
+            }) as Job<Vec<String>>
+        };
+        let jobs = vec![then_insert("s1", "t"), then_insert("s2", "u"), looked_up];
+        let handles = queue_in_order(&writer, jobs).await;
+        release.send(()).unwrap();
+        held.await.unwrap();
+        let mut answers = Vec::new();
+        for handle in handles {
+            answers.push(handle.await.unwrap().unwrap());
+        }
+        assert_eq!(
+            answers,
+            [
+                vec!["s1".to_string()],
+                vec!["s2".to_string()],
+                vec!["s1".to_string()]
+            ]
+        );
+        writer.shutdown();
+        assert!(stored(&readers, "s1") && stored(&readers, "s2"));
+    }
+
+    #[actix_web::test]
+    async fn a_state_whose_record_cannot_be_stored_undoes_its_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, readers) = writer_on(&dir, 16, Duration::from_secs(30));
+        writer.insert(record("taken")).await.unwrap();
+        let (release, held) = hold(&writer).await;
+        let prepared = {
+            let writer = writer.clone();
+            Box::pin(async move {
+                writer
+                    .write_then_insert("t".to_string(), |tx| {
+                        tx.insert_record(&record("changed"))?;
+                        Ok(state("taken", "t"))
+                    })
+                    .await
+            }) as Job<MemoryRecord>
+        };
+        let plain = {
+            let writer = writer.clone();
+            Box::pin(async move { writer.insert(record("a")).await }) as Job<MemoryRecord>
+        };
+        let handles = queue_in_order(&writer, vec![prepared, plain]).await;
+        release.send(()).unwrap();
+        held.await.unwrap();
+        for handle in handles {
+            assert!(matches!(
+                handle.await.unwrap(),
+                Err(ServiceError::Unavailable(_))
+            ));
+        }
+        writer.shutdown();
+        assert!(!stored(&readers, "changed") && !stored(&readers, "a"));
     }
 
     /// Waits until a write is queued.

@@ -48,6 +48,19 @@ impl Candidate {
             Candidate::Outcome(_) => false,
         }
     }
+
+    /// Whether storing it may read `record`, a new record written before
+    /// it in the same transaction: an outcome reads its episode, a working
+    /// state its thread's current state. Nothing else looks a new record
+    /// up, since its id is known to no one until the transaction commits.
+    pub fn may_read(&self, record: &MemoryRecord) -> bool {
+        match self {
+            Candidate::Outcome(_) => true,
+            Candidate::Create(new) => {
+                new.payload.thread().is_some() && new.payload.thread() == record.payload.thread()
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

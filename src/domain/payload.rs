@@ -394,6 +394,14 @@ impl Payload {
         }
     }
 
+    /// The thread of a working state.
+    pub fn thread(&self) -> Option<&str> {
+        match self {
+            Payload::Working(p) => Some(&p.thread_id),
+            _ => None,
+        }
+    }
+
     /// Field rules the JSON shape alone cannot express: required strings
     /// not blank, the size limits, plan edges that name existing nodes.
     pub fn validate(&self) -> Validated<()> {

@@ -69,11 +69,15 @@ impl TrustContext {
     }
 
     pub fn allows_parts(&self, sensitivity: Sensitivity, scope: Option<&str>) -> bool {
-        sensitivity <= self.max_sensitivity
-            && match scope {
-                None => true,
-                Some(scope) => self.every_scope() || self.scopes.iter().any(|s| s == scope),
-            }
+        sensitivity <= self.max_sensitivity && self.allows_scope(scope)
+    }
+
+    /// Whether records in `scope` are visible, sensitivity aside.
+    pub fn allows_scope(&self, scope: Option<&str>) -> bool {
+        match scope {
+            None => true,
+            Some(scope) => self.every_scope() || self.scopes.iter().any(|s| s == scope),
+        }
     }
 
     /// Every scope is visible.

@@ -43,13 +43,35 @@ fn prepare(
     candidate: Candidate,
 ) -> Result<Prepared, ServiceError> {
     match candidate {
-        Candidate::Create(mut record) => {
-            place_new(caller, "", &mut record)?;
-            check_embedding(tx, "embedding", record.embedding.as_ref())?;
-            supersede_current_state(tx, caller, now, &mut record)?;
-            Ok(Prepared::New(*record))
-        }
+        Candidate::Create(record) => prepare_new(tx, caller, now, record).map(Prepared::New),
         Candidate::Outcome(update) => record_outcome(tx, caller, now, &update).map(Prepared::Done),
+    }
+}
+
+/// A new record placed for `caller`, with the thread's state it
+/// supersedes retracted: all but storing it.
+pub fn prepare_new(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    mut record: Box<MemoryRecord>,
+) -> Result<MemoryRecord, ServiceError> {
+    place_new(caller, "", &mut record)?;
+    check_embedding(tx, "embedding", record.embedding.as_ref())?;
+    supersede_current_state(tx, caller, now, &mut record)?;
+    Ok(*record)
+}
+
+/// A working state without a vector, as its thread and record: the writer
+/// runs [`prepare_new`] and stores the record with the other new records
+/// of its transaction. Any other candidate is handed back.
+pub fn new_state(candidate: Candidate) -> Result<(String, Box<MemoryRecord>), Candidate> {
+    match candidate {
+        Candidate::Create(record) if record.embedding.is_none() => match record.payload.thread() {
+            Some(thread) => Ok((thread.to_string(), record)),
+            None => Err(Candidate::Create(record)),
+        },
+        other => Err(other),
     }
 }
 
@@ -102,15 +124,7 @@ pub fn ingest_batch(
 
 /// Whether storing `candidate` may read a record still waiting.
 fn reads_waiting(candidate: &Candidate, stored: &[MemoryRecord], waiting: &[usize]) -> bool {
-    match candidate {
-        Candidate::Outcome(_) => !waiting.is_empty(),
-        Candidate::Create(record) => match &record.payload {
-            Payload::Working(state) => waiting.iter().any(|&i| {
-                matches!(&stored[i].payload, Payload::Working(w) if w.thread_id == state.thread_id)
-            }),
-            _ => false,
-        },
-    }
+    waiting.iter().any(|&i| candidate.may_read(&stored[i]))
 }
 
 /// Stores the records of the `waiting` items of `stored`.
@@ -156,7 +170,7 @@ pub fn create_record(
 
 /// A thread has one current working state (per scope): a new one
 /// supersedes the one it has, so retrieval shows the latest and `history`
-/// how it got there. States the caller may not see are left alone.
+/// how it got there.
 fn supersede_current_state(
     tx: &mut dyn Transaction,
     caller: &Caller,
@@ -166,26 +180,32 @@ fn supersede_current_state(
     let Payload::Working(state) = &record.payload else {
         return Ok(());
     };
-    let thread = state.thread_id.clone();
-    for current in tx.current_states(&thread, record.scope.as_deref())? {
-        if !caller
-            .trust
-            .allows_parts(current.sensitivity, record.scope.as_deref())
-        {
-            continue;
-        }
-        let actor = match &record.provenance.created_by {
-            Some(claimed) => caller.actor(claimed),
-            None => format!("{RESERVED_ACTOR_PREFIX}ingest"),
-        };
-        let by = Attribution::new(
-            actor,
-            format!("superseded by a newer working state of thread {thread}"),
-        );
-        // What a supersede revision does, without reading the old state
-        // whole: retracting it changes its row and audit trail only.
-        tx.retract_replaced(&current, &by.entry(AuditAction::Revise, now), now)?;
-        revision::link_to_superseded(record, &current.id, &by, now);
+    // States the caller may not see are left alone.
+    if !caller.trust.allows_scope(record.scope.as_deref()) {
+        return Ok(());
+    }
+    let actor = match &record.provenance.created_by {
+        Some(claimed) => caller.actor(claimed),
+        None => format!("{RESERVED_ACTOR_PREFIX}ingest"),
+    };
+    let by = Attribution::new(
+        actor,
+        format!(
+            "superseded by a newer working state of thread {}",
+            state.thread_id
+        ),
+    );
+    // What a supersede revision does, without reading the old states
+    // whole: retracting them changes their rows and audit trails only.
+    let replaced = tx.retract_current_states(
+        &state.thread_id,
+        record.scope.as_deref(),
+        caller.trust.max_sensitivity,
+        &by.entry(AuditAction::Revise, now),
+        now,
+    )?;
+    for id in &replaced {
+        revision::link_to_superseded(record, id, &by, now);
     }
     Ok(())
 }

@@ -47,21 +47,15 @@ macro_rules! delegate_transaction {
                 records::load_records(self, keys, now)
             }
 
-            fn current_states(
+            fn retract_current_states(
                 &mut self,
                 thread_id: &str,
                 scope: Option<&str>,
-            ) -> Result<Vec<CurrentState>, StoreError> {
-                records::current_states(self, thread_id, scope)
-            }
-
-            fn retract_replaced(
-                &mut self,
-                state: &CurrentState,
+                up_to: Sensitivity,
                 entry: &AuditEntry,
                 now: Timestamp,
-            ) -> Result<(), StoreError> {
-                records::retract_replaced(self, state, entry, now)
+            ) -> Result<Vec<String>, StoreError> {
+                records::retract_current_states(self, thread_id, scope, up_to, entry, now)
             }
 
             fn record_visibility(
@@ -715,17 +709,6 @@ pub struct Version {
     pub audit_len: usize,
 }
 
-/// A working state that is its thread's current one, as far as needed to
-/// replace it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CurrentState {
-    pub key: i64,
-    pub id: String,
-    /// The version number it was read at.
-    pub version: i64,
-    pub sensitivity: Sensitivity,
-}
-
 /// A record the embedder is to make a vector for: its search text, as of
 /// the row version read.
 #[derive(Debug, Clone, PartialEq)]
@@ -952,23 +935,21 @@ pub trait Transaction {
         &mut self,
         id: &str,
     ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError>;
-    /// The working states of `thread_id` in `scope` that are not
-    /// retracted, oldest first.
-    fn current_states(
+    /// Retracts the working states of `thread_id` in `scope` that are not
+    /// retracted and at most `up_to` sensitive, because a newer one
+    /// replaces them: salience 0 from `now`, status retracted, `entry`
+    /// appended, the rest as it was (a working state's payload has no
+    /// status of its own). Answers their ids, oldest first. Where several
+    /// writers share the database, the thread stays locked until the
+    /// transaction ends.
+    fn retract_current_states(
         &mut self,
         thread_id: &str,
         scope: Option<&str>,
-    ) -> Result<Vec<CurrentState>, StoreError>;
-    /// Retracts a current working state because a newer one replaces it:
-    /// salience 0 from `now`, status retracted, `entry` appended, the rest
-    /// as it was (a working state's payload has no status of its own).
-    /// `Changed` when it changed since it was read.
-    fn retract_replaced(
-        &mut self,
-        state: &CurrentState,
+        up_to: Sensitivity,
         entry: &AuditEntry,
         now: Timestamp,
-    ) -> Result<(), StoreError>;
+    ) -> Result<Vec<String>, StoreError>;
     /// Stores a new record with all its parts, its vector too when it
     /// carries one; `AlreadyExists` when the id is taken, `Dimensions` when
     /// the vector does not fit the database's.

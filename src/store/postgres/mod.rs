@@ -38,9 +38,9 @@ use tokio_postgres::{NoTls, Row, Statement};
 use std::collections::BTreeSet;
 
 use super::{
-    CurrentState, DecayChange, DecayRow, Embedded, FieldVersion, JobClaim, JobRunRecord,
-    JobSetting, Loaded, MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed,
-    TopicDecay, TopicEdge, Transaction, Version, WriteConnection,
+    DecayChange, DecayRow, Embedded, FieldVersion, JobClaim, JobRunRecord, JobSetting, Loaded,
+    MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay,
+    TopicEdge, Transaction, Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
 use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};

@@ -16,7 +16,7 @@ use crate::domain::record::{
 };
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{CurrentState, Loaded, SalienceChange, StoreError, Version};
+use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
 /// The moment from which a record's stored salience, set at `at`, decays.
 fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
@@ -289,88 +289,69 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
     Ok(stored_keys)
 }
 
-/// The working states of `thread_id` in `scope` that are not retracted,
-/// oldest first. The thread is locked until the transaction ends, so that
-/// two writers (instances) storing its first states at once do not both
-/// find none: the lock is taken before the states are read, in a statement
-/// of its own, since a statement sees what was committed when it began.
-pub fn current_states(
+/// Retracts the working states of `thread_id` in `scope` that are not
+/// retracted and at most `up_to` sensitive, as a newer state replaces
+/// them; answers their ids, oldest first.
+///
+/// The thread is locked until the transaction ends, so that two writers
+/// (instances) storing its first states at once do not both find none.
+/// The lock is taken in a statement before the one that retracts, since a
+/// statement sees what was committed when it began; both go in one round
+/// trip. The retraction is one statement: the profile, vector and audit
+/// trail change with the rows.
+pub fn retract_current_states(
     pg: &Pg,
     thread_id: &str,
     scope: Option<&str>,
-) -> Result<Vec<CurrentState>, StoreError> {
+    up_to: Sensitivity,
+    entry: &AuditEntry,
+    now: Timestamp,
+) -> Result<Vec<String>, StoreError> {
     let layer = MemoryType::Working.layer() as i64;
+    let at = to_micros(&now);
     let mut answers = pg.query_all(&[
         (
             "SELECT pg_advisory_xact_lock(hashtextextended($1, $2))",
             &[&thread_id, &layer],
         ),
         (
-            "SELECT key, id, version, sensitivity FROM records
-             WHERE about = $1 AND layer = $2 AND scope IS NOT DISTINCT FROM $3
-               AND status <> 'retracted'
-             ORDER BY key",
-            &[&thread_id, &layer, &scope],
+            "WITH r AS (
+                 UPDATE records SET status = 'retracted', updated_at = $5,
+                     search = search || engram_facets(key, layer, sensitivity, scope, 'retracted'),
+                     version = version + 1
+                 WHERE about = $1 AND layer = $2 AND scope IS NOT DISTINCT FROM $3
+                   AND status <> 'retracted' AND sensitivity <= $4
+                 RETURNING key, id),
+             d AS (
+                 UPDATE decay_profiles SET anchor_salience = 0, anchor_at = $5, salience = 0,
+                     decays_from = CASE WHEN pinned THEN 9223372036854775807 ELSE $5 END,
+                     status = 'retracted'
+                 WHERE record_key IN (SELECT key FROM r)),
+             v AS (UPDATE record_vectors SET live = FALSE WHERE record_key IN (SELECT key FROM r)),
+             a AS (
+                 INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
+                 SELECT r.key, $6, $7, $8, $9, $10 FROM r)
+             SELECT id FROM r ORDER BY key",
+            &[
+                &thread_id,
+                &layer,
+                &scope,
+                &rank(up_to),
+                &at,
+                &entry.action.as_str(),
+                &entry.actor,
+                &to_micros(&entry.timestamp),
+                &entry.rationale,
+                &entry.imported,
+            ],
         ),
     ])?;
     answers
         .pop()
         .unwrap_or_default()
         .iter()
-        .map(|row| {
-            Ok(CurrentState {
-                key: row.try_get(0)?,
-                id: row.try_get(1)?,
-                version: row.try_get(2)?,
-                sensitivity: sensitivity_of(row.try_get(3)?)?,
-            })
-        })
+        .map(|row| Ok(row.try_get(0)?))
         .collect()
-}
-
-/// Retracts a working state a newer one replaces; `Changed` when it
-/// changed since it was read.
-pub fn retract_replaced(
-    pg: &Pg,
-    state: &CurrentState,
-    entry: &AuditEntry,
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    let at = to_micros(&now);
-    // One statement: the profile, vector and audit trail change only with
-    // the row, which changes only at the version read.
-    let retracted = pg.query(
-        "WITH r AS (
-             UPDATE records SET status = 'retracted', updated_at = $3,
-                 search = search || engram_facets(key, layer, sensitivity, scope, 'retracted'),
-                 version = version + 1
-             WHERE key = $1 AND version = $2
-             RETURNING key),
-         d AS (
-             UPDATE decay_profiles SET anchor_salience = 0, anchor_at = $3, salience = 0,
-                 decays_from = CASE WHEN pinned THEN 9223372036854775807 ELSE $3 END,
-                 status = 'retracted'
-             WHERE record_key IN (SELECT key FROM r)),
-         v AS (UPDATE record_vectors SET live = FALSE WHERE record_key IN (SELECT key FROM r)),
-         a AS (
-             INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
-             SELECT r.key, $4, $5, $6, $7, $8 FROM r)
-         SELECT key FROM r",
-        &[
-            &state.key,
-            &state.version,
-            &at,
-            &entry.action.as_str(),
-            &entry.actor,
-            &to_micros(&entry.timestamp),
-            &entry.rationale,
-            &entry.imported,
-        ],
-    )?;
-    if retracted.is_empty() {
-        return Err(StoreError::Changed(state.id.clone()));
-    }
-    Ok(())
 }
 
 /// Rewrites a record read at `version`; `Changed` when anyone changed it

@@ -28,9 +28,9 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, ErrorCode};
 
 use super::{
-    CurrentState, DecayChange, DecayRow, Embedded, FieldVersion, JobClaim, JobRunRecord,
-    JobSetting, Loaded, MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed,
-    TopicDecay, TopicEdge, Transaction, Version, WriteConnection,
+    DecayChange, DecayRow, Embedded, FieldVersion, JobClaim, JobRunRecord, JobSetting, Loaded,
+    MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay,
+    TopicEdge, Transaction, Version, WriteConnection,
 };
 use crate::domain::access::ApiKey;
 use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};

@@ -14,7 +14,7 @@ use crate::domain::record::{
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{CurrentState, Loaded, SalienceChange, StoreError, Version};
+use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
 /// Stores new records in order, one at a time (statements cost no round
 /// trip here); answers their keys.
@@ -76,60 +76,48 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     Ok(key)
 }
 
-/// The working states of `thread_id` in `scope` that are not retracted,
-/// oldest first.
-pub fn current_states(
+/// Retracts the working states of `thread_id` in `scope` that are not
+/// retracted and at most `up_to` sensitive, as a newer state replaces
+/// them: salience 0 from `now` on, status retracted, `entry` appended;
+/// nothing else about them changes. Answers their ids, oldest first.
+pub fn retract_current_states(
     conn: &Connection,
     thread_id: &str,
     scope: Option<&str>,
-) -> Result<Vec<CurrentState>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT r.key, r.id, r.version, r.sensitivity
-         FROM records r
-         WHERE r.about = ?1 AND r.layer = ?2 AND r.scope IS ?3 AND r.status <> 'retracted'
-         ORDER BY r.key",
-    )?;
-    let mut rows = stmt.query(params![thread_id, MemoryType::Working.layer(), scope])?;
-    let mut states = Vec::new();
-    while let Some(row) = rows.next()? {
-        states.push(CurrentState {
-            key: row.get(0)?,
-            id: row.get(1)?,
-            version: row.get(2)?,
-            sensitivity: sensitivity_of(row.get(3)?)?,
-        });
-    }
-    Ok(states)
-}
-
-/// Retracts the working state `state` as a newer one replaces it:
-/// salience 0 from `now` on, status retracted, `entry` appended; nothing
-/// else about it changes. `Changed` when it changed since it was read.
-pub fn retract_replaced(
-    conn: &Connection,
-    state: &CurrentState,
+    up_to: Sensitivity,
     entry: &AuditEntry,
     now: Timestamp,
-) -> Result<(), StoreError> {
-    let at = to_micros(&now);
-    let updated = conn
+) -> Result<Vec<String>, StoreError> {
+    let states = conn
         .prepare_cached(
-            "UPDATE records SET salience = 0, status = 'retracted', updated_at = ?3,
-                 decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = ?1)
-                                    THEN 9223372036854775807 ELSE ?3 END,
-                 version = version + 1
-             WHERE key = ?1 AND version = ?2",
+            "SELECT key, id FROM records
+             WHERE about = ?1 AND layer = ?2 AND scope IS ?3 AND status <> 'retracted'
+               AND sensitivity <= ?4
+             ORDER BY key",
         )?
-        .execute(params![state.key, state.version, at])?;
-    if updated == 0 {
-        return Err(StoreError::Changed(state.id.clone()));
+        .query_map(
+            params![thread_id, MemoryType::Working.layer(), scope, up_to.rank()],
+            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
+        )?
+        .collect::<Result<Vec<_>, _>>()?;
+    let at = to_micros(&now);
+    for (key, _) in &states {
+        conn.prepare_cached(
+            "UPDATE records SET salience = 0, status = 'retracted', updated_at = ?2,
+                 decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = ?1)
+                                    THEN 9223372036854775807 ELSE ?2 END,
+                 version = version + 1
+             WHERE key = ?1",
+        )?
+        .execute(params![key, at])?;
+        conn.prepare_cached(
+            "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = ?2 WHERE record_key = ?1",
+        )?
+        .execute(params![key, at])?;
+        super::vectors::retracted(conn, *key)?;
+        append_audit(conn, *key, std::slice::from_ref(entry))?;
     }
-    conn.prepare_cached(
-        "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = ?2 WHERE record_key = ?1",
-    )?
-    .execute(params![state.key, at])?;
-    super::vectors::retracted(conn, state.key)?;
-    append_audit(conn, state.key, std::slice::from_ref(entry))
+    Ok(states.into_iter().map(|(_, id)| id).collect())
 }
 
 /// Rewrites a record read at `version` to match `record`, moving the
