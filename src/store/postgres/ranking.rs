@@ -166,21 +166,96 @@ impl Conditions {
         {
             return;
         }
-        let args = [
-            self.param(layers),
-            self.param(sensitivity),
-            self.param(query.scopes.clone()),
-            self.param(query.include_retracted),
-            self.param(window.map(|w| w.oldest)),
-            self.param(window.map(|w| w.newest)),
-            self.param(window.is_some_and(|w| w.bits == ERA_BITS)),
-        ];
-        // A subquery, as the words' query (see `any_of`).
-        self.and(&format!(
-            "r.search @@ (SELECT engram_visible({}::bigint[], {}::bigint, {}::text[], \
-             {}::boolean, {}::bigint, {}::bigint, {}::boolean))",
-            args[0], args[1], args[2], args[3], args[4], args[5], args[6]
-        ));
+        let tokens = visible_tokens(
+            &layers,
+            sensitivity,
+            query.scopes.as_deref(),
+            query.include_retracted,
+            window,
+        );
+        if let Some(tokens) = tokens {
+            // A subquery, as the words' query (see `any_of`).
+            let p = self.param(tokens);
+            self.and(&format!("r.search @@ (SELECT ({p}::text)::tsquery)"));
+        }
+    }
+}
+
+/// The facet tokens of [`Conditions::facets`] as a search query's text:
+/// those `engram_facets` gives a record that the caller may see (its
+/// `layers`, sensitivities up to `max_sensitivity`, `scopes` and the
+/// unscoped, or any scope when `None`; not retracted unless
+/// `with_retracted`) in `window`. `None` when nothing narrows. The same
+/// query as schema version 1's `engram_visible`, made here: that PL/pgSQL
+/// function cost about 0.5 ms a statement. It stays in the schema for
+/// instances of earlier versions during a rolling upgrade.
+fn visible_tokens(
+    layers: &[i64],
+    max_sensitivity: i64,
+    scopes: Option<&[String]>,
+    with_retracted: bool,
+    window: Option<Window>,
+) -> Option<String> {
+    fn any(tokens: impl Iterator<Item = String>) -> String {
+        let quoted: Vec<String> = tokens.map(|t| format!("'{t}'")).collect();
+        if quoted.is_empty() {
+            return "'L none'".to_string();
+        }
+        format!("({})", quoted.join(" | "))
+    }
+    let mut parts = Vec::new();
+    if layers.len() < MemoryType::ALL.len() {
+        parts.push(any(layers.iter().map(|l| format!("L {l}"))));
+    }
+    let sensitivities = 0..=max_sensitivity;
+    match (scopes, window) {
+        (Some(scopes), window) => {
+            let scopes: Vec<String> = scopes
+                .iter()
+                .map(|s| scope_token(Some(s)))
+                .chain(std::iter::once(scope_token(None)))
+                .collect();
+            let facets = |prefix: &str| -> Vec<String> {
+                sensitivities
+                    .clone()
+                    .flat_map(|v| scopes.iter().map(move |s| format!("{prefix}{v} {s}")))
+                    .collect()
+            };
+            parts.push(match window {
+                Some(w) => {
+                    let kind = if w.bits == ERA_BITS { "EW" } else { "EV" };
+                    any((w.oldest..=w.newest)
+                        .flat_map(|e| facets(&format!("{kind} {e} ")).into_iter()))
+                }
+                None => any(facets("V ").into_iter()),
+            });
+        }
+        (None, _) if max_sensitivity < Sensitivity::Hyper.rank() as i64 => {
+            parts.push(format!("'V {max_sensitivity}'"));
+        }
+        (None, _) => {}
+    }
+    if !with_retracted {
+        parts.push("!'R -'".to_string());
+    }
+    if let (None, Some(w)) = (scopes, window) {
+        if w.bits != ERA_BITS {
+            parts.push(any((w.oldest..=w.newest).map(|e| format!("E {e}"))));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" & "))
+}
+
+/// A scope as the facets name it: the first 16 hex digits of its MD5,
+/// `-` for none (`engram_facets`).
+fn scope_token(scope: Option<&str>) -> String {
+    use md5::{Digest, Md5};
+    match scope {
+        None => "-".to_string(),
+        Some(scope) => Md5::digest(scope.as_bytes())[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
     }
 }
 
@@ -937,6 +1012,53 @@ fn ranked(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The facets of the records a caller may see, as `engram_visible`
+    /// (schema version 1) wrote them: the same tokens.
+    #[test]
+    fn visible_tokens_name_the_facets_a_caller_may_see() {
+        let all = [0, 1, 2, 3, 4];
+        assert_eq!(visible_tokens(&all, 4, None, true, None), None);
+        assert_eq!(
+            visible_tokens(&[0, 2], 4, None, true, None).as_deref(),
+            Some("('L 0' | 'L 2')")
+        );
+        assert_eq!(
+            visible_tokens(&[], 0, None, false, None).as_deref(),
+            Some("'L none' & 'V 0' & !'R -'")
+        );
+        let epochs = Window {
+            oldest: 3,
+            newest: 4,
+            bits: EPOCH_BITS,
+        };
+        assert_eq!(
+            visible_tokens(&all, 2, None, false, Some(epochs)).as_deref(),
+            Some("'V 2' & !'R -' & ('E 3' | 'E 4')")
+        );
+        let scopes = ["project-alpha".to_string()];
+        assert_eq!(
+            visible_tokens(&[1], 1, Some(&scopes), true, Some(epochs)).as_deref(),
+            Some(
+                "('L 1') & ('EV 3 0 e89cb74df0069d47' | 'EV 3 0 -' | 'EV 3 1 e89cb74df0069d47' \
+                 | 'EV 3 1 -' | 'EV 4 0 e89cb74df0069d47' | 'EV 4 0 -' \
+                 | 'EV 4 1 e89cb74df0069d47' | 'EV 4 1 -')"
+            )
+        );
+        let eras = Window {
+            oldest: 1,
+            newest: 1,
+            bits: ERA_BITS,
+        };
+        assert_eq!(
+            visible_tokens(&all, 0, Some(&[]), false, Some(eras)).as_deref(),
+            Some("('EW 1 0 -') & !'R -'")
+        );
+        assert_eq!(
+            visible_tokens(&all, 0, Some(&scopes), true, None).as_deref(),
+            Some("('V 0 e89cb74df0069d47' | 'V 0 -')")
+        );
+    }
 
     fn shares() -> Shares {
         Shares {
