@@ -709,10 +709,10 @@ mod tests {
         (writer, opened.readers)
     }
 
-    fn record(id: &str) -> MemoryRecord {
+    /// A record as a client sends it whole: `id` and its `payload`.
+    fn made(id: &str, payload: serde_json::Value) -> MemoryRecord {
         let new: NewRecord = serde_json::from_value(serde_json::json!({
-            "id": id, "type": "semantic", "sensitivity": "low",
-            "payload": {"kind": "semantic", "subject": id, "predicate": "is"}
+            "id": id, "type": payload["kind"], "sensitivity": "low", "payload": payload
         }))
         .unwrap();
         new.into_record(
@@ -722,6 +722,13 @@ mod tests {
             || unreachable!(),
         )
         .unwrap()
+    }
+
+    fn record(id: &str) -> MemoryRecord {
+        made(
+            id,
+            serde_json::json!({"kind": "semantic", "subject": id, "predicate": "is"}),
+        )
     }
 
     fn stored(readers: &ReadPool, id: &str) -> bool {
@@ -789,18 +796,10 @@ mod tests {
     }
 
     fn state(id: &str, thread: &str) -> MemoryRecord {
-        let new: NewRecord = serde_json::from_value(serde_json::json!({
-            "id": id, "type": "working", "sensitivity": "low",
-            "payload": {"kind": "working", "thread_id": thread, "state": "executing"}
-        }))
-        .unwrap();
-        new.into_record(
-            &Policy::default(),
-            &crate::domain::record::Attribution::new("t", "test"),
-            chrono::Utc::now(),
-            || unreachable!(),
+        made(
+            id,
+            serde_json::json!({"kind": "working", "thread_id": thread, "state": "executing"}),
         )
-        .unwrap()
     }
 
     type Job<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ServiceError>>>>;
