@@ -105,9 +105,10 @@ impl Reader {
 trait WriteJob: Send {
     /// Its caller stopped waiting: the job is answered without being run.
     fn expired(&self, now: Instant) -> bool;
-    /// The new record the job stores and nothing else: the writer stores
-    /// it with the others of its transaction, in one statement where the
-    /// backend can, and tells the job with [`WriteJob::stored`].
+    /// The new record the job stores, before it runs when that is all it
+    /// does, or once its work made it: the writer stores it with the others
+    /// of its transaction, in one statement where the backend can, and
+    /// tells the job with [`WriteJob::stored`].
     fn record(&self) -> Option<&MemoryRecord> {
         None
     }
