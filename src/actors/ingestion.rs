@@ -14,6 +14,7 @@ use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
 use crate::domain::topic::TopicIngest;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
+use crate::service::ingest::Route;
 use crate::service::topics::{Ingested, TopicRules};
 use crate::service::{self, ServiceError};
 
@@ -93,22 +94,20 @@ impl Handler<Ingest> for Ingestor {
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
-            match service::ingest::only_added(&caller, candidate?)? {
-                Ok(record) => writer.insert(record).await,
-                Err(candidate) => match service::ingest::new_state(candidate) {
-                    Ok((thread, record)) => {
-                        writer
-                            .write_then_insert(thread, move |tx| {
-                                service::ingest::prepare_new(tx, &caller, now, record)
-                            })
-                            .await
-                    }
-                    Err(candidate) => {
-                        writer
-                            .write(move |tx| service::ingest::ingest(tx, &caller, now, candidate))
-                            .await
-                    }
-                },
+            match service::ingest::route(&caller, candidate?)? {
+                Route::Insert(record) => writer.insert(*record).await,
+                Route::State(thread, record) => {
+                    writer
+                        .write_then_insert(thread, move |tx| {
+                            service::ingest::prepare_new(tx, &caller, now, record)
+                        })
+                        .await
+                }
+                Route::Write(candidate) => {
+                    writer
+                        .write(move |tx| service::ingest::ingest(tx, &caller, now, candidate))
+                        .await
+                }
             }
         })
     }

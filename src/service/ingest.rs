@@ -62,34 +62,33 @@ pub fn prepare_new(
     Ok(*record)
 }
 
-/// A working state without a vector, as its thread and record: the writer
-/// runs [`prepare_new`] and stores the record with the other new records
-/// of its transaction. Any other candidate is handed back.
-pub fn new_state(candidate: Candidate) -> Result<(String, Box<MemoryRecord>), Candidate> {
-    match candidate {
-        Candidate::Create(record) if record.embedding.is_none() => match record.payload.thread() {
-            Some(thread) => Ok((thread.to_string(), record)),
-            None => Err(Candidate::Create(record)),
-        },
-        other => Err(other),
-    }
+/// How a single ingest is written.
+pub enum Route {
+    /// A record that only adds itself ([`Candidate::adds_only`]), placed
+    /// for the caller: stored as it is, since storing it reads nothing.
+    Insert(Box<MemoryRecord>),
+    /// A working state without a vector, with its thread: the writer runs
+    /// [`prepare_new`], then stores the record with the other new records
+    /// of its transaction.
+    State(String, Box<MemoryRecord>),
+    /// Anything else, for [`ingest`].
+    Write(Candidate),
 }
 
-/// A candidate that only adds its record ([`Candidate::adds_only`]),
-/// placed for `caller`: the record, to be stored as it is, since storing
-/// it reads nothing. Any other candidate is handed back for [`ingest`].
-pub fn only_added(
-    caller: &Caller,
-    candidate: Candidate,
-) -> Result<Result<MemoryRecord, Candidate>, ServiceError> {
-    if !candidate.adds_only() {
-        return Ok(Err(candidate));
-    }
+/// How `candidate`, sent by `caller`, is to be written.
+pub fn route(caller: &Caller, candidate: Candidate) -> Result<Route, ServiceError> {
+    let adds_only = candidate.adds_only();
     let Candidate::Create(mut record) = candidate else {
-        return Ok(Err(candidate));
+        return Ok(Route::Write(candidate));
     };
-    place_new(caller, "", &mut record)?;
-    Ok(Ok(*record))
+    if adds_only {
+        place_new(caller, "", &mut record)?;
+        return Ok(Route::Insert(record));
+    }
+    match record.payload.thread() {
+        Some(thread) if record.embedding.is_none() => Ok(Route::State(thread.to_string(), record)),
+        _ => Ok(Route::Write(Candidate::Create(record))),
+    }
 }
 
 /// Stores every item or none: the first failure undoes the batch, its
