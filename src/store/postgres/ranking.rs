@@ -155,20 +155,9 @@ impl Conditions {
     /// facets must have, as a condition the search index answers (the
     /// conditions of [`Conditions::visible`] still decide).
     fn facets(&mut self, query: &RecordQuery, window: Option<Window>) {
-        let layers = layers(query);
-        let sensitivity = query.max_sensitivity.rank() as i64;
-        // What engram_visible narrows by; it is NULL when nothing does.
-        if layers.len() >= MemoryType::ALL.len()
-            && sensitivity >= Sensitivity::Hyper.rank() as i64
-            && query.scopes.is_none()
-            && query.include_retracted
-            && window.is_none()
-        {
-            return;
-        }
         let tokens = visible_tokens(
-            &layers,
-            sensitivity,
+            &layers(query),
+            query.max_sensitivity.rank() as i64,
             query.scopes.as_deref(),
             query.include_retracted,
             window,
