@@ -128,12 +128,14 @@ async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgra
                  INSERT INTO schema_migrations VALUES (1, 'init', '2026-01-01T00:00:00Z');
                  INSERT INTO records (key, id, layer, sensitivity, confidence, salience, scope, status,
                                       created_by, created_at, updated_at, decays_from, search)
-                 SELECT k, id, 1, 1, 0.7, s, 'team', 'active', 'agent', 1767225600000000,
+                 SELECT k, id, 1, 1, 0.7, s, 'team', st, 'agent', 1767225600000000,
                         1767225600000000, 1767225600000000,
-                        to_tsvector('english', t) || engram_facets(k, 1, 1, 'team', 'active')
-                 FROM (VALUES (1, 'old-note', 0.3, 'the cache holds sessions'),
-                              (2, 'old-fact', 0.8, 'go version 1.21')) v(k, id, s, t);
-                 SELECT setval('records_key_seq', 2);
+                        to_tsvector('english', t) || engram_facets(k, 1, 1, 'team', st)
+                 FROM (VALUES (1, 'old-note', 0.3, 'the cache holds sessions', 'active'),
+                              (2, 'old-fact', 0.8, 'go version 1.21', 'active'),
+                              (3, 'old-gone', 0.5, 'the cache held tokens', 'retracted'))
+                      v(k, id, s, t, st);
+                 SELECT setval('records_key_seq', 3);
                  INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
                      reinforcement_gain, last_reinforced_at, pinned, deletion_policy,
                      anchor_salience, anchor_at)
@@ -143,6 +145,7 @@ async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgra
                  INSERT INTO decay_bounds VALUES (1, 2592000, 0);
                  INSERT INTO payloads VALUES
                      (1, '{\"kind\":\"semantic\",\"subject\":\"cache\",\"predicate\":\"holds\",\"object\":\"sessions\"}'),
+                     (3, '{\"kind\":\"semantic\",\"subject\":\"cache\",\"predicate\":\"held\",\"object\":\"tokens\"}'),
                      (2, '{\"kind\":\"semantic\",\"subject\":\"go\",\"predicate\":\"version\",\"object\":\"1.21\"}');",
             )
             .await
@@ -195,8 +198,29 @@ async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgra
     );
     assert_eq!(
         app.sql_number("SELECT MAX(version) FROM schema_migrations", &[]),
-        3
+        4
     );
+    // Version 4: the retracted record has a retracted record's facets, not
+    // a current one's; text queries find it only when asked to.
+    assert_eq!(
+        app.sql_number(
+            "SELECT COUNT(*) FROM records
+             WHERE search @@ '''RV 1'' & ''REV 0 1 f894427cc1c571f7'' & ''R -'''::tsquery
+               AND NOT search @@ '''V 1'' | ''E 0'' | ''EW 0 1 f894427cc1c571f7'''::tsquery",
+            &[]
+        ),
+        1
+    );
+    let cache = |include_retracted: bool| {
+        json!({"trust": crate::helpers::trust("hyper", &["team"]), "task_descriptor": "cache",
+               "include_retracted": include_retracted})
+    };
+    let (_, body) = app.post("/v1/retrieve", &cache(false)).await;
+    assert_eq!(crate::helpers::ids(&body), ["old-note"], "{body}");
+    let (_, body) = app.post("/v1/retrieve", &cache(true)).await;
+    let mut found = crate::helpers::ids(&body);
+    found.sort();
+    assert_eq!(found, ["old-gone", "old-note"], "{body}");
     // Version 3: the facets are one expression, written into the
     // statements that call them, not a function run per row.
     app.sql_execute(

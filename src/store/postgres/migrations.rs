@@ -30,6 +30,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "write_path",
         sql: include_str!("../../../migrations/postgres/0003_write_path.sql"),
     },
+    Migration {
+        version: 4,
+        name: "live_facets",
+        sql: include_str!("../../../migrations/postgres/0004_live_facets.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -72,7 +77,10 @@ fn apply(pg: &Pg) -> Result<Vec<i64>, StoreError> {
     }
     let mut applied = Vec::new();
     for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
-        pg.batch("BEGIN")?;
+        // A migration may rewrite every record: on a large database that
+        // takes longer than a request may, so the statement timeout set
+        // for requests does not apply to it.
+        pg.batch("BEGIN; SET LOCAL statement_timeout = 0")?;
         let done = pg.batch(migration.sql).and_then(|()| {
             pg.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",

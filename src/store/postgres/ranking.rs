@@ -173,11 +173,15 @@ impl Conditions {
 /// The facet tokens of [`Conditions::facets`] as a search query's text:
 /// those `engram_facets` gives a record that the caller may see (its
 /// `layers`, sensitivities up to `max_sensitivity`, `scopes` and the
-/// unscoped, or any scope when `None`; not retracted unless
-/// `with_retracted`) in `window`. `None` when nothing narrows. The same
-/// query as schema version 1's `engram_visible`, made here: that PL/pgSQL
-/// function cost about 0.5 ms a statement. It stays in the schema for
-/// instances of earlier versions during a rolling upgrade.
+/// unscoped, or any scope when `None`; retracted ones too when
+/// `with_retracted`) in `window`. `None` when nothing narrows.
+///
+/// A retracted record's facets are its own (schema version 4: `R` in
+/// front), so current records are asked for by what they have, never by
+/// what they lack: a negation makes the index walk the whole list of
+/// retracted records. A caller who sees every sensitivity and scope of
+/// every type, with no window, is not narrowed to current records here;
+/// the conditions of [`Conditions::visible`] are.
 fn visible_tokens(
     layers: &[i64],
     max_sensitivity: i64,
@@ -192,6 +196,9 @@ fn visible_tokens(
         }
         format!("({})", quoted.join(" | "))
     }
+    // The facets of current records, and of retracted ones when asked.
+    let kinds: &[&str] = if with_retracted { &["", "R"] } else { &[""] };
+    let of_kinds = |token: String| kinds.iter().map(move |k| format!("{k}{token}"));
     let mut parts = Vec::new();
     if layers.len() < MemoryType::ALL.len() {
         parts.push(any(layers.iter().map(|l| format!("L {l}"))));
@@ -204,32 +211,32 @@ fn visible_tokens(
                 .map(|s| scope_token(Some(s)))
                 .chain(std::iter::once(scope_token(None)))
                 .collect();
-            let facets = |prefix: &str| -> Vec<String> {
+            let facets = |prefix: String| -> Vec<String> {
+                let prefix = &prefix;
                 sensitivities
                     .clone()
                     .flat_map(|v| scopes.iter().map(move |s| format!("{prefix}{v} {s}")))
+                    .flat_map(of_kinds)
                     .collect()
             };
             parts.push(match window {
                 Some(w) => {
                     let kind = if w.bits == ERA_BITS { "EW" } else { "EV" };
-                    any((w.oldest..=w.newest)
-                        .flat_map(|e| facets(&format!("{kind} {e} ")).into_iter()))
+                    any((w.oldest..=w.newest).flat_map(|e| facets(format!("{kind} {e} "))))
                 }
-                None => any(facets("V ").into_iter()),
+                None => any(facets("V ".to_string()).into_iter()),
             });
         }
         (None, _) if max_sensitivity < Sensitivity::Hyper.rank() as i64 => {
-            parts.push(format!("'V {max_sensitivity}'"));
+            parts.push(any(of_kinds(format!("V {max_sensitivity}"))));
         }
         (None, _) => {}
     }
-    if !with_retracted {
-        parts.push("!'R -'".to_string());
-    }
     if let (None, Some(w)) = (scopes, window) {
         if w.bits != ERA_BITS {
-            parts.push(any((w.oldest..=w.newest).map(|e| format!("E {e}"))));
+            parts.push(any(
+                (w.oldest..=w.newest).flat_map(|e| of_kinds(format!("E {e}")))
+            ));
         }
     }
     (!parts.is_empty()).then(|| parts.join(" & "))
@@ -1002,19 +1009,27 @@ fn ranked(
 mod tests {
     use super::*;
 
-    /// The facets of the records a caller may see, as `engram_visible`
-    /// (schema version 1) wrote them: the same tokens.
+    /// The facets of the records a caller may see, as `engram_facets`
+    /// (schema version 4) gives them: current records by their own
+    /// tokens, retracted ones by theirs only when asked for.
     #[test]
     fn visible_tokens_name_the_facets_a_caller_may_see() {
         let all = [0, 1, 2, 3, 4];
         assert_eq!(visible_tokens(&all, 4, None, true, None), None);
+        // Every record of every sensitivity: current ones are told from
+        // retracted ones by the conditions, not the index.
+        assert_eq!(visible_tokens(&all, 4, None, false, None), None);
         assert_eq!(
             visible_tokens(&[0, 2], 4, None, true, None).as_deref(),
             Some("('L 0' | 'L 2')")
         );
         assert_eq!(
             visible_tokens(&[], 0, None, false, None).as_deref(),
-            Some("'L none' & 'V 0' & !'R -'")
+            Some("'L none' & ('V 0')")
+        );
+        assert_eq!(
+            visible_tokens(&all, 1, None, true, None).as_deref(),
+            Some("('V 1' | 'RV 1')")
         );
         let epochs = Window {
             oldest: 3,
@@ -1023,11 +1038,15 @@ mod tests {
         };
         assert_eq!(
             visible_tokens(&all, 2, None, false, Some(epochs)).as_deref(),
-            Some("'V 2' & !'R -' & ('E 3' | 'E 4')")
+            Some("('V 2') & ('E 3' | 'E 4')")
+        );
+        assert_eq!(
+            visible_tokens(&all, 4, None, true, Some(epochs)).as_deref(),
+            Some("('E 3' | 'RE 3' | 'E 4' | 'RE 4')")
         );
         let scopes = ["project-alpha".to_string()];
         assert_eq!(
-            visible_tokens(&[1], 1, Some(&scopes), true, Some(epochs)).as_deref(),
+            visible_tokens(&[1], 1, Some(&scopes), false, Some(epochs)).as_deref(),
             Some(
                 "('L 1') & ('EV 3 0 e89cb74df0069d47' | 'EV 3 0 -' | 'EV 3 1 e89cb74df0069d47' \
                  | 'EV 3 1 -' | 'EV 4 0 e89cb74df0069d47' | 'EV 4 0 -' \
@@ -1040,12 +1059,12 @@ mod tests {
             bits: ERA_BITS,
         };
         assert_eq!(
-            visible_tokens(&all, 0, Some(&[]), false, Some(eras)).as_deref(),
-            Some("('EW 1 0 -') & !'R -'")
+            visible_tokens(&all, 0, Some(&[]), true, Some(eras)).as_deref(),
+            Some("('EW 1 0 -' | 'REW 1 0 -')")
         );
         assert_eq!(
             visible_tokens(&all, 0, Some(&scopes), true, None).as_deref(),
-            Some("('V 0 e89cb74df0069d47' | 'V 0 -')")
+            Some("('V 0 e89cb74df0069d47' | 'RV 0 e89cb74df0069d47' | 'V 0 -' | 'RV 0 -')")
         );
     }
 

@@ -317,7 +317,9 @@ pub fn retract_current_states(
         (
             "WITH r AS (
                  UPDATE records SET status = 'retracted', updated_at = $5,
-                     search = search || engram_facets(key, layer, sensitivity, scope, 'retracted'),
+                     search = ts_delete(search, tsvector_to_array(
+                                  engram_facets(key, layer, sensitivity, scope, status)))
+                              || engram_facets(key, layer, sensitivity, scope, 'retracted'),
                      version = version + 1
                  WHERE about = $1 AND layer = $2 AND scope IS NOT DISTINCT FROM $3
                    AND status <> 'retracted' AND sensitivity <= $4
