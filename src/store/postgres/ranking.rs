@@ -179,8 +179,8 @@ impl Conditions {
 /// A retracted record's facets are its own (schema version 4: `R` in
 /// front), so current records are asked for by what they have, never by
 /// what they lack: a negation makes the index walk the whole list of
-/// retracted records. A caller who sees every sensitivity and scope of
-/// every type, with no window, is not narrowed to current records here;
+/// retracted records. A caller not limited to scopes who sees every
+/// sensitivity, with no window, is not narrowed to current records here;
 /// the conditions of [`Conditions::visible`] are.
 fn visible_tokens(
     layers: &[i64],
