@@ -211,8 +211,7 @@ fn visible_tokens(
                 .map(|s| scope_token(Some(s)))
                 .chain(std::iter::once(scope_token(None)))
                 .collect();
-            let facets = |prefix: String| -> Vec<String> {
-                let prefix = &prefix;
+            let facets = |prefix: &str| -> Vec<String> {
                 sensitivities
                     .clone()
                     .flat_map(|v| scopes.iter().map(move |s| format!("{prefix}{v} {s}")))
@@ -222,9 +221,9 @@ fn visible_tokens(
             parts.push(match window {
                 Some(w) => {
                     let kind = if w.bits == ERA_BITS { "EW" } else { "EV" };
-                    any((w.oldest..=w.newest).flat_map(|e| facets(format!("{kind} {e} "))))
+                    any((w.oldest..=w.newest).flat_map(|e| facets(&format!("{kind} {e} "))))
                 }
-                None => any(facets("V ".to_string()).into_iter()),
+                None => any(facets("V ").into_iter()),
             });
         }
         (None, _) if max_sensitivity < Sensitivity::Hyper.rank() as i64 => {
