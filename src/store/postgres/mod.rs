@@ -160,6 +160,15 @@ impl Runtime {
         let _context = self.0 .0.as_ref().expect("dropped only at the end").enter();
         block_on(future)
     }
+
+    /// Runs `future` on the runtime, not waited for.
+    fn spawn(&self, future: impl Future<Output = ()> + Send + 'static) {
+        self.0
+             .0
+            .as_ref()
+            .expect("dropped only at the end")
+            .spawn(future);
+    }
 }
 
 /// What engram needs to open a PostgreSQL database.
@@ -225,6 +234,23 @@ impl Pg {
         ));
         control?;
         result
+    }
+
+    /// Ends a read-only transaction without waiting for the server: what
+    /// it read is read, and nothing it did can be lost. The connection goes
+    /// back to the pool once the server has ended the transaction, so the
+    /// next user never finds it open. A transaction that sent nothing never
+    /// began.
+    fn end_read(self) {
+        if !self.pending.borrow().is_empty() {
+            return;
+        }
+        let client = self.client;
+        self.runtime.spawn(async move {
+            // A COMMIT that fails ends the transaction all the same, or
+            // the connection is closed and the pool drops it.
+            let _ = client.batch_execute("COMMIT").await;
+        });
     }
 
     /// Queues transaction control to go with the next statement.
@@ -409,7 +435,7 @@ impl ReadPool {
         let mut pg = Pg::new(self.shared.runtime.wait(self.pool.get())?, &self.shared);
         pg.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
         let result = work(&mut pg);
-        pg.batch("COMMIT")?;
+        pg.end_read();
         Ok(result)
     }
 }
