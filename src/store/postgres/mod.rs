@@ -154,20 +154,21 @@ impl Runtime {
             .map_err(|e| StoreError::Database(format!("cannot start the database runtime: {e}")))
     }
 
+    /// The tokio runtime, there until the last holder drops it.
+    fn tokio(&self) -> &tokio::runtime::Runtime {
+        self.0 .0.as_ref().expect("dropped only at the end")
+    }
+
     /// Runs `future` to completion from a blocking thread; connections it
     /// opens and timers it sets belong to this runtime.
     pub(crate) fn wait<F: Future>(&self, future: F) -> F::Output {
-        let _context = self.0 .0.as_ref().expect("dropped only at the end").enter();
+        let _context = self.tokio().enter();
         block_on(future)
     }
 
     /// Runs `future` on the runtime, not waited for.
     fn spawn(&self, future: impl Future<Output = ()> + Send + 'static) {
-        self.0
-             .0
-            .as_ref()
-            .expect("dropped only at the end")
-            .spawn(future);
+        self.tokio().spawn(future);
     }
 }
 
