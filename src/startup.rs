@@ -133,9 +133,8 @@ impl Application {
             },
         );
         let pool = opened.readers;
-        let reader_addr = SyncArbiter::start(storage.pool_size as usize, move || {
-            StoreReader::new(pool.clone())
-        });
+        let reader_addr =
+            SyncArbiter::start(storage.pool_size as usize, move || StoreReader::new(&pool));
         let reader = Reader::new(reader_addr, Duration::from_millis(storage.read_timeout_ms));
 
         let read_gate = ReadGate::new(settings.retrieval.max_reads_in_flight);

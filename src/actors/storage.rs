@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use actix::{Actor, Addr, Handler, MailboxError, Message, SyncContext};
+use actix::{Actor, Addr, Handler, Message, SyncContext};
 use tokio::sync::oneshot;
 
 use crate::domain::record::MemoryRecord;
 use crate::service::ServiceError;
-use crate::store::{ReadPool, StoreError, Transaction, WriteConnection};
+use crate::store::{ReadPool, StoreError, ThreadReads, Transaction, WriteConnection};
 
 /// Work for a storage actor: a service function bound to its arguments.
 type Work<T> = Box<dyn FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send>;
@@ -36,14 +36,17 @@ fn run_guarded<T>(work: Work<T>, tx: &mut dyn Transaction) -> Result<T, ServiceE
     })
 }
 
-/// Reads, one pooled connection per arbiter thread.
+/// Reads, made on the arbiter's threads (see [`ReadPool::for_thread`]).
 pub struct StoreReader {
-    pool: ReadPool,
+    reads: ThreadReads,
 }
 
 impl StoreReader {
-    pub fn new(pool: ReadPool) -> Self {
-        StoreReader { pool }
+    /// Made on the thread it reads on.
+    pub fn new(pool: &ReadPool) -> Self {
+        StoreReader {
+            reads: pool.for_thread(),
+        }
     }
 }
 
@@ -51,18 +54,36 @@ impl Actor for StoreReader {
     type Context = SyncContext<Self>;
 }
 
-/// A read: runs on a pooled connection, outside any write transaction.
-pub struct Read<T>(Work<T>);
+/// A read, and where its answer goes: the answer is sent as soon as the
+/// work is done, before its read transaction ends.
+pub struct Read<T> {
+    work: Work<T>,
+    answer: oneshot::Sender<Result<T, ServiceError>>,
+}
 
 impl<T: Send + 'static> Message for Read<T> {
-    type Result = Result<T, ServiceError>;
+    type Result = ();
 }
 
 impl<T: Send + 'static> Handler<Read<T>> for StoreReader {
-    type Result = Result<T, ServiceError>;
+    type Result = ();
 
-    fn handle(&mut self, msg: Read<T>, _: &mut Self::Context) -> Self::Result {
-        self.pool.read(|tx| run_guarded(msg.0, tx))?
+    fn handle(&mut self, msg: Read<T>, _: &mut Self::Context) {
+        let Read { work, answer } = msg;
+        if answer.is_closed() {
+            // Its caller stopped waiting.
+            return;
+        }
+        let mut answer = Some(answer);
+        let read = self.reads.read(|tx| {
+            let result = run_guarded(work, tx);
+            if let Some(answer) = answer.take() {
+                let _ = answer.send(result);
+            }
+        });
+        if let (Err(e), Some(answer)) = (read, answer) {
+            let _ = answer.send(Err(e.into()));
+        }
     }
 }
 
@@ -84,19 +105,23 @@ impl Reader {
         T: Send + 'static,
         F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
     {
-        self.addr
-            .send(Read(Box::new(work)))
-            .timeout(self.timeout)
-            .await
-            .map_err(|e| match e {
-                MailboxError::Timeout => ServiceError::Unavailable(format!(
-                    "the read did not complete within {} ms; retry shortly",
-                    self.timeout.as_millis()
-                )),
-                MailboxError::Closed => {
-                    ServiceError::Unavailable("the service is shutting down".to_string())
-                }
-            })?
+        let (answer, answered) = oneshot::channel();
+        // Sent whatever the mailbox holds (the deadline bounds the wait);
+        // a closed mailbox drops the message, and with it `answer`.
+        self.addr.do_send(Read {
+            work: Box::new(work),
+            answer,
+        });
+        match tokio::time::timeout(self.timeout, answered).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(ServiceError::Unavailable(
+                "the service is shutting down".to_string(),
+            )),
+            Err(_) => Err(ServiceError::Unavailable(format!(
+                "the read did not complete within {} ms; retry shortly",
+                self.timeout.as_millis()
+            ))),
+        }
     }
 }
 
@@ -734,6 +759,7 @@ mod tests {
 
     fn stored(readers: &ReadPool, id: &str) -> bool {
         readers
+            .for_thread()
             .read(|tx| tx.record_visibility(id))
             .unwrap()
             .unwrap()

@@ -89,7 +89,6 @@ pub fn run_migrate(command: Migrate, settings: &Settings) -> Result<String, Stri
         })?;
     let mut target = postgres::connect(&PgOptions {
         url: command.to.clone(),
-        pool_size: 1,
         writers: 1,
         statement_timeout: Duration::from_secs(24 * 3600),
         ca_file: settings.storage.postgres_ca_file.clone(),

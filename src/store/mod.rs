@@ -552,7 +552,6 @@ pub fn open(
         crate::config::Backend::Postgres => postgres::open(
             &postgres::PgOptions {
                 url: storage.postgres_url.clone().unwrap_or_default(),
-                pool_size: storage.pool_size,
                 writers: storage.postgres_writers,
                 statement_timeout: std::time::Duration::from_millis(storage.read_timeout_ms),
                 ca_file: storage.postgres_ca_file.clone(),
@@ -562,7 +561,7 @@ pub fn open(
     }
 }
 
-/// Pooled read connections; cheap to clone.
+/// What reading threads read through; cheap to clone.
 #[derive(Clone)]
 pub enum ReadPool {
     Sqlite(sqlite::ReadPool),
@@ -570,12 +569,33 @@ pub enum ReadPool {
 }
 
 impl ReadPool {
-    /// Runs `work` on a pooled connection, in one read transaction (one
-    /// snapshot). Blocks: call it from a thread made for blocking work.
-    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
+    /// The reads of the calling thread, to be made on it: on SQLite from
+    /// the pool's connections, on PostgreSQL on a connection of the
+    /// thread's own.
+    pub fn for_thread(&self) -> ThreadReads {
         match self {
-            ReadPool::Sqlite(pool) => pool.read(work),
-            ReadPool::Postgres(pool) => pool.read(work),
+            ReadPool::Sqlite(pool) => ThreadReads::Sqlite(pool.clone()),
+            ReadPool::Postgres(pool) => ThreadReads::Postgres(pool.for_thread()),
+        }
+    }
+}
+
+/// One thread's reads.
+pub enum ThreadReads {
+    Sqlite(sqlite::ReadPool),
+    Postgres(postgres::ThreadReads),
+}
+
+impl ThreadReads {
+    /// Runs `work` in one read transaction (one snapshot). Blocks: call it
+    /// from a thread made for blocking work.
+    pub fn read<T>(
+        &mut self,
+        work: impl FnOnce(&mut dyn Transaction) -> T,
+    ) -> Result<T, StoreError> {
+        match self {
+            ThreadReads::Sqlite(pool) => pool.read(work),
+            ThreadReads::Postgres(reads) => reads.read(work),
         }
     }
 }

@@ -205,6 +205,95 @@ async fn two_instances_share_one_database() {
     stop(b);
 }
 
+/// The ids a retrieval through `url` of every record finds.
+async fn all_ids(url: &str) -> BTreeSet<String> {
+    let (status, found) = call(
+        "POST",
+        &format!("{url}/v1/retrieve"),
+        Some(json!({"trust": {"max_sensitivity": "hyper"}, "limit": 100})),
+    )
+    .await;
+    assert_eq!(status, 200, "{found}");
+    found["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[actix_web::test]
+async fn connections_the_database_closes_are_made_again() {
+    if crate::helpers::postgres_admin_url().is_none() {
+        eprintln!("not run on SQLite: the database server closes no connection there");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("engram.db");
+    let server = start_with(
+        crate::helpers::database_env_for(&db),
+        &dir.path().join("engram.log"),
+    );
+    let mut ids = BTreeSet::new();
+    for i in 0..3 {
+        let (status, made) = call(
+            "POST",
+            &format!("{}/v1/records", server.url),
+            Some(fact(&format!("1.{i}"))),
+        )
+        .await;
+        assert_eq!(status, 201, "{made}");
+        ids.insert(made["record"]["id"].as_str().unwrap().to_string());
+    }
+    // Reads in parallel: several reading threads have their connection.
+    let reads: Vec<_> = (0..8)
+        .map(|_| {
+            let url = server.url.clone();
+            actix_web::rt::spawn(async move { all_ids(&url).await })
+        })
+        .collect();
+    for read in reads {
+        assert_eq!(read.await.unwrap(), ids);
+    }
+
+    // An operator (or a restart) ends every connection engram has.
+    let url = crate::helpers::postgres_url_for(dir.path()).unwrap();
+    let ended: i64 = crate::helpers::with_postgres(&url, async |client| {
+        client
+            .query_one(
+                "SELECT COUNT(*) FILTER (WHERE pg_terminate_backend(pid, 5000))
+                 FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = 'engram'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    });
+    assert!(
+        ended >= 3,
+        "a writer, a reader and the key lookups: {ended}"
+    );
+    actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+
+    // Every read and write after it succeeds, on connections made again.
+    for _ in 0..8 {
+        assert_eq!(all_ids(&server.url).await, ids);
+    }
+    for i in 3..6 {
+        let (status, made) = call(
+            "POST",
+            &format!("{}/v1/records", server.url),
+            Some(fact(&format!("1.{i}"))),
+        )
+        .await;
+        assert_eq!(status, 201, "{made}");
+        ids.insert(made["record"]["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(all_ids(&server.url).await, ids);
+    stop(server);
+}
+
 async fn with_key(method: &str, url: &str, key: &str, body: Option<Value>) -> u16 {
     let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
     let request = client()

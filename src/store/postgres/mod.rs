@@ -1,11 +1,14 @@
 //! The PostgreSQL backend: several engram instances on one database.
 //!
-//! The service's storage calls are synchronous (the writer thread and the
-//! reader threads block on them), and tokio-postgres is asynchronous. The
-//! connections live on a runtime of their own ([`Runtime`]): their I/O
-//! tasks run on its threads, and a storage thread waits on each statement
-//! with [`Pg::wait`], which parks the thread rather than entering the
-//! runtime, so it works from any thread, an actix worker's included.
+//! The service's storage calls are synchronous (the writer threads and the
+//! reader threads block on them), and tokio-postgres is asynchronous. A
+//! reading thread has a connection of its own on a runtime of its own,
+//! whose I/O it drives while it waits on a statement ([`ThreadReads`]).
+//! The writers' and the key lookups' connections live on a shared runtime
+//! ([`Runtime`]): their I/O tasks run on its threads, and a thread waits
+//! on each statement with [`Runtime::wait`], which parks the thread rather
+//! than entering the runtime, so it works from any thread, an actix
+//! worker's included.
 //!
 //! Everything a guarantee rests on is in the statements themselves, as on
 //! SQLite: updates are conditional on the row version read, so a change
@@ -123,9 +126,9 @@ fn block_on<F: Future>(future: F) -> F::Output {
     }
 }
 
-/// The runtime the database connections run on: two threads, whatever the
-/// number of storage threads waiting on them. Shut down with the last
-/// connection, pool or writer holding it.
+/// A runtime database connections run on: the shared one, two threads
+/// whatever the number of threads waiting on them, or a reading thread's
+/// own. Shut down with the last connection, pool or writer holding it.
 #[derive(Clone)]
 pub struct Runtime(Arc<OwnedRuntime>);
 
@@ -144,9 +147,20 @@ impl Drop for OwnedRuntime {
 
 impl Runtime {
     fn new() -> Result<Runtime, StoreError> {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("engram-pg")
+        Runtime::built(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("engram-pg"),
+        )
+    }
+
+    /// A runtime for one thread, run only while that thread waits on it.
+    fn for_this_thread() -> Result<Runtime, StoreError> {
+        Runtime::built(&mut tokio::runtime::Builder::new_current_thread())
+    }
+
+    fn built(builder: &mut tokio::runtime::Builder) -> Result<Runtime, StoreError> {
+        builder
             .enable_io()
             .enable_time()
             .build()
@@ -162,13 +176,17 @@ impl Runtime {
     /// Runs `future` to completion from a blocking thread; connections it
     /// opens and timers it sets belong to this runtime.
     pub(crate) fn wait<F: Future>(&self, future: F) -> F::Output {
-        let _context = self.tokio().enter();
-        block_on(future)
-    }
-
-    /// Runs `future` on the runtime, not waited for.
-    fn spawn(&self, future: impl Future<Output = ()> + Send + 'static) {
-        self.tokio().spawn(future);
+        let tokio = self.tokio();
+        match tokio.handle().runtime_flavor() {
+            // A reading thread's own runtime: the thread drives its
+            // connection's I/O itself while it waits, so an answer wakes
+            // no other thread on its way.
+            tokio::runtime::RuntimeFlavor::CurrentThread => tokio.block_on(future),
+            _ => {
+                let _context = tokio.enter();
+                block_on(future)
+            }
+        }
     }
 }
 
@@ -176,8 +194,6 @@ impl Runtime {
 #[derive(Debug, Clone)]
 pub struct PgOptions {
     pub url: String,
-    /// Pooled connections for reads; the key lookups get one more.
-    pub pool_size: u32,
     /// Connections that write (group-committed transactions), at least one.
     pub writers: u32,
     /// How long a statement may run before the server cancels it.
@@ -187,10 +203,29 @@ pub struct PgOptions {
     pub ca_file: Option<std::path::PathBuf>,
 }
 
-/// One connection to the database, in use by one thread at a time: the
-/// writer's, a pooled reader's, or the key lookups'.
+/// A connection's client: pooled (the key lookups'), or held by one
+/// writer or reading thread for good.
+enum Client {
+    Pooled(deadpool_postgres::Object),
+    Held(deadpool_postgres::ClientWrapper),
+}
+
+impl std::ops::Deref for Client {
+    type Target = deadpool_postgres::ClientWrapper;
+
+    fn deref(&self) -> &deadpool_postgres::ClientWrapper {
+        match self {
+            Client::Pooled(object) => object,
+            Client::Held(client) => client,
+        }
+    }
+}
+
+/// One connection to the database, in use by one thread at a time: a
+/// writer's, a reading thread's, or the key lookups'.
 pub struct Pg {
-    client: deadpool_postgres::Object,
+    client: Client,
+    /// The runtime the connection's I/O runs on.
     runtime: Runtime,
     /// What is known of the words in the records, for text ranking;
     /// shared by the connections to the database.
@@ -208,9 +243,13 @@ pub struct Pg {
 
 impl Pg {
     fn new(client: deadpool_postgres::Object, shared: &Shared) -> Pg {
+        Pg::on(Client::Pooled(client), shared.runtime.clone(), shared)
+    }
+
+    fn on(client: Client, runtime: Runtime, shared: &Shared) -> Pg {
         Pg {
             client,
-            runtime: shared.runtime.clone(),
+            runtime,
             words: shared.words.clone(),
             bounds: Default::default(),
             pending: Default::default(),
@@ -237,21 +276,15 @@ impl Pg {
         result
     }
 
-    /// Ends a read-only transaction without waiting for the server: what
-    /// it read is read, and nothing it did can be lost. The connection goes
-    /// back to the pool once the server has ended the transaction, so the
-    /// next user never finds it open. A transaction that sent nothing never
-    /// began.
-    fn end_read(self) {
-        if !self.pending.borrow().is_empty() {
-            return;
+    /// Ends a read-only transaction. One that sent nothing never began.
+    fn end_read(&self) -> Result<(), StoreError> {
+        let mut pending = self.pending.borrow_mut();
+        if !pending.is_empty() {
+            pending.clear();
+            return Ok(());
         }
-        let client = self.client;
-        self.runtime.spawn(async move {
-            // A COMMIT that fails ends the transaction all the same, or
-            // the connection is closed and the pool drops it.
-            let _ = client.batch_execute("COMMIT").await;
-        });
+        drop(pending);
+        self.batch("COMMIT")
     }
 
     /// Queues transaction control to go with the next statement.
@@ -341,18 +374,17 @@ pub fn open(
     embedding_dimensions: Option<usize>,
 ) -> Result<Opened, StoreError> {
     let (pool, shared) = pool(options)?;
-    let writer = Pg::new(shared.runtime.wait(pool.get())?, &shared);
-    let applied_migrations = migrations::run(&writer)?;
+    let writer = PgWriter::new(&pool, &shared)?;
+    let applied_migrations = migrations::run(&writer.pg)?;
     if let Some(configured) = embedding_dimensions {
-        vectors::fix_dimensions(&writer, configured)?;
+        vectors::fix_dimensions(&writer.pg, configured)?;
     }
     let mut more_writers: Vec<Box<dyn WriteConnection>> = Vec::new();
     for _ in 1..options.writers {
-        let pg = Pg::new(shared.runtime.wait(pool.get())?, &shared);
-        more_writers.push(Box::new(PgWriter { pg }));
+        more_writers.push(Box::new(PgWriter::new(&pool, &shared)?));
     }
     Ok(Opened {
-        writer: Box::new(PgWriter { pg: writer }),
+        writer: Box::new(writer),
         more_writers,
         readers: super::ReadPool::Postgres(ReadPool {
             pool: pool.clone(),
@@ -411,7 +443,7 @@ fn pool(options: &PgOptions) -> Result<(Pool, Shared), StoreError> {
         None => Manager::from_config(config, NoTls, recycling),
     };
     let pool = Pool::builder(manager)
-        .max_size(options.pool_size as usize + options.writers.max(1) as usize + 1)
+        .max_size(1)
         .runtime(deadpool_postgres::Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(10)))
         .create_timeout(Some(Duration::from_secs(10)))
@@ -421,7 +453,14 @@ fn pool(options: &PgOptions) -> Result<(Pool, Shared), StoreError> {
     Ok((pool, Shared { runtime, words }))
 }
 
-/// Pooled read connections; cheap to clone.
+/// A connection made as the pool makes its own, but held by its maker
+/// for good; its I/O runs on `runtime`.
+fn held(pool: &Pool, runtime: &Runtime) -> Result<Client, StoreError> {
+    let made = runtime.wait(deadpool::managed::Manager::create(pool.manager()))?;
+    Ok(Client::Held(made))
+}
+
+/// What reading threads make their connections from; cheap to clone.
 #[derive(Clone)]
 pub struct ReadPool {
     pool: Pool,
@@ -429,15 +468,64 @@ pub struct ReadPool {
 }
 
 impl ReadPool {
+    /// The reads of the calling thread, to be made on it.
+    pub fn for_thread(&self) -> ThreadReads {
+        ThreadReads {
+            from: self.clone(),
+            own: None,
+        }
+    }
+}
+
+/// The reads of one thread, on a connection of its own whose I/O the
+/// thread drives while it waits (see [`Runtime::wait`]): a round trip
+/// wakes no other thread. The connection is made when first needed, and
+/// again once the server closed it.
+pub struct ThreadReads {
+    from: ReadPool,
+    own: Option<Pg>,
+}
+
+impl ThreadReads {
     /// Runs `work` in one read-only transaction at one snapshot
     /// (repeatable read): a retrieval ranks and loads the same records,
     /// whatever commits meanwhile.
-    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
-        let mut pg = Pg::new(self.shared.runtime.wait(self.pool.get())?, &self.shared);
+    pub fn read<T>(
+        &mut self,
+        work: impl FnOnce(&mut dyn Transaction) -> T,
+    ) -> Result<T, StoreError> {
+        let pg = self.connection()?;
         pg.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-        let result = work(&mut pg);
-        pg.end_read();
+        let result = work(pg);
+        if pg.end_read().is_err() || pg.client.is_closed() {
+            // What the work read stands; the connection is made anew.
+            self.own = None;
+        }
         Ok(result)
+    }
+
+    fn connection(&mut self) -> Result<&mut Pg, StoreError> {
+        if let Some(pg) = &self.own {
+            // Its I/O ran only while the thread waited: the connection
+            // now handles what came meanwhile (the server closing it, say).
+            // A first turn polls the socket, a second runs the connection.
+            pg.runtime.wait(async {
+                tokio::task::yield_now().await;
+                tokio::task::yield_now().await;
+            });
+            if pg.client.is_closed() {
+                self.own = None;
+            }
+        }
+        let pg = match self.own.take() {
+            Some(pg) => pg,
+            None => {
+                let runtime = Runtime::for_this_thread()?;
+                let client = held(&self.from.pool, &runtime)?;
+                Pg::on(client, runtime, &self.from.shared)
+            }
+        };
+        Ok(self.own.insert(pg))
     }
 }
 
@@ -455,14 +543,32 @@ impl KeyLookup {
     }
 }
 
-/// The writer's connection: group-committed transactions, each job in a
-/// savepoint.
+/// A writer's connection: group-committed transactions, each job in a
+/// savepoint. Held for good, and made again once the server closed it
+/// (a restart, a terminated backend), so writes go on when it is back.
 struct PgWriter {
     pg: Pg,
+    pool: Pool,
+    shared: Shared,
+}
+
+impl PgWriter {
+    fn new(pool: &Pool, shared: &Shared) -> Result<PgWriter, StoreError> {
+        let client = held(pool, &shared.runtime)?;
+        Ok(PgWriter {
+            pg: Pg::on(client, shared.runtime.clone(), shared),
+            pool: pool.clone(),
+            shared: shared.clone(),
+        })
+    }
 }
 
 impl WriteConnection for PgWriter {
     fn begin(&mut self) -> Result<(), StoreError> {
+        if self.pg.client.is_closed() {
+            tracing::warn!("a writer's database connection was closed; connecting again");
+            *self = PgWriter::new(&self.pool, &self.shared)?;
+        }
         self.pg.defer("BEGIN");
         Ok(())
     }
