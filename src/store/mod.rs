@@ -575,7 +575,7 @@ impl ReadPool {
     pub fn for_thread(&self) -> ThreadReads {
         match self {
             ReadPool::Sqlite(pool) => ThreadReads::Sqlite(pool.clone()),
-            ReadPool::Postgres(pool) => ThreadReads::Postgres(pool.for_thread()),
+            ReadPool::Postgres(pool) => ThreadReads::Postgres(Box::new(pool.for_thread())),
         }
     }
 }
@@ -583,7 +583,7 @@ impl ReadPool {
 /// One thread's reads.
 pub enum ThreadReads {
     Sqlite(sqlite::ReadPool),
-    Postgres(postgres::ThreadReads),
+    Postgres(Box<postgres::ThreadReads>),
 }
 
 impl ThreadReads {
