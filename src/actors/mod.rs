@@ -22,10 +22,11 @@
 //!   the background, a batch per read and per writer job.
 //! - [`scheduler::Scheduler`] owns the cron schedule, the job settings, and
 //!   which job is running; it sends the runs to the two actors above.
-//! - [`storage::StoreReader`] is a `SyncArbiter` pool of threads, one pooled
-//!   connection each, for reads; [`storage::StorageWriter`] is the single
-//!   writer thread: one connection fed by a bounded queue, committing every
-//!   write waiting in the queue in one transaction (group commit).
+//! - [`storage::StoreReader`] is a `SyncArbiter` pool of threads, one read
+//!   connection each; [`storage::StorageWriter`] is the writer thread (on
+//!   PostgreSQL, threads): one connection fed by a bounded queue,
+//!   committing every write waiting in the queue in one transaction
+//!   (group commit).
 //!
 //! The three request actors run one instance per HTTP worker: each worker
 //! of actix-web is an arbiter of its own (one per core by default), and the
