@@ -112,16 +112,31 @@ impl Reader {
             work: Box::new(work),
             answer,
         });
-        match tokio::time::timeout(self.timeout, answered).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(ServiceError::Unavailable(
-                "the service is shutting down".to_string(),
-            )),
-            Err(_) => Err(ServiceError::Unavailable(format!(
-                "the read did not complete within {} ms; retry shortly",
-                self.timeout.as_millis()
-            ))),
-        }
+        within(
+            self.timeout,
+            answered,
+            "read",
+            "the service is shutting down",
+        )
+        .await
+    }
+}
+
+/// A storage actor's answer, or `Unavailable`: when the actor dropped the
+/// job unanswered (`stopped` says why), or when `timeout` passed first.
+async fn within<T>(
+    timeout: Duration,
+    answer: oneshot::Receiver<Result<T, ServiceError>>,
+    what: &str,
+    stopped: &str,
+) -> Result<T, ServiceError> {
+    match actix_web::rt::time::timeout(timeout, answer).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err(ServiceError::Unavailable(stopped.to_string())),
+        Err(_) => Err(ServiceError::Unavailable(format!(
+            "the {what} did not complete within {} ms; retry shortly",
+            timeout.as_millis()
+        ))),
     }
 }
 
@@ -497,16 +512,7 @@ impl StorageWriter {
                 ));
             }
         }
-        match actix_web::rt::time::timeout(self.timeout, answer).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(ServiceError::Unavailable(
-                "the writer has stopped".to_string(),
-            )),
-            Err(_) => Err(ServiceError::Unavailable(format!(
-                "the write did not complete within {} ms; retry shortly",
-                self.timeout.as_millis()
-            ))),
-        }
+        within(self.timeout, answer, "write", "the writer has stopped").await
     }
 
     /// Lets queued writes finish, flushes the backend, and stops the

@@ -61,6 +61,16 @@ pub fn sqlite_only(what: &str) -> bool {
     skip
 }
 
+/// Whether a test needs PostgreSQL and runs on SQLite: says so and why
+/// not (`what`), for the test to return.
+pub fn postgres_only(what: &str) -> bool {
+    let skip = postgres_admin_url().is_none();
+    if skip {
+        eprintln!("not run on SQLite: {what}");
+    }
+    skip
+}
+
 /// `url` with its database name replaced by `name`.
 fn with_database(url: &str, name: &str) -> String {
     let (base, query) = url

@@ -68,8 +68,7 @@ fn fact(object: &str) -> Value {
 
 #[actix_web::test]
 async fn two_instances_share_one_database() {
-    if crate::helpers::postgres_admin_url().is_none() {
-        eprintln!("not run on SQLite: several processes on one database need PostgreSQL");
+    if crate::helpers::postgres_only("several processes on one database need PostgreSQL") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -224,8 +223,7 @@ async fn all_ids(url: &str) -> BTreeSet<String> {
 
 #[actix_web::test]
 async fn connections_the_database_closes_are_made_again() {
-    if crate::helpers::postgres_admin_url().is_none() {
-        eprintln!("not run on SQLite: the database server closes no connection there");
+    if crate::helpers::postgres_only("the database server closes no connection there") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -310,8 +308,7 @@ async fn with_key(method: &str, url: &str, key: &str, body: Option<Value>) -> u1
 
 #[actix_web::test]
 async fn keys_revocations_and_rates_hold_across_instances() {
-    if crate::helpers::postgres_admin_url().is_none() {
-        eprintln!("not run on SQLite: several processes on one database need PostgreSQL");
+    if crate::helpers::postgres_only("several processes on one database need PostgreSQL") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -63,8 +63,7 @@ async fn everything(app: &TestApp, topic: &str) -> Vec<Value> {
 
 #[actix_web::test]
 async fn a_sqlite_database_moves_to_postgres_whole() {
-    if crate::helpers::postgres_admin_url().is_none() {
-        eprintln!("not run on SQLite: the target of a migration is PostgreSQL");
+    if crate::helpers::postgres_only("the target of a migration is PostgreSQL") {
         return;
     }
     // A SQLite database with some of everything; keys are made, but not
