@@ -221,6 +221,20 @@ async fn all_ids(url: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Stores facts `1.<i>` through `url`, their ids added to `ids`.
+async fn add_facts(url: &str, numbers: std::ops::Range<u32>, ids: &mut BTreeSet<String>) {
+    for i in numbers {
+        let (status, made) = call(
+            "POST",
+            &format!("{url}/v1/records"),
+            Some(fact(&format!("1.{i}"))),
+        )
+        .await;
+        assert_eq!(status, 201, "{made}");
+        ids.insert(made["record"]["id"].as_str().unwrap().to_string());
+    }
+}
+
 #[actix_web::test]
 async fn connections_the_database_closes_are_made_again() {
     if crate::helpers::postgres_only("the database server closes no connection there") {
@@ -233,16 +247,7 @@ async fn connections_the_database_closes_are_made_again() {
         &dir.path().join("engram.log"),
     );
     let mut ids = BTreeSet::new();
-    for i in 0..3 {
-        let (status, made) = call(
-            "POST",
-            &format!("{}/v1/records", server.url),
-            Some(fact(&format!("1.{i}"))),
-        )
-        .await;
-        assert_eq!(status, 201, "{made}");
-        ids.insert(made["record"]["id"].as_str().unwrap().to_string());
-    }
+    add_facts(&server.url, 0..3, &mut ids).await;
     // Reads in parallel: several reading threads have their connection.
     let reads: Vec<_> = (0..8)
         .map(|_| {
@@ -278,16 +283,7 @@ async fn connections_the_database_closes_are_made_again() {
     for _ in 0..8 {
         assert_eq!(all_ids(&server.url).await, ids);
     }
-    for i in 3..6 {
-        let (status, made) = call(
-            "POST",
-            &format!("{}/v1/records", server.url),
-            Some(fact(&format!("1.{i}"))),
-        )
-        .await;
-        assert_eq!(status, 201, "{made}");
-        ids.insert(made["record"]["id"].as_str().unwrap().to_string());
-    }
+    add_facts(&server.url, 3..6, &mut ids).await;
     assert_eq!(all_ids(&server.url).await, ids);
     stop(server);
 }
