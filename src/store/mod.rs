@@ -588,7 +588,7 @@ pub enum ThreadReads {
 
 impl ThreadReads {
     /// Runs `work` in one read transaction (one snapshot). Blocks: call it
-    /// from a thread made for blocking work.
+    /// from a thread made for blocking work, outside any async runtime.
     pub fn read<T>(
         &mut self,
         work: impl FnOnce(&mut dyn Transaction) -> T,
