@@ -32,9 +32,10 @@ export ENGRAM_PEPPER_HEX
 ENGRAM_PEPPER_HEX=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 # The scheduled jobs are off: the hourly decay sweep of a million records
 # takes minutes, and figures measured while it runs are the sweep's too
-# (`measure.sh` measures ingest during sweeps on its own).
+# (`measure.sh` measures ingest during sweeps on its own). Four reading
+# threads, the default: each has a database connection of its own.
 ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DATABASE_URL=$database ENGRAM_AUTH__PEPPER_ENV=ENGRAM_PEPPER_HEX \
-  ENGRAM_STORAGE__POOL_SIZE=8 ENGRAM_JOBS__DECAY__ENABLED=false ENGRAM_JOBS__CONSOLIDATION__ENABLED=false \
+  ENGRAM_STORAGE__POOL_SIZE=4 ENGRAM_JOBS__DECAY__ENABLED=false ENGRAM_JOBS__CONSOLIDATION__ENABLED=false \
   RUST_LOG=info "$engram" >"$work/server.log" 2>&1 &
 server=$!
 addr=
