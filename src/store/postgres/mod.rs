@@ -242,8 +242,14 @@ pub struct Pg {
 }
 
 impl Pg {
-    fn new(client: deadpool_postgres::Object, shared: &Shared) -> Pg {
-        Pg::on(Client::Pooled(client), shared.runtime.clone(), shared)
+    /// A connection from the pool, for as long as the `Pg` lives.
+    fn pooled(pool: &Pool, shared: &Shared) -> Result<Pg, StoreError> {
+        let object = shared.runtime.wait(pool.get())?;
+        Ok(Pg::on(
+            Client::Pooled(object),
+            shared.runtime.clone(),
+            shared,
+        ))
     }
 
     fn on(client: Client, runtime: Runtime, shared: &Shared) -> Pg {
@@ -399,7 +405,7 @@ pub fn open(
 /// (`engram migrate`).
 pub fn connect(options: &PgOptions) -> Result<Pg, StoreError> {
     let (pool, shared) = pool(options)?;
-    let pg = Pg::new(shared.runtime.wait(pool.get())?, &shared);
+    let pg = Pg::pooled(&pool, &shared)?;
     migrations::run(&pg)?;
     Ok(pg)
 }
@@ -538,7 +544,7 @@ pub struct KeyLookup {
 
 impl KeyLookup {
     pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
-        let mut pg = Pg::new(self.shared.runtime.wait(self.pool.get())?, &self.shared);
+        let mut pg = Pg::pooled(&self.pool, &self.shared)?;
         Ok(work(&mut pg))
     }
 }
