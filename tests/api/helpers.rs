@@ -54,19 +54,19 @@ pub fn postgres_admin_url() -> Option<String> {
 /// its encryption) has nothing to test on PostgreSQL: says so, for the
 /// test to return.
 pub fn sqlite_only(what: &str) -> bool {
-    let skip = postgres_admin_url().is_some();
-    if skip {
-        eprintln!("not run on PostgreSQL: {what}");
-    }
-    skip
+    not_run(postgres_admin_url().is_some(), "PostgreSQL", what)
 }
 
 /// Whether a test needs PostgreSQL and runs on SQLite: says so and why
 /// not (`what`), for the test to return.
 pub fn postgres_only(what: &str) -> bool {
-    let skip = postgres_admin_url().is_none();
+    not_run(postgres_admin_url().is_none(), "SQLite", what)
+}
+
+/// `skip`, said with why when it holds.
+fn not_run(skip: bool, backend: &str, what: &str) -> bool {
     if skip {
-        eprintln!("not run on SQLite: {what}");
+        eprintln!("not run on {backend}: {what}");
     }
     skip
 }
