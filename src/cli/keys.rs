@@ -8,7 +8,7 @@ use chrono::Utc;
 
 use crate::auth;
 use crate::config::Settings;
-use crate::domain::access::{ApiKey, Role};
+use crate::domain::access::{Access, ApiKey, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::format_rfc3339;
 use crate::service::keys::{self, NewKey};
@@ -135,7 +135,7 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
     let output = match command {
         KeysCommand::Create(new) => {
             let pepper = pepper.expect("made above for create");
-            keys::create(tx, &pepper, new, now).map(|(key, secret)| {
+            keys::create(tx, &Access::Open, &pepper, new, now).map(|(key, secret)| {
                 format!(
                     "created key {}\n{}\nThe secret is shown once; engram keeps only its hash.\n{secret}\n",
                     key.name,
@@ -143,14 +143,16 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
                 )
             })
         }
-        KeysCommand::List => keys::list(tx).map(|all| render(&all)),
-        KeysCommand::Revoke(name) => keys::revoke(tx, &name, now).map(|was_active| {
-            if was_active {
-                format!("revoked key {name}\n")
-            } else {
-                format!("key {name} was revoked already\n")
-            }
-        }),
+        KeysCommand::List => keys::list(tx, &Access::Open).map(|all| render(&all)),
+        KeysCommand::Revoke(name) => {
+            keys::revoke(tx, &Access::Open, &name, now).map(|(_, was_active)| {
+                if was_active {
+                    format!("revoked key {name}\n")
+                } else {
+                    format!("key {name} was revoked already\n")
+                }
+            })
+        }
     };
     match output {
         Ok(text) => {

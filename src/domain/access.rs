@@ -120,6 +120,38 @@ impl Grant {
         self.roles.contains(&Role::Admin) || self.roles.contains(&role)
     }
 
+    /// Whether everything `other` allows, this grant allows too: its roles,
+    /// a ceiling no higher, and scopes among these (a grant of every scope
+    /// is within only another of every scope). A key manages only keys
+    /// within its own grant, so delegation can never widen it. The error
+    /// names the field at fault.
+    pub fn covers(&self, other: &Grant) -> Result<(), String> {
+        if let Some(role) = other.roles.iter().find(|role| !self.has(**role)) {
+            return Err(format!(
+                "roles: this key may not give the role {}",
+                role.as_str()
+            ));
+        }
+        if other.max_sensitivity > self.max_sensitivity {
+            return Err(format!(
+                "max_sensitivity: this key may give at most {}",
+                self.max_sensitivity.as_str()
+            ));
+        }
+        if !self.scopes.is_empty() {
+            if other.scopes.is_empty() {
+                return Err(
+                    "scopes: this key may not give every scope; name scopes among its own"
+                        .to_string(),
+                );
+            }
+            if let Some(i) = other.scopes.iter().position(|s| !self.scopes.contains(s)) {
+                return Err(format!("scopes[{i}]: not among this key's scopes"));
+            }
+        }
+        Ok(())
+    }
+
     /// The trust of a request made with key `name`: the lower of the two
     /// sensitivities, and the scopes both allow. Naming only scopes outside
     /// the grant leaves unscoped records, never every scope. Without
@@ -173,6 +205,15 @@ impl Access {
         match self {
             Access::Open => true,
             Access::Key(key) => key.grant.has(role),
+        }
+    }
+
+    /// Whether this caller may see and manage a key of `grant`: any key
+    /// without one, with one only keys within its own grant.
+    pub fn manages(&self, grant: &Grant) -> bool {
+        match self {
+            Access::Open => true,
+            Access::Key(key) => key.grant.covers(grant).is_ok(),
         }
     }
 
@@ -354,6 +395,33 @@ mod tests {
         let open = key(grant(Sensitivity::Hyper, &[], &[Role::Admin]));
         assert_eq!(open.writer().default_scope, None);
         assert!(open.writer().is_unrestricted());
+    }
+
+    #[test]
+    fn a_key_manages_only_keys_within_its_grant() {
+        let narrow = grant(Sensitivity::Low, &["a"], &[Role::Admin]);
+        assert!(narrow
+            .covers(&grant(Sensitivity::Low, &["a"], &[Role::Read]))
+            .is_ok());
+        assert!(narrow.covers(&narrow).is_ok());
+        let fault = |g: Grant| narrow.covers(&g).unwrap_err();
+        assert!(
+            fault(grant(Sensitivity::Hyper, &["a"], &[Role::Read])).starts_with("max_sensitivity")
+        );
+        assert!(fault(grant(Sensitivity::Low, &[], &[Role::Read])).starts_with("scopes"));
+        assert!(fault(grant(Sensitivity::Low, &["a", "b"], &[Role::Read])).starts_with("scopes[1]"));
+        let reader = grant(Sensitivity::Hyper, &[], &[Role::Read, Role::Write]);
+        assert!(reader
+            .covers(&grant(Sensitivity::Low, &[], &[Role::Admin]))
+            .unwrap_err()
+            .starts_with("roles"));
+        // Every scope covers any list of scopes.
+        assert!(reader
+            .covers(&grant(Sensitivity::Low, &["z"], &[Role::Read]))
+            .is_ok());
+        assert!(key(narrow.clone()).manages(&narrow));
+        assert!(!key(narrow).manages(&reader));
+        assert!(Access::Open.manages(&reader));
     }
 
     #[test]

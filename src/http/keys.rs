@@ -8,11 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::Gatekeeper;
 use super::{AppState, Endpoint, JsonBody};
-use crate::domain::access::{check_key_name, ApiKey, Role};
+use crate::domain::access::{check_key_name, Access, ApiKey, Role};
 use crate::domain::record::Sensitivity;
 use crate::error::ApiError;
 use crate::service::keys::{self, NewKey};
-use crate::service::ServiceError;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -62,11 +61,12 @@ struct KeysBody {
     tag = "keys",
     summary = "Make an API key",
     request_body = CreateKeyBody,
-    responses((status = 201, description = "The key, with its secret shown this once", body = CreatedBody), (status = 409, description = "A key of that name exists", body = ErrorBody))
+    responses((status = 201, description = "The key, with its secret shown this once", body = CreatedBody), (status = 403, description = "A role, ceiling or scope beyond the calling key's own grant", body = ErrorBody), (status = 409, description = "A key of that name exists", body = ErrorBody))
 )]
 async fn create(
     state: web::Data<AppState>,
     gate: web::Data<Gatekeeper>,
+    access: Access,
     body: JsonBody<CreateKeyBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
@@ -86,7 +86,7 @@ async fn create(
     let hashing = gate.clone();
     let (key, secret) = state
         .writer
-        .write(move |tx| keys::create(tx, hashing.pepper(), new, now))
+        .write(move |tx| keys::create(tx, &access, hashing.pepper(), new, now))
         .await?;
     gate.key_created();
     tracing::info!(key = %key.name, "API key created");
@@ -97,16 +97,17 @@ async fn create(
     get,
     path = "/v1/keys",
     tag = "keys",
-    summary = "Every API key, revoked ones too (never their secrets)",
+    summary = "Every API key within the calling key's grant, revoked ones too (never their secrets)",
     responses((status = 200, description = "The keys", body = KeysBody, example = json!({"keys": [{"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50.0, "created_at": "2026-01-15T10:30:00Z", "revoked_at": null}]})))
 )]
-async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let keys = state.reader.read(keys::list).await?;
+async fn list(state: web::Data<AppState>, access: Access) -> Result<HttpResponse, ApiError> {
+    let keys = state.reader.read(move |tx| keys::list(tx, &access)).await?;
     Ok(HttpResponse::Ok().json(KeysBody { keys }))
 }
 
 /// Revokes the key (at once: the next request with it is refused) and
-/// answers it as it now stands; revoking it again changes nothing.
+/// answers it as it now stands; revoking it again changes nothing. A key
+/// beyond the calling key's grant answers as a missing one.
 #[utoipa::path(
     delete,
     path = "/v1/keys/{name}",
@@ -117,20 +118,15 @@ async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 )]
 async fn revoke(
     state: web::Data<AppState>,
+    access: Access,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
     check_key_name(&name)?;
     let now = state.clock.now();
-    let key = state
+    let (key, _) = state
         .writer
-        .write(move |tx| {
-            keys::revoke(tx, &name, now)?;
-            keys::list(tx)?
-                .into_iter()
-                .find(|key| key.name == name)
-                .ok_or_else(|| ServiceError::NotFound(format!("no key named {name}")))
-        })
+        .write(move |tx| keys::revoke(tx, &access, &name, now))
         .await?;
     tracing::info!(key = %key.name, "API key revoked");
     Ok(HttpResponse::Ok().json(KeyBody { key }))

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::auth::secret::{new_secret, Pepper};
-use crate::domain::access::{check_key_name, ApiKey, Grant, Role};
+use crate::domain::access::{check_key_name, Access, ApiKey, Grant, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::MAX_TRUST_SCOPES;
@@ -58,23 +58,30 @@ impl NewKey {
     }
 }
 
-/// Makes a key; answers it and its secret, which is shown this once and
-/// never stored.
+/// Makes a key for `by`, which may give only what its own grant holds;
+/// answers it and its secret, which is shown this once and never stored.
 pub fn create(
     tx: &mut dyn Transaction,
+    by: &Access,
     pepper: &Pepper,
     new: NewKey,
     now: Timestamp,
 ) -> Result<(ApiKey, String), ServiceError> {
     let new = new.checked()?;
+    let grant = Grant {
+        max_sensitivity: new.max_sensitivity,
+        scopes: new.scopes,
+        roles: new.roles,
+    };
+    if let Access::Key(own) = by {
+        own.grant
+            .covers(&grant)
+            .map_err(ServiceError::PermissionDenied)?;
+    }
     let secret = new_secret().map_err(|e| ServiceError::Internal(e.to_string()))?;
     let key = ApiKey {
         name: new.name,
-        grant: Grant {
-            max_sensitivity: new.max_sensitivity,
-            scopes: new.scopes,
-            roles: new.roles,
-        },
+        grant,
         rate: new.rate,
         created_at: now,
         revoked_at: None,
@@ -88,16 +95,36 @@ pub fn create(
     }
 }
 
-pub fn list(tx: &mut dyn Transaction) -> Result<Vec<ApiKey>, ServiceError> {
-    Ok(tx.list_keys()?)
+/// The keys `by` manages: every key without a key, with one those within
+/// its grant (the others do not exist for it).
+pub fn list(tx: &mut dyn Transaction, by: &Access) -> Result<Vec<ApiKey>, ServiceError> {
+    let mut keys = tx.list_keys()?;
+    keys.retain(|key| by.manages(&key.grant));
+    Ok(keys)
 }
 
-/// Revokes key `name`; answers whether it was active until now.
-pub fn revoke(tx: &mut dyn Transaction, name: &str, now: Timestamp) -> Result<bool, ServiceError> {
-    match tx.revoke_key(name, now) {
-        Err(StoreError::NotFound(_)) => Err(ServiceError::NotFound(format!("no key named {name}"))),
-        other => Ok(other?),
-    }
+/// Revokes key `name` for `by`; answers the key as it now stands and
+/// whether it was active until then. A key beyond `by`'s grant answers as
+/// a missing one.
+pub fn revoke(
+    tx: &mut dyn Transaction,
+    by: &Access,
+    name: &str,
+    now: Timestamp,
+) -> Result<(ApiKey, bool), ServiceError> {
+    let missing = || ServiceError::NotFound(format!("no key named {name}"));
+    let find = |tx: &mut dyn Transaction| -> Result<ApiKey, ServiceError> {
+        list(tx, by)?
+            .into_iter()
+            .find(|key| key.name == name)
+            .ok_or_else(missing)
+    };
+    find(tx)?;
+    let was_active = match tx.revoke_key(name, now) {
+        Err(StoreError::NotFound(_)) => return Err(missing()),
+        other => other?,
+    };
+    Ok((find(tx)?, was_active))
 }
 
 /// The active key whose secret was presented, if any.
@@ -147,23 +174,59 @@ mod tests {
         let now = parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
         w.begin().unwrap();
         let tx = w.transaction();
-        let (key, secret) = create(tx, &pepper, new_key("reader"), now).unwrap();
+        let (key, secret) = create(tx, &Access::Open, &pepper, new_key("reader"), now).unwrap();
         assert_eq!(authenticate(tx, &pepper, &secret).unwrap(), Some(key));
         assert_eq!(authenticate(tx, &pepper, "engram_guess").unwrap(), None);
         let other = Pepper::from_hex(&"22".repeat(32), "test").unwrap();
         assert_eq!(authenticate(tx, &other, &secret).unwrap(), None);
         assert!(matches!(
-            create(tx, &pepper, new_key("reader"), now),
+            create(tx, &Access::Open, &pepper, new_key("reader"), now),
             Err(ServiceError::Conflict(_))
         ));
-        assert!(revoke(tx, "reader", now).unwrap());
+        assert!(revoke(tx, &Access::Open, "reader", now).unwrap().1);
         assert_eq!(authenticate(tx, &pepper, &secret).unwrap(), None);
-        assert!(!revoke(tx, "reader", now).unwrap());
+        let (revoked, was_active) = revoke(tx, &Access::Open, "reader", now).unwrap();
+        assert!(!was_active && revoked.revoked_at.is_some());
         assert!(matches!(
-            revoke(tx, "ghost", now),
+            revoke(tx, &Access::Open, "ghost", now),
             Err(ServiceError::NotFound(_))
         ));
-        assert_eq!(list(tx).unwrap().len(), 1);
+        assert_eq!(list(tx, &Access::Open).unwrap().len(), 1);
+        w.commit().unwrap();
+    }
+
+    #[test]
+    fn a_key_manages_only_keys_within_its_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(&dir);
+        let pepper = Pepper::from_hex(&"11".repeat(32), "test").unwrap();
+        let now = parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
+        w.begin().unwrap();
+        let tx = w.transaction();
+        let mut wide = new_key("wide");
+        wide.roles = [Role::Admin].into_iter().collect();
+        wide.scopes.clear();
+        wide.max_sensitivity = Sensitivity::Hyper;
+        create(tx, &Access::Open, &pepper, wide.clone(), now).unwrap();
+        let mut narrow = new_key("narrow");
+        narrow.roles = [Role::Admin].into_iter().collect();
+        let (narrow, _) = create(tx, &Access::Open, &pepper, narrow, now).unwrap();
+        let by = Access::Key(std::sync::Arc::new(narrow));
+        wide.name = "escalated".into();
+        assert!(matches!(
+            create(tx, &by, &pepper, wide, now),
+            Err(ServiceError::PermissionDenied(m)) if m.starts_with("max_sensitivity")
+        ));
+        // Made by the narrow key: its delegate can delegate no wider.
+        let (delegate, _) = create(tx, &by, &pepper, new_key("delegate"), now).unwrap();
+        let names = |keys: Vec<ApiKey>| keys.into_iter().map(|k| k.name).collect::<Vec<_>>();
+        assert_eq!(names(list(tx, &by).unwrap()), ["delegate", "narrow"]);
+        assert!(matches!(
+            revoke(tx, &by, "wide", now),
+            Err(ServiceError::NotFound(m)) if m == "no key named wide"
+        ));
+        assert_eq!(list(tx, &Access::Open).unwrap()[2].revoked_at, None);
+        assert!(revoke(tx, &by, &delegate.name, now).unwrap().1);
         w.commit().unwrap();
     }
 

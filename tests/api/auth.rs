@@ -211,6 +211,119 @@ async fn admins_list_and_revoke_keys_over_http() {
 }
 
 #[actix_web::test]
+async fn an_admin_key_makes_sees_and_revokes_only_keys_within_its_grant() {
+    let (app, root) = protected().await;
+    let team_a = app
+        .make_key(
+            Some(&root),
+            json!({"name": "team-a-admin", "roles": ["admin"], "scopes": ["team-a"], "rate": 1e6}),
+        )
+        .await;
+    app.make_key(Some(&root), json!({"name": "team-b", "scopes": ["team-b"]}))
+        .await;
+    // Wider than its own grant, field by field: refused, nothing made.
+    for (wide, field) in [
+        (
+            json!({"name": "esc", "roles": ["admin"], "max_sensitivity": "hyper", "scopes": ["team-a"]}),
+            "max_sensitivity",
+        ),
+        (
+            json!({"name": "esc", "roles": ["admin"], "scopes": []}),
+            "scopes",
+        ),
+        (
+            json!({"name": "esc", "scopes": ["team-a", "team-b"]}),
+            "scopes[1]",
+        ),
+    ] {
+        let (status, body, _) = app
+            .send("POST", "/v1/keys", Some(&wide), Some(&team_a))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{wide}: {body}");
+        assert_eq!(error_code(&body), "permission_denied");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(field), "{wide}: {message}");
+    }
+    // Within it: made, and its delegate is held to the same grant.
+    let delegate = app
+        .make_key(
+            Some(&team_a),
+            json!({"name": "delegate", "roles": ["admin"], "scopes": ["team-a"], "rate": 1e6}),
+        )
+        .await;
+    let (status, body, _) = app
+        .send(
+            "POST",
+            "/v1/keys",
+            Some(&json!({"name": "esc2", "roles": ["read"], "scopes": ["team-b"]})),
+            Some(&delegate),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "second level: {body}");
+    // A hyper team-b record stays out of the delegates' reach.
+    let (status, body, _) = app
+        .send(
+            "POST",
+            "/v1/records",
+            Some(&record(
+                "0190a3d2-0000-7000-8000-00000000b0b0",
+                "hyper",
+                Some("team-b"),
+            )),
+            Some(&root),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let hidden = body["record"]["id"].as_str().unwrap().to_string();
+    for key in [&team_a, &delegate] {
+        let (status, _, _) = app
+            .send(
+                "POST",
+                &format!("/v1/retrieve/{hidden}"),
+                Some(&json!({})),
+                Some(key),
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+    // Listing and revoking: keys beyond the grant do not exist for it.
+    for key in [&team_a, &delegate] {
+        let (status, body, _) = app.send("GET", "/v1/keys", None, Some(key)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let names: Vec<&str> = body["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["delegate", "team-a-admin"]);
+    }
+    for name in ["root", "team-b"] {
+        let (status, body, _) = app
+            .send("DELETE", &format!("/v1/keys/{name}"), None, Some(&delegate))
+            .await;
+        let (_, missing, _) = app
+            .send("DELETE", "/v1/keys/ghost", None, Some(&delegate))
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{name}: {body}");
+        assert_eq!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .replace(name, "ghost"),
+            missing["error"]["message"].as_str().unwrap(),
+            "hidden and missing keys answer alike"
+        );
+    }
+    let (status, _, _) = app.send("GET", "/v1/keys", None, Some(&root)).await;
+    assert_eq!(status, StatusCode::OK, "root is not revoked");
+    let (status, body, _) = app
+        .send("DELETE", "/v1/keys/delegate", None, Some(&team_a))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[actix_web::test]
 async fn a_public_address_without_a_key_refuses_to_start_unless_told_to() {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = test_settings(&dir.path().join("engram.db"));
@@ -956,7 +1069,11 @@ async fn no_answer_to_any_endpoint_carries_a_record_the_key_may_not_see() {
         ("GET", "/metrics".into(), None),
         ("GET", "/v1/metrics".into(), None),
         ("GET", "/v1/keys".into(), None),
-        ("POST", "/v1/keys".into(), Some(json!({"name": "another"}))),
+        (
+            "POST",
+            "/v1/keys".into(),
+            Some(json!({"name": "another", "scopes": ["a"]})),
+        ),
         ("DELETE", "/v1/keys/another".into(), None),
         (
             "POST",
