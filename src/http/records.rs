@@ -47,6 +47,34 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
+/// Refuses a new record (inside request field `within`, if any) that sets
+/// what only an import may, unless the caller is an admin: a chosen id,
+/// status, audit log, creation time or lifecycle. The same rule for every
+/// route that makes a record from a client's, so a revision cannot bring in
+/// what `POST /v1/records` refuses, nor probe hidden records' ids.
+pub(super) fn refuse_import(
+    access: &Access,
+    within: Option<&str>,
+    record: &NewRecord,
+) -> Result<(), ApiError> {
+    if access.may(Role::Admin) {
+        return Ok(());
+    }
+    match record.import_field() {
+        None => Ok(()),
+        Some(field) => {
+            let field = match within {
+                Some(outer) => format!("{outer}.{field}"),
+                None => field.to_string(),
+            };
+            Err(ApiError::new(
+                Code::PermissionDenied,
+                format!("{field}: setting it imports a record, which needs the admin role"),
+            ))
+        }
+    }
+}
+
 #[utoipa::path(
     post,
     path = "/v1/records",
@@ -61,14 +89,7 @@ async fn create(
     body: JsonBody<NewRecord>,
 ) -> Result<HttpResponse, ApiError> {
     let record = body.0;
-    if !access.may(Role::Admin) {
-        if let Some(field) = record.import_field() {
-            return Err(ApiError::new(
-                Code::PermissionDenied,
-                format!("{field}: setting it imports a record, which needs the admin role"),
-            ));
-        }
-    }
+    refuse_import(&access, None, &record)?;
     let caller = access.writer();
     let claimed = record
         .provenance

@@ -315,6 +315,16 @@ pub enum RevisionRequest {
 }
 
 impl RevisionRequest {
+    /// The new record the revision makes, and the request field it is in.
+    pub fn new_record(&self) -> Option<(&'static str, &NewRecord)> {
+        match self {
+            RevisionRequest::Supersede(r) => Some(("new_record", &r.new_record)),
+            RevisionRequest::Fork(r) => Some(("forked_record", &r.forked_record)),
+            RevisionRequest::Merge(r) => Some(("merged_record", &r.merged_record)),
+            _ => None,
+        }
+    }
+
     /// Checks the request and builds the command it asks for.
     pub fn into_command(self, cx: &NewRecordContext<'_>) -> Validated<RevisionCommand> {
         let (by, revision) = match self {

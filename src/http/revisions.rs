@@ -36,6 +36,9 @@ pub(super) async fn revised(
     access: Access,
     request: RevisionRequest,
 ) -> Result<MemoryRecord, ApiError> {
+    if let Some((field, record)) = request.new_record() {
+        super::records::refuse_import(&access, Some(field), record)?;
+    }
     Ok(state
         .reviser
         .send(Revise {
@@ -62,7 +65,7 @@ pub(super) async fn revise(
     tag = "revisions",
     summary = "Replace a record with a new version",
     request_body = SupersedeRequest,
-    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 403, description = "The new record sets an import field (`id`, `status`, `audit_log`, `created_at`, `lifecycle`) without the admin role", body = ErrorBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
 )]
 async fn supersede(
     state: web::Data<AppState>,
@@ -84,7 +87,7 @@ async fn supersede(
     tag = "revisions",
     summary = "Make a variant of a record beside it",
     request_body = ForkRequest,
-    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 403, description = "The new record sets an import field (`id`, `status`, `audit_log`, `created_at`, `lifecycle`) without the admin role", body = ErrorBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
 )]
 async fn fork(
     state: web::Data<AppState>,
@@ -128,7 +131,7 @@ async fn retract(
     tag = "revisions",
     summary = "Merge records into one",
     request_body = MergeRequest,
-    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
+    responses((status = 201, description = "The record the revision made or changed", body = RecordBody), (status = 403, description = "The new record sets an import field (`id`, `status`, `audit_log`, `created_at`, `lifecycle`) without the admin role", body = ErrorBody), (status = 404, description = "No such record the caller may see", body = ErrorBody), (status = 409, description = "The record's state forbids the change (`conflict`, `failed_precondition`)", body = ErrorBody))
 )]
 async fn merge(
     state: web::Data<AppState>,

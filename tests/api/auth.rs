@@ -866,6 +866,128 @@ async fn a_key_writes_only_within_its_grant() {
 }
 
 #[actix_web::test]
+async fn a_revision_imports_nothing_that_a_new_record_may_not_and_probes_no_id() {
+    let (app, admin) = protected().await;
+    let key = app
+        .make_key(
+            Some(&admin),
+            json!({"name": "reviser", "roles": ["read", "write", "revise"], "scopes": ["a"], "rate": 1e6}),
+        )
+        .await;
+    let hidden = made(
+        &app,
+        &admin,
+        "/v1/records",
+        record("0190a3d2-0000-7000-8000-00000000d1d1", "hyper", Some("b")),
+    )
+    .await;
+    let source = made(
+        &app,
+        &admin,
+        "/v1/records",
+        record("0190a3d2-0000-7000-8000-00000000a0a0", "low", Some("a")),
+    )
+    .await;
+    let imports = [
+        ("id", json!(hidden)),
+        ("id", json!("0190a3d2-0000-7000-8000-00000000f00d")),
+        ("created_at", json!("2001-01-01T00:00:00Z")),
+        ("status", json!("active")),
+        (
+            "lifecycle",
+            json!({"pinned": true, "deletion_policy": "never"}),
+        ),
+        (
+            "audit_log",
+            json!([{"timestamp": "2001-01-01T00:00:00Z", "actor": "root", "action": "create", "rationale": "forged"}]),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (field, value) in &imports {
+        let mut new = fact("forged");
+        new["scope"] = json!("a");
+        new[*field] = value.clone();
+        for (path, body, outer) in [
+            (
+                "/v1/revisions/supersede",
+                json!({"old_id": source, "new_record": new}),
+                "new_record",
+            ),
+            (
+                "/v1/revisions/fork",
+                json!({"source_id": source, "forked_record": new}),
+                "forked_record",
+            ),
+            (
+                "/v1/revisions/merge",
+                json!({"ids": [source], "merged_record": new}),
+                "merged_record",
+            ),
+        ] {
+            let mut body = body;
+            body["actor"] = json!("agent");
+            body["rationale"] = json!("because");
+            let (status, answer, _) = app.send("POST", path, Some(&body), Some(&key)).await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{path} {field}: {answer}");
+            let message = answer["error"]["message"].as_str().unwrap().to_string();
+            assert!(
+                message.starts_with(&format!("{outer}.{field}: ")),
+                "{message}"
+            );
+            if *field == "id" {
+                answers.push(message);
+            }
+        }
+    }
+    // A hidden id and a fresh one answer alike: no oracle.
+    assert_eq!(answers[..3], answers[3..]);
+    // The same through MCP's revise tool.
+    let mut new = fact("forged");
+    new["id"] = json!(hidden);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "revise", "arguments": {"operation": "supersede", "id": source, "new_record": new, "actor": "agent", "rationale": "because"}}});
+    let (_, answer, _) = app.send("POST", "/mcp", Some(&call), Some(&key)).await;
+    assert!(
+        answer
+            .to_string()
+            .contains("new_record.id: setting it imports a record"),
+        "{answer}"
+    );
+    // Nothing was stored: the source is still the only current record of its fact.
+    let (_, body, _) = app
+        .send(
+            "POST",
+            &format!("/v1/records/{source}/history"),
+            Some(&json!({})),
+            Some(&key),
+        )
+        .await;
+    assert_eq!(body["chain"].as_array().map(Vec::len), Some(1), "{body}");
+    let every = json!({"trust": {"max_sensitivity": "hyper"}, "include_retracted": true});
+    let (_, body, _) = app
+        .send("POST", "/v1/retrieve", Some(&every), Some(&admin))
+        .await;
+    assert_eq!(body["records"].as_array().map(Vec::len), Some(2), "{body}");
+    // An admin may still import through a revision.
+    let mut new = fact("imported");
+    new["created_at"] = json!("2001-01-01T00:00:00Z");
+    let (status, answer, _) = app
+        .send(
+            "POST",
+            "/v1/revisions/fork",
+            Some(
+                &json!({"source_id": source, "forked_record": new, "actor": "a", "rationale": "r"}),
+            ),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert!(answer["record"]["created_at"]
+        .as_str()
+        .unwrap()
+        .starts_with("2001-01-01"));
+}
+
+#[actix_web::test]
 async fn audit_entries_name_the_key_and_keep_the_claimed_actor_beside_it() {
     let (app, admin) = protected().await;
     let key = app
