@@ -108,6 +108,18 @@ fn is_origin(text: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
 }
 
+fn is_host_name(text: &str) -> bool {
+    let ipv6 = text
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|inner| inner.parse::<std::net::Ipv6Addr>().is_ok());
+    ipv6 || (!text.is_empty()
+        && text.len() <= 253
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-')))
+}
+
 impl StorageSettings {
     /// The database as messages name it: the SQLite file, or the
     /// PostgreSQL URL without its password.
@@ -163,6 +175,11 @@ pub struct ServerSettings {
     /// call the API; empty: no cross-origin calls.
     #[serde(default)]
     pub cors_origins: Vec<String>,
+    /// Host names, besides loopback ones, that requests may name in
+    /// `Host`; on an address other than loopback, setting any turns the
+    /// check on.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -445,6 +462,17 @@ impl Settings {
                     &format!(
                         "{origin:?} is not an origin: scheme and host, and a port if any, \
                          like https://app.example.com or http://localhost:3000"
+                    ),
+                );
+            }
+        }
+        for host in &self.server.allowed_hosts {
+            if !is_host_name(host) {
+                return invalid(
+                    "server.allowed_hosts",
+                    &format!(
+                        "{host:?} is not a host name: a name or an address without scheme or \
+                         port, like engram.example.com or 192.0.2.7"
                     ),
                 );
             }

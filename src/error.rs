@@ -51,6 +51,10 @@ codes! {
     /// The request body did not arrive within `server.body_read_timeout_ms`.
     RequestTimeout => (REQUEST_TIMEOUT, "request_timeout"),
     PayloadTooLarge => (PAYLOAD_TOO_LARGE, "payload_too_large"),
+    /// A body that is not declared `application/json`.
+    UnsupportedMediaType => (UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+    /// The `Host` names no name of this service (DNS rebinding).
+    MisdirectedRequest => (MISDIRECTED_REQUEST, "misdirected_request"),
     /// The key (or, without one, the client address) is over its rate;
     /// retry after `Retry-After`.
     RateLimited => (TOO_MANY_REQUESTS, "rate_limited"),

@@ -216,11 +216,21 @@ impl Application {
         // configured): the request actors are started on each, so the CPU
         // work of a request stays on the thread that parsed it.
         let cors_origins = settings.server.cors_origins.clone();
+        let origins = http::origin::OriginRules::new(
+            local,
+            &settings.server.allowed_hosts,
+            &cors_origins,
+            settings.server.tls_cert.is_some(),
+        );
         let mut server = HttpServer::new(move || {
+            let origins = origins.clone();
             App::new()
                 .app_data(web::Data::new(shared.worker_state()))
                 .app_data(gatekeeper.clone())
                 .wrap(from_fn(http::auth::authenticate))
+                .wrap(from_fn(move |req, next| {
+                    http::origin::guard(origins.clone(), req, next)
+                }))
                 .wrap(from_fn(telemetry::access_log))
                 // Outermost: a browser's preflight carries no key.
                 .wrap(Condition::new(

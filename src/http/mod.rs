@@ -12,6 +12,7 @@ mod keys;
 mod mcp;
 mod metrics;
 pub mod openapi;
+pub mod origin;
 mod records;
 pub mod requests;
 mod retrieve;
@@ -245,7 +246,16 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
         let mut payload = payload.take();
+        let json = is_json(req.headers());
         Box::pin(async move {
+            // A page of any site can post a form or `text/plain` without
+            // asking; only JSON declared as such is read.
+            if !json {
+                return Err(ApiError::new(
+                    Code::UnsupportedMediaType,
+                    "Content-Type: the request body must be sent as application/json",
+                ));
+            }
             if declared.is_some_and(|len| len > limit) {
                 return Err(too_large(limit));
             }
@@ -289,6 +299,23 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
             parse_json(&body).map(|value| JsonBody(value, permit))
         })
     }
+}
+
+/// Whether the request declares a JSON body: `application/json` or another
+/// `application/…+json`, with any parameters.
+fn is_json(headers: &header::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    let essence = essence.to_ascii_lowercase();
+    essence == "application/json"
+        || essence
+            .strip_prefix("application/")
+            .is_some_and(|subtype| subtype.ends_with("+json"))
 }
 
 fn bodies_over_budget() -> ApiError {

@@ -1381,7 +1381,7 @@ async fn browsers_may_call_from_the_listed_origins_only() {
         origin
     );
 
-    // Off by default: no page anywhere is let in.
+    // Off by default: no page anywhere is let in, not even to send.
     let closed = spawn_app().await;
     let response = closed
         .client
@@ -1390,7 +1390,7 @@ async fn browsers_may_call_from_the_listed_origins_only() {
         .send_json(&json!({"trust": {"max_sensitivity": "low"}}))
         .await
         .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
     assert!(response
         .headers()
         .get("access-control-allow-origin")

@@ -208,7 +208,7 @@ async fn stops_gracefully_on(signal: &str) {
     let mut slow = crate::helpers::raw_request(
         &server.url,
         &format!(
-            "POST /v1/ingest/event HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+            "POST /v1/ingest/event HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
             body.len()
         ),
     );

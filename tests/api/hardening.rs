@@ -402,7 +402,7 @@ async fn a_body_that_trickles_in_times_out_and_bodies_in_flight_are_bounded() {
     let slow = actix_web::rt::task::spawn_blocking(move || {
         let stream = crate::helpers::raw_request(
             &address,
-            "POST /v1/ingest/event HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+            "POST /v1/ingest/event HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
              Content-Length: 4050\r\nConnection: close\r\n\r\n{\"source\": ",
         );
         crate::helpers::read_answer(stream).unwrap_or_default()
@@ -516,4 +516,160 @@ async fn a_large_answer_comes_in_pages_within_the_size_budget() {
         "invalid_argument",
         "cursor: not a cursor",
     );
+}
+
+/// Sends `method path` with `headers` and `body` on a raw connection;
+/// answers the status and the body.
+async fn raw(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String) {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    for header in headers {
+        head.push_str(header);
+        head.push_str("\r\n");
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    let address = app.address.clone();
+    let answer = actix_web::rt::task::spawn_blocking(move || {
+        crate::helpers::read_answer(crate::helpers::raw_request(&address, &head))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[actix_web::test]
+async fn no_web_page_can_drive_an_open_instance() {
+    let app = spawn_app().await;
+    let event = crate::helpers::event("page").to_string();
+    let local = "Host: 127.0.0.1";
+    let json = "Content-Type: application/json";
+    // A page's "simple" requests: a form or text/plain post, or none at all.
+    for content_type in [
+        Some("Content-Type: text/plain"),
+        Some("Content-Type: application/x-www-form-urlencoded"),
+        Some("Content-Type: multipart/form-data; boundary=x"),
+        None,
+    ] {
+        let headers: Vec<&str> = [Some(local)]
+            .into_iter()
+            .chain([content_type])
+            .flatten()
+            .collect();
+        let (status, body) = raw(&app, "POST", "/v1/ingest/event", &headers, &event).await;
+        assert_eq!(status, 415, "{content_type:?}: {body}");
+        assert!(
+            body.contains("unsupported_media_type") && body.contains("Content-Type"),
+            "{body}"
+        );
+    }
+    // A foreign Host (a page whose own name now points here).
+    for path in ["/v1/retrieve", "/mcp"] {
+        let (status, body) = raw(
+            &app,
+            "POST",
+            path,
+            &["Host: evil.example.com:8080", json],
+            "{}",
+        )
+        .await;
+        assert_eq!(status, 421, "{path}: {body}");
+        assert!(body.contains("misdirected_request"), "{body}");
+    }
+    let (status, _) = raw(&app, "GET", "/ui/", &["Host: evil.example.com"], "").await;
+    assert_eq!(status, 421);
+    // A foreign Origin: nothing that changes state, and no MCP.
+    let foreign = "Origin: http://evil.example.com";
+    let (status, body) = raw(
+        &app,
+        "POST",
+        "/v1/ingest/event",
+        &[local, json, foreign],
+        &event,
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("permission_denied") && body.contains("Origin"),
+        "{body}"
+    );
+    let rpc = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let (status, _) = raw(&app, "POST", "/mcp", &[local, json, foreign], rpc).await;
+    assert_eq!(status, 403);
+    let (status, _) = raw(&app, "POST", "/mcp", &[local, json, "Origin: null"], rpc).await;
+    assert_eq!(status, 403);
+    // Nothing of it was stored.
+    assert!(app.all_records().await.is_empty());
+    // Plain local clients, and the dashboard's own pages, still work.
+    let (status, body) = raw(&app, "POST", "/v1/ingest/event", &[local, json], &event).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = raw(
+        &app,
+        "POST",
+        "/v1/ingest/event",
+        &[
+            "Host: localhost:8080",
+            "Content-Type: application/json; charset=utf-8",
+        ],
+        &event,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let own = format!("Origin: {}", app.address);
+    let own_host = format!("Host: {}", app.address.trim_start_matches("http://"));
+    let (status, body) = raw(&app, "POST", "/mcp", &[&own_host, json, &own], rpc).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = raw(&app, "GET", "/healthz", &["Host: 10.1.2.3:8080"], "").await;
+    assert_eq!(status, 200, "probes address the service as they reach it");
+    assert_eq!(app.all_records().await.len(), 2);
+}
+
+#[actix_web::test]
+async fn listed_hosts_are_answered_and_keys_do_not_lift_the_origin_check() {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.server.allowed_hosts = vec!["engram.internal".into()];
+    })
+    .await;
+    let admin = app
+        .make_key(
+            None,
+            json!({"name": "ops", "roles": ["admin"], "max_sensitivity": "hyper"}),
+        )
+        .await;
+    let bearer = format!("Authorization: Bearer {admin}");
+    let json = "Content-Type: application/json";
+    let (status, body) = raw(
+        &app,
+        "POST",
+        "/v1/retrieve",
+        &["Host: engram.internal:8080", json, &bearer],
+        "{}",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let rpc = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let (status, _) = raw(
+        &app,
+        "POST",
+        "/mcp",
+        &[
+            "Host: engram.internal",
+            json,
+            &bearer,
+            "Origin: http://evil.example.com",
+        ],
+        rpc,
+    )
+    .await;
+    assert_eq!(status, 403);
 }

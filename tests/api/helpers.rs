@@ -346,7 +346,7 @@ impl TestApp {
     /// connection: the client would follow it).
     pub async fn permanent_redirect(&self, path: &str) -> String {
         let address = self.address.clone();
-        let head = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let head = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
         let answer =
             actix_web::rt::task::spawn_blocking(move || read_answer(raw_request(&address, &head)))
                 .await

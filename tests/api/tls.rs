@@ -65,7 +65,7 @@ async fn the_service_speaks_https_with_the_configured_certificate() {
     let plain = actix_web::rt::task::spawn_blocking(move || {
         read_answer(raw_request(
             &address,
-            "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
         ))
         .unwrap_or_default()
     })
