@@ -196,7 +196,14 @@ fn share(operation: &mut Operation, endpoint: &Endpoint) {
         codes.extend([Code::InvalidArgument]);
     }
     if operation.request_body.is_some() {
-        codes.extend([Code::RequestTimeout, Code::PayloadTooLarge]);
+        codes.extend([
+            Code::RequestTimeout,
+            Code::PayloadTooLarge,
+            Code::UnsupportedMediaType,
+        ]);
+    }
+    if !super::origin::any_host(endpoint.path) {
+        codes.push(Code::MisdirectedRequest);
     }
     for code in codes {
         let status = code.status().as_u16().to_string();
@@ -221,9 +228,14 @@ fn describe(code: Code) -> String {
     match code {
         Code::InvalidArgument => "The request is not valid: the message names the field".into(),
         Code::Unauthenticated => "No key, or one that is unknown or revoked".into(),
-        Code::PermissionDenied => "The key lacks the role, sensitivity or scope".into(),
+        Code::PermissionDenied => {
+            "The key lacks the role, sensitivity or scope, or a web page of a foreign origin sent it"
+                .into()
+        }
         Code::RequestTimeout => "The body did not arrive in time".into(),
         Code::PayloadTooLarge => "The body is over `server.max_body_bytes`".into(),
+        Code::UnsupportedMediaType => "The body is not declared `application/json`".into(),
+        Code::MisdirectedRequest => "The `Host` is not a name of this service".into(),
         Code::RateLimited => "Over the key's rate; retry after `Retry-After`".into(),
         Code::Unavailable | Code::Overloaded => {
             "Overloaded or unavailable; retry after `Retry-After`".into()
