@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use serde::Serialize;
 
 use super::retrieval::retrieve;
+use super::topics;
 use super::ServiceError;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::{Ranking, Retrieval};
@@ -79,9 +80,13 @@ pub struct Graph {
     pub edges: Vec<GraphEdge>,
 }
 
-/// The links leaving `record`: its relations, and its topic's.
+/// The links leaving `record`: its relations, and its topic's when the
+/// caller may see that topic (through edges to topics it may see): a
+/// topic the caller may not see is never walked through, whatever the
+/// visibility of its fields' records.
 fn links(
     tx: &mut dyn Transaction,
+    caller: &Caller,
     record: &MemoryRecord,
 ) -> Result<Vec<(String, String)>, ServiceError> {
     let mut links: Vec<(String, String)> = record
@@ -90,13 +95,24 @@ fn links(
         .filter(|r| r.target_id != record.id)
         .map(|r| (r.target_id.clone(), r.predicate.clone()))
         .collect();
-    if let Some(topic) = tx.topic_of_record(&record.id)? {
-        for head in tx.field_heads(topic, None)? {
-            if head.record_id != record.id {
-                links.push((head.record_id, "same_topic".to_string()));
-            }
+    let Some(key) = tx.topic_of_record(&record.id)? else {
+        return Ok(links);
+    };
+    let seen = |tx: &mut dyn Transaction, key: i64| -> Result<bool, ServiceError> {
+        Ok(tx
+            .topic_by_key(key)?
+            .is_some_and(|topic| topics::visible(caller, &topic)))
+    };
+    if !seen(tx, key)? {
+        return Ok(links);
+    }
+    for head in tx.field_heads(key, None)? {
+        if head.record_id != record.id {
+            links.push((head.record_id, "same_topic".to_string()));
         }
-        for (other, edge) in tx.edges_of(topic, None)? {
+    }
+    for (other, edge) in tx.edges_of(key, None)? {
+        if seen(tx, other)? {
             for head in tx.field_heads(other, None)? {
                 links.push((head.record_id, edge.kind.clone()));
             }
@@ -137,7 +153,7 @@ pub fn graph(
             continue;
         }
         let from = nodes[at].record.id.clone();
-        for (to, kind) in links(tx, &nodes[at].record)? {
+        for (to, kind) in links(tx, caller, &nodes[at].record)? {
             if unreachable.contains(&to) {
                 continue;
             }

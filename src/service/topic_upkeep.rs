@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::revision::{merge, supersede};
-use super::topics::{current_fields, search_text, TopicRules};
+use super::topics::{current_fields, index, TopicRules};
 use super::ServiceError;
 use crate::domain::ingest::IngestContext;
 use crate::domain::record::{Attribution, SCHEDULER_ACTOR};
@@ -214,7 +214,7 @@ fn merge_into(
     }
     winner.updated_at = now;
     tx.update_topic(winner_key, winner)?;
-    tx.index_topic(winner_key, search_text(winner, heads.values()), false)?;
+    index(tx, winner_key, winner, heads.values(), false)?;
 
     loser.archived = true;
     loser.updated_at = now;

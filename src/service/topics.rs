@@ -5,7 +5,7 @@
 //! revision rules, so trust, audit and history apply to them as to any
 //! record.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -17,7 +17,7 @@ use crate::domain::decay::Anchor;
 use crate::domain::ingest::IngestContext;
 use crate::domain::payload::Payload;
 use crate::domain::policy::Policy;
-use crate::domain::record::{Attribution, DecayProfile, MemoryRecord, MemoryType};
+use crate::domain::record::{Attribution, DecayProfile, MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
     field_record, index_words, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
@@ -69,10 +69,74 @@ pub struct Ingested {
     pub similar_topic_ids: Vec<String>,
 }
 
-fn visible(caller: &Caller, topic: &Topic) -> bool {
+pub(super) fn visible(caller: &Caller, topic: &Topic) -> bool {
     caller
         .trust
         .allows_parts(topic.sensitivity, topic.scope.as_deref())
+}
+
+/// Who may see a field version: its record's sensitivity and scope. A
+/// version made through the revisions API may be more sensitive than its
+/// topic, or in another scope; one made by a topics ingest is the topic's.
+/// A record no longer stored (pruned) was the topic's: records that a
+/// revision made supersede another and are never pruned.
+struct VersionAccess {
+    /// What is known of each record id, so a walk reads each once.
+    seen: HashMap<String, Option<(Sensitivity, Option<String>)>>,
+}
+
+impl VersionAccess {
+    fn new() -> Self {
+        VersionAccess {
+            seen: HashMap::new(),
+        }
+    }
+
+    fn of(
+        &mut self,
+        tx: &mut dyn Transaction,
+        version: &FieldVersion,
+    ) -> Result<Option<(Sensitivity, Option<String>)>, ServiceError> {
+        if let Some(known) = self.seen.get(&version.record_id) {
+            return Ok(known.clone());
+        }
+        let found = tx.record_visibility(&version.record_id)?;
+        self.seen.insert(version.record_id.clone(), found.clone());
+        Ok(found)
+    }
+
+    /// Whether `caller`, who sees the topic, may see `version`.
+    fn caller_sees(
+        &mut self,
+        tx: &mut dyn Transaction,
+        caller: &Caller,
+        version: &FieldVersion,
+    ) -> Result<bool, ServiceError> {
+        if caller.is_unrestricted() {
+            return Ok(true);
+        }
+        Ok(match self.of(tx, version)? {
+            Some((sensitivity, scope)) => caller.trust.allows_parts(sensitivity, scope.as_deref()),
+            None => true,
+        })
+    }
+
+    /// Whether everyone who sees `topic` may see `version`: only such
+    /// values go into the topic's search text, so no query finds or ranks
+    /// a topic by a value its reader may not see.
+    fn within_topic(
+        &mut self,
+        tx: &mut dyn Transaction,
+        topic: &Topic,
+        version: &FieldVersion,
+    ) -> Result<bool, ServiceError> {
+        Ok(match self.of(tx, version)? {
+            Some((sensitivity, scope)) => {
+                sensitivity <= topic.sensitivity && (scope.is_none() || scope == topic.scope)
+            }
+            None => true,
+        })
+    }
 }
 
 /// Topic `id` if the caller may see it; `NotFound` naming `field`
@@ -288,7 +352,7 @@ pub fn ingest(
         topic.updated_at = now;
         tx.update_topic(key, &topic)?;
     }
-    tx.index_topic(key, search_text(&topic, heads.values()), fresh)?;
+    index(tx, key, &topic, heads.values(), fresh)?;
     Ok(Ingested {
         topic_id: topic.id,
         placement,
@@ -411,7 +475,7 @@ pub fn field_superseded(
     };
     tx.add_version(key, &version)?;
     heads.insert(version.name.clone(), version);
-    tx.index_topic(key, search_text(&topic, heads.values()), false)?;
+    index(tx, key, &topic, heads.values(), false)?;
     Ok(())
 }
 
@@ -463,25 +527,42 @@ pub fn reindex(tx: &mut dyn Transaction, key: i64) -> Result<(), ServiceError> {
         return Ok(());
     };
     let heads = current_fields(tx, key)?;
-    tx.index_topic(key, search_text(&topic, heads.values()), false)?;
+    index(tx, key, &topic, heads.values(), false)?;
     Ok(())
 }
 
-/// What the topic index holds of a topic: its title, summary and the
-/// current values of its fields.
-pub(super) fn search_text<'a>(
+/// Writes what the topic index holds of topic `key`: its title, summary
+/// and the current value of each field that everyone who may see the
+/// topic may see (else the latest such version's; else none).
+pub(super) fn index<'a>(
+    tx: &mut dyn Transaction,
+    key: i64,
     topic: &Topic,
     heads: impl Iterator<Item = &'a FieldVersion>,
-) -> String {
+    fresh: bool,
+) -> Result<(), ServiceError> {
+    let mut access = VersionAccess::new();
     let mut text = topic.text();
     for head in heads {
+        let mut indexed = None;
+        if access.within_topic(tx, topic, head)? {
+            indexed = Some(head.value.clone());
+        } else {
+            for version in tx.field_versions(key, &head.name)? {
+                if version.seq < head.seq && access.within_topic(tx, topic, &version)? {
+                    indexed = Some(version.value);
+                }
+            }
+        }
         text.push(' ');
-        match &head.value {
-            Value::String(s) => text.push_str(s),
-            other => text.push_str(&other.to_string()),
+        match indexed {
+            Some(Value::String(s)) => text.push_str(&s),
+            Some(other) => text.push_str(&other.to_string()),
+            None => {}
         }
     }
-    text
+    tx.index_topic(key, text, fresh)?;
+    Ok(())
 }
 
 /// A field's value in a view.
@@ -535,15 +616,31 @@ fn view_of(
     let as_of = reading.as_of;
     let topic = topic.decayed(&reading.decay, reading.now);
     let mut fields = BTreeMap::new();
+    let mut access = VersionAccess::new();
     for head in tx.field_heads(key, as_of)? {
-        fields.insert(
-            head.name,
-            FieldView {
-                value: head.value,
-                valid_from: head.valid_from,
-                record_id: head.record_id,
-            },
-        );
+        // A head the caller may not see gives way to the latest version
+        // before it that it may, or the field is left out.
+        let shown = if access.caller_sees(tx, caller, &head)? {
+            Some(head)
+        } else {
+            let mut shown = None;
+            for version in tx.field_versions(key, &head.name)? {
+                if version.seq < head.seq && access.caller_sees(tx, caller, &version)? {
+                    shown = Some(version);
+                }
+            }
+            shown
+        };
+        if let Some(head) = shown {
+            fields.insert(
+                head.name,
+                FieldView {
+                    value: head.value,
+                    valid_from: head.valid_from,
+                    record_id: head.record_id,
+                },
+            );
+        }
     }
     let mut edges = Vec::new();
     for (other, edge) in tx.edges_of(key, as_of)? {
@@ -585,16 +682,25 @@ pub fn field_history(
     name: &str,
 ) -> Result<Vec<VersionView>, ServiceError> {
     let (key, _) = load_topic(tx, caller, "", id)?;
-    history_of(tx, key, name)
+    history_of(tx, caller, key, name)
 }
 
-/// [`field_history`] of a topic already loaded (and visible) under `key`.
+/// [`field_history`] of a topic already loaded (and visible) under `key`:
+/// the versions the caller may see, each valid until the next of them (so
+/// no hidden version shows, not even as the end of another).
 fn history_of(
     tx: &mut dyn Transaction,
+    caller: &Caller,
     key: i64,
     name: &str,
 ) -> Result<Vec<VersionView>, ServiceError> {
-    let versions = tx.field_versions(key, name)?;
+    let mut access = VersionAccess::new();
+    let mut versions = Vec::new();
+    for version in tx.field_versions(key, name)? {
+        if access.caller_sees(tx, caller, &version)? {
+            versions.push(version);
+        }
+    }
     if versions.is_empty() {
         return Err(ServiceError::NotFound(format!(
             "the topic has no field {name:?}"
@@ -795,7 +901,7 @@ pub fn query(
         let history = if query.include_history {
             let mut fields = BTreeMap::new();
             for name in view.fields.keys() {
-                fields.insert(name.clone(), history_of(tx, key, name)?);
+                fields.insert(name.clone(), history_of(tx, caller, key, name)?);
             }
             Some(fields)
         } else {

@@ -1146,3 +1146,191 @@ async fn a_field_whose_record_was_retracted_is_stated_afresh_by_the_next_ingest(
         ["2021", "2021", "2024"]
     );
 }
+
+/// Supersedes record `old` with a fact about field `name` of topic `id`
+/// of `sensitivity`; answers the new record's id.
+async fn restate(
+    app: &TestApp,
+    old: &str,
+    id: &str,
+    name: &str,
+    value: &str,
+    sensitivity: &str,
+) -> String {
+    let (status, revised) = app
+        .post(
+            "/v1/revisions/supersede",
+            &json!({"old_id": old, "actor": "a", "rationale": "r", "new_record": {
+                "type": "semantic", "sensitivity": sensitivity,
+                "payload": {"kind": "semantic", "subject": id, "predicate": name, "object": value,
+                            "evidence": [{"source_type": "note", "source_id": value}]}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{revised}");
+    revised["record"]["id"].as_str().unwrap().to_string()
+}
+
+#[actix_web::test]
+async fn a_field_version_is_shown_only_to_callers_who_may_see_its_record() {
+    let app = spawn_app().await;
+    let made = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Vault", "sensitivity": "low", "source": "agent",
+               "fields": [{"name": "code", "value": "open"}, {"name": "owner", "value": "ops"}]}),
+    )
+    .await;
+    let id = made["topic_id"].as_str().unwrap().to_string();
+    let first = made["applied"][0]["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.clock.advance(Duration::seconds(5));
+    let secret = restate(&app, &first, &id, "code", "zqsecret", "hyper").await;
+    let low = trust("low", &[]);
+    // The hyper record itself is hidden from the low reader…
+    let (status, _) = app
+        .post(&format!("/v1/retrieve/{secret}"), &json!({"trust": low}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // …and so is its value, everywhere a topic is read.
+    let (status, seen) = app
+        .post(&format!("/v1/topics/{id}/view"), &json!({"trust": low}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{seen}");
+    assert_eq!(
+        seen["topic"]["fields"]["code"]["value"], "open",
+        "the latest visible version"
+    );
+    assert_eq!(seen["topic"]["fields"]["code"]["record_id"], first.as_str());
+    let (status, versions) = app
+        .post(
+            &format!("/v1/topics/{id}/fields/code/history"),
+            &json!({"trust": low}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{versions}");
+    assert_eq!(
+        values_of(versions["versions"].as_array().unwrap()),
+        ["open"]
+    );
+    assert_eq!(
+        versions["versions"][0]["valid_to"],
+        Value::Null,
+        "no hidden end shows"
+    );
+    let query = json!({"trust": low, "include_history": true});
+    let (status, found) = app.post("/v1/topics/query", &query).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "topic_query",
+                     "arguments": {"trust": low, "include_history": true}}});
+    let (_, mcp) = app.post("/mcp", &rpc).await;
+    // A query for the hidden value finds nothing: it is not in the index.
+    let (_, searched) = app
+        .post(
+            "/v1/topics/query",
+            &json!({"trust": low, "text": "zqsecret"}),
+        )
+        .await;
+    assert_eq!(
+        searched["topics"].as_array().map(Vec::len),
+        Some(0),
+        "{searched}"
+    );
+    for answer in [
+        seen.to_string(),
+        versions.to_string(),
+        found.to_string(),
+        mcp.to_string(),
+    ] {
+        assert!(
+            !answer.contains("zqsecret") && !answer.contains(&secret),
+            "{answer}"
+        );
+    }
+    assert!(
+        found.to_string().contains("open") && mcp.to_string().contains("open"),
+        "{found} {mcp}"
+    );
+    // The hyper reader still sees all of it.
+    let topic = view(&app, &id, None).await;
+    assert_eq!(topic["fields"]["code"]["value"], "zqsecret");
+    assert_eq!(
+        values_of(&history(&app, &id, "code").await),
+        ["open", "zqsecret"]
+    );
+    let (_, searched) = app
+        .post(
+            "/v1/topics/query",
+            &json!({"trust": hyper(), "text": "zqsecret"}),
+        )
+        .await;
+    assert_eq!(
+        searched["topics"].as_array().map(Vec::len),
+        Some(0),
+        "only values all its readers see are indexed"
+    );
+}
+
+#[actix_web::test]
+async fn graph_retrieval_never_walks_through_a_topic_the_caller_may_not_see() {
+    let app = spawn_app().await;
+    let topic = |title: &str, sensitivity: &str, value: &str| {
+        json!({"placement": "new_topic", "title": title, "sensitivity": sensitivity, "source": "agent",
+               "fields": [{"name": "note", "value": value}]})
+    };
+    let v1 = ingest(&app, topic("V1", "low", "alpha")).await;
+    let v2 = ingest(&app, topic("V2", "low", "omega")).await;
+    let h = ingest(&app, topic("H", "high", "hidden")).await;
+    let id = |made: &Value| made["topic_id"].as_str().unwrap().to_string();
+    for (from, to) in [(id(&v1), id(&h)), (id(&h), id(&v2))] {
+        let (status, body) = app
+            .post(
+                &format!("/v1/topics/{from}/edges"),
+                &json!({"to_topic_id": to, "kind": "depends_on", "trust": hyper()}),
+            )
+            .await;
+        assert!(status.is_success(), "{body}");
+    }
+    // One field of H is restated by a low record the low reader can find.
+    let old = h["applied"][0]["record_id"].as_str().unwrap().to_string();
+    app.clock.advance(Duration::seconds(5));
+    let bridge = restate(&app, &old, &id(&h), "note", "zqbridge", "low").await;
+    let (status, graph) = app
+        .post(
+            "/v1/retrieve/graph",
+            &json!({"trust": trust("low", &[]), "task_descriptor": "zqbridge", "max_hops": 3}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{graph}");
+    let nodes: Vec<&str> = graph["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["record"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, [bridge.as_str()], "{graph}");
+    assert!(!graph.to_string().contains("alpha") && !graph.to_string().contains("omega"));
+    // Nor does a topics query's walk: V1's neighbours stop before H.
+    let (_, found) = app
+        .post(
+            "/v1/topics/query",
+            &json!({"trust": trust("low", &[]), "text": "V1", "hops": 3}),
+        )
+        .await;
+    assert_eq!(
+        found["topics"][0]["topic"]["id"],
+        id(&v1).as_str(),
+        "{found}"
+    );
+    assert_eq!(found["topics"][0]["neighbors"], json!([]), "{found}");
+    assert_eq!(found["topics"][0]["topic"]["edges"], json!([]), "{found}");
+    // A reader who sees H walks on to V1 and V2.
+    let (_, graph) = app
+        .post(
+            "/v1/retrieve/graph",
+            &json!({"trust": trust("high", &[]), "task_descriptor": "zqbridge", "max_hops": 3}),
+        )
+        .await;
+    let text = graph.to_string();
+    assert!(text.contains("alpha") && text.contains("omega"), "{graph}");
+}
