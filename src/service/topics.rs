@@ -304,7 +304,7 @@ pub fn ingest(
                     name: item.name.clone(),
                     seq: head.as_ref().map_or(1, |head| head.seq + 1),
                     record_id: record.id.clone(),
-                    valid_from: now,
+                    valid_from: next_valid_from(head.as_ref(), now),
                     value: item.value.clone(),
                     source: request.source.clone(),
                     why_changed: item.why_changed.clone(),
@@ -467,7 +467,7 @@ pub fn field_superseded(
         name: fact.predicate.clone(),
         seq: head.seq + 1,
         record_id: new.id.clone(),
-        valid_from: now,
+        valid_from: next_valid_from(Some(head), now),
         value: fact.object.clone(),
         source: by.actor.clone(),
         why_changed: Some(by.rationale.clone()),
@@ -477,6 +477,15 @@ pub fn field_superseded(
     heads.insert(version.name.clone(), version);
     index(tx, key, &topic, heads.values(), false)?;
     Ok(())
+}
+
+/// When a version made at `now` after `head` takes effect: `now`, or the
+/// head's own start if that is later. `now` is read when the request is
+/// taken, before the writer runs it, so another version of the field may
+/// have been committed in between with a later instant; a version never
+/// starts before the one it replaces, or `as_of` could never find it.
+fn next_valid_from(head: Option<&FieldVersion>, now: Timestamp) -> Timestamp {
+    head.map_or(now, |head| head.valid_from.max(now))
 }
 
 /// Where `auto` puts an observation: a topic of the same scope the caller

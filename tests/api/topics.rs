@@ -1334,3 +1334,46 @@ async fn graph_retrieval_never_walks_through_a_topic_the_caller_may_not_see() {
     let text = graph.to_string();
     assert!(text.contains("alpha") && text.contains("omega"), "{graph}");
 }
+
+#[actix_web::test]
+async fn a_field_version_never_starts_before_the_version_it_replaces() {
+    let app = spawn_app().await;
+    let made = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Build", "source": "agent",
+               "fields": [{"name": "state", "value": "queued"}]}),
+    )
+    .await;
+    let id = made["topic_id"].as_str().unwrap().to_string();
+    let start = app.clock.now();
+    // What concurrent ingests do: one whose instant was read earlier is
+    // written after one read later.
+    app.clock.set(start + Duration::seconds(10));
+    let version = |value: &str| {
+        json!({"placement": "version_field", "topic_id": id, "source": "agent",
+               "fields": [{"name": "state", "value": value}]})
+    };
+    ingest(&app, version("running")).await;
+    app.clock.set(start + Duration::seconds(5));
+    ingest(&app, version("done")).await;
+    let versions = history(&app, &id, "state").await;
+    assert_eq!(values_of(&versions), ["queued", "running", "done"]);
+    for pair in versions.windows(2) {
+        let (from, to) = (&pair[0]["valid_from"], &pair[0]["valid_to"]);
+        assert!(
+            from.as_str() <= to.as_str(),
+            "valid_to before valid_from: {pair:?}"
+        );
+        assert_eq!(pair[0]["valid_to"], pair[1]["valid_from"]);
+    }
+    // The newest version is the one found now, and as of its start.
+    let at = versions[2]["valid_from"].as_str().unwrap().to_string();
+    assert_eq!(
+        view(&app, &id, Some(&at)).await["fields"]["state"]["value"],
+        "done"
+    );
+    assert_eq!(
+        view(&app, &id, None).await["fields"]["state"]["value"],
+        "done"
+    );
+}
