@@ -24,7 +24,7 @@ use crate::auth;
 use crate::auth::gate::{self, Protection, Unprotected};
 use crate::auth::secret::SecretError;
 use crate::clock::Clock;
-use crate::config::Settings;
+use crate::config::{Backend, Settings};
 use crate::domain::policy::Policy;
 use crate::domain::retrieval::Ranking;
 use crate::http::auth::Gatekeeper;
@@ -110,6 +110,16 @@ impl Application {
         let live = scheduler::heartbeat(writer_conn.transaction(), &instance, &settings.jobs)
             .map_err(db_error)?;
         let instances = Arc::new(AtomicUsize::new(live));
+        if settings.storage.backend == Backend::Sqlite {
+            let left = scheduler::release_leases_left(writer_conn.transaction(), clock.now())
+                .map_err(db_error)?;
+            if left > 0 {
+                tracing::warn!(
+                    leases = left,
+                    "gave back job leases an earlier process left"
+                );
+            }
+        }
         let gatekeeper = web::Data::new(Gatekeeper::new(
             settings.auth.mode,
             keys_exist,

@@ -26,6 +26,7 @@ use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, AtomicResponse, Context, Handler, Message,
     MessageResult, ResponseActFuture, WrapFuture,
 };
+use futures_util::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
 use tokio_cron_scheduler::{Job, JobScheduler};
@@ -41,7 +42,7 @@ use crate::domain::time::{format_rfc3339, Timestamp};
 use crate::domain::validate::ValidationError;
 use crate::metrics::Metrics;
 use crate::service::ServiceError;
-use crate::store::{JobClaim, JobRunRecord, JobSetting};
+use crate::store::{HeldJob, JobClaim, JobRunRecord, JobSetting};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum JobName {
@@ -149,13 +150,33 @@ pub fn heartbeat(
     settings: &JobsSettings,
 ) -> Result<usize, crate::store::StoreError> {
     let now = chrono::Utc::now();
-    let interval = chrono::Duration::milliseconds(settings.sync_interval_ms as i64);
     tx.heartbeat(
         instance,
         now,
-        now - interval * 3,
+        live_since(settings, now),
         now - chrono::Duration::hours(1),
     )
+}
+
+/// The oldest heartbeat of a process still alive at `wall`: three sync
+/// intervals, so one late or failed heartbeat does not make it dead.
+fn live_since(settings: &JobsSettings, wall: Timestamp) -> Timestamp {
+    wall - chrono::Duration::milliseconds(settings.sync_interval_ms as i64) * 3
+}
+
+/// Gives back the leases of jobs this process's database file alone can
+/// hold: on SQLite no other process shares the database, so a lease found
+/// at start is one an earlier process left when it died or failed to give
+/// it back.
+pub fn release_leases_left(
+    tx: &mut dyn crate::store::Transaction,
+    now: Timestamp,
+) -> Result<usize, crate::store::StoreError> {
+    let held = tx.held_jobs(now, chrono::Utc::now())?;
+    for lease in &held {
+        tx.release_job(&lease.name, &lease.holder)?;
+    }
+    Ok(held.len())
 }
 
 /// How long a run holds its job's lease unless it gives it back first: a
@@ -485,9 +506,11 @@ impl Handler<RunJob> for Scheduler {
         }
         job.running = true;
         let deps = self.deps.clone();
+        let wall = chrono::Utc::now();
         let tick = msg
             .scheduled
-            .then(|| scheduled_time(&job.schedule, chrono::Utc::now(), self.min_interval_seconds));
+            .then(|| scheduled_time(&job.schedule, wall, self.min_interval_seconds));
+        let live_since = live_since(&self.settings, wall);
         Box::pin(
             async move {
                 let now = deps.clock.now();
@@ -496,12 +519,14 @@ impl Handler<RunJob> for Scheduler {
                     holder: deps.instance.clone(),
                     now,
                     until: now + LEASE,
+                    live_since,
                     tick,
                 };
                 if !deps.writer.write(move |tx| Ok(tx.claim_job(&claim)?)).await? {
                     return Err(ServiceError::Conflict(match tick {
                         Some(_) => format!(
-                            "job {} ran for this scheduled time in another process",
+                            "job {} for this scheduled time was taken by another live process \
+                             (it runs there, or ran)",
                             name.as_str()
                         ),
                         None => format!("job {} is running in another process", name.as_str()),
@@ -509,7 +534,13 @@ impl Handler<RunJob> for Scheduler {
                 }
                 let started_at = deps.clock.now();
                 let timer = Instant::now();
-                let outcome = execute(&deps, name, started_at).await;
+                // A run that panics gives its lease back like one that fails.
+                let outcome = std::panic::AssertUnwindSafe(execute(&deps, name, started_at))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(ServiceError::Internal(format!("job {} panicked", name.as_str())))
+                    });
                 let elapsed = timer.elapsed();
                 let record = JobRunRecord {
                     name: name.as_str().to_string(),
@@ -531,6 +562,18 @@ impl Handler<RunJob> for Scheduler {
                     .await
                 {
                     tracing::warn!(job = name.as_str(), error = %e, "could not store the job run");
+                    // The lease at least is given back (a failing disk may
+                    // refuse the run's record and take this small change).
+                    // Should this fail too, this process may claim its own
+                    // lease again, and a restart on SQLite clears it.
+                    let (job, holder) = (name.as_str().to_string(), deps.instance.clone());
+                    if let Err(e) = deps
+                        .writer
+                        .write(move |tx| Ok(tx.release_job(&job, &holder)?))
+                        .await
+                    {
+                        tracing::warn!(job = name.as_str(), error = %e, "could not give the job's lease back");
+                    }
                 }
                 match &outcome {
                     Ok(result) => {
@@ -616,7 +659,7 @@ impl Handler<StartSync> for Scheduler {
 struct Stored {
     settings: Vec<JobSetting>,
     runs: Vec<JobRunRecord>,
-    held: Vec<(String, String)>,
+    held: Vec<HeldJob>,
 }
 
 /// Reads the stored job state and takes it on.
@@ -631,6 +674,7 @@ impl Handler<SyncJobs> for Scheduler {
         let reader = self.deps.reader.clone();
         let writer = self.deps.writer.clone();
         let now = self.deps.clock.now();
+        let live_since = live_since(&self.settings, chrono::Utc::now());
         let (instance, settings) = (self.deps.instance.clone(), self.settings.clone());
         let instances = self.deps.instances.clone();
         AtomicResponse::new(Box::pin(
@@ -647,7 +691,7 @@ impl Handler<SyncJobs> for Scheduler {
                         Ok(Stored {
                             settings: tx.job_settings()?,
                             runs: tx.recent_job_runs(RUNS_KEPT)?,
-                            held: tx.held_jobs(now)?,
+                            held: tx.held_jobs(now, live_since)?,
                         })
                     })
                     .await
@@ -655,8 +699,12 @@ impl Handler<SyncJobs> for Scheduler {
             .into_actor(self)
             .map(|stored, act, ctx| match stored {
                 Ok(stored) => {
-                    for name in act.take_stored(stored) {
+                    let (changed, orphaned) = act.take_stored(stored);
+                    for name in changed {
                         ctx.notify(Arm { name });
+                    }
+                    for name in orphaned {
+                        act.take_over(name, ctx);
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "could not read the stored job state"),
@@ -666,11 +714,42 @@ impl Handler<SyncJobs> for Scheduler {
 }
 
 impl Scheduler {
+    /// Runs job `name`, whose lease a dead process holds: the run it did
+    /// not finish is made here (once across the live processes: the first
+    /// to claim the dead lease takes it).
+    fn take_over(&mut self, name: JobName, ctx: &mut Context<Self>) {
+        let job = self.jobs.get(&name).expect("every job has a state");
+        if job.running || !job.enabled {
+            return;
+        }
+        tracing::warn!(
+            job = name.as_str(),
+            "the process running this job stopped without finishing it; running it here"
+        );
+        let run = RunJob {
+            name,
+            scheduled: true,
+        };
+        ctx.spawn(
+            ctx.address()
+                .send(run)
+                .into_actor(self)
+                .map(move |ran, _, _| match ran {
+                    Ok(Ok(_)) | Err(_) => {}
+                    Ok(Err(e)) => {
+                        tracing::info!(job = name.as_str(), reason = %e, "taking over skipped")
+                    }
+                }),
+        );
+    }
+
     /// Takes on the stored job state; answers the jobs whose schedule
-    /// changed (their cron entries are to be made again).
-    fn take_stored(&mut self, stored: Stored) -> Vec<JobName> {
+    /// changed (their cron entries are to be made again) and those whose
+    /// lease a dead process holds.
+    fn take_stored(&mut self, stored: Stored) -> (Vec<JobName>, Vec<JobName>) {
         let now = self.deps.clock.now();
         let mut changed = Vec::new();
+        let mut orphaned = Vec::new();
         for (name, job) in self.jobs.iter_mut() {
             let setting = stored.settings.iter().find(|s| s.name == name.as_str());
             if let Some(setting) = setting
@@ -702,11 +781,19 @@ impl Scheduler {
             if !runs.is_empty() {
                 job.runs = runs;
             }
-            job.running_elsewhere = stored
+            let elsewhere = stored
                 .held
                 .iter()
-                .any(|(held, holder)| held == name.as_str() && *holder != self.deps.instance);
+                .filter(|lease| lease.name == name.as_str() && lease.holder != self.deps.instance);
+            job.running_elsewhere = false;
+            for lease in elsewhere {
+                if lease.live {
+                    job.running_elsewhere = true;
+                } else {
+                    orphaned.push(*name);
+                }
+            }
         }
-        changed
+        (changed, orphaned)
     }
 }

@@ -67,7 +67,7 @@ impl OriginRules {
                 return true;
             }
         }
-        self.allowed_hosts.iter().any(|allowed| *allowed == name)
+        self.allowed_hosts.contains(&name)
     }
 
     /// Whether a page of `origin` may make this request: the service's

@@ -228,8 +228,12 @@ macro_rules! delegate_transaction {
                 maintenance::release_job(self, name, holder)
             }
 
-            fn held_jobs(&mut self, now: Timestamp) -> Result<Vec<(String, String)>, StoreError> {
-                maintenance::held_jobs(self, now)
+            fn held_jobs(
+                &mut self,
+                now: Timestamp,
+                live_since: Timestamp,
+            ) -> Result<Vec<$crate::store::HeldJob>, StoreError> {
+                maintenance::held_jobs(self, now, live_since)
             }
 
             fn heartbeat(
@@ -838,9 +842,23 @@ pub struct JobClaim {
     pub now: Timestamp,
     /// The lease ends then, if the run has not given it back.
     pub until: Timestamp,
+    /// Processes whose heartbeat is older than this (wall-clock time) are
+    /// dead: a lease they hold is taken over, and a scheduled run they
+    /// did not finish may be made again.
+    pub live_since: Timestamp,
     /// A scheduled run: the scheduled time it is for. `None`: run on
     /// demand.
     pub tick: Option<Timestamp>,
+}
+
+/// A job lease not given back nor expired (see [`Transaction::held_jobs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldJob {
+    pub name: String,
+    pub holder: String,
+    /// The holder's heartbeat is recent: it is still running the job.
+    /// Otherwise it died in the run, and the job waits for another.
+    pub live: bool,
 }
 
 /// The outcome of one job run.
@@ -1081,14 +1099,22 @@ pub trait Transaction {
     /// Stores a run and forgets that job's runs older than its newest `keep`.
     fn save_job_run(&mut self, run: &JobRunRecord, keep: usize) -> Result<(), StoreError>;
     /// Takes job `claim.name` for `claim.holder` until `claim.until`,
-    /// unless another run holds it (its lease not expired at `claim.now`)
-    /// or, for a scheduled run, its scheduled time was run already.
-    /// Answers whether it was taken.
+    /// unless another live process holds it (its lease not expired at
+    /// `claim.now`, its heartbeat since `claim.live_since`) or, for a
+    /// scheduled run, its scheduled time was taken already by a run that
+    /// finished or is still going. A lease of the claimant's own (a run
+    /// whose lease could not be given back) or of a dead process is taken
+    /// over. Answers whether it was taken.
     fn claim_job(&mut self, claim: &JobClaim) -> Result<bool, StoreError>;
     /// Gives job `name` back, if `holder` holds it.
     fn release_job(&mut self, name: &str, holder: &str) -> Result<(), StoreError>;
-    /// The jobs held at `now`, with who holds them.
-    fn held_jobs(&mut self, now: Timestamp) -> Result<Vec<(String, String)>, StoreError>;
+    /// The leases neither given back nor expired at `now`, with who holds
+    /// them and whether it has been seen alive since `live_since`.
+    fn held_jobs(
+        &mut self,
+        now: Timestamp,
+        live_since: Timestamp,
+    ) -> Result<Vec<HeldJob>, StoreError>;
     /// Records that process `instance` is alive at `at`, and forgets
     /// processes not seen since `forget_before`; answers how many were seen
     /// since `live_since` (itself included).

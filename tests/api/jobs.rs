@@ -382,3 +382,103 @@ async fn the_operator_cli_lists_changes_and_runs_jobs() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("6 fields"));
 }
+
+#[actix_web::test]
+async fn a_run_whose_record_cannot_be_stored_gives_its_lease_back() {
+    let app = spawn_app().await;
+    // A failing disk, as far as the job's own records go: the run's record
+    // is refused, the small lease change is not.
+    if crate::helpers::postgres_admin_url().is_some() {
+        app.sql_execute(
+            "CREATE TABLE hook_off (x INTEGER);
+             CREATE FUNCTION refuse_runs() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN IF NOT EXISTS (SELECT 1 FROM hook_off) THEN RAISE EXCEPTION 'disk full'; END IF;
+             RETURN NEW; END $$;
+             CREATE TRIGGER refuse_runs BEFORE INSERT ON job_run_log
+             FOR EACH ROW EXECUTE FUNCTION refuse_runs();",
+        );
+    } else {
+        app.sql_execute(
+            "CREATE TABLE hook_off (x INTEGER);
+             CREATE TRIGGER refuse_runs BEFORE INSERT ON job_run_log
+             WHEN NOT EXISTS (SELECT 1 FROM hook_off) BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
+        );
+    }
+    for _ in 0..2 {
+        app.run_job("decay").await;
+        let (_, list) = app.get("/v1/jobs").await;
+        assert_eq!(job(&list, "decay")["running"], false, "{list}");
+    }
+    app.sql_execute("INSERT INTO hook_off VALUES (1);");
+    app.run_job("decay").await;
+}
+
+/// What a process killed in a run leaves: a lease an hour long, its
+/// scheduled time taken, and a heartbeat that stopped.
+fn leave_dead_lease(app: &TestApp) {
+    let far = "9000000000000000";
+    app.sql_execute(&format!(
+        "INSERT INTO instances (id, seen_at) VALUES ('dead-1', 0);
+         INSERT INTO job_leases (name, holder, expires_at, tick) VALUES ('decay', 'dead-1', {far}, {far})
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
+             expires_at = excluded.expires_at, tick = excluded.tick;"
+    ));
+}
+
+#[actix_web::test]
+async fn a_lease_whose_holder_died_is_not_shown_running_nor_blocks_a_run() {
+    let app = spawn_app_with(|s| s.jobs.sync_interval_ms = 100).await;
+    leave_dead_lease(&app);
+    // A few syncs later: the dead holder runs nothing.
+    actix_web::rt::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (_, list) = app.get("/v1/jobs").await;
+    assert_eq!(job(&list, "decay")["running"], false, "{list}");
+    app.run_job("decay").await;
+}
+
+#[actix_web::test]
+async fn the_run_a_dead_process_did_not_finish_is_made_by_another_within_a_minute() {
+    let app = spawn_scheduled_app().await;
+    leave_dead_lease(&app);
+    let runs = |list: &Value| job(list, "decay")["recent_runs"].as_array().unwrap().len();
+    let (_, before) = app.get("/v1/jobs").await;
+    let deadline = Deadline::after(60, "the dead process's run to be taken over");
+    loop {
+        let (_, list) = app.get("/v1/jobs").await;
+        if runs(&list) > runs(&before) {
+            break;
+        }
+        deadline.wait().await;
+    }
+    assert_eq!(
+        app.sql_number(
+            "SELECT COUNT(*) FROM job_leases WHERE holder = 'dead-1'",
+            &[]
+        ),
+        0,
+        "the lease was taken over"
+    );
+    app.run_job("decay").await;
+}
+
+#[actix_web::test]
+async fn a_lease_left_in_a_sqlite_database_is_given_back_at_start() {
+    if crate::helpers::sqlite_only("a SQLite database has one process") {
+        return;
+    }
+    let app = spawn_app().await;
+    // Left by an earlier process, whose heartbeat looks alive still.
+    app.sql_execute(
+        "INSERT INTO instances (id, seen_at) VALUES ('earlier', 9000000000000000);
+         INSERT INTO job_leases (name, holder, expires_at, tick)
+         VALUES ('decay', 'earlier', 9000000000000000, 0);",
+    );
+    assert_error(
+        &app.post("/v1/jobs/decay/run", &Value::Null).await,
+        StatusCode::CONFLICT,
+        "conflict",
+        "running in another process",
+    );
+    let app = spawn_app_in(app.stop().await, |_| {}).await;
+    app.run_job("decay").await;
+}

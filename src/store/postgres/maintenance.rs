@@ -8,7 +8,9 @@ use crate::domain::record::{
     AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
 };
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{DecayChange, DecayRow, JobClaim, JobRunRecord, JobSetting, Step, StoreError};
+use crate::store::{
+    DecayChange, DecayRow, HeldJob, JobClaim, JobRunRecord, JobSetting, Step, StoreError,
+};
 
 pub fn scan_for_decay(pg: &Pg, after_key: i64, limit: usize) -> Result<Vec<DecayRow>, StoreError> {
     pg.query(
@@ -207,13 +209,18 @@ pub fn claim_job(pg: &Pg, claim: &JobClaim) -> Result<bool, StoreError> {
          VALUES ($1, $2, $3, COALESCE($5::bigint, 0))
          ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
              expires_at = excluded.expires_at, tick = GREATEST(job_leases.tick, excluded.tick)
-         WHERE job_leases.expires_at <= $4 AND ($5::bigint IS NULL OR job_leases.tick < $5)",
+         WHERE (job_leases.expires_at <= $4 OR job_leases.holder = $2 OR NOT EXISTS
+                    (SELECT 1 FROM instances WHERE id = job_leases.holder AND seen_at >= $6))
+           AND ($5::bigint IS NULL OR job_leases.tick < $5
+                OR (job_leases.expires_at > $4 AND NOT EXISTS
+                    (SELECT 1 FROM instances WHERE id = job_leases.holder AND seen_at >= $6)))",
         &[
             &claim.name,
             &claim.holder,
             &to_micros(&claim.until),
             &to_micros(&claim.now),
             &tick,
+            &to_micros(&claim.live_since),
         ],
     )? > 0)
 }
@@ -226,13 +233,25 @@ pub fn release_job(pg: &Pg, name: &str, holder: &str) -> Result<(), StoreError> 
     Ok(())
 }
 
-pub fn held_jobs(pg: &Pg, now: Timestamp) -> Result<Vec<(String, String)>, StoreError> {
+pub fn held_jobs(
+    pg: &Pg,
+    now: Timestamp,
+    live_since: Timestamp,
+) -> Result<Vec<HeldJob>, StoreError> {
     pg.query(
-        "SELECT name, holder FROM job_leases WHERE expires_at > $1 ORDER BY name",
-        &[&to_micros(&now)],
+        "SELECT name, holder, EXISTS (SELECT 1 FROM instances
+                                      WHERE id = job_leases.holder AND seen_at >= $2)
+         FROM job_leases WHERE expires_at > $1 ORDER BY name",
+        &[&to_micros(&now), &to_micros(&live_since)],
     )?
     .iter()
-    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+    .map(|row| {
+        Ok(HeldJob {
+            name: row.try_get(0)?,
+            holder: row.try_get(1)?,
+            live: row.try_get(2)?,
+        })
+    })
     .collect()
 }
 

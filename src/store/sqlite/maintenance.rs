@@ -9,7 +9,9 @@ use crate::domain::record::{
     AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
 };
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::{DecayChange, DecayRow, JobClaim, JobRunRecord, JobSetting, Step, StoreError};
+use crate::store::{
+    DecayChange, DecayRow, HeldJob, JobClaim, JobRunRecord, JobSetting, Step, StoreError,
+};
 
 /// Up to `limit` records after `after_key`, in key order.
 pub fn scan_for_decay(
@@ -228,14 +230,19 @@ pub fn claim_job(conn: &Connection, claim: &JobClaim) -> Result<bool, StoreError
              VALUES (?1, ?2, ?3, COALESCE(?5, 0))
              ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
                  expires_at = excluded.expires_at, tick = MAX(job_leases.tick, excluded.tick)
-             WHERE job_leases.expires_at <= ?4 AND (?5 IS NULL OR job_leases.tick < ?5)",
+             WHERE (job_leases.expires_at <= ?4 OR job_leases.holder = ?2 OR NOT EXISTS
+                        (SELECT 1 FROM instances WHERE id = job_leases.holder AND seen_at >= ?6))
+               AND (?5 IS NULL OR job_leases.tick < ?5
+                    OR (job_leases.expires_at > ?4 AND NOT EXISTS
+                        (SELECT 1 FROM instances WHERE id = job_leases.holder AND seen_at >= ?6)))",
         )?
         .execute(params![
             claim.name,
             claim.holder,
             to_micros(&claim.until),
             to_micros(&claim.now),
-            tick
+            tick,
+            to_micros(&claim.live_since)
         ])?;
     Ok(taken > 0)
 }
@@ -246,11 +253,23 @@ pub fn release_job(conn: &Connection, name: &str, holder: &str) -> Result<(), St
     Ok(())
 }
 
-pub fn held_jobs(conn: &Connection, now: Timestamp) -> Result<Vec<(String, String)>, StoreError> {
+pub fn held_jobs(
+    conn: &Connection,
+    now: Timestamp,
+    live_since: Timestamp,
+) -> Result<Vec<HeldJob>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT name, holder FROM job_leases WHERE expires_at > ?1 ORDER BY name",
+        "SELECT name, holder, EXISTS (SELECT 1 FROM instances
+                                      WHERE id = job_leases.holder AND seen_at >= ?2)
+         FROM job_leases WHERE expires_at > ?1 ORDER BY name",
     )?;
-    let rows = stmt.query_map([to_micros(&now)], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let rows = stmt.query_map(params![to_micros(&now), to_micros(&live_since)], |row| {
+        Ok(HeldJob {
+            name: row.get(0)?,
+            holder: row.get(1)?,
+            live: row.get(2)?,
+        })
+    })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
