@@ -67,6 +67,9 @@ pub struct TopicSettings {
     pub archive_below_salience: f64,
     /// Salience a topic gains each time a view or query returns it.
     pub read_reinforcement: f64,
+    /// Most topics a query's walk through edges (`hops`) looks at, for all
+    /// the topics it returns together; past it, neighbours are cut.
+    pub max_hop_nodes: usize,
 }
 
 /// API keys: when they are required, and how they are kept.
@@ -496,6 +499,9 @@ impl Settings {
         }
         if self.auth.pepper_env.as_deref().is_some_and(str::is_empty) {
             return invalid("auth.pepper_env", "must name an environment variable");
+        }
+        if self.topics.max_hop_nodes == 0 {
+            return invalid("topics.max_hop_nodes", "must be at least 1");
         }
         if self.topics.max_field_history == 0 {
             return invalid("topics.max_field_history", "must be at least 1");

@@ -125,6 +125,7 @@ impl Application {
             keys_exist,
             auth::pepper(&settings)?,
             opened.key_lookup,
+            Duration::from_millis(settings.storage.read_timeout_ms),
             settings.auth.default_rate,
             instances.clone(),
         ));
@@ -241,6 +242,7 @@ impl Application {
                 .wrap(from_fn(move |req, next| {
                     http::origin::guard(origins.clone(), req, next)
                 }))
+                .wrap(from_fn(http::disconnect::watch))
                 .wrap(from_fn(telemetry::access_log))
                 // Outermost: a browser's preflight carries no key.
                 .wrap(Condition::new(
@@ -250,6 +252,7 @@ impl Application {
                 .configure(http::configure)
                 .default_service(web::to(http::route_not_found))
         })
+        .on_connect(http::disconnect::on_connect)
         .shutdown_timeout(settings.server.shutdown_timeout_seconds)
         // actix stops at once on SIGINT; engram treats it as SIGTERM (see
         // `run_until_stopped`).

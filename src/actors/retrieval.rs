@@ -20,6 +20,7 @@ use crate::domain::validate::Validated;
 use crate::service::graph::{Graph, GraphLimits};
 use crate::service::retrieval::RetrieveResult;
 use crate::service::{self, ServiceError};
+use crate::store::budget::{self, Waiter};
 use crate::store::Transaction;
 
 /// The bound on reads in flight, shared by every retriever.
@@ -184,5 +185,61 @@ impl Handler<RetrieveGraph> for Retriever {
         self.bounded_read(move |tx, now| {
             service::graph::graph(tx, &caller, now, &retrieval, limits, &ranking)
         })
+    }
+}
+
+/// A retriever's message as a request sends it, with the request's
+/// [`Waiter`]: the reads it makes stop when the request's client is gone.
+pub struct Watched<M> {
+    message: M,
+    waiter: Option<Waiter>,
+}
+
+impl<M> Watched<M> {
+    /// `message`, watched by the waiter of the request this task works for.
+    pub fn new(message: M) -> Self {
+        Watched {
+            message,
+            waiter: budget::waiter(),
+        }
+    }
+}
+
+impl<M: Message> Message for Watched<M> {
+    type Result = M::Result;
+}
+
+impl Retriever {
+    /// What a watched message's handler runs: the message's own read, with
+    /// the request's waiter in scope for it.
+    fn watched<T: 'static>(read: ResponseFuture<T>, waiter: Option<Waiter>) -> ResponseFuture<T> {
+        match waiter {
+            Some(waiter) => Box::pin(budget::WAITER.scope(waiter, read)),
+            None => read,
+        }
+    }
+}
+
+impl Handler<Watched<Retrieve>> for Retriever {
+    type Result = ResponseFuture<Result<RetrieveResult, ServiceError>>;
+
+    fn handle(&mut self, msg: Watched<Retrieve>, ctx: &mut Self::Context) -> Self::Result {
+        Self::watched(self.handle(msg.message, ctx), msg.waiter)
+    }
+}
+
+impl Handler<Watched<RetrieveGraph>> for Retriever {
+    type Result = ResponseFuture<Result<Graph, ServiceError>>;
+
+    fn handle(&mut self, msg: Watched<RetrieveGraph>, ctx: &mut Self::Context) -> Self::Result {
+        Self::watched(self.handle(msg.message, ctx), msg.waiter)
+    }
+}
+
+impl<T: Send + 'static> Handler<Watched<ReadAs<T>>> for Retriever {
+    type Result = ResponseFuture<Result<T, ServiceError>>;
+
+    fn handle(&mut self, msg: Watched<ReadAs<T>>, ctx: &mut Self::Context) -> Self::Result {
+        Self::watched(self.handle(msg.message, ctx), msg.waiter)
     }
 }

@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::domain::record::MemoryRecord;
 use crate::service::ServiceError;
+use crate::store::budget::{self, Budget};
 use crate::store::{ReadPool, StoreError, ThreadReads, Transaction, WriteConnection};
 
 /// Work for a storage actor: a service function bound to its arguments.
@@ -59,6 +60,8 @@ impl Actor for StoreReader {
 pub struct Read<T> {
     work: Work<T>,
     answer: oneshot::Sender<Result<T, ServiceError>>,
+    /// Ends when the caller stops waiting or the deadline passes.
+    budget: Budget,
 }
 
 impl<T: Send + 'static> Message for Read<T> {
@@ -69,17 +72,24 @@ impl<T: Send + 'static> Handler<Read<T>> for StoreReader {
     type Result = ();
 
     fn handle(&mut self, msg: Read<T>, _: &mut Self::Context) {
-        let Read { work, answer } = msg;
-        if answer.is_closed() {
+        let Read {
+            work,
+            answer,
+            budget,
+        } = msg;
+        if answer.is_closed() || budget.spent() {
             // Its caller stopped waiting.
             return;
         }
         let mut answer = Some(answer);
-        let read = self.reads.read(|tx| {
-            let result = run_guarded(work, tx);
-            if let Some(answer) = answer.take() {
-                let _ = answer.send(result);
-            }
+        let reads = &mut self.reads;
+        let read = budget::within(budget, || {
+            reads.read(|tx| {
+                let result = run_guarded(work, tx);
+                if let Some(answer) = answer.take() {
+                    let _ = answer.send(result);
+                }
+            })
         });
         if let (Err(e), Some(answer)) = (read, answer) {
             let _ = answer.send(Err(e.into()));
@@ -105,20 +115,27 @@ impl Reader {
         T: Send + 'static,
         F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
     {
+        self.read_within(self.timeout, work).await
+    }
+
+    /// [`Reader::read`] with a deadline of its own.
+    pub async fn read_within<T, F>(&self, timeout: Duration, work: F) -> Result<T, ServiceError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
+    {
         let (answer, answered) = oneshot::channel();
+        // Dropped when this future ends or is dropped (its client went
+        // away): the read then stops where it is.
+        let (budget, _stop) = Budget::until(Instant::now() + timeout, budget::waiter());
         // Sent whatever the mailbox holds (the deadline bounds the wait);
         // a closed mailbox drops the message, and with it `answer`.
         self.addr.do_send(Read {
             work: Box::new(work),
             answer,
+            budget,
         });
-        within(
-            self.timeout,
-            answered,
-            "read",
-            "the service is shutting down",
-        )
-        .await
+        within(timeout, answered, "read", "the service is shutting down").await
     }
 }
 
@@ -183,9 +200,11 @@ fn answer<T>(
     match (commit, result) {
         (_, Some(Err(e))) => Err(e),
         (Ok(()), Some(ok)) => ok,
-        (Err(e), _) => Err(ServiceError::Unavailable(format!(
-            "write not committed: {e}"
-        ))),
+        // Why is in the log ("group commit failed"); it may name driver
+        // internals, which are no client's business.
+        (Err(_), _) => Err(ServiceError::Unavailable(
+            "the write was not committed: the database is unavailable; retry shortly".to_string(),
+        )),
         (Ok(()), None) => Err(ServiceError::Unavailable(
             "the write waited too long in the queue and was not applied; retry shortly".to_string(),
         )),

@@ -39,7 +39,10 @@ pub struct Gatekeeper {
     /// deleted.
     keys_exist: AtomicBool,
     pepper: Arc<Pepper>,
-    lookup: KeyLookup,
+    /// Shared with the blocking threads the lookups run on.
+    lookup: Arc<KeyLookup>,
+    /// How long a key check may take before the request gets `503`.
+    read_timeout: Duration,
     default_rate: f64,
     /// The engram processes sharing the database (1 on SQLite): each
     /// allows its share of a rate, so together they allow the rate.
@@ -56,6 +59,7 @@ impl Gatekeeper {
         keys_exist: bool,
         pepper: Pepper,
         lookup: KeyLookup,
+        read_timeout: Duration,
         default_rate: f64,
         instances: Arc<AtomicUsize>,
     ) -> Gatekeeper {
@@ -63,7 +67,8 @@ impl Gatekeeper {
             mode,
             keys_exist: AtomicBool::new(keys_exist),
             pepper: Arc::new(pepper),
-            lookup,
+            lookup: Arc::new(lookup),
+            read_timeout,
             default_rate,
             per_address: Mutex::new((1, Arc::new(RateLimiter::keyed(quota(default_rate))))),
             instances,
@@ -87,14 +92,36 @@ impl Gatekeeper {
         self.keys_exist.store(true, Ordering::Release);
     }
 
+    /// Runs `work` on the key lookups' connection, on a thread made for
+    /// blocking (never the HTTP worker's: a database that hangs must not
+    /// stop the health checks or anything else that needs no lookup), and
+    /// gives up after the read deadline.
+    async fn lookup<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut dyn crate::store::Transaction) -> Result<T, service::ServiceError>
+            + Send
+            + 'static,
+    ) -> Result<T, ApiError> {
+        let lookup = self.lookup.clone();
+        let blocking = web::block(move || lookup.read(work));
+        match actix_web::rt::time::timeout(self.read_timeout, blocking).await {
+            Ok(Ok(found)) => found.map_err(store_failed),
+            Ok(Err(e)) => Err(store_failed(e)),
+            Err(_) => Err(store_failed(format!(
+                "no answer within {} ms",
+                self.read_timeout.as_millis()
+            ))),
+        }
+    }
+
     /// Whether requests need a key now.
-    fn keys_required(&self) -> Result<bool, ApiError> {
+    async fn keys_required(&self) -> Result<bool, ApiError> {
         match self.mode {
             AuthMode::Off => Ok(false),
             AuthMode::Required => Ok(true),
             AuthMode::Auto if self.keys_exist.load(Ordering::Acquire) => Ok(true),
             AuthMode::Auto => {
-                let exists = self.lookup.read(|tx| tx.any_key()).map_err(store_failed)?;
+                let exists = self.lookup(|tx| Ok(tx.any_key()?)).await?;
                 if exists {
                     self.key_created();
                 }
@@ -104,16 +131,17 @@ impl Gatekeeper {
     }
 
     /// The access of a request with these headers from `peer`.
-    fn access(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<Access, ApiError> {
-        if !self.keys_required()? {
+    async fn access(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<Access, ApiError> {
+        if !self.keys_required().await? {
             return Ok(Access::Open);
         }
         let presented = bearer(headers);
         let key = match presented {
-            Ok(secret) => self
-                .lookup
-                .read(|tx| service::keys::authenticate(tx, &self.pepper, secret))
-                .map_err(store_failed)?,
+            Ok(secret) => {
+                let (pepper, secret) = (self.pepper.clone(), secret.to_string());
+                self.lookup(move |tx| service::keys::authenticate(tx, &pepper, &secret))
+                    .await?
+            }
             Err(_) => None,
         };
         match key {
@@ -251,7 +279,7 @@ pub async fn authenticate(
         .expect("the gatekeeper is registered")
         .clone();
     let peer = req.peer_addr().map(|addr| addr.ip());
-    match gate.access(req.headers(), peer) {
+    match gate.access(req.headers(), peer).await {
         Ok(access) => {
             req.extensions_mut().insert(access);
             next.call(req)

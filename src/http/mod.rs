@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod disconnect;
 mod health;
 mod ingest;
 mod jobs;

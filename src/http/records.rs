@@ -11,7 +11,7 @@ use super::requests::{PenalizeRequest, ReinforceRequest, RevisionRequest, TrustO
 use super::revisions::revise;
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::CreateRecord;
-use crate::actors::retrieval::ReadAs;
+use crate::actors::retrieval::{ReadAs, Watched};
 use crate::domain::access::{Access, Role};
 use crate::domain::policy::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
@@ -172,12 +172,12 @@ async fn history(
     let id = record_id("id", id.into_inner())?;
     let chain = state
         .retriever
-        .send(ReadAs {
+        .send(Watched::new(ReadAs {
             caller: access.reader(body.0.trust)?,
             work: Box::new(move |tx, caller, now| {
                 service::retrieval::history(tx, caller, now, &id)
             }),
-        })
+        }))
         .await??;
     Ok(HttpResponse::Ok().json(ChainBody { chain }))
 }

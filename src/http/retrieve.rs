@@ -10,7 +10,7 @@ use actix_web::{web, HttpResponse};
 
 use super::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, AppState, Endpoint, JsonBody};
-use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph};
+use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph, Watched};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
 use crate::domain::revision::record_id;
@@ -55,9 +55,9 @@ pub(super) async fn retrieved(
 ) -> Result<RetrieveResult, ApiError> {
     Ok(state
         .retriever
-        .send(Retrieve {
+        .send(Watched::new(Retrieve {
             check: Box::new(move |max_limit| request.into_retrieval(&access, max_limit)),
-        })
+        }))
         .await??)
 }
 
@@ -90,12 +90,12 @@ pub(super) async fn record_by_id(
     let id = record_id("id", id)?;
     Ok(state
         .retriever
-        .send(ReadAs {
+        .send(Watched::new(ReadAs {
             caller: access.reader(trust)?,
             work: Box::new(move |tx, caller, now| {
                 service::retrieval::retrieve_by_id(tx, caller, now, &id)
             }),
-        })
+        }))
         .await??)
 }
 
@@ -114,9 +114,9 @@ async fn graph(
 ) -> Result<HttpResponse, ApiError> {
     let graph = state
         .retriever
-        .send(RetrieveGraph {
+        .send(Watched::new(RetrieveGraph {
             check: Box::new(move |max_limit| body.0.into_graph(&access, max_limit)),
-        })
+        }))
         .await??;
     Ok(HttpResponse::Ok().json(graph))
 }

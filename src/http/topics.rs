@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{AppState, Endpoint, JsonBody};
 use crate::actors::consolidation::TopicsRead;
 use crate::actors::ingestion::{IngestTopic, WriteAs};
-use crate::actors::retrieval::{CallerWork, ReadAs};
+use crate::actors::retrieval::{CallerWork, ReadAs, Watched};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::{rfc3339_option, Timestamp};
@@ -192,7 +192,10 @@ async fn read<T: Send + 'static>(
     work: CallerWork<T>,
 ) -> Result<T, ApiError> {
     let caller = access.reader(trust)?;
-    Ok(state.retriever.send(ReadAs { caller, work }).await??)
+    Ok(state
+        .retriever
+        .send(Watched::new(ReadAs { caller, work }))
+        .await??)
 }
 
 /// Runs `work` on the writer as the caller the request's trust and key
@@ -294,7 +297,7 @@ pub(super) async fn queried(
     access: Access,
     body: QueryBody,
 ) -> Result<Vec<topics::QueryHit>, ApiError> {
-    let query = topics::TopicQuery::checked(
+    let mut query = topics::TopicQuery::checked(
         body.text,
         Embedding::optional("embedding", body.embedding)?,
         body.kind,
@@ -303,6 +306,7 @@ pub(super) async fn queried(
         body.as_of,
         body.include_history,
     )?;
+    query.max_hop_nodes = state.topics.settings.max_hop_nodes;
     let decay = state.topics.decay.clone();
     let found = read(
         state,

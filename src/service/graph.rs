@@ -152,6 +152,7 @@ pub fn graph(
         if nodes[at].hop >= limits.max_hops {
             continue;
         }
+        crate::store::budget::check()?;
         let from = nodes[at].record.id.clone();
         for (to, kind) in links(tx, caller, &nodes[at].record)? {
             if unreachable.contains(&to) {

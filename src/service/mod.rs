@@ -66,6 +66,13 @@ impl From<StoreError> for ServiceError {
             StoreError::Contended(_) => {
                 ServiceError::Unavailable(format!("{error}; retry shortly"))
             }
+            // What the driver said stays in the log: clients learn only
+            // that the database is away for now.
+            StoreError::Unavailable(_) | StoreError::Pool(_) => {
+                tracing::warn!(error = %error, "the database is unavailable");
+                ServiceError::Unavailable("the database is unavailable; retry shortly".to_string())
+            }
+            StoreError::Stopped => ServiceError::Unavailable(format!("{error}; retry shortly")),
             StoreError::Dimensions { given, expected } => {
                 ServiceError::Invalid(dimensions_mismatch("embedding", given, expected))
             }

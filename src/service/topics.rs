@@ -813,6 +813,8 @@ pub struct TopicQuery {
     pub hops: u8,
     pub as_of: Option<Timestamp>,
     pub include_history: bool,
+    /// Most topics the walks of all its hits look at together.
+    pub max_hop_nodes: usize,
 }
 
 impl TopicQuery {
@@ -850,6 +852,7 @@ impl TopicQuery {
             hops,
             as_of,
             include_history,
+            max_hop_nodes: usize::MAX,
         })
     }
 }
@@ -873,6 +876,9 @@ pub struct QueryHit {
     /// the query asked for; 0 without text or vector.
     pub score: f64,
     pub neighbors: Vec<Neighbor>,
+    /// The walk stopped at `topics.max_hop_nodes` before it was done:
+    /// `neighbors` holds what it reached.
+    pub neighbors_truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<BTreeMap<String, Vec<VersionView>>>,
 }
@@ -903,10 +909,12 @@ pub fn query(
         ranked_topics(tx, caller, query)?
     };
     let mut hits = Vec::with_capacity(found.len());
+    let mut walk_left = query.max_hop_nodes;
     for (key, topic, score) in found {
         debug_assert!(visible(caller, &topic));
         let view = view_of(tx, caller, key, topic, &reading)?;
-        let neighbors = neighbors(tx, caller, key, query.hops, query.as_of)?;
+        let (neighbors, neighbors_truncated) =
+            neighbors(tx, caller, key, query.hops, query.as_of, &mut walk_left)?;
         let history = if query.include_history {
             let mut fields = BTreeMap::new();
             for name in view.fields.keys() {
@@ -920,6 +928,7 @@ pub fn query(
             topic: view,
             score,
             neighbors,
+            neighbors_truncated,
             history,
         });
     }
@@ -973,24 +982,31 @@ fn ranked_topics(
 
 /// The topics up to `hops` edges from topic `start`, breadth first, each
 /// once at its nearest hop; a topic the caller may not see is neither
-/// listed nor passed through.
+/// listed nor passed through. Looks at no more than `left` topics (and
+/// takes those it looked at from it); answers whether it stopped there.
 fn neighbors(
     tx: &mut dyn Transaction,
     caller: &Caller,
     start: i64,
     hops: u8,
     as_of: Option<Timestamp>,
-) -> Result<Vec<Neighbor>, ServiceError> {
+    left: &mut usize,
+) -> Result<(Vec<Neighbor>, bool), ServiceError> {
     let mut seen = std::collections::BTreeSet::from([start]);
     let mut frontier = vec![start];
     let mut found = Vec::new();
     for hop in 1..=hops {
         let mut next = Vec::new();
         for key in frontier {
+            crate::store::budget::check()?;
             for (other, edge) in tx.edges_of(key, as_of)? {
                 if seen.contains(&other) {
                     continue;
                 }
+                if *left == 0 {
+                    return Ok((found, true));
+                }
+                *left -= 1;
                 let Some(topic) = tx.topic_by_key(other)? else {
                     continue;
                 };
@@ -1014,5 +1030,5 @@ fn neighbors(
         }
         frontier = next;
     }
-    Ok(found)
+    Ok((found, false))
 }

@@ -455,6 +455,7 @@ macro_rules! delegate_transaction {
 }
 pub(crate) use delegate_transaction;
 
+pub mod budget;
 pub mod postgres;
 mod ranking;
 pub mod sqlite;
@@ -495,6 +496,15 @@ pub enum StoreError {
     Contended(String),
     #[error("connection pool error: {0}")]
     Pool(String),
+    /// The database cannot be reached, closed the connection, or gave the
+    /// statement up (a timeout, a shutdown, no space left): trying again
+    /// later can succeed. The text is for the log, never for clients.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// The read's budget ran out ([`budget`]): its deadline passed or its
+    /// client went away, and it stopped before its work was done.
+    #[error("the read was stopped: its deadline passed or its client went away")]
+    Stopped,
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
     #[error("{0}")]

@@ -408,3 +408,65 @@ async fn retrieval_returns_salience_decayed_to_now() {
         .await;
     assert!(found["records"].as_array().unwrap().is_empty(), "{found}");
 }
+
+/// Many episodes that all share one common word: what makes a filtered
+/// text query read through every one of them.
+async fn seed_common_episodes(app: &TestApp, count: usize) {
+    for start in (0..count).step_by(1000) {
+        let items: Vec<Value> = (start..(start + 1000).min(count))
+            .map(|i| {
+                json!({"kind": "event", "source": "seed", "event_kind": "user_input",
+                       "ref": format!("m-{i}"), "summary": format!("graph status update number {i}")})
+            })
+            .collect();
+        let (status, body) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+}
+
+/// Sends 20 small reads one after the other (of a type no record has):
+/// each must be answered within a second.
+async fn small_reads_are_answered_at_once(app: &TestApp) {
+    let small = json!({"trust": trust("hyper", &[]), "limit": 1, "memory_types": ["semantic"]});
+    for i in 0..20 {
+        let started = std::time::Instant::now();
+        let (status, body) = app.post("/v1/retrieve", &small).await;
+        let took = started.elapsed();
+        assert_eq!(status, StatusCode::OK, "read {i} after {took:?}: {body}");
+        assert!(
+            took < std::time::Duration::from_secs(1),
+            "read {i} took {took:?}"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn heavy_reads_whose_client_left_or_whose_deadline_passed_free_their_readers() {
+    let app = spawn_app_with(|s| s.storage.read_timeout_ms = 1000).await;
+    seed_common_episodes(&app, 12_000).await;
+    // A text query over every episode, filtered by type: seconds of work
+    // (7 s on a debug build).
+    let heavy = json!({"trust": trust("hyper", &[]), "task_descriptor": "graph status update number",
+                       "memory_types": ["episodic"], "limit": 10});
+    // Eight whose clients give up at once…
+    let impatient = awc::Client::builder()
+        .timeout(std::time::Duration::from_millis(200))
+        .finish();
+    let url = format!("{}/v1/retrieve", app.address);
+    let abandoned: Vec<_> = (0..8)
+        .map(|_| impatient.post(&url).send_json(&heavy))
+        .collect();
+    for request in futures_util::future::join_all(abandoned).await {
+        assert!(request.is_err(), "the client gave up");
+    }
+    small_reads_are_answered_at_once(&app).await;
+    // …and eight whose deadline passes: each answers 503 at it.
+    let patient: Vec<_> = (0..8).map(|_| app.post("/v1/retrieve", &heavy)).collect();
+    for (status, body) in futures_util::future::join_all(patient).await {
+        assert!(
+            status == StatusCode::OK || status == StatusCode::SERVICE_UNAVAILABLE,
+            "{status}: {body}"
+        );
+    }
+    small_reads_are_answered_at_once(&app).await;
+}

@@ -6,7 +6,7 @@ use chrono::Duration;
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    assert_error, relations, spawn_app, spawn_app_with, trust, Deadline, TestApp,
+    assert_error, relations, spawn_app, spawn_app_in, spawn_app_with, trust, Deadline, TestApp,
 };
 
 fn hyper() -> Value {
@@ -1376,4 +1376,40 @@ async fn a_field_version_never_starts_before_the_version_it_replaces() {
         view(&app, &id, None).await["fields"]["state"]["value"],
         "done"
     );
+}
+
+#[actix_web::test]
+async fn a_query_walks_no_more_topics_than_its_bound_and_says_when_it_cut() {
+    let app = spawn_app_with(|s| s.topics.max_hop_nodes = 3).await;
+    // A hub with five spokes.
+    let hub = topic_id(
+        &app,
+        json!({"placement": "new_topic", "title": "Hub zqhub", "source": "a"}),
+    )
+    .await;
+    for i in 0..5 {
+        let spoke = topic_id(
+            &app,
+            json!({"placement": "new_topic", "title": format!("Spoke {i}"), "source": "a"}),
+        )
+        .await;
+        let (status, body) = app
+            .post(
+                &format!("/v1/topics/{hub}/edges"),
+                &json!({"to_topic_id": spoke, "kind": "related", "trust": hyper()}),
+            )
+            .await;
+        assert!(status.is_success(), "{body}");
+    }
+    let query = |hops: u8| json!({"trust": hyper(), "text": "zqhub", "hops": hops});
+    let (status, found) = app.post("/v1/topics/query", &query(2)).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let hit = &found["topics"][0];
+    assert_eq!(hit["topic"]["id"], hub.as_str());
+    assert_eq!(hit["neighbors"].as_array().unwrap().len(), 3, "{hit}");
+    assert_eq!(hit["neighbors_truncated"], true);
+    let app = spawn_app_in(app.stop().await, |_| {}).await;
+    let (_, found) = app.post("/v1/topics/query", &query(2)).await;
+    assert_eq!(found["topics"][0]["neighbors"].as_array().unwrap().len(), 5);
+    assert_eq!(found["topics"][0]["neighbors_truncated"], false);
 }

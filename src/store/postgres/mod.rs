@@ -56,9 +56,40 @@ use crate::domain::vector::{Embedding, QueryVector};
 /// A parameter list of a statement.
 pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
+/// Whether the server's `code` means it is away or gave the statement up
+/// for reasons of its own, not of the statement: connection exceptions
+/// (08), a shutdown or restart (57P01–57P03), a statement timeout or
+/// cancellation (57014), no resources (53: disk, memory, connections).
+fn server_unavailable(code: &SqlState) -> bool {
+    let code = code.code();
+    code.starts_with("08") || code.starts_with("53") || code.starts_with("57P") || code == "57014"
+}
+
+/// Whether a client-side error is the connection failing: closed, or an
+/// I/O error anywhere in its causes (refused, reset, timed out).
+fn connection_failed(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        if inner.is::<std::io::Error>() {
+            return true;
+        }
+        cause = inner.source();
+    }
+    false
+}
+
 impl From<tokio_postgres::Error> for StoreError {
     fn from(error: tokio_postgres::Error) -> Self {
+        if error.as_db_error().is_none() && connection_failed(&error) {
+            return StoreError::Unavailable(with_causes(&error));
+        }
         match error.as_db_error() {
+            Some(db) if server_unavailable(db.code()) => {
+                StoreError::Unavailable(format!("{}: {}", db.code().code(), db.message()))
+            }
             Some(db)
                 if [
                     SqlState::T_R_DEADLOCK_DETECTED,
@@ -78,7 +109,9 @@ impl From<tokio_postgres::Error> for StoreError {
 
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(error: deadpool_postgres::PoolError) -> Self {
-        StoreError::Pool(with_causes(&error))
+        // No connection to be had (a timeout, a refused connection): the
+        // database is away for now.
+        StoreError::Unavailable(with_causes(&error))
     }
 }
 
@@ -315,6 +348,9 @@ impl Pg {
     }
 
     fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
+        // A read whose budget is spent sends nothing more (each statement
+        // alone is bounded by the statement timeout).
+        super::budget::check()?;
         Ok(self.runtime.wait(self.client.prepare_cached(sql))?)
     }
 

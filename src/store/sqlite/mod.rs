@@ -44,7 +44,21 @@ type Pool = r2d2::Pool<SqliteConnectionManager>;
 
 impl From<rusqlite::Error> for StoreError {
     fn from(error: rusqlite::Error) -> Self {
-        StoreError::Database(error.to_string())
+        use rusqlite::ErrorCode;
+        match error.sqlite_error_code() {
+            // The read's budget stopped it (see `budget`).
+            Some(ErrorCode::OperationInterrupted) => StoreError::Stopped,
+            // The disk or the file, not the statement: trying again later
+            // can succeed.
+            Some(
+                ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked,
+            ) => StoreError::Unavailable(error.to_string()),
+            _ => StoreError::Database(error.to_string()),
+        }
     }
 }
 
@@ -220,12 +234,20 @@ impl ReadPool {
         let mut conn = self.0.get()?;
         let conn: &mut Connection = &mut conn;
         conn.prepare_cached("BEGIN")?.execute([])?;
+        // A statement of a read whose budget is spent is interrupted (and
+        // fails with `Stopped`); so is every later one of the read.
+        conn.progress_handler(BUDGET_STEPS, Some(super::budget::spent))?;
         let result = work(conn);
+        conn.progress_handler(0, None::<fn() -> bool>)?;
         // Nothing was written: ending the transaction either way is the same.
         conn.prepare_cached("COMMIT")?.execute([])?;
         Ok(result)
     }
 }
+
+/// Steps of SQLite's engine between two looks at a read's budget: a few
+/// microseconds of work, so a look costs nothing measurable.
+const BUDGET_STEPS: std::ffi::c_int = 4000;
 
 /// A connection of its own for the reads authentication makes on every
 /// request (does any key exist, which key has this hash): point reads of
