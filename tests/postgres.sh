@@ -11,6 +11,8 @@
 #   bash tests/postgres.sh start DIR    start a cluster in DIR (made if
 #                                       missing) and print its URL
 #   bash tests/postgres.sh stop DIR     stop it and remove DIR
+#   bash tests/postgres.sh restart DIR  start its server again (after it
+#                                       was killed), on the same port
 #
 # The cluster also speaks TLS, with a certificate for 127.0.0.1 signed by
 # a test authority made with it: DIR/ca.crt (ENGRAM_TEST_DATABASE_CA
@@ -98,13 +100,21 @@ start() {
     || { cat "$dir/initdb.log" >&2; exit 1; }
   certificates "$dir"
   port=$(free_port)
+  echo "$port" >"$dir/port"
+  serve "$dir"
+  echo "postgres://postgres@127.0.0.1:$port/postgres"
+}
+
+# Starts the server of the cluster in DIR on its port.
+serve() {
+  local dir=$1 bin port
+  bin=$(bindir)
+  port=$(cat "$dir/port")
   # Settings for tests: durability kept (fsync on), but no checkpoint
   # storms on a small machine; many short-lived test databases.
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=400 -c shared_buffers=${PG_SHARED_BUFFERS:-128MB} -c max_wal_size=2GB -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
-  echo "$port" >"$dir/port"
-  echo "postgres://postgres@127.0.0.1:$port/postgres"
 }
 
 stop() {
@@ -125,6 +135,11 @@ case "${1:-}" in
     [ $# -eq 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }
     stop "$2"
     ;;
+  restart)
+    # After the server was killed: crash recovery, then the same port.
+    [ $# -eq 2 ] || { echo "usage: $0 restart DIR" >&2; exit 2; }
+    serve "$2"
+    ;;
   run)
     shift
     [ $# -ge 1 ] || { echo "usage: $0 run CMD..." >&2; exit 2; }
@@ -138,7 +153,7 @@ case "${1:-}" in
     exit $status
     ;;
   *)
-    echo "usage: $0 run CMD... | start DIR | stop DIR" >&2
+    echo "usage: $0 run CMD... | start DIR | stop DIR | restart DIR" >&2
     exit 2
     ;;
 esac

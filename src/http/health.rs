@@ -7,6 +7,9 @@ use super::{AppState, Endpoint};
 use crate::error::ApiError;
 use crate::service::ServiceError;
 
+/// How long readiness waits for the database.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// `ok` (live) or `ready` (the database answers).
 #[derive(serde::Serialize, utoipa::ToSchema)]
 struct HealthBody {
@@ -21,7 +24,8 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-/// The process is up and serving HTTP.
+/// The process is up and serving HTTP: answered from memory, whatever the
+/// database does.
 #[utoipa::path(
     get,
     path = "/healthz",
@@ -42,7 +46,13 @@ async fn healthz() -> HttpResponse {
     responses((status = 200, description = "Ready", body = HealthBody, example = json!({"status": "ready"})))
 )]
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    match state.reader.read(|tx| Ok(tx.ping()?)).await {
+    // Probes give up after a few seconds: a database that hangs is told
+    // within them, not at the end of a read's whole deadline.
+    match state
+        .reader
+        .read_within(READY_TIMEOUT, |tx| Ok(tx.ping()?))
+        .await
+    {
         Ok(()) => Ok(HttpResponse::Ok().json(HealthBody { status: "ready" })),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");

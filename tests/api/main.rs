@@ -5,6 +5,7 @@ mod auth;
 mod backup;
 mod crash;
 mod encryption;
+mod faults;
 mod fuzz;
 mod hardening;
 mod health;
