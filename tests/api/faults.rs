@@ -256,7 +256,7 @@ async fn a_database_that_fails_or_hangs_gets_503s_and_loses_no_acknowledged_writ
     health_stop.store(true, Ordering::Relaxed);
     let health = health.join().expect("/healthz answered 200 every time");
 
-    let seen = seen.borrow();
+    let seen = seen.take();
     let unavailable = seen.answers.iter().filter(|(_, s, _)| *s == 503).count();
     assert!(unavailable > 0, "the faults were felt");
     for (what, status, took) in &seen.answers {
