@@ -308,12 +308,16 @@ pub async fn require(
             .await
             .map(ServiceResponse::map_into_left_body);
     }
+    // The route as declared (`/v1/records/{id}/…`): an answer never
+    // echoes the ids a request names.
+    let route = req
+        .match_pattern()
+        .unwrap_or_else(|| req.path().to_string());
     let error = ApiError::new(
         Code::PermissionDenied,
         format!(
-            "{} {} needs the {} role, which this key does not have",
+            "{} {route} needs the {} role, which this key does not have",
             req.method(),
-            req.path(),
             role.as_str()
         ),
     );

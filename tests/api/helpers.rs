@@ -413,6 +413,20 @@ impl TestApp {
         body["record"].clone()
     }
 
+    /// Record `id` as key `key` sees it.
+    pub async fn get_record_as(&self, key: &str, id: &str) -> Value {
+        let (status, body, _) = self
+            .send(
+                "POST",
+                &format!("/v1/retrieve/{id}"),
+                Some(&json!({})),
+                Some(key),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["record"].clone()
+    }
+
     /// The ids of the supersession history through `id`, as a fully
     /// trusted caller sees it.
     pub async fn history_ids(&self, id: &str) -> Vec<String> {

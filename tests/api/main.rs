@@ -15,6 +15,7 @@ mod instances;
 mod jobs;
 mod keys;
 mod maintenance;
+mod matrix;
 mod migrate;
 mod openapi;
 mod persistence;
