@@ -265,8 +265,20 @@ pub fn ingest(
     }
 
     let mut applied = Vec::with_capacity(request.fields.len());
-    for item in &request.fields {
+    let mut access = VersionAccess::new();
+    for (i, item) in request.fields.iter().enumerate() {
         let head = heads.get(&item.name).cloned();
+        // A field whose current version the caller may not see is not its
+        // to change, whatever the value: comparing, reinforcing or
+        // superseding that version would tell the caller about it.
+        if let Some(head) = &head {
+            if !access.caller_sees(tx, caller, head)? {
+                return Err(ServiceError::NotFound(format!(
+                    "fields[{i}].name: the topic has no field {:?} this caller may change",
+                    item.name
+                )));
+            }
+        }
         // A retracted head is no value: the field is stated afresh, its
         // history going on.
         let live = head.as_ref().filter(|h| !h.retracted);

@@ -1413,3 +1413,44 @@ async fn a_query_walks_no_more_topics_than_its_bound_and_says_when_it_cut() {
     assert_eq!(found["topics"][0]["neighbors"].as_array().unwrap().len(), 5);
     assert_eq!(found["topics"][0]["neighbors_truncated"], false);
 }
+
+#[actix_web::test]
+async fn versioning_a_field_whose_current_version_is_hidden_tells_nothing_of_its_value() {
+    let app = spawn_app().await;
+    let made = ingest(
+        &app,
+        json!({"placement": "new_topic", "title": "Vault", "sensitivity": "low", "source": "agent",
+               "fields": [{"name": "code", "value": "open"}]}),
+    )
+    .await;
+    let id = made["topic_id"].as_str().unwrap().to_string();
+    let first = made["applied"][0]["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.clock.advance(Duration::seconds(5));
+    restate(&app, &first, &id, "code", "zqsecret", "hyper").await;
+    let attempt = |value: &str| {
+        json!({"placement": "version_field", "topic_id": id, "source": "agent", "trust": trust("low", &[]),
+               "fields": [{"name": "code", "value": value}]})
+    };
+    let (same_status, same) = app.post("/v1/topics/ingest", &attempt("zqsecret")).await;
+    let (other_status, other) = app.post("/v1/topics/ingest", &attempt("zqguess")).await;
+    assert_eq!(same_status, StatusCode::NOT_FOUND, "{same}");
+    assert_eq!(
+        (same_status, &same),
+        (other_status, &other),
+        "the same answer"
+    );
+    assert!(same.to_string().contains("fields[0].name"), "{same}");
+    assert_eq!(
+        view(&app, &id, None).await["fields"]["code"]["value"],
+        "zqsecret",
+        "unchanged"
+    );
+    // Other fields stay the caller's to change.
+    let other_field = json!({"placement": "extend_topic", "topic_id": id, "source": "agent",
+                             "trust": trust("low", &[]), "fields": [{"name": "owner", "value": "ops"}]});
+    let (status, body) = app.post("/v1/topics/ingest", &other_field).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
