@@ -247,7 +247,17 @@ async fn a_database_that_fails_or_hangs_gets_503s_and_loses_no_acknowledged_writ
         // Every process of it stopped: a database that hangs.
         let all = cluster.processes();
         cluster.signal(&all, libc::SIGSTOP);
-        sleep(3000).await;
+        sleep(500).await;
+        // Readiness says so within its own few seconds.
+        let asked = Instant::now();
+        let (status, body) = app.get("/readyz").await;
+        assert_eq!(status, awc::http::StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert!(
+            asked.elapsed() <= Duration::from_secs(3),
+            "{:?}",
+            asked.elapsed()
+        );
+        sleep(2500).await;
         cluster.signal(&all, libc::SIGCONT);
         sleep(2000).await;
         *stop.borrow_mut() = true;
