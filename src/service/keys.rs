@@ -156,6 +156,14 @@ mod tests {
         opened.writer
     }
 
+    /// A writer in a transaction, a pepper and an instant.
+    fn begun(dir: &tempfile::TempDir) -> (Box<dyn WriteConnection>, Pepper, Timestamp) {
+        let mut w = writer(dir);
+        w.begin().unwrap();
+        let pepper = Pepper::from_hex(&"11".repeat(32), "test").unwrap();
+        (w, pepper, parse_rfc3339("2026-01-01T00:00:00Z").unwrap())
+    }
+
     fn new_key(name: &str) -> NewKey {
         NewKey {
             name: name.to_string(),
@@ -169,10 +177,7 @@ mod tests {
     #[test]
     fn a_key_is_made_found_by_its_secret_and_revoked() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = writer(&dir);
-        let pepper = Pepper::from_hex(&"11".repeat(32), "test").unwrap();
-        let now = parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
-        w.begin().unwrap();
+        let (mut w, pepper, now) = begun(&dir);
         let tx = w.transaction();
         let (key, secret) = create(tx, &Access::Open, &pepper, new_key("reader"), now).unwrap();
         assert_eq!(authenticate(tx, &pepper, &secret).unwrap(), Some(key));
@@ -198,10 +203,7 @@ mod tests {
     #[test]
     fn a_key_manages_only_keys_within_its_grant() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = writer(&dir);
-        let pepper = Pepper::from_hex(&"11".repeat(32), "test").unwrap();
-        let now = parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
-        w.begin().unwrap();
+        let (mut w, pepper, now) = begun(&dir);
         let tx = w.transaction();
         let mut wide = new_key("wide");
         wide.roles = [Role::Admin].into_iter().collect();

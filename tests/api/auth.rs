@@ -26,6 +26,16 @@ async fn protected() -> (TestApp, String) {
     (app, admin)
 }
 
+/// The names of the keys a `GET /v1/keys` answered.
+fn key_names(body: &Value) -> Vec<&str> {
+    body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect()
+}
+
 fn error_code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or_default()
 }
@@ -138,12 +148,7 @@ async fn admins_list_and_revoke_keys_over_http() {
         .await;
     let (status, body, _) = app.send("GET", "/v1/keys", None, Some(&admin)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let names: Vec<&str> = body["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["name"].as_str().unwrap())
-        .collect();
+    let names = key_names(&body);
     assert_eq!(names, ["reader", "root"]);
     let listed = body.to_string();
     assert!(!listed.contains(&reader) && !listed.contains(&admin));
@@ -290,12 +295,7 @@ async fn an_admin_key_makes_sees_and_revokes_only_keys_within_its_grant() {
     for key in [&team_a, &delegate] {
         let (status, body, _) = app.send("GET", "/v1/keys", None, Some(key)).await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        let names: Vec<&str> = body["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k["name"].as_str().unwrap())
-            .collect();
+        let names = key_names(&body);
         assert_eq!(names, ["delegate", "team-a-admin"]);
     }
     for name in ["root", "team-b"] {

@@ -438,7 +438,12 @@ async fn a_lease_whose_holder_died_is_not_shown_running_nor_blocks_a_run() {
 
 #[actix_web::test]
 async fn the_run_a_dead_process_did_not_finish_is_made_by_another_within_a_minute() {
-    let app = spawn_scheduled_app().await;
+    // Leases are looked at every sync: often here, so the test is short.
+    let app = spawn_app_with(|s| {
+        s.jobs.decay.enabled = true;
+        s.jobs.sync_interval_ms = 200;
+    })
+    .await;
     leave_dead_lease(&app);
     let runs = |list: &Value| job(list, "decay")["recent_runs"].as_array().unwrap().len();
     let (_, before) = app.get("/v1/jobs").await;

@@ -42,6 +42,14 @@ async fn history(app: &TestApp, id: &str, name: &str) -> Vec<Value> {
     body["versions"].as_array().expect("versions").clone()
 }
 
+/// The record holding field `i` of an ingest's answer.
+fn applied_record(made: &Value, i: usize) -> String {
+    made["applied"][i]["record_id"]
+        .as_str()
+        .expect("a record id")
+        .to_string()
+}
+
 /// The values of `versions`, as strings.
 fn values_of(versions: &[Value]) -> Vec<&str> {
     versions
@@ -1037,10 +1045,7 @@ async fn a_field_superseded_through_the_revisions_api_gets_a_new_version() {
     )
     .await;
     let id = made["topic_id"].as_str().unwrap().to_string();
-    let head = made["applied"][0]["record_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let head = applied_record(&made, 0);
     app.clock.advance(Duration::seconds(5));
     let new_record = |subject: &str, object: &str| {
         json!({"type": "semantic", "sensitivity": "low",
@@ -1090,14 +1095,8 @@ async fn a_field_whose_record_was_retracted_is_stated_afresh_by_the_next_ingest(
     )
     .await;
     let id = made["topic_id"].as_str().unwrap().to_string();
-    let retracted = made["applied"][0]["record_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let owner = made["applied"][1]["record_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let retracted = applied_record(&made, 0);
+    let owner = applied_record(&made, 1);
     let (status, body) = app
         .post(
             "/v1/revisions/retract",
@@ -1180,10 +1179,7 @@ async fn a_field_version_is_shown_only_to_callers_who_may_see_its_record() {
     )
     .await;
     let id = made["topic_id"].as_str().unwrap().to_string();
-    let first = made["applied"][0]["record_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let first = applied_record(&made, 0);
     app.clock.advance(Duration::seconds(5));
     let secret = restate(&app, &first, &id, "code", "zqsecret", "hyper").await;
     let low = trust("low", &[]);
@@ -1424,10 +1420,7 @@ async fn versioning_a_field_whose_current_version_is_hidden_tells_nothing_of_its
     )
     .await;
     let id = made["topic_id"].as_str().unwrap().to_string();
-    let first = made["applied"][0]["record_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let first = applied_record(&made, 0);
     app.clock.advance(Duration::seconds(5));
     restate(&app, &first, &id, "code", "zqsecret", "hyper").await;
     let attempt = |value: &str| {
