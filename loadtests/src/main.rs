@@ -9,6 +9,7 @@ mod baseline_pg;
 mod crash;
 mod driver;
 mod targets;
+mod tenants;
 mod workload;
 
 use std::path::PathBuf;
@@ -51,6 +52,12 @@ Other commands:
   crash               SIGKILL/restart cycles against --engram PATH
   recall              loads --dataset FILE into engram, asks its queries
                       and prints recall@k, precision@k, MRR@k, NDCG@k
+  tenants             loads --records records of dialogue over --scopes
+                      scopes (from record --from), then times text
+                      retrievals for callers that see everything, one
+                      scope or nothing, with and without filters
+                      (--requests each, --clients at once; --vectors N
+                      adds a query-vector caller)
 
 Options:
   --url URL               engram base URL (default http://127.0.0.1:8080)
@@ -70,7 +77,8 @@ Options:
   --json                  print the report as JSON on stdout
   --no-verify             skip reading acknowledged writes back
   --quiet                 no progress lines
-  --records N             baseline: records per run (default 50000)
+  --records N             baseline: records per run (default 50000);
+                          tenants: records to add (default none)
   --per-transaction N     baseline: records per transaction (default 64)
   --db PATH               baseline: database file (default a temp file)
   --backend B             targets: sqlite (default) or postgres
@@ -81,6 +89,10 @@ Options:
   --vectors N             ingest, batch, mixed: each record carries an
                           N-dimension vector from the test embedder;
                           vector, hybrid: query vectors of N (default 384)
+  --scopes N              tenants: scopes the records are spread over
+                          (default 100)
+  --from N                tenants: index of the first record added
+                          (default 0; a later run goes on growing)
   --dataset FILE          recall: the JSONL dataset
   --no-vectors            recall: leave the dataset's embeddings out
   --test-embedder         recall: records and queries without a vector get
@@ -105,6 +117,10 @@ struct Args {
     dataset: Option<PathBuf>,
     no_vectors: bool,
     test_embedder: bool,
+    scopes: u64,
+    from: u64,
+    /// `--records` was given (tenants loads none otherwise).
+    records_given: bool,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -143,6 +159,9 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         dataset: None,
         no_vectors: false,
         test_embedder: false,
+        scopes: 100,
+        from: 0,
+        records_given: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
@@ -209,7 +228,12 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--json" => parsed.json = true,
             "--no-verify" => parsed.load.verify = false,
             "--quiet" => parsed.load.progress = false,
-            "--records" => parsed.records = number(value("--records")?, "--records")?.max(1),
+            "--records" => {
+                parsed.records = number(value("--records")?, "--records")?;
+                parsed.records_given = true;
+            }
+            "--scopes" => parsed.scopes = number(value("--scopes")?, "--scopes")?.max(1),
+            "--from" => parsed.from = number(value("--from")?, "--from")?,
             "--per-transaction" => {
                 parsed.per_transaction =
                     number(value("--per-transaction")?, "--per-transaction")?.max(1)
@@ -302,7 +326,12 @@ async fn run(args: Args) -> bool {
             let path = args.db.unwrap_or_else(|| {
                 std::env::temp_dir().join(format!("engram-baseline-{}.db", std::process::id()))
             });
-            match baseline::run(&path, args.records, args.per_transaction, args.load.seed) {
+            match baseline::run(
+                &path,
+                args.records.max(1),
+                args.per_transaction,
+                args.load.seed,
+            ) {
                 Ok(result) => {
                     println!(
                         "baseline: {} records at {} per transaction in {:.2} s: {:.0} records/s",
@@ -339,7 +368,7 @@ async fn run(args: Args) -> bool {
                     duration: args.load.duration.or(Some(Duration::from_secs(20))),
                     ..args.load
                 },
-                baseline_records: args.records,
+                baseline_records: args.records.max(1),
                 batch_size: args.batch_size,
                 batch_clients: 8,
             };
@@ -396,6 +425,33 @@ async fn run(args: Args) -> bool {
                 }
                 Err(e) => {
                     eprintln!("loadtests: recall: {e}");
+                    false
+                }
+            }
+        }
+        "tenants" => {
+            let options = tenants::TenantOptions {
+                url: args.load.url,
+                headers: args.load.headers,
+                records: if args.records_given { args.records } else { 0 },
+                from: args.from,
+                scopes: args.scopes,
+                requests: args.load.requests,
+                clients: args.load.clients,
+                vectors: args.load.vectors,
+                seed: args.load.seed,
+            };
+            match tenants::run(options).await {
+                Ok(summary) => {
+                    if args.json {
+                        println!("{summary:#}");
+                    }
+                    summary["callers"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().all(|r| r["errors"] == 0))
+                }
+                Err(e) => {
+                    eprintln!("loadtests: tenants: {e}");
                     false
                 }
             }
