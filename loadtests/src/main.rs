@@ -93,6 +93,8 @@ Options:
                           (default 100)
   --from N                tenants: index of the first record added
                           (default 0; a later run goes on growing)
+  --caller NAME           tenants: time only this caller, e.g. 'one scope'
+                          (repeatable)
   --dataset FILE          recall: the JSONL dataset
   --no-vectors            recall: leave the dataset's embeddings out
   --test-embedder         recall: records and queries without a vector get
@@ -119,6 +121,7 @@ struct Args {
     test_embedder: bool,
     scopes: u64,
     from: u64,
+    callers: Vec<String>,
     /// `--records` was given (tenants loads none otherwise).
     records_given: bool,
 }
@@ -161,6 +164,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         test_embedder: false,
         scopes: 100,
         from: 0,
+        callers: Vec::new(),
         records_given: false,
     };
     while let Some(arg) = args.next() {
@@ -234,6 +238,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--scopes" => parsed.scopes = number(value("--scopes")?, "--scopes")?.max(1),
             "--from" => parsed.from = number(value("--from")?, "--from")?,
+            "--caller" => parsed.callers.push(value("--caller")?),
             "--per-transaction" => {
                 parsed.per_transaction =
                     number(value("--per-transaction")?, "--per-transaction")?.max(1)
@@ -440,6 +445,7 @@ async fn run(args: Args) -> bool {
                 clients: args.load.clients,
                 vectors: args.load.vectors,
                 seed: args.load.seed,
+                only: args.callers,
             };
             match tenants::run(options).await {
                 Ok(summary) => {

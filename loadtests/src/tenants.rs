@@ -31,6 +31,8 @@ pub struct TenantOptions {
     /// vector caller is left out).
     pub vectors: usize,
     pub seed: u64,
+    /// The callers to time, by name (empty: every one).
+    pub only: Vec<String>,
 }
 
 const NAMES: &[&str] = &[
@@ -426,7 +428,9 @@ pub async fn run(options: TenantOptions) -> Result<Value, String> {
     }
     let mut timings = Vec::new();
     for caller in CALLERS {
-        if caller.vector && options.vectors == 0 {
+        if (caller.vector && options.vectors == 0)
+            || (!options.only.is_empty() && !options.only.iter().any(|n| n == caller.name))
+        {
             continue;
         }
         // A few unmeasured requests first: statements prepared, pages read.
@@ -434,6 +438,7 @@ pub async fn run(options: TenantOptions) -> Result<Value, String> {
             requests: 20,
             url: options.url.clone(),
             headers: Vec::new(),
+            only: Vec::new(),
             ..options
         };
         let _ = time(caller, &warm, &client).await;
