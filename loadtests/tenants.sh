@@ -6,7 +6,9 @@
 #   bash loadtests/tenants.sh                      # SQLite, 100,000 records
 #   SIZES="100000 1000000" bash loadtests/tenants.sh
 #   BACKEND=postgres bash loadtests/tenants.sh     # a private cluster
-# Release build; the scheduled jobs are off (a sweep would be timed too).
+# Each caller is timed for REQUESTS requests (500) or SECONDS_PER_CALLER
+# (60), whichever comes first. Release build; the scheduled jobs are off
+# (a sweep would be timed too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,7 +54,8 @@ have=0
 for size in $sizes; do
   echo "== $backend, $size records over $scopes scopes"
   target/release/loadtests tenants --url "$url" --records $(( size - have )) --from "$have" \
-    --scopes "$scopes" --requests "$requests" --clients 1 --vectors "${VECTORS:-32}"
+    --scopes "$scopes" --requests "$requests" --duration "${SECONDS_PER_CALLER:-60}" --clients 1 \
+    --vectors "${VECTORS:-32}"
   have=$size
   echo "-- 16 clients, one scope"
   target/release/loadtests tenants --url "$url" --scopes "$scopes" --requests 4000 --clients 16 \

@@ -56,8 +56,9 @@ Other commands:
                       scopes (from record --from), then times text
                       retrievals for callers that see everything, one
                       scope or nothing, with and without filters
-                      (--requests each, --clients at once; --vectors N
-                      adds a query-vector caller)
+                      (--requests each, for --duration at most, 60 s
+                      by default; --clients at once; --vectors N adds a
+                      query-vector caller)
 
 Options:
   --url URL               engram base URL (default http://127.0.0.1:8080)
@@ -442,6 +443,7 @@ async fn run(args: Args) -> bool {
                 from: args.from,
                 scopes: args.scopes,
                 requests: args.load.requests,
+                per_caller: args.load.duration.unwrap_or(Duration::from_secs(60)),
                 clients: args.load.clients,
                 vectors: args.load.vectors,
                 seed: args.load.seed,
