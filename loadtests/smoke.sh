@@ -35,5 +35,6 @@ run ingest --rate 200 --requests 200 --clients 4 --seed 10
 run during-maintenance --clients 4 --duration 2 --maintenance-every 1 --seed 11
 run topics --clients 4 --requests 200 --seed 12
 run topics-query --clients 2 --requests 100 --seed 12
+run tenants --records 2000 --scopes 10 --requests 10 --duration 2 --clients 2 --vectors 8 --seed 13 >/dev/null
 target/debug/loadtests crash --engram target/debug/engram --cycles 2 --clients 4 >/dev/null
 echo "smoke: every scenario ran, every acknowledged write was read back, crash cycles lost nothing"
