@@ -652,6 +652,9 @@ pub(crate) fn walk_chain(
     let mut back = Vec::new();
     let mut current = key;
     while let Some((previous, _)) = older(current)? {
+        // A long chain is many small statements: a read stopped by its
+        // budget stops here too.
+        budget::check()?;
         if !seen.insert(previous) || seen.len() > MAX_CHAIN {
             break;
         }
@@ -661,6 +664,7 @@ pub(crate) fn walk_chain(
     let mut forward = Vec::new();
     let mut current_id = id.to_string();
     while let Some((next, next_id)) = newer(&current_id)? {
+        budget::check()?;
         if !seen.insert(next) || seen.len() > MAX_CHAIN {
             break;
         }

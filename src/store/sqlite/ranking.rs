@@ -248,6 +248,7 @@ fn by_salience(
     let mut top = TopK::for_query(query);
     let mut page = query.limit.saturating_add(FIRST_PAGE_MARGIN).min(MAX_PAGE);
     while !ranges.is_empty() {
+        crate::store::budget::check()?;
         for range in &mut ranges {
             read_page(conn, range, query.min_salience, page, now, &mut top)?;
         }

@@ -274,6 +274,9 @@ fn ranked(
         if top.excludes_up_to(c.bound) {
             break;
         }
+        // A few small statements per candidate: the engine's own look at
+        // the budget may never come in statements this short.
+        crate::store::budget::check()?;
         let (layer, stored, created_at): (i64, f64, i64) =
             record.query_row([c.key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
         // A scanned record's stored salience is checked here; the others'
