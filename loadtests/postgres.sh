@@ -17,7 +17,7 @@ cargo build --release --quiet -p engram -p loadtests
 work=$(mktemp -d)
 chmod 755 "$work"
 engram=target/release/engram
-server=
+. loadtests/server.sh
 cleanup() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
   bash tests/postgres.sh stop "$work/pg" || true
@@ -38,14 +38,7 @@ ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DATABASE_URL=$database ENGRAM_AUTH__PEPPER_ENV=
   ENGRAM_STORAGE__POOL_SIZE=4 ENGRAM_JOBS__DECAY__ENABLED=false ENGRAM_JOBS__CONSOLIDATION__ENABLED=false \
   RUST_LOG=info "$engram" >"$work/server.log" 2>&1 &
 server=$!
-addr=
-for _ in $(seq 1 100); do
-  addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/server.log" | head -n 1 | cut -d= -f2 || true)
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "$addr" ] || { echo "engram did not start:"; cat "$work/server.log"; exit 1; }
-url="http://$addr"
+listening "$work/server.log"
 
 lt() { target/release/loadtests "$@" --url "$url" --quiet; }
 records() { curl -s "$url/v1/metrics" | grep -o '"total_records":[0-9]*' | cut -d: -f2; }

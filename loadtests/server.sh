@@ -25,12 +25,17 @@ start() {
   ENGRAM_LISTEN=127.0.0.1:0 ENGRAM_DB_PATH="$work/$1/engram.db" RUST_LOG=info \
     "$engram" >"$work/$1/server.log" 2>&1 &
   server=$!
-  addr=
+  listening "$work/$1/server.log"
+}
+
+# Waits until the engram logging to $1 listens; sets $url.
+listening() {
+  local addr=
   for _ in $(seq 1 100); do
-    addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/$1/server.log" | head -n 1 | cut -d= -f2 || true)
+    addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$1" | head -n 1 | cut -d= -f2 || true)
     [ -n "$addr" ] && break
     sleep 0.1
   done
-  [ -n "$addr" ] || { echo "engram did not start:"; cat "$work/$1/server.log"; exit 1; }
+  [ -n "$addr" ] || { echo "engram did not start:"; cat "$1"; exit 1; }
   url="http://$addr"
 }

@@ -20,7 +20,7 @@ cargo build --release --quiet -p engram -p loadtests
 work=$(mktemp -d)
 chmod 755 "$work"
 engram=target/release/engram
-server=
+. loadtests/server.sh
 cleanup() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
   if [ "$backend" = postgres ]; then bash tests/postgres.sh stop "$work/pg" || true; fi
@@ -41,14 +41,7 @@ else
 fi
 env "${env[@]}" "$engram" >"$work/server.log" 2>&1 &
 server=$!
-addr=
-for _ in $(seq 1 100); do
-  addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/server.log" | head -n 1 | cut -d= -f2 || true)
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "$addr" ] || { echo "engram did not start:"; cat "$work/server.log"; exit 1; }
-url="http://$addr"
+listening "$work/server.log"
 
 # A caller whose requests time out (503) makes the tool exit 1; the
 # figures of the others are still wanted, so the script goes on and exits
