@@ -382,9 +382,19 @@ fn text_matches(
             Reading::Bm25 => "-bm25(record_search)".to_string(),
             Reading::Newest(_, relevance) => format!("{relevance:?}"),
         };
+        // The matches lead, each looked up by key: left to itself, the
+        // planner may instead read every record of a layer (its index
+        // looks selective) and run the full-text match once per record,
+        // seconds for a type filter over a large table. A thread or
+        // subject is selective indeed: then the planner chooses.
+        let join = if query.filters.about().is_some() {
+            "JOIN"
+        } else {
+            "CROSS JOIN"
+        };
         let mut sql = format!(
             "SELECT r.key, r.layer, r.salience, r.decays_from, {relevance}
-             FROM record_search JOIN records r ON r.key = record_search.rowid
+             FROM record_search {join} records r ON r.key = record_search.rowid
              WHERE record_search MATCH ?1{}",
             visible(query, &mut values)
         );
