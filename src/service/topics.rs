@@ -139,6 +139,26 @@ impl VersionAccess {
     }
 }
 
+/// `head` of a field of topic `key` if it `passes`, else the latest version
+/// before it that does, else none.
+fn latest_that(
+    tx: &mut dyn Transaction,
+    key: i64,
+    head: FieldVersion,
+    mut passes: impl FnMut(&mut dyn Transaction, &FieldVersion) -> Result<bool, ServiceError>,
+) -> Result<Option<FieldVersion>, ServiceError> {
+    if passes(tx, &head)? {
+        return Ok(Some(head));
+    }
+    let mut latest = None;
+    for version in tx.field_versions(key, &head.name)? {
+        if version.seq < head.seq && passes(tx, &version)? {
+            latest = Some(version);
+        }
+    }
+    Ok(latest)
+}
+
 /// Topic `id` if the caller may see it; `NotFound` naming `field`
 /// otherwise (the same for a missing topic).
 fn load_topic(
@@ -565,18 +585,11 @@ pub(super) fn index<'a>(
     let mut access = VersionAccess::new();
     let mut text = topic.text();
     for head in heads {
-        let mut indexed = None;
-        if access.within_topic(tx, topic, head)? {
-            indexed = Some(head.value.clone());
-        } else {
-            for version in tx.field_versions(key, &head.name)? {
-                if version.seq < head.seq && access.within_topic(tx, topic, &version)? {
-                    indexed = Some(version.value);
-                }
-            }
-        }
+        let indexed = latest_that(tx, key, head.clone(), |tx, version| {
+            access.within_topic(tx, topic, version)
+        })?;
         text.push(' ');
-        match indexed {
+        match indexed.map(|version| version.value) {
             Some(Value::String(s)) => text.push_str(&s),
             Some(other) => text.push_str(&other.to_string()),
             None => {}
@@ -641,17 +654,9 @@ fn view_of(
     for head in tx.field_heads(key, as_of)? {
         // A head the caller may not see gives way to the latest version
         // before it that it may, or the field is left out.
-        let shown = if access.caller_sees(tx, caller, &head)? {
-            Some(head)
-        } else {
-            let mut shown = None;
-            for version in tx.field_versions(key, &head.name)? {
-                if version.seq < head.seq && access.caller_sees(tx, caller, &version)? {
-                    shown = Some(version);
-                }
-            }
-            shown
-        };
+        let shown = latest_that(tx, key, head, |tx, version| {
+            access.caller_sees(tx, caller, version)
+        })?;
         if let Some(head) = shown {
             fields.insert(
                 head.name,
