@@ -208,13 +208,20 @@ impl Access {
         }
     }
 
-    /// Whether this caller may see and manage a key of `grant`: any key
-    /// without one, with one only keys within its own grant.
-    pub fn manages(&self, grant: &Grant) -> bool {
+    /// Whether this caller may make a key of `grant`: any key without one,
+    /// with one only keys within its own grant (the error names the field
+    /// beyond it).
+    pub fn may_give(&self, grant: &Grant) -> Result<(), String> {
         match self {
-            Access::Open => true,
-            Access::Key(key) => key.grant.covers(grant).is_ok(),
+            Access::Open => Ok(()),
+            Access::Key(key) => key.grant.covers(grant),
         }
+    }
+
+    /// Whether this caller may see and manage a key of `grant`: the keys
+    /// it may give.
+    pub fn manages(&self, grant: &Grant) -> bool {
+        self.may_give(grant).is_ok()
     }
 
     pub fn key_name(&self) -> Option<&str> {

@@ -73,11 +73,8 @@ pub fn create(
         scopes: new.scopes,
         roles: new.roles,
     };
-    if let Access::Key(own) = by {
-        own.grant
-            .covers(&grant)
-            .map_err(ServiceError::PermissionDenied)?;
-    }
+    by.may_give(&grant)
+        .map_err(ServiceError::PermissionDenied)?;
     let secret = new_secret().map_err(|e| ServiceError::Internal(e.to_string()))?;
     let key = ApiKey {
         name: new.name,
