@@ -120,6 +120,19 @@ impl Application {
                 );
             }
         }
+        writer_conn.begin().map_err(db_error)?;
+        match crate::service::topics::index_pending(writer_conn.transaction()) {
+            Ok(indexed) => {
+                writer_conn.commit().map_err(db_error)?;
+                if indexed > 0 {
+                    tracing::info!(topics = indexed, "made the search text of topics again");
+                }
+            }
+            Err(e) => {
+                writer_conn.rollback();
+                return Err(db_error(StoreError::Database(e.to_string())));
+            }
+        }
         let gatekeeper = web::Data::new(Gatekeeper::new(
             settings.auth.mode,
             keys_exist,

@@ -4,6 +4,7 @@
 //! records) and know nothing of HTTP or SQL.
 
 pub mod access;
+pub mod analysis;
 pub mod builder;
 pub mod consolidation;
 pub mod decay;

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::analysis;
 use super::payload::{Payload, TaskState};
 use super::record::MemoryRecord;
 
@@ -56,6 +57,12 @@ pub fn search_text(record: &MemoryRecord) -> String {
     parts.extend(record.tags.iter().cloned());
     parts.retain(|part| !part.trim().is_empty());
     parts.join("\n")
+}
+
+/// The record's search text as the full-text indexes hold it: the terms
+/// of [`search_text`] (see `domain::analysis`).
+pub fn search_terms(record: &MemoryRecord) -> String {
+    analysis::indexed(&search_text(record))
 }
 
 fn task_state(state: TaskState) -> &'static str {
@@ -113,10 +120,11 @@ const STOP_WORDS: &[&str] = &[
     "why", "will", "with", "would", "you", "your",
 ];
 
-/// A client's free text as full-text query terms: its words (runs of
-/// letters and digits), lower-cased, each quoted, so no operator, quote,
-/// `*`, `NEAR`, `-` or parenthesis the client typed is ever taken as query
-/// syntax. Stop words are dropped unless the text has nothing else.
+/// A client's free text as full-text query terms: its words as the
+/// analyser makes them (`domain::analysis`: runs of letters and digits,
+/// folded, stemmed), each quoted, so no operator, quote, `*`, `NEAR`, `-`
+/// or parenthesis the client typed is ever taken as query syntax. Stop
+/// words are dropped unless the text has nothing else.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextQuery {
     terms: Vec<String>,
@@ -125,23 +133,20 @@ pub struct TextQuery {
 impl TextQuery {
     /// `None` when the text has no words.
     pub fn new(text: &str) -> Option<TextQuery> {
-        let mut words: Vec<String> = Vec::new();
-        for word in text.split(|c: char| !c.is_alphanumeric()) {
-            if word.is_empty() {
-                continue;
-            }
-            let word = word.to_lowercase();
-            if !words.contains(&word) {
-                words.push(word);
-            }
-        }
-        let mut terms: Vec<String> = words
+        let words = analysis::words(text);
+        let mut kept: Vec<&String> = words
             .iter()
             .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-            .cloned()
             .collect();
-        if terms.is_empty() {
-            terms = words;
+        if kept.is_empty() {
+            kept = words.iter().collect();
+        }
+        let mut terms: Vec<String> = Vec::new();
+        for word in kept {
+            let term = analysis::stem(word);
+            if !terms.contains(&term) {
+                terms.push(term);
+            }
         }
         terms.truncate(MAX_QUERY_TERMS);
         if terms.is_empty() {
@@ -278,16 +283,21 @@ mod tests {
     fn free_text_becomes_quoted_terms_and_nothing_else() {
         assert_eq!(
             any_words("How do I fix a Go linker-cache error?").unwrap(),
-            r#""fix" OR "go" OR "linker" OR "cache" OR "error""#
+            r#""fix" OR "go" OR "linker" OR "cach" OR "error""#
         );
         assert_eq!(
             any_words(r#"a NEAR(b c) "x* -y" (unbalanced AND OR NOT"#).unwrap(),
-            r#""near" OR "b" OR "c" OR "x" OR "y" OR "unbalanced""#
+            r#""near" OR "b" OR "c" OR "x" OR "y" OR "unbalanc""#
         );
         // Only stop words: they are all there is to search for.
         assert_eq!(
             any_words("Who are you?").unwrap(),
             r#""who" OR "are" OR "you""#
+        );
+        // Forms of a word are one term.
+        assert_eq!(
+            any_words("deployments deployed, Déploy").unwrap(),
+            r#""deploy""#
         );
         assert_eq!(any_words("  ?!* () \"\" "), None);
         let many: String = (0..100).map(|i| format!("w{i} ")).collect();

@@ -572,6 +572,18 @@ pub fn reindex(tx: &mut dyn Transaction, key: i64) -> Result<(), ServiceError> {
     Ok(())
 }
 
+/// Makes the search text of the topics a schema change left to be made
+/// again (schema version 14 on SQLite, 5 on PostgreSQL); answers how
+/// many.
+pub fn index_pending(tx: &mut dyn Transaction) -> Result<usize, ServiceError> {
+    let keys = tx.topics_to_index()?;
+    for &key in &keys {
+        reindex(tx, key)?;
+    }
+    tx.topics_indexed(&keys)?;
+    Ok(keys.len())
+}
+
 /// Writes what the topic index holds of topic `key`: its title, summary
 /// and the current value of each field that everyone who may see the
 /// topic may see (else the latest such version's; else none).

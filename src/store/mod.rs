@@ -308,6 +308,14 @@ macro_rules! delegate_transaction {
                 topics::topic_by_key(self, key)
             }
 
+            fn topics_to_index(&mut self) -> Result<Vec<i64>, StoreError> {
+                topics::topics_to_index(self)
+            }
+
+            fn topics_indexed(&mut self, keys: &[i64]) -> Result<(), StoreError> {
+                topics::topics_indexed(self, keys)
+            }
+
             fn topics_titled(
                 &mut self,
                 title: &str,
@@ -1182,6 +1190,10 @@ pub trait Transaction {
     ) -> Result<Vec<(i64, usize)>, StoreError>;
     fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError>;
     fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError>;
+    /// Topics whose search text a schema change left to be made again.
+    fn topics_to_index(&mut self) -> Result<Vec<i64>, StoreError>;
+    /// These topics' search text is made.
+    fn topics_indexed(&mut self, keys: &[i64]) -> Result<(), StoreError>;
     /// Topics not archived with this title (normalised) in `scope`.
     fn topics_titled(
         &mut self,

@@ -105,7 +105,47 @@ async fn a_schema_one_database_is_migrated_and_its_records_keep_working() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(versions, (1..=13).collect::<Vec<i64>>());
+    assert_eq!(versions, (1..=14).collect::<Vec<i64>>());
+}
+
+/// Topics a schema change left to be indexed again get their search text
+/// when the service starts, whoever may see their fields.
+#[actix_web::test]
+async fn topics_left_to_index_are_indexed_at_start() {
+    let app = crate::helpers::spawn_app().await;
+    let (status, made) = app
+        .post(
+            "/v1/topics/ingest",
+            &json!({"placement": "new_topic", "title": "Payments gateway", "kind": "service",
+                    "sensitivity": "low", "source": "a", "trust": crate::helpers::trust("hyper", &[]),
+                    "fields": [{"name": "runbook", "value": "restart the deployments"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let dir = app.stop().await;
+    let postgres = crate::helpers::postgres_url_for(dir.path()).is_some();
+    let app = crate::helpers::spawn_app_in(dir, |_| {}).await;
+    // As a schema change leaves them: no search text, listed to index.
+    app.sql_execute(if postgres {
+        "UPDATE topics SET search = ''::tsvector; INSERT INTO topics_to_index SELECT key FROM topics"
+    } else {
+        "DELETE FROM topic_search; INSERT INTO topics_to_index SELECT key FROM topics"
+    });
+    let query = json!({"trust": crate::helpers::trust("low", &[]), "text": "deploy"});
+    let (_, found) = app.post("/v1/topics/query", &query).await;
+    assert_eq!(found["topics"], json!([]), "{found}");
+    let dir = app.stop().await;
+    let app = crate::helpers::spawn_app_in(dir, |_| {}).await;
+    let (status, found) = app.post("/v1/topics/query", &query).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(
+        found["topics"][0]["topic"]["id"], made["topic_id"],
+        "{found}"
+    );
+    assert_eq!(
+        app.sql_number("SELECT COUNT(*) FROM topics_to_index", &[]),
+        0
+    );
 }
 
 #[actix_web::test]
@@ -198,7 +238,16 @@ async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgra
     );
     assert_eq!(
         app.sql_number("SELECT MAX(version) FROM schema_migrations", &[]),
-        4
+        5
+    );
+    // Version 5: the search text is the analyser's terms, as SQLite has
+    // them: "1.21" is `1` and `21` (the `english` parser kept `1.21`).
+    assert_eq!(
+        app.sql_number(
+            "SELECT COUNT(*) FROM records WHERE search @@ '''21'' & ''1'''::tsquery",
+            &[]
+        ),
+        1
     );
     // Version 4: the record retracted before the upgrade and the one
     // superseded after it have a retracted record's facets, not a current

@@ -16,7 +16,6 @@ use rusqlite::Connection;
 use tokio_postgres::types::ToSql;
 
 use super::Pg;
-use crate::domain::search::search_text;
 use crate::domain::time::Timestamp;
 use crate::store::{StoreError, Transaction};
 
@@ -270,17 +269,7 @@ fn index_records(source: &mut Connection, pg: &Pg, now: Timestamp) -> Result<(),
         .query_map([], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
     for chunk in keys.chunks(BATCH) {
-        let records = source.load_records(chunk, now)?;
-        let texts: Vec<String> = records
-            .iter()
-            .map(|r| super::records::searchable(&search_text(r)).into_owned())
-            .collect();
-        pg.execute(
-            "UPDATE records SET search = to_tsvector('english', u.t)
-                 || engram_facets(key, layer, sensitivity, scope, status)
-             FROM unnest($1::bigint[], $2::text[]) AS u(k, t) WHERE records.key = u.k",
-            &[&chunk, &texts],
-        )?;
+        super::records::set_search(pg, &source.load_records(chunk, now)?)?;
     }
     Ok(())
 }

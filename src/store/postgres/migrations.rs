@@ -12,6 +12,9 @@ pub struct Migration {
     pub version: i64,
     pub name: &'static str,
     pub sql: &'static str,
+    /// Data the SQL cannot derive, filled in the same transaction;
+    /// answers how many rows it filled.
+    pub backfill: Option<fn(&Pg) -> Result<usize, StoreError>>,
 }
 
 pub const MIGRATIONS: &[Migration] = &[
@@ -19,21 +22,31 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 1,
         name: "init",
         sql: include_str!("../../../migrations/postgres/0001_init.sql"),
+        backfill: None,
     },
     Migration {
         version: 2,
         name: "salience_with_profile",
         sql: include_str!("../../../migrations/postgres/0002_salience_with_profile.sql"),
+        backfill: None,
     },
     Migration {
         version: 3,
         name: "write_path",
         sql: include_str!("../../../migrations/postgres/0003_write_path.sql"),
+        backfill: None,
     },
     Migration {
         version: 4,
         name: "live_facets",
         sql: include_str!("../../../migrations/postgres/0004_live_facets.sql"),
+        backfill: None,
+    },
+    Migration {
+        version: 5,
+        name: "analysed_search",
+        sql: include_str!("../../../migrations/postgres/0005_analysed_search.sql"),
+        backfill: Some(super::records::reindex_all),
     },
 ];
 
@@ -82,6 +95,14 @@ fn apply(pg: &Pg) -> Result<Vec<i64>, StoreError> {
         // for requests does not apply to it.
         pg.batch("BEGIN; SET LOCAL statement_timeout = 0")?;
         let done = pg.batch(migration.sql).and_then(|()| {
+            if let Some(backfill) = migration.backfill {
+                let filled = backfill(pg)?;
+                tracing::info!(
+                    version = migration.version,
+                    records = filled,
+                    "migration backfilled"
+                );
+            }
             pg.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                 &[

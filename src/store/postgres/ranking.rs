@@ -9,7 +9,7 @@
 //!
 //! With a text query, a query vector or a selective filter (a thread, a
 //! subject, a tag), every visible candidate is read in one statement with
-//! its text rank (`ts_rank_cd` over the `english` text search
+//! its text rank (`ts_rank_cd` over the analyser's terms, `simple` text search
 //! configuration) and its vector, and scored with the blended score of
 //! `domain::relevance`: text relevance relative to the best candidate's,
 //! vector similarity, salience now.
@@ -579,7 +579,7 @@ fn words(pg: &Pg, query: &RecordQuery) -> Result<Words, StoreError> {
     let row = pg.query_one(
         "SELECT GREATEST((SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass), 0)::float8,
                 COALESCE((SELECT MAX(key) FROM records), 0),
-                ARRAY(SELECT array_to_string(tsvector_to_array(to_tsvector('english', w)), ' ')
+                ARRAY(SELECT array_to_string(tsvector_to_array(to_tsvector('simple', w)), ' ')
                       FROM unnest($1::text[]) WITH ORDINALITY AS u(w, n) ORDER BY n)",
         &[&words],
     )?;
@@ -613,7 +613,7 @@ fn words(pg: &Pg, query: &RecordQuery) -> Result<Words, StoreError> {
             None => pg
                 .query_one(
                     "SELECT COUNT(*) FROM (SELECT 1 FROM records
-                                           WHERE search @@ (SELECT to_tsquery('english', $1))
+                                           WHERE search @@ (SELECT to_tsquery('simple', $1))
                                            LIMIT $2) m",
                     &[&tsquery, &COMMON_WORD_MATCHES],
                 )?
@@ -759,7 +759,7 @@ fn candidates(
                     let t = c.param(word.tsquery.clone());
                     let w = c.param(word.weight);
                     sum.push(format!(
-                        "CASE WHEN r.search @@ to_tsquery('english', {t}) THEN {w}::float8 ELSE 0 END"
+                        "CASE WHEN r.search @@ to_tsquery('simple', {t}) THEN {w}::float8 ELSE 0 END"
                     ));
                 }
                 let q = any_of(&mut c, words);
@@ -767,7 +767,7 @@ fn candidates(
                 // Records with the same words, by how closely together
                 // they stand (a small share of the relevance).
                 let relevance = format!(
-                    "({} + 0.01 * ts_rank_cd(r.search, to_tsquery('english', {q})))",
+                    "({} + 0.01 * ts_rank_cd(r.search, to_tsquery('simple', {q})))",
                     sum.join(" + ")
                 );
                 let sql = candidate_sql(query, "records", &c.clause, &relevance, with_vectors);
@@ -813,7 +813,7 @@ fn any_of(c: &mut Conditions, words: &[&Term]) -> String {
     // As a subquery the planner does not estimate the query from the
     // search column's statistics (thousands of lexemes, read at every
     // planning): the index answers it whatever the estimate.
-    c.and(&format!("r.search @@ (SELECT to_tsquery('english', {q}))"));
+    c.and(&format!("r.search @@ (SELECT to_tsquery('simple', {q}))"));
     q
 }
 

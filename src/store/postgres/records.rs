@@ -8,13 +8,14 @@ use std::collections::HashMap;
 use tokio_postgres::Row;
 
 use super::{Params, Pg};
+use crate::domain::analysis;
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::payload::Payload;
 use crate::domain::record::{
     AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
-use crate::domain::search::{search_text, text_hash};
+use crate::domain::search::{search_terms, search_text, text_hash};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
@@ -27,22 +28,54 @@ fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
     }
 }
 
-/// A search text PostgreSQL can take: its text values hold no NUL
-/// character, which JSON strings may.
-pub(super) fn searchable(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.contains('\0') {
-        std::borrow::Cow::Owned(text.replace('\0', " "))
-    } else {
-        std::borrow::Cow::Borrowed(text)
-    }
-}
-
 fn layer(record: &MemoryRecord) -> i64 {
     record.memory_type.layer() as i64
 }
 
 fn rank(sensitivity: Sensitivity) -> i64 {
     sensitivity.rank() as i64
+}
+
+/// Records per step of [`reindex_all`].
+const REINDEX_BATCH: usize = 1000;
+
+/// Makes every record's search column again from the record: when the
+/// analyser's terms replaced the `english` configuration's (schema
+/// version 5). Answers how many.
+pub fn reindex_all(pg: &Pg) -> Result<usize, StoreError> {
+    let now = chrono::Utc::now();
+    let mut after = 0i64;
+    let mut indexed = 0;
+    loop {
+        let keys: Vec<i64> = pg
+            .query(
+                "SELECT key FROM records WHERE key > $1 ORDER BY key LIMIT $2",
+                &[&after, &(REINDEX_BATCH as i64)],
+            )?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+        let Some(last) = keys.last() else {
+            return Ok(indexed);
+        };
+        after = *last;
+        let records = load_records(pg, &keys, now)?;
+        set_search(pg, &records)?;
+        indexed += records.len();
+    }
+}
+
+/// Sets the search column of stored records from what they hold.
+pub(super) fn set_search(pg: &Pg, records: &[MemoryRecord]) -> Result<(), StoreError> {
+    let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    let texts: Vec<String> = records.iter().map(search_terms).collect();
+    pg.execute(
+        "UPDATE records SET search = to_tsvector('simple', u.t)
+             || engram_facets(key, layer, sensitivity, scope, status)
+         FROM unnest($1::text[], $2::text[]) AS u(i, t) WHERE records.id = u.i",
+        &[&ids, &texts],
+    )?;
+    Ok(())
 }
 
 /// Stores a new record with all its parts; answers its key.
@@ -110,8 +143,7 @@ impl<'a> NewRows<'a> {
             rows.decays_from
                 .push(decays_from(record, lifecycle.last_reinforced_at));
             rows.abouts.push(record.payload.about());
-            rows.texts
-                .push(searchable(&search_text(record)).into_owned());
+            rows.texts.push(search_terms(record));
             rows.curves.push(lifecycle.decay.curve.as_str());
             rows.half_lives.push(lifecycle.decay.half_life_seconds);
             rows.floors.push(lifecycle.decay.min_salience);
@@ -177,7 +209,7 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
                                   created_by, created_at, updated_at, about, search)
              SELECT key, id, layer, sensitivity, confidence, scope, status, created_by,
                     created_at, updated_at, about,
-                    to_tsvector('english', text)
+                    to_tsvector('simple', text)
                         || engram_facets(key, layer, sensitivity, scope, status)
              FROM k ORDER BY n
              ON CONFLICT (id) DO NOTHING
@@ -375,7 +407,7 @@ pub fn update_record(
     let updated = pg.execute(
         "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5, scope = $6,
              status = $7, created_by = $8, created_at = $9, updated_at = $10, about = $11,
-             search = to_tsvector('english', $12) || engram_facets(key, $3, $4, $6, $7),
+             search = to_tsvector('simple', $12) || engram_facets(key, $3, $4, $6, $7),
              version = version + 1
          WHERE key = $1 AND version = $2",
         &[
@@ -390,7 +422,7 @@ pub fn update_record(
             &to_micros(&record.created_at),
             &to_micros(&record.updated_at),
             &record.payload.about(),
-            &searchable(&text),
+            &analysis::indexed(&text),
         ],
     )?;
     if updated == 0 {

@@ -8,6 +8,7 @@ use tokio_postgres::Row;
 
 use super::records::sensitivity_of;
 use super::Pg;
+use crate::domain::analysis;
 use crate::domain::decay::Anchor;
 use crate::domain::search::TextQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
@@ -100,12 +101,30 @@ pub fn update_topic(pg: &Pg, key: i64, topic: &Topic) -> Result<(), StoreError> 
     Ok(())
 }
 
-/// Sets topic `key`'s search text (stemmed now; `fresh` makes no
+/// Sets topic `key`'s search text (its terms now; `fresh` makes no
 /// difference here).
 pub fn index_topic(pg: &Pg, key: i64, text: String, _fresh: bool) -> Result<(), StoreError> {
     pg.execute(
-        "UPDATE topics SET search = to_tsvector('english', $2) WHERE key = $1",
-        &[&key, &super::records::searchable(&text)],
+        "UPDATE topics SET search = to_tsvector('simple', $2) WHERE key = $1",
+        &[&key, &analysis::indexed(&text)],
+    )?;
+    Ok(())
+}
+
+pub fn topics_to_index(pg: &Pg) -> Result<Vec<i64>, StoreError> {
+    pg.query(
+        "SELECT topic_key FROM topics_to_index ORDER BY topic_key",
+        &[],
+    )?
+    .iter()
+    .map(|row| Ok(row.try_get(0)?))
+    .collect()
+}
+
+pub fn topics_indexed(pg: &Pg, keys: &[i64]) -> Result<(), StoreError> {
+    pg.execute(
+        "DELETE FROM topics_to_index WHERE topic_key = ANY($1)",
+        &[&keys],
     )?;
     Ok(())
 }
@@ -214,7 +233,7 @@ pub fn search_topics(
     pg.query(
         &format!(
             "SELECT {COLUMNS}, ts_rank_cd(t.search, q)::float8 AS rank
-             FROM topics t, to_tsquery('english', $4) q
+             FROM topics t, to_tsquery('simple', $4) q
              WHERE t.search @@ q AND {VISIBLE}
              ORDER BY rank DESC, t.key DESC LIMIT $5"
         ),

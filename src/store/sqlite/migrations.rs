@@ -98,6 +98,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0013_job_leases.sql"),
         backfill: None,
     },
+    Migration {
+        version: 14,
+        name: "analysed_search",
+        sql: include_str!("../../../migrations/sqlite/0014_analysed_search.sql"),
+        backfill: Some(super::search::backfill),
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -154,7 +160,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=13).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=14).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

@@ -22,6 +22,7 @@ use chrono::Utc;
 use rusqlite::{params, Connection};
 
 use super::records::load_records;
+use crate::domain::analysis;
 use crate::domain::record::MemoryRecord;
 use crate::domain::search::{search_text, text_hash};
 use crate::store::StoreError;
@@ -114,7 +115,7 @@ fn queue(key: i64, record: &MemoryRecord, fresh: bool) -> i64 {
     push(Queued {
         index: Index::Records,
         key,
-        text: Some(text),
+        text: Some(analysis::indexed(&text)),
         fresh,
     });
     hash
@@ -132,11 +133,11 @@ pub fn remove(key: i64) {
 
 /// Queues `text` as the row of `key` in `index` (`fresh`: it has none
 /// yet).
-pub fn set(index: Index, key: i64, text: String, fresh: bool) {
+pub fn set(index: Index, key: i64, text: &str, fresh: bool) {
     push(Queued {
         index,
         key,
-        text: Some(text),
+        text: Some(analysis::indexed(text)),
         fresh,
     });
 }
@@ -176,8 +177,9 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
 /// Records per backfill step.
 const BACKFILL_CHUNK: usize = 1000;
 
-/// Indexes every stored record: run once, when migration 0006 is applied
-/// to a database that already holds records. Answers how many.
+/// Indexes every stored record: run when migration 0006 made the index
+/// and when 0014 made it again for the analyser's terms. Answers how
+/// many.
 pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
     let now = Utc::now();
     let mut after = 0i64;
@@ -193,7 +195,7 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
         after = *last;
         for (key, record) in keys.iter().zip(load_records(conn, &keys, now)?) {
             conn.prepare_cached("INSERT INTO record_search (rowid, text) VALUES (?1, ?2)")?
-                .execute(params![key, search_text(&record)])?;
+                .execute(params![key, analysis::indexed(&search_text(&record))])?;
             indexed += 1;
         }
     }
@@ -359,6 +361,50 @@ mod tests {
         discard();
         assert!(matches(&conn, "surf").is_empty());
         assert_eq!(matches(&conn, "dive").len(), 1);
+    }
+
+    /// A database of schema version 13 (FTS5's Porter stems) takes the
+    /// analyser's terms when version 14 is applied.
+    #[test]
+    fn a_database_from_before_the_analyser_is_indexed_again() {
+        use super::super::migrations::MIGRATIONS;
+        let conn = Connection::open_in_memory().unwrap();
+        rusqlite::vtab::array::load_module(&conn).unwrap();
+        for m in &MIGRATIONS[..13] {
+            conn.execute_batch(m.sql).unwrap();
+        }
+        let key = insert_record(&conn, &fact("a", "the deployment of the policies")).unwrap();
+        discard();
+        conn.execute(
+            "INSERT INTO record_search (rowid, text) VALUES (?1, 'the deployment of the policies')",
+            [key],
+        )
+        .unwrap();
+        conn.execute_batch(
+            "INSERT INTO topics (key, id, title, norm_title, summary, sensitivity, tags_json,
+                                 salience, created_at, updated_at)
+             VALUES (7, 't', 'x', 'x', 'y', 1, '[]', 1.0, 0, 0)",
+        )
+        .unwrap();
+        // Porter: "deploy" is `deploi`, "deployment" `deploy`.
+        let old: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM record_search WHERE record_search MATCH 'deploy'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(old, 0);
+        let m = &MIGRATIONS[13];
+        conn.execute_batch(m.sql).unwrap();
+        assert_eq!((m.backfill.unwrap())(&conn).unwrap(), 1);
+        assert_eq!(matches(&conn, "deploy"), vec![key]);
+        assert_eq!(matches(&conn, "policy"), vec![key]);
+        assert_eq!(index_rows(&conn), 1);
+        assert_eq!(
+            super::super::topics::topics_to_index(&conn).unwrap(),
+            vec![7]
+        );
     }
 
     #[test]

@@ -106,7 +106,22 @@ pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), St
 /// Queues the search text of topic `key` (see `search`; `fresh`: the
 /// topic has no row yet).
 pub fn index_topic(_: &Connection, key: i64, text: String, fresh: bool) -> Result<(), StoreError> {
-    search::set(Index::Topics, key, text, fresh);
+    search::set(Index::Topics, key, &text, fresh);
+    Ok(())
+}
+
+pub fn topics_to_index(conn: &Connection) -> Result<Vec<i64>, StoreError> {
+    Ok(conn
+        .prepare("SELECT topic_key FROM topics_to_index ORDER BY topic_key")?
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
+pub fn topics_indexed(conn: &Connection, keys: &[i64]) -> Result<(), StoreError> {
+    let mut done = conn.prepare_cached("DELETE FROM topics_to_index WHERE topic_key = ?1")?;
+    for key in keys {
+        done.execute([key])?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,89 @@
+//! The text analyser: what a text's words are for the full-text indexes.
+//! Both backends index, and query, what [`terms`] makes of a text, so the
+//! same text is found by the same words whichever stores it.
+//!
+//! A term is a run of letters and digits after Unicode compatibility
+//! folding (NFKD, combining marks dropped: `café` is `cafe`, `ﬁle` is
+//! `file`) and lower-casing, stemmed with the Snowball English stemmer
+//! (Porter2): `deploy`, `deploys`, `deployed` and `deployment` are all
+//! `deploy`; `policy` and `policies` are `polici`.
+
+use std::sync::LazyLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+/// Longer runs (encoded blobs, hashes) are no words anyone searches by.
+pub const MAX_TERM_CHARS: usize = 64;
+
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
+/// The text folded: compatibility decomposition, combining marks
+/// dropped, lower-cased.
+fn fold(text: &str) -> String {
+    text.nfkd()
+        .filter(|c| !is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The words of a text, folded and in order, before stemming.
+pub fn words(text: &str) -> Vec<String> {
+    fold(text)
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && w.chars().count() <= MAX_TERM_CHARS)
+        .map(str::to_string)
+        .collect()
+}
+
+/// A folded word's term.
+pub fn stem(word: &str) -> String {
+    STEMMER.stem(word).into_owned()
+}
+
+/// The terms of a text, in order, repeats kept.
+pub fn terms(text: &str) -> Vec<String> {
+    words(text).iter().map(|w| stem(w)).collect()
+}
+
+/// The text as the full-text indexes hold it: its terms, space separated.
+pub fn indexed(text: &str) -> String {
+    terms(text).join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_of_a_word_are_one_term() {
+        for (a, b) in [
+            ("deploy", "deployment"),
+            ("deploy", "deployed"),
+            ("run", "running"),
+            ("policy", "policies"),
+            ("connect", "connections"),
+        ] {
+            assert_eq!(terms(a), terms(b), "{a} / {b}");
+        }
+        assert_ne!(terms("general"), terms("generous"));
+    }
+
+    #[test]
+    fn text_is_folded_split_and_bounded() {
+        assert_eq!(
+            indexed("Café CRASHED at 03:14 — ﬁle build_failure, naïve"),
+            "cafe crash at 03 14 file build failur naiv"
+        );
+        assert_eq!(indexed("日本語 ✓ x"), "日本語 x");
+        assert_eq!(indexed(&"a".repeat(MAX_TERM_CHARS + 1)), "");
+        assert_eq!(
+            indexed(&"a".repeat(MAX_TERM_CHARS)),
+            "a".repeat(MAX_TERM_CHARS)
+        );
+        assert_eq!(indexed("  \u{0} ?! "), "");
+        // Repeats stay: they count for how often a record says a word.
+        assert_eq!(terms("run, ran, running"), ["run", "ran", "run"]);
+    }
+}
