@@ -8,13 +8,15 @@ use chrono::Utc;
 use super::Pg;
 use crate::store::StoreError;
 
+/// Fills in data for a migration; answers how many rows it filled.
+pub type Backfill = fn(&Pg) -> Result<usize, StoreError>;
+
 pub struct Migration {
     pub version: i64,
     pub name: &'static str,
     pub sql: &'static str,
-    /// Data the SQL cannot derive, filled in the same transaction;
-    /// answers how many rows it filled.
-    pub backfill: Option<fn(&Pg) -> Result<usize, StoreError>>,
+    /// Data the SQL cannot derive, filled in the same transaction.
+    pub backfill: Option<Backfill>,
 }
 
 pub const MIGRATIONS: &[Migration] = &[
