@@ -1,16 +1,23 @@
 -- engram schema, version 14: the full-text indexes hold the terms of
 -- engram's own text analyser (domain/analysis.rs: Unicode folding,
--- lower-casing, Snowball English stems), the same terms PostgreSQL holds.
--- FTS5 only splits them at spaces; it no longer stems (its Porter stemmer
--- made `deploy` of "deployment" but `deploi` of "deploy").
+-- lower-casing, Snowball English stems), the same terms PostgreSQL holds,
+-- and ranking counts only what the caller may see.
 --
+-- FTS5 only splits the terms at spaces; it no longer stems (its Porter
+-- stemmer made `deploy` of "deployment" but `deploi` of "deploy").
 -- Both indexes are made again: the records' when this version is applied
 -- (their text derives from the record alone); the topics' when engram
 -- next starts (their text depends on who may see each field's versions),
--- from the list below.
+-- from `topics_to_index`.
 DROP TABLE record_search;
+-- `facets`: who may see the record, as tokens no text makes (the
+-- analyser's terms are in the other column): `s` and a hash of its scope
+-- (`u` unscoped), `l` and its layer, `v` and its sensitivity. A lookup
+-- asks for the term and the facets the caller may see, so it reads the
+-- caller's matches, never everyone's.
 CREATE VIRTUAL TABLE record_search USING fts5(
     text,
+    facets,
     content = '',
     contentless_delete = 1,
     tokenize = 'unicode61 remove_diacritics 0'
@@ -27,3 +34,80 @@ CREATE VIRTUAL TABLE topic_search USING fts5(
 -- Topics whose search text is still to be made.
 CREATE TABLE topics_to_index (topic_key INTEGER PRIMARY KEY);
 INSERT INTO topics_to_index (topic_key) SELECT key FROM topics;
+
+-- What BM25 needs of a record beyond the index: how many terms its text
+-- has, and the terms it has more than once with how often
+-- (domain/analysis.rs, `Analysed`).
+ALTER TABLE records ADD COLUMN search_length INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE records ADD COLUMN search_repeats TEXT;
+
+-- How many records, and how many terms their texts have together, by who
+-- may see them (scope, '' for none; layer; sensitivity; live = not
+-- retracted), and the same over every scope: what a caller may see is a
+-- sum of these, so BM25's statistics count only what the caller may see.
+-- Kept by the triggers below, in the transaction of each change.
+CREATE TABLE text_totals (
+    scope       TEXT    NOT NULL,
+    layer       INTEGER NOT NULL,
+    sensitivity INTEGER NOT NULL,
+    live        INTEGER NOT NULL,
+    docs        INTEGER NOT NULL,
+    tokens      INTEGER NOT NULL,
+    PRIMARY KEY (scope, layer, sensitivity, live)
+) WITHOUT ROWID;
+
+CREATE TABLE text_totals_all (
+    layer       INTEGER NOT NULL,
+    sensitivity INTEGER NOT NULL,
+    live        INTEGER NOT NULL,
+    docs        INTEGER NOT NULL,
+    tokens      INTEGER NOT NULL,
+    PRIMARY KEY (layer, sensitivity, live)
+) WITHOUT ROWID;
+
+INSERT INTO text_totals (scope, layer, sensitivity, live, docs, tokens)
+SELECT COALESCE(scope, ''), layer, sensitivity, status <> 'retracted', COUNT(*), 0
+FROM records GROUP BY 1, 2, 3, 4;
+INSERT INTO text_totals_all (layer, sensitivity, live, docs, tokens)
+SELECT layer, sensitivity, status <> 'retracted', COUNT(*), 0
+FROM records GROUP BY 1, 2, 3;
+
+CREATE TRIGGER text_totals_insert AFTER INSERT ON records BEGIN
+    INSERT INTO text_totals (scope, layer, sensitivity, live, docs, tokens)
+    VALUES (COALESCE(NEW.scope, ''), NEW.layer, NEW.sensitivity, NEW.status <> 'retracted',
+            1, NEW.search_length)
+    ON CONFLICT DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
+    INSERT INTO text_totals_all (layer, sensitivity, live, docs, tokens)
+    VALUES (NEW.layer, NEW.sensitivity, NEW.status <> 'retracted', 1, NEW.search_length)
+    ON CONFLICT DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
+END;
+
+CREATE TRIGGER text_totals_delete AFTER DELETE ON records BEGIN
+    UPDATE text_totals SET docs = docs - 1, tokens = tokens - OLD.search_length
+    WHERE scope = COALESCE(OLD.scope, '') AND layer = OLD.layer
+      AND sensitivity = OLD.sensitivity AND live = (OLD.status <> 'retracted');
+    UPDATE text_totals_all SET docs = docs - 1, tokens = tokens - OLD.search_length
+    WHERE layer = OLD.layer AND sensitivity = OLD.sensitivity
+      AND live = (OLD.status <> 'retracted');
+END;
+
+CREATE TRIGGER text_totals_update
+AFTER UPDATE OF scope, layer, sensitivity, status, search_length ON records
+WHEN OLD.scope IS NOT NEW.scope OR OLD.layer <> NEW.layer
+  OR OLD.sensitivity <> NEW.sensitivity OR OLD.search_length <> NEW.search_length
+  OR (OLD.status <> 'retracted') <> (NEW.status <> 'retracted')
+BEGIN
+    UPDATE text_totals SET docs = docs - 1, tokens = tokens - OLD.search_length
+    WHERE scope = COALESCE(OLD.scope, '') AND layer = OLD.layer
+      AND sensitivity = OLD.sensitivity AND live = (OLD.status <> 'retracted');
+    UPDATE text_totals_all SET docs = docs - 1, tokens = tokens - OLD.search_length
+    WHERE layer = OLD.layer AND sensitivity = OLD.sensitivity
+      AND live = (OLD.status <> 'retracted');
+    INSERT INTO text_totals (scope, layer, sensitivity, live, docs, tokens)
+    VALUES (COALESCE(NEW.scope, ''), NEW.layer, NEW.sensitivity, NEW.status <> 'retracted',
+            1, NEW.search_length)
+    ON CONFLICT DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
+    INSERT INTO text_totals_all (layer, sensitivity, live, docs, tokens)
+    VALUES (NEW.layer, NEW.sensitivity, NEW.status <> 'retracted', 1, NEW.search_length)
+    ON CONFLICT DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
+END;

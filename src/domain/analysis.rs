@@ -52,6 +52,49 @@ pub fn indexed(text: &str) -> String {
     terms(text).join(" ")
 }
 
+/// A text as the full-text indexes and ranking take it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Analysed {
+    /// Its terms, space separated, as [`indexed`] makes them.
+    pub text: String,
+    /// How many terms it has, repeats counted: its length for BM25.
+    pub length: i64,
+    /// The terms it has more than once, each with how often, as
+    /// `term count term count …` in term order; `None` when no term
+    /// repeats (most texts). Read back with [`term_frequency`].
+    pub repeats: Option<String>,
+}
+
+pub fn analyse(text: &str) -> Analysed {
+    let terms = terms(text);
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for term in &terms {
+        *counts.entry(term).or_default() += 1;
+    }
+    let repeats: Vec<String> = counts
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(term, n)| format!("{term} {n}"))
+        .collect();
+    Analysed {
+        length: terms.len() as i64,
+        repeats: (!repeats.is_empty()).then(|| repeats.join(" ")),
+        text: terms.join(" "),
+    }
+}
+
+/// How often a text with `repeats` (of [`Analysed`]) that has `term`
+/// has it.
+pub fn term_frequency(repeats: Option<&str>, term: &str) -> f64 {
+    let mut parts = repeats.unwrap_or_default().split(' ');
+    while let (Some(t), Some(n)) = (parts.next(), parts.next()) {
+        if t == term {
+            return n.parse().unwrap_or(1.0);
+        }
+    }
+    1.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +128,19 @@ mod tests {
         assert_eq!(indexed("  \u{0} ?! "), "");
         // Repeats stay: they count for how often a record says a word.
         assert_eq!(terms("run, ran, running"), ["run", "ran", "run"]);
+    }
+
+    #[test]
+    fn a_text_knows_its_length_and_its_repeated_terms() {
+        let a = analyse("Run, ran, running; runs and walks: walking");
+        assert_eq!(a.text, "run ran run run and walk walk");
+        assert_eq!(a.length, 7);
+        assert_eq!(a.repeats.as_deref(), Some("run 3 walk 2"));
+        assert_eq!(term_frequency(a.repeats.as_deref(), "run"), 3.0);
+        assert_eq!(term_frequency(a.repeats.as_deref(), "walk"), 2.0);
+        assert_eq!(term_frequency(a.repeats.as_deref(), "ran"), 1.0);
+        let plain = analyse("one two");
+        assert_eq!((plain.length, plain.repeats), (2, None));
+        assert_eq!(term_frequency(None, "one"), 1.0);
     }
 }

@@ -54,7 +54,8 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 6,
         name: "search",
         sql: include_str!("../../../migrations/sqlite/0006_search.sql"),
-        backfill: Some(super::search::backfill),
+        // Indexed by version 14, which makes the index again.
+        backfill: None,
     },
     Migration {
         version: 7,

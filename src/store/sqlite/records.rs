@@ -7,6 +7,7 @@ use std::rc::Rc;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 
+use super::search::Indexed;
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::payload::Payload;
 use crate::domain::record::{
@@ -28,11 +29,13 @@ pub fn insert_records(
 /// Stores a new record with all its parts. `AlreadyExists` when the id is
 /// taken.
 pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, StoreError> {
+    let indexed = Indexed::of(record);
     let inserted = conn
         .prepare_cached(
             "INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
-                                  created_by, created_at, updated_at, decays_from, about)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                  created_by, created_at, updated_at, decays_from, about,
+                                  search_length, search_repeats)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         )?
         .execute(params![
             record.id,
@@ -47,6 +50,8 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
             to_micros(&record.updated_at),
             decays_from(record, record.lifecycle.last_reinforced_at),
             record.payload.about(),
+            indexed.analysed.length,
+            indexed.analysed.repeats,
         ]);
     match inserted {
         Ok(_) => {}
@@ -69,7 +74,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
         .execute(params![key, payload_json(&record.payload)?])?;
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
-    super::search::index(key, record);
+    super::search::index(key, &indexed);
     if let Some(embedding) = &record.embedding {
         super::vectors::put(conn, key, embedding, None)?;
     }
@@ -139,12 +144,13 @@ pub fn update_record(
         SalienceChange::Unchanged => None,
         SalienceChange::SetAt(at) => Some(at),
     };
+    let indexed = Indexed::of(record);
     let updated = conn
         .prepare_cached(
             "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5,
                  salience = COALESCE(?6, salience), decays_from = COALESCE(?12, decays_from),
                  scope = ?7, status = ?8, created_by = ?9, created_at = ?10, updated_at = ?11,
-                 about = ?13, version = version + 1
+                 about = ?13, search_length = ?14, search_repeats = ?15, version = version + 1
              WHERE key = ?1 AND version = ?2",
         )?
         .execute(params![
@@ -163,6 +169,8 @@ pub fn update_record(
             to_micros(&record.updated_at),
             set_at.map(|at| decays_from(record, at)),
             record.payload.about(),
+            indexed.analysed.length,
+            indexed.analysed.repeats,
         ])?;
     if updated == 0 {
         return Err(if record_key(conn, &record.id)?.is_some() {
@@ -178,8 +186,8 @@ pub fn update_record(
     write_lifecycle(conn, key, record, Write::Update(anchor))?;
     conn.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
         .execute(params![key, payload_json(&record.payload)?])?;
-    let text_hash = super::search::reindex(key, record);
-    super::vectors::after_update(conn, key, record, text_hash)?;
+    super::search::reindex(key, &indexed);
+    super::vectors::after_update(conn, key, record, indexed.hash)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",

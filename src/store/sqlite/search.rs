@@ -22,7 +22,7 @@ use chrono::Utc;
 use rusqlite::{params, Connection};
 
 use super::records::load_records;
-use crate::domain::analysis;
+use crate::domain::analysis::{self, Analysed};
 use crate::domain::record::MemoryRecord;
 use crate::domain::search::{search_text, text_hash};
 use crate::store::StoreError;
@@ -45,12 +45,13 @@ impl Index {
     }
 }
 
-/// A change to a row of `index`: `text` is its new search text (`None`:
-/// the row goes), `fresh` that it has no row yet (none to remove).
+/// A change to a row of `index`: `text` is its new search text and
+/// facets (`None`: the row goes), `fresh` that it has no row yet (none to
+/// remove).
 struct Queued {
     index: Index,
     key: i64,
-    text: Option<String>,
+    text: Option<(String, Option<String>)>,
     fresh: bool,
 }
 
@@ -97,28 +98,61 @@ pub fn discard() {
     QUEUE.with(|q| *q.borrow_mut() = Queue::default());
 }
 
-/// Queues the indexing of a new record stored under `key`; answers the
-/// hash of its search text.
-pub fn index(key: i64, record: &MemoryRecord) -> i64 {
-    queue(key, record, true)
+/// What the index and the record's row hold of a record's search text.
+pub struct Indexed {
+    pub analysed: Analysed,
+    /// Who may see the record, as the `facets` column's tokens.
+    facets: String,
+    /// The hash of the search text (what an embedding made from it
+    /// remembers).
+    pub hash: i64,
 }
 
-/// Queues the re-indexing of a record rewritten under `key`; answers the
-/// hash of its search text.
-pub fn reindex(key: i64, record: &MemoryRecord) -> i64 {
-    queue(key, record, false)
+impl Indexed {
+    pub fn of(record: &MemoryRecord) -> Indexed {
+        let text = search_text(record);
+        Indexed {
+            analysed: analysis::analyse(&text),
+            facets: facets(
+                record.scope.as_deref(),
+                record.memory_type.layer() as i64,
+                record.sensitivity.rank() as i64,
+            ),
+            hash: text_hash(&text),
+        }
+    }
 }
 
-fn queue(key: i64, record: &MemoryRecord, fresh: bool) -> i64 {
-    let text = search_text(record);
-    let hash = text_hash(&text);
+/// The facet tokens of a record (see migration 0014).
+pub fn facets(scope: Option<&str>, layer: i64, sensitivity: i64) -> String {
+    format!("{} l{layer} v{sensitivity}", scope_facet(scope))
+}
+
+/// A scope's facet token: `s` and the hash of its name; `u` for none.
+pub fn scope_facet(scope: Option<&str>) -> String {
+    match scope {
+        Some(scope) => format!("s{:016x}", text_hash(scope) as u64),
+        None => "u".to_string(),
+    }
+}
+
+/// Queues the indexing of a new record stored under `key`.
+pub fn index(key: i64, indexed: &Indexed) {
+    queue(key, indexed, true)
+}
+
+/// Queues the re-indexing of a record rewritten under `key`.
+pub fn reindex(key: i64, indexed: &Indexed) {
+    queue(key, indexed, false)
+}
+
+fn queue(key: i64, indexed: &Indexed, fresh: bool) {
     push(Queued {
         index: Index::Records,
         key,
-        text: Some(analysis::indexed(&text)),
+        text: Some((indexed.analysed.text.clone(), Some(indexed.facets.clone()))),
         fresh,
     });
-    hash
 }
 
 /// Queues the removal of a deleted record's row.
@@ -137,7 +171,7 @@ pub fn set(index: Index, key: i64, text: &str, fresh: bool) {
     push(Queued {
         index,
         key,
-        text: Some(analysis::indexed(text)),
+        text: Some((analysis::indexed(text), None)),
         fresh,
     });
 }
@@ -158,17 +192,22 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
     for rows in items.chunk_by(|a, b| a.index == b.index) {
         let table = rows[0].index.table();
         let mut remove = conn.prepare_cached(&format!("DELETE FROM {table} WHERE rowid = ?1"))?;
-        let mut insert = conn.prepare_cached(&format!(
-            "INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"
-        ))?;
+        let mut insert = conn.prepare_cached(&match rows[0].index {
+            Index::Records => {
+                format!("INSERT INTO {table} (rowid, text, facets) VALUES (?1, ?2, ?3)")
+            }
+            Index::Topics => format!("INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"),
+        })?;
         for group in rows.chunk_by(|a, b| a.key == b.key) {
             let (first, last) = (&group[0], &group[group.len() - 1]);
             if !first.fresh {
                 remove.execute([first.key])?;
             }
-            if let Some(text) = &last.text {
-                insert.execute(params![last.key, text])?;
-            }
+            match &last.text {
+                Some((text, Some(facets))) => insert.execute(params![last.key, text, facets])?,
+                Some((text, None)) => insert.execute(params![last.key, text])?,
+                None => 0,
+            };
         }
     }
     Ok(())
@@ -177,9 +216,9 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
 /// Records per backfill step.
 const BACKFILL_CHUNK: usize = 1000;
 
-/// Indexes every stored record: run when migration 0006 made the index
-/// and when 0014 made it again for the analyser's terms. Answers how
-/// many.
+/// Indexes every stored record, and sets the length and repeated terms
+/// of its text: run when migration 0014 made the index again for the
+/// analyser's terms. Answers how many.
 pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
     let now = Utc::now();
     let mut after = 0i64;
@@ -194,8 +233,15 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
         };
         after = *last;
         for (key, record) in keys.iter().zip(load_records(conn, &keys, now)?) {
-            conn.prepare_cached("INSERT INTO record_search (rowid, text) VALUES (?1, ?2)")?
-                .execute(params![key, analysis::indexed(&search_text(&record))])?;
+            let row = Indexed::of(&record);
+            conn.prepare_cached(
+                "INSERT INTO record_search (rowid, text, facets) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![key, row.analysed.text, row.facets])?;
+            conn.prepare_cached(
+                "UPDATE records SET search_length = ?2, search_repeats = ?3 WHERE key = ?1",
+            )?
+            .execute(params![key, row.analysed.length, row.analysed.repeats])?;
             indexed += 1;
         }
     }
@@ -363,27 +409,31 @@ mod tests {
         assert_eq!(matches(&conn, "dive").len(), 1);
     }
 
-    /// A database of schema version 13 (FTS5's Porter stems) takes the
-    /// analyser's terms when version 14 is applied.
+    /// A database of schema version 13 (FTS5's Porter stems, no text
+    /// totals) takes the analyser's terms when version 14 is applied.
     #[test]
     fn a_database_from_before_the_analyser_is_indexed_again() {
         use super::super::migrations::MIGRATIONS;
-        let conn = Connection::open_in_memory().unwrap();
-        rusqlite::vtab::array::load_module(&conn).unwrap();
-        for m in &MIGRATIONS[..13] {
-            conn.execute_batch(m.sql).unwrap();
-        }
+        let conn = conn();
         let key = insert_record(&conn, &fact("a", "the deployment of the policies")).unwrap();
+        insert_record(&conn, &fact("b", "unrelated")).unwrap();
         discard();
-        conn.execute(
-            "INSERT INTO record_search (rowid, text) VALUES (?1, 'the deployment of the policies')",
-            [key],
-        )
-        .unwrap();
+        // Back to version 13, as it stored this record.
         conn.execute_batch(
-            "INSERT INTO topics (key, id, title, norm_title, summary, sensitivity, tags_json,
+            "DROP TRIGGER text_totals_insert; DROP TRIGGER text_totals_delete;
+             DROP TRIGGER text_totals_update; DROP TABLE text_totals; DROP TABLE text_totals_all;
+             DROP TABLE topics_to_index;
+             ALTER TABLE records DROP COLUMN search_length;
+             ALTER TABLE records DROP COLUMN search_repeats;
+             DROP TABLE record_search; DROP TABLE topic_search;
+             CREATE VIRTUAL TABLE record_search USING fts5(text, content = '',
+                 contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2');
+             CREATE VIRTUAL TABLE topic_search USING fts5(text, content = '',
+                 contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2');
+             INSERT INTO record_search (rowid, text) VALUES (1, 'the deployment of the policies');
+             INSERT INTO topics (key, id, title, norm_title, summary, sensitivity, tags_json,
                                  salience, created_at, updated_at)
-             VALUES (7, 't', 'x', 'x', 'y', 1, '[]', 1.0, 0, 0)",
+             VALUES (7, 't', 'x', 'x', 'y', 1, '[]', 1.0, 0, 0);",
         )
         .unwrap();
         // Porter: "deploy" is `deploi`, "deployment" `deploy`.
@@ -397,14 +447,77 @@ mod tests {
         assert_eq!(old, 0);
         let m = &MIGRATIONS[13];
         conn.execute_batch(m.sql).unwrap();
-        assert_eq!((m.backfill.unwrap())(&conn).unwrap(), 1);
+        assert_eq!((m.backfill.unwrap())(&conn).unwrap(), 2);
         assert_eq!(matches(&conn, "deploy"), vec![key]);
         assert_eq!(matches(&conn, "policy"), vec![key]);
-        assert_eq!(index_rows(&conn), 1);
+        assert_eq!(index_rows(&conn), 2);
         assert_eq!(
             super::super::topics::topics_to_index(&conn).unwrap(),
             vec![7]
         );
+        // The totals count both records and their terms ("s p the
+        // deploy of the polici" and "s p unrel").
+        let totals: (i64, i64) = conn
+            .query_row(
+                "SELECT SUM(docs), SUM(tokens) FROM text_totals WHERE live = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(totals, (2, 10));
+        let length: i64 = conn
+            .query_row(
+                "SELECT search_length FROM records WHERE key = ?1 AND search_repeats = 'the 2'",
+                [key],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(length, 7);
+    }
+
+    /// The totals by who may see records follow every write: insert,
+    /// rewrite (another text, another scope), retraction, delete.
+    #[test]
+    fn the_text_totals_follow_every_write() {
+        let conn = conn();
+        let totals = || -> Vec<(String, i64, i64, i64)> {
+            conn.prepare("SELECT scope, live, docs, tokens FROM text_totals WHERE docs <> 0 OR tokens <> 0 ORDER BY 1, 2")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let all = || -> (i64, i64) {
+            conn.query_row(
+                "SELECT SUM(docs), SUM(tokens) FROM text_totals_all",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+        };
+        let a = insert_record(&conn, &fact("a", "one two")).unwrap();
+        insert_record(&conn, &fact("b", "three")).unwrap();
+        // "user like" and the object.
+        assert_eq!(totals(), [("".into(), 1, 2, 7)]);
+        rewrite(&conn, "a", "one two three four");
+        assert_eq!(totals(), [("".into(), 1, 2, 9)]);
+        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        let mut moved = loaded.record.clone();
+        moved.scope = Some("team".into());
+        update_record(&conn, &loaded.version, &moved, SalienceChange::Unchanged).unwrap();
+        assert_eq!(totals(), [("".into(), 1, 1, 3), ("team".into(), 1, 1, 6)]);
+        conn.execute(
+            "UPDATE records SET status = 'retracted' WHERE key = ?1",
+            [a],
+        )
+        .unwrap();
+        assert_eq!(totals(), [("".into(), 1, 1, 3), ("team".into(), 0, 1, 6)]);
+        assert_eq!(all(), (2, 9));
+        conn.execute("DELETE FROM records WHERE key = ?1", [a])
+            .unwrap();
+        assert_eq!(totals(), [("".into(), 1, 1, 3)]);
+        assert_eq!(all(), (1, 3));
     }
 
     #[test]
