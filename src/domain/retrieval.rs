@@ -120,6 +120,12 @@ impl Filters {
         self.thread_id.as_deref().or(self.subject.as_deref())
     }
 
+    /// Whether the filters pick records through an index of their own (a
+    /// thread, a subject, a tag) rather than narrowing the salience order.
+    pub fn selective(&self) -> bool {
+        self.about().is_some() || !self.tags.is_empty()
+    }
+
     /// Whether a record passes; storage applies the same conditions in
     /// SQL.
     pub fn matches(&self, record: &MemoryRecord) -> bool {

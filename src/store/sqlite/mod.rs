@@ -10,7 +10,6 @@ pub mod maintenance;
 pub mod migrations;
 pub mod ranking;
 pub mod records;
-pub mod relevance;
 pub mod search;
 pub mod stats;
 #[cfg(test)]

@@ -1,74 +1,53 @@
-//! The visibility query behind retrieval: the best `limit` records a
-//! caller may see, by their salience now.
+//! Retrieval's reads on SQLite: the [`RankingSource`] the ranking engine
+//! (`store/ranking/engine.rs`) ranks from.
 //!
-//! Each (type, sensitivity level[, scope]) combination the caller may see
-//! is one index range, ordered by the salience *stored* at the last sweep
-//! or change, then by when that value was exact (`decays_from`), newest
-//! first. Decay only lowers salience, and no faster than the longest
-//! half-life of the type allows (see migration 0005), so the position in a
-//! range bounds what any record further on can have now. The ranges are
-//! read page by page while a bounded top-`limit` keeps the best by current
-//! salience; a range is finished once that bound is below the last of the
-//! top (or the range has run out). However long ago the sweep ran, the
-//! answer is exact, and only `limit` records are held at a time. Records
-//! the caller cannot see are never visited, and only the records that make
-//! the cut are loaded whole.
+//! - Salience order: each (type, sensitivity level[, scope]) combination
+//!   the caller may see is one range of the rank indexes (migration 0005),
+//!   ordered by stored salience, then `decays_from`, newest first; live
+//!   and retracted records are in separate partial indexes, so a retrieval
+//!   that leaves retracted records out never steps over them.
+//! - Postings: the full-text index holds each record's terms and its
+//!   visibility facets (migration 0014); a lookup asks for the term *and*
+//!   the facets of the caller's scopes, types and sensitivities, so FTS5
+//!   reads the caller's matches only, newest first.
+//! - Vectors: the quantized vectors of the scan index (migration 0008), in
+//!   contiguous ranges by visibility; exact similarities only for the
+//!   records that can make the answer.
+//! - Totals: `text_totals` (migration 0014), kept by triggers.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, ToSql};
 
 use super::filters::FilterSql;
 use super::records::{key_array, load_records, parse_enum};
+use super::search::scope_facet;
 use crate::domain::decay::{salience_at, Anchor, DecayState};
-use crate::domain::record::{DecayCurve, DecayProfile, Sensitivity};
-use crate::domain::relevance::Signals;
-use crate::domain::retrieval::RecordQuery;
-use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::ranking::{self, MAX_PAGE};
-pub(super) use crate::store::ranking::{DecayBound, Rank, TopK};
+use crate::domain::record::{DecayCurve, DecayProfile, MemoryRecord, MemoryType, Sensitivity};
+use crate::domain::retrieval::{Filters, RecordQuery};
+use crate::domain::time::{from_micros, Timestamp};
+use crate::domain::vector::QueryVector;
+use crate::store::ranking::engine;
+use crate::store::ranking::source::{
+    Current, PageRow, Posting, RankingSource, Stored, Totals, VectorHit,
+};
+use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
 
-/// First page read from each range beyond the limit; later pages double,
-/// up to [`MAX_PAGE`]. None in unit tests, so they go through many pages.
-const FIRST_PAGE_MARGIN: usize = if cfg!(test) { 0 } else { 32 };
-
-/// One index range: a layer, a sensitivity level and a scope condition,
-/// with where the last page ended (stored salience, decays_from, key).
-struct Range<'a> {
-    sql: &'a str,
-    filter_values: &'a [SqlValue],
-    next_tier_sql: &'a str,
-    bound: DecayBound,
-    layer: i64,
-    sensitivity: i64,
-    scope: Option<&'a str>,
-    after: (f64, i64, i64),
-    exhausted: bool,
+/// The answer to a retrieval.
+pub fn query_records(
+    conn: &Connection,
+    query: &RecordQuery,
+    now: Timestamp,
+) -> Result<RecordPage, StoreError> {
+    engine::query_records(&Source { conn }, query, now)
 }
 
-impl<'a> Range<'a> {
-    fn new(
-        (sql, next_tier_sql): &'a (String, String),
-        filters: &'a FilterSql,
-        bound: DecayBound,
-        layer: i64,
-        sensitivity: i64,
-        scope: Option<&'a str>,
-    ) -> Self {
-        Range {
-            sql,
-            filter_values: &filters.values,
-            next_tier_sql,
-            bound,
-            layer,
-            sensitivity,
-            scope,
-            after: (f64::MAX, i64::MAX, i64::MAX),
-            exhausted: false,
-        }
-    }
+/// What retrieval reads through one connection.
+pub(super) struct Source<'a> {
+    pub conn: &'a Connection,
 }
 
 /// Which of the two sets of rank indexes a range reads.
@@ -90,7 +69,8 @@ impl RankSet {
         sets
     }
 
-    /// The `live` value of its records in the vector scan index.
+    /// The `live` value of its records in the vector scan index and the
+    /// text totals.
     pub(super) fn live(self) -> i64 {
         match self {
             RankSet::Live => 1,
@@ -117,309 +97,616 @@ impl RankSet {
     }
 }
 
-/// The page and next-tier statements of the three kinds of range (every
-/// scope, unscoped records, one scope) over one set of rank indexes.
-struct RangeSql {
-    unscoped: (String, String),
-    null_scope: (String, String),
-    scoped: (String, String),
+/// The page and next-tier statements of one kind of range, and the
+/// filters' parameters (which follow the range's own: ?1-?7, and ?8 for
+/// the scope of a scoped range).
+pub(super) struct RangeSql {
+    page: String,
+    next_tier: String,
+    filter_values: Vec<SqlValue>,
 }
 
-impl RangeSql {
-    fn new(status: RankSet, unscoped_filters: &FilterSql, scoped_filters: &FilterSql) -> Self {
-        let (rank, scope_rank, status) = status.indexes();
-        let select = |index: &str, scope: &str, filters: &FilterSql| {
-            format!(
+/// One index range: a layer, a sensitivity level and a scope condition.
+pub(super) struct Range {
+    sql: Rc<RangeSql>,
+    layer: i64,
+    sensitivity: i64,
+    scope: Option<String>,
+}
+
+/// The statements of the three kinds of range (every scope, unscoped
+/// records, one scope) over one set of rank indexes.
+fn range_sql(set: RankSet, filters: &Filters) -> [Rc<RangeSql>; 3] {
+    let (rank, scope_rank, status) = set.indexes();
+    let make = |index: &str, scope: &str, first: usize, tier_scope: &str| {
+        let filters = FilterSql::new(filters, first);
+        Rc::new(RangeSql {
+            page: format!(
                 "SELECT r.key, r.salience, r.decays_from, r.created_at
                  FROM records r INDEXED BY {index}
                  WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3
                    AND {status} AND (r.salience, r.decays_from, r.key) < (?5, ?6, ?7){}
                  ORDER BY r.salience DESC, r.decays_from DESC, r.key DESC LIMIT ?4",
                 filters.clause
-            )
-        };
-        // The highest stored salience below a tier: what a record beyond
-        // the tier can have now, at most. Not filtered: the best record
-        // below, matching or not, still bounds what a matching one can
-        // have, and finding it stays one index step.
-        let next_tier = |index: &str, scope: &str| {
-            format!(
+            ),
+            // The highest stored salience below a tier: what a record
+            // beyond the tier can have now, at most. Not filtered: the best
+            // record below, matching or not, still bounds what a matching
+            // one can have, and finding it stays one index step.
+            next_tier: format!(
                 "SELECT r.salience FROM records r INDEXED BY {index}
-                 WHERE {scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3
+                 WHERE {tier_scope}r.layer = ?1 AND r.sensitivity = ?2 AND r.salience >= ?3
                    AND {status} AND r.salience < ?4
                  ORDER BY r.salience DESC LIMIT 1"
-            )
-        };
-        RangeSql {
-            unscoped: (select(rank, "", unscoped_filters), next_tier(rank, "")),
-            null_scope: (
-                select(scope_rank, "r.scope IS NULL AND ", unscoped_filters),
-                next_tier(scope_rank, "r.scope IS NULL AND "),
             ),
-            scoped: (
-                select(scope_rank, "r.scope = ?8 AND ", scoped_filters),
-                next_tier(scope_rank, "r.scope = ?5 AND "),
-            ),
+            filter_values: filters.values,
+        })
+    };
+    [
+        make(rank, "", 8, ""),
+        make(
+            scope_rank,
+            "r.scope IS NULL AND ",
+            8,
+            "r.scope IS NULL AND ",
+        ),
+        make(scope_rank, "r.scope = ?8 AND ", 9, "r.scope = ?5 AND "),
+    ]
+}
+
+impl RankingSource for Source<'_> {
+    type Range = Range;
+
+    fn decay_bounds(&self) -> Result<HashMap<i64, DecayBound>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT layer, max_half_life_seconds, max_min_salience FROM decay_bounds",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut bounds = HashMap::new();
+        while let Some(row) = rows.next()? {
+            bounds.insert(
+                row.get(0)?,
+                DecayBound {
+                    max_half_life_seconds: row.get(1)?,
+                    max_min_salience: row.get(2)?,
+                },
+            );
         }
+        Ok(bounds)
     }
-}
 
-/// The answer to a retrieval: ranked by a query (or drawn from a
-/// selective filter's index) in `relevance.rs`, by salience alone here.
-pub fn query_records(
-    conn: &Connection,
-    query: &RecordQuery,
-    now: Timestamp,
-) -> Result<RecordPage, StoreError> {
-    if query.text.is_some() || query.vector.is_some() || FilterSql::selective(&query.filters) {
-        super::relevance::query_ranked(conn, query, now)
-    } else {
-        by_salience(conn, query, now)
-    }
-}
-
-fn by_salience(
-    conn: &Connection,
-    query: &RecordQuery,
-    now: Timestamp,
-) -> Result<RecordPage, StoreError> {
-    // The filters' parameters follow the range's own: ?1-?7, and ?8 for
-    // the scope of a scoped range.
-    let unscoped_filters = FilterSql::new(&query.filters, 8);
-    let scoped_filters = FilterSql::new(&query.filters, 9);
-    // Live and retracted records are in separate (partial) indexes, so a
-    // retrieval that leaves retracted records out never steps over them;
-    // one that includes them reads both sets of ranges.
-    let statuses = RankSet::for_query(query);
-    let sql: Vec<RangeSql> = statuses
-        .iter()
-        .map(|status| RangeSql::new(*status, &unscoped_filters, &scoped_filters))
-        .collect();
-
-    let bounds = decay_bounds(conn)?;
-    let mut ranges = Vec::new();
-    for sql in &sql {
-        for memory_type in &query.memory_types {
-            let layer = memory_type.layer() as i64;
-            // A type with no bound recorded has no records.
-            let Some(bound) = bounds.get(&layer).copied() else {
-                continue;
-            };
-            for sensitivity in Sensitivity::ALL
-                .iter()
-                .filter(|s| **s <= query.max_sensitivity)
-            {
-                let rank = sensitivity.rank() as i64;
-                match &query.scopes {
-                    None => ranges.push(Range::new(
-                        &sql.unscoped,
-                        &unscoped_filters,
-                        bound,
-                        layer,
-                        rank,
-                        None,
-                    )),
-                    Some(scopes) => {
-                        ranges.push(Range::new(
-                            &sql.null_scope,
-                            &unscoped_filters,
-                            bound,
-                            layer,
-                            rank,
-                            None,
-                        ));
-                        ranges.extend(scopes.iter().map(|s| {
-                            Range::new(
-                                &sql.scoped,
-                                &scoped_filters,
-                                bound,
+    fn ranges(
+        &self,
+        query: &RecordQuery,
+        bounds: &HashMap<i64, DecayBound>,
+    ) -> Vec<(Range, DecayBound)> {
+        let mut ranges = Vec::new();
+        for set in RankSet::for_query(query) {
+            let [every, unscoped, scoped] = range_sql(set, &query.filters);
+            for memory_type in &query.memory_types {
+                let layer = memory_type.layer() as i64;
+                // A type with no bound recorded has no records.
+                let Some(bound) = bounds.get(&layer).copied() else {
+                    continue;
+                };
+                for sensitivity in Sensitivity::ALL
+                    .iter()
+                    .filter(|s| **s <= query.max_sensitivity)
+                {
+                    let range = |sql: &Rc<RangeSql>, scope: Option<&String>| {
+                        (
+                            Range {
+                                sql: sql.clone(),
                                 layer,
-                                rank,
-                                Some(s.as_str()),
-                            )
-                        }));
+                                sensitivity: sensitivity.rank() as i64,
+                                scope: scope.cloned(),
+                            },
+                            bound,
+                        )
+                    };
+                    match &query.scopes {
+                        None => ranges.push(range(&every, None)),
+                        Some(scopes) => {
+                            ranges.push(range(&unscoped, None));
+                            ranges.extend(scopes.iter().map(|s| range(&scoped, Some(s))));
+                        }
                     }
                 }
             }
         }
+        ranges
     }
 
-    let now_micros = to_micros(&now);
-    let mut top = TopK::for_query(query);
-    let mut page = query.limit.saturating_add(FIRST_PAGE_MARGIN).min(MAX_PAGE);
-    while !ranges.is_empty() {
-        crate::store::budget::check()?;
-        for range in &mut ranges {
-            read_page(conn, range, query.min_salience, page, now, &mut top)?;
+    fn page(
+        &self,
+        query: &RecordQuery,
+        range: &Range,
+        after: (f64, i64, i64),
+        limit: usize,
+    ) -> Result<Vec<PageRow>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&range.sql.page)?;
+        let limit = limit as i64;
+        let mut params: Vec<&dyn ToSql> = vec![
+            &range.layer,
+            &range.sensitivity,
+            &query.min_salience,
+            &limit,
+            &after.0,
+            &after.1,
+            &after.2,
+        ];
+        if let Some(scope) = &range.scope {
+            params.push(scope);
         }
-        let mut open = Vec::with_capacity(ranges.len());
-        for range in ranges {
-            if range.exhausted {
-                continue;
-            }
-            // What the rest of this tier can have now, then what the
-            // tiers below can.
-            let (salience, decays_from, _) = range.after;
-            let tier = range.bound.at_most(salience, decays_from, now_micros);
-            let settled = (tier < query.min_salience || top.excludes_up_to(tier))
-                && match next_tier_salience(conn, &range, query.min_salience)? {
-                    None => true,
-                    Some(below) => top.excludes_up_to(below),
-                };
-            if !settled {
-                open.push(range);
-            }
+        params.extend(range.sql.filter_values.iter().map(|v| v as &dyn ToSql));
+        let mut rows = stmt.query(&*params)?;
+        let mut page = Vec::new();
+        while let Some(row) = rows.next()? {
+            page.push(PageRow {
+                stored: Stored {
+                    key: row.get(0)?,
+                    layer: range.layer,
+                    salience: row.get(1)?,
+                    decays_from: row.get(2)?,
+                },
+                created_at: row.get(3)?,
+                current: None,
+            });
         }
-        ranges = open;
-        page = page.saturating_mul(2).min(MAX_PAGE);
+        Ok(page)
     }
-    within_budget(conn, query, top.into_sorted(), now, |rank| Signals {
-        text: None,
-        vector: None,
-        salience: rank.salience,
-    })
-}
 
-/// Loads the ranked records that fit the query's byte budget (see
-/// [`crate::store::ranking::within_budget`]).
-pub(super) fn within_budget(
-    conn: &Connection,
-    query: &RecordQuery,
-    ranked: Vec<Rank>,
-    now: Timestamp,
-    signals: impl Fn(&Rank) -> Signals,
-) -> Result<RecordPage, StoreError> {
-    let keys: Vec<i64> = ranked.iter().map(|r| r.key).collect();
-    let sizes = payload_sizes(conn, &keys)?;
-    ranking::within_budget(
-        query,
-        ranked,
-        now,
-        &sizes,
-        |keys| load_records(conn, keys, now),
-        signals,
-    )
-}
-
-/// The serialised size of the payloads of these records.
-fn payload_sizes(conn: &Connection, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT record_key, length(CAST(payload_json AS BLOB)) FROM payloads
-         WHERE record_key IN rarray(?1)",
-    )?;
-    let mut rows = stmt.query([key_array(keys)])?;
-    let mut sizes = HashMap::with_capacity(keys.len());
-    while let Some(row) = rows.next()? {
-        sizes.insert(row.get::<_, i64>(0)?, row.get::<_, i64>(1)?.max(0) as usize);
-    }
-    Ok(sizes)
-}
-
-pub(super) fn decay_bounds(conn: &Connection) -> Result<HashMap<i64, DecayBound>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT layer, max_half_life_seconds, max_min_salience FROM decay_bounds",
-    )?;
-    let mut rows = stmt.query([])?;
-    let mut bounds = HashMap::new();
-    while let Some(row) = rows.next()? {
-        bounds.insert(
-            row.get(0)?,
-            DecayBound {
-                max_half_life_seconds: row.get(1)?,
-                max_min_salience: row.get(2)?,
-            },
-        );
-    }
-    Ok(bounds)
-}
-
-/// The stored salience of the best record of `range` below the tier its
-/// last page ended in, if any.
-fn next_tier_salience(
-    conn: &Connection,
-    range: &Range<'_>,
-    min_salience: f64,
-) -> Result<Option<f64>, StoreError> {
-    let mut stmt = conn.prepare_cached(range.next_tier_sql)?;
-    let tier = range.after.0;
-    let found = match range.scope {
-        None => stmt
-            .query_row(
-                rusqlite::params![range.layer, range.sensitivity, min_salience, tier],
-                |row| row.get(0),
-            )
-            .optional()?,
-        Some(scope) => stmt
-            .query_row(
-                rusqlite::params![range.layer, range.sensitivity, min_salience, tier, scope],
-                |row| row.get(0),
-            )
-            .optional()?,
-    };
-    Ok(found)
-}
-
-/// Reads the next `page` records of `range`, offering each at its current
-/// salience.
-fn read_page(
-    conn: &Connection,
-    range: &mut Range<'_>,
-    min_salience: f64,
-    page: usize,
-    now: Timestamp,
-    top: &mut TopK,
-) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare_cached(range.sql)?;
-    let limit = page as i64;
-    let (salience, decays_from, key) = range.after;
-    let mut params: Vec<&dyn ToSql> = vec![
-        &range.layer,
-        &range.sensitivity,
-        &min_salience,
-        &limit,
-        &salience,
-        &decays_from,
-        &key,
-    ];
-    if let Some(scope) = &range.scope {
-        params.push(scope);
-    }
-    params.extend(range.filter_values.iter().map(|v| v as &dyn ToSql));
-    let mut rows = stmt.query(&*params)?;
-    let mut decay = conn.prepare_cached(PROFILE_SQL)?;
-    let now_micros = to_micros(&now);
-    let mut read = 0;
-    while let Some(row) = rows.next()? {
-        read += 1;
-        let key: i64 = row.get(0)?;
-        let stored: f64 = row.get(1)?;
-        let decays_from: i64 = row.get(2)?;
-        let created_at: i64 = row.get(3)?;
-        range.after = (stored, decays_from, key);
-        // Most rows cannot make the cut: their bound says so without
-        // reading their decay profile.
-        let most = range.bound.at_most(stored, decays_from, now_micros);
-        if most < min_salience || top.excludes_up_to(most) {
-            continue;
+    fn next_below(
+        &self,
+        _query: &RecordQuery,
+        range: &Range,
+        below: f64,
+        at_least: f64,
+    ) -> Result<Option<f64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(&range.sql.next_tier)?;
+        let mut params: Vec<&dyn ToSql> = vec![&range.layer, &range.sensitivity, &at_least, &below];
+        if let Some(scope) = &range.scope {
+            params.push(scope);
         }
-        let mut profile = decay.query([key])?;
-        let Some(profile) = profile.next()? else {
+        Ok(stmt.query_row(&*params, |row| row.get(0)).optional()?)
+    }
+
+    fn salience_now(&self, row: &PageRow, now: Timestamp) -> Result<f64, StoreError> {
+        if let Some(current) = row.current {
+            return Ok(current);
+        }
+        let key = row.stored.key;
+        let mut stmt = self.conn.prepare_cached(PROFILE_SQL)?;
+        let mut rows = stmt.query([key])?;
+        let Some(profile) = rows.next()? else {
             return Err(StoreError::Corrupt(format!(
                 "record {key} has no decay profile"
             )));
         };
-        let current = current_salience(profile, stored, created_at, now)?;
-        if current >= min_salience {
-            top.offer(Rank {
-                salience: current,
-                layer: range.layer,
-                created_at,
-                key,
+        current_salience(profile, row.stored.salience, row.created_at, now)
+    }
+
+    fn postings(
+        &self,
+        query: &RecordQuery,
+        term: &str,
+        limit: usize,
+    ) -> Result<Vec<Posting>, StoreError> {
+        let mut values = vec![SqlValue::Text(match_expression(query, term))];
+        // The matches lead, each looked up by key: left to itself, the
+        // planner may instead read every record of a layer and run the
+        // match once per record. A thread or subject is selective indeed:
+        // then the planner chooses.
+        let join = if query.filters.about().is_some() {
+            "JOIN"
+        } else {
+            "CROSS JOIN"
+        };
+        let sql = format!(
+            "SELECT r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_repeats
+             FROM record_search {join} records r ON r.key = record_search.rowid
+             WHERE record_search MATCH ?1{}
+             ORDER BY record_search.rowid DESC LIMIT {limit}",
+            visible(query, &mut values)
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            found.push(Posting {
+                stored: stored(row)?,
+                length: row.get(4)?,
+                repeats: row.get(5)?,
             });
         }
+        Ok(found)
     }
-    range.exhausted = read < page;
-    Ok(())
+
+    fn totals(&self, query: &RecordQuery) -> Result<Totals, StoreError> {
+        let lives: Vec<String> = RankSet::for_query(query)
+            .iter()
+            .map(|s| s.live().to_string())
+            .collect();
+        let common = format!(
+            "layer IN ({}) AND sensitivity <= {} AND live IN ({})",
+            layer_list(query),
+            query.max_sensitivity.rank(),
+            lives.join(", ")
+        );
+        let mut values: Vec<SqlValue> = Vec::new();
+        let sql = match &query.scopes {
+            None => format!(
+                "SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0) FROM text_totals_all
+                 WHERE {common}"
+            ),
+            Some(scopes) => {
+                values.push(SqlValue::Text(String::new()));
+                values.extend(scopes.iter().map(|s| SqlValue::Text(s.clone())));
+                let numbers: Vec<String> = (1..=values.len()).map(|n| format!("?{n}")).collect();
+                format!(
+                    "SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0) FROM text_totals
+                     WHERE scope IN ({}) AND {common}",
+                    numbers.join(", ")
+                )
+            }
+        };
+        Ok(self.conn.prepare_cached(&sql)?.query_row(
+            rusqlite::params_from_iter(values.iter()),
+            |row| {
+                Ok(Totals {
+                    docs: row.get(0)?,
+                    tokens: row.get(1)?,
+                })
+            },
+        )?)
+    }
+
+    fn vector_hits(
+        &self,
+        query: &RecordQuery,
+        vector: &QueryVector,
+    ) -> Result<Vec<VectorHit>, StoreError> {
+        if query.filters == Filters::default() {
+            scan_bounds(self.conn, query, vector)
+        } else {
+            similar(self.conn, query, vector)
+        }
+    }
+
+    fn similarity(&self, key: i64, vector: &QueryVector) -> Result<f64, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT norm, vector FROM record_vectors WHERE record_key = ?1")?;
+        let mut rows = stmt.query([key])?;
+        Ok(match rows.next()? {
+            Some(row) => {
+                let norm: f64 = row.get(0)?;
+                vector
+                    .signal(vector_bytes(row, 1, key)?, norm)
+                    .unwrap_or(0.0)
+            }
+            None => 0.0,
+        })
+    }
+
+    fn filter_matches(&self, query: &RecordQuery) -> Result<Vec<Stored>, StoreError> {
+        let mut values = Vec::new();
+        let (from, condition) = filter_source(query, &mut values);
+        let sql = format!(
+            "SELECT r.key, r.layer, r.salience, r.decays_from FROM {from} WHERE {condition}{}",
+            visible(query, &mut values)
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            found.push(stored(row)?);
+        }
+        Ok(found)
+    }
+
+    fn current(&self, keys: &[i64], now: Timestamp) -> Result<HashMap<i64, Current>, StoreError> {
+        // A few small statements per record: the engine's own look at the
+        // read budget may never come in statements this short.
+        let mut profile = self.conn.prepare_cached(PROFILE_SQL)?;
+        let mut record = self
+            .conn
+            .prepare_cached("SELECT layer, salience, created_at FROM records WHERE key = ?1")?;
+        let mut found = HashMap::with_capacity(keys.len());
+        for &key in keys {
+            crate::store::budget::check()?;
+            let Some((layer, stored, created_at)) = record
+                .query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .optional()?
+            else {
+                continue;
+            };
+            let mut rows = profile.query([key])?;
+            let Some(row) = rows.next()? else {
+                return Err(StoreError::Corrupt(format!(
+                    "record {key} has no decay profile"
+                )));
+            };
+            found.insert(
+                key,
+                Current {
+                    layer,
+                    created_at,
+                    stored,
+                    salience: current_salience(row, stored, created_at, now)?,
+                },
+            );
+        }
+        Ok(found)
+    }
+
+    fn sizes(&self, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT record_key, length(CAST(payload_json AS BLOB)) FROM payloads
+             WHERE record_key IN rarray(?1)",
+        )?;
+        let mut rows = stmt.query([key_array(keys)])?;
+        let mut sizes = HashMap::with_capacity(keys.len());
+        while let Some(row) = rows.next()? {
+            sizes.insert(row.get::<_, i64>(0)?, row.get::<_, i64>(1)?.max(0) as usize);
+        }
+        Ok(sizes)
+    }
+
+    fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {
+        load_records(self.conn, keys, now)
+    }
+}
+
+/// The first four columns of a candidate statement.
+fn stored(row: &Row<'_>) -> Result<Stored, StoreError> {
+    Ok(Stored {
+        key: row.get(0)?,
+        layer: row.get(1)?,
+        salience: row.get(2)?,
+        decays_from: row.get(3)?,
+    })
+}
+
+/// The full-text query of one term among the records the caller may see:
+/// the term in the text, and one of the caller's facets of each kind that
+/// narrows (scope, type, sensitivity).
+fn match_expression(query: &RecordQuery, term: &str) -> String {
+    let any = |tokens: Vec<String>| format!("facets : ({})", tokens.join(" OR "));
+    let mut parts = vec![format!("text : \"{}\"", term.replace('"', "\"\""))];
+    if let Some(scopes) = &query.scopes {
+        let mut tokens = vec![scope_facet(None)];
+        tokens.extend(scopes.iter().map(|s| scope_facet(Some(s))));
+        parts.push(any(tokens));
+    }
+    if query.memory_types.len() < MemoryType::ALL.len() {
+        parts.push(any(query
+            .memory_types
+            .iter()
+            .map(|t| format!("l{}", t.layer()))
+            .collect()));
+    }
+    if query.max_sensitivity < Sensitivity::Hyper {
+        parts.push(any(Sensitivity::ALL
+            .iter()
+            .filter(|s| **s <= query.max_sensitivity)
+            .map(|s| format!("v{}", s.rank()))
+            .collect()));
+    }
+    parts.join(" AND ")
+}
+
+/// The visible records with a vector, each with the most its similarity
+/// to `vector` can be, for a query with no filters: the quantized vectors
+/// are read from the scan index of migration 0008 (contiguous ranges by
+/// visibility, no table rows); the exact similarity is computed later,
+/// only for the records that can make the answer.
+fn scan_bounds(
+    conn: &Connection,
+    query: &RecordQuery,
+    vector: &QueryVector,
+) -> Result<Vec<VectorHit>, StoreError> {
+    let mut values: Vec<SqlValue> = Vec::new();
+    let scopes = scope_conditions(query, "scope", &mut values);
+    let common = format!(
+        "layer IN ({}) AND sensitivity <= {}",
+        layer_list(query),
+        query.max_sensitivity.rank()
+    );
+    let mut ranges = Vec::new();
+    for set in RankSet::for_query(query) {
+        let live = set.live();
+        for scope in &scopes {
+            ranges.push(format!(
+                "SELECT record_key, scale, q FROM record_vectors INDEXED BY idx_vectors_scan
+                 WHERE live = {live} AND {scope} AND {common}"
+            ));
+        }
+    }
+    let mut stmt = conn.prepare_cached(&ranges.join(" UNION ALL "))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+    let mut found = Vec::new();
+    while let Some(row) = rows.next()? {
+        let key: i64 = row.get(0)?;
+        let scale: f64 = row.get(1)?;
+        let bytes = vector_bytes(row, 2, key)?;
+        found.push(VectorHit {
+            key,
+            stored: None,
+            similarity: vector.signal_at_most(scale, bytes).unwrap_or(0.0),
+            exact: false,
+        });
+    }
+    Ok(found)
+}
+
+/// Visible records with a vector, with their similarity to `vector`,
+/// computed as the rows are read (the vectors are never held).
+///
+/// Without a thread, subject or tag filter, the visible records are read
+/// as ranges of the rank indexes (unscoped records, then the caller's
+/// scopes; or every scope), which hold everything a candidate needs, so
+/// each visible record costs one index entry and one vector lookup, and
+/// invisible ones nothing.
+fn similar(
+    conn: &Connection,
+    query: &RecordQuery,
+    vector: &QueryVector,
+) -> Result<Vec<VectorHit>, StoreError> {
+    const COLUMNS: &str = "r.key, r.layer, r.salience, r.decays_from, v.norm, v.vector";
+    const VECTOR: &str = "CROSS JOIN record_vectors v ON v.record_key = r.key";
+    let mut values = Vec::new();
+    let sql = if query.filters.selective() {
+        let (from, condition) = filter_source(query, &mut values);
+        format!(
+            "SELECT {COLUMNS} FROM {from} {VECTOR} WHERE {condition}{}",
+            visible(query, &mut values)
+        )
+    } else {
+        values.push(SqlValue::Real(query.min_salience));
+        let scopes = scope_conditions(query, "r.scope", &mut values);
+        let filters = FilterSql::new(&query.filters, values.len() + 1);
+        values.extend(filters.values);
+        let common = format!(
+            "r.layer IN ({}) AND r.sensitivity <= {} AND r.salience >= ?1{}",
+            layer_list(query),
+            query.max_sensitivity.rank(),
+            filters.clause
+        );
+        let mut ranges = Vec::new();
+        for set in RankSet::for_query(query) {
+            let (rank, scope_rank, status) = set.indexes();
+            let index = if query.scopes.is_some() {
+                scope_rank
+            } else {
+                rank
+            };
+            for scope in &scopes {
+                ranges.push(format!(
+                    "SELECT {COLUMNS} FROM records r INDEXED BY {index} {VECTOR}
+                     WHERE {scope} AND {status} AND {common}"
+                ));
+            }
+        }
+        ranges.join(" UNION ALL ")
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+    let mut found = Vec::new();
+    while let Some(row) = rows.next()? {
+        let stored = stored(row)?;
+        let norm: f64 = row.get(4)?;
+        let bytes = vector_bytes(row, 5, stored.key)?;
+        found.push(VectorHit {
+            key: stored.key,
+            stored: Some(stored),
+            similarity: vector.signal(bytes, norm).unwrap_or(0.0),
+            exact: true,
+        });
+    }
+    Ok(found)
+}
+
+/// The stored vector (or its quantized copy) in column `column` of a row
+/// about record `key`.
+fn vector_bytes<'a>(
+    row: &'a rusqlite::Row<'_>,
+    column: usize,
+    key: i64,
+) -> Result<&'a [u8], StoreError> {
+    row.get_ref(column)?
+        .as_blob()
+        .map_err(|e| StoreError::Corrupt(format!("vector of record {key}: {e}")))
+}
+
+/// The scope condition of each range a query reads (`column` is the
+/// scope column): every scope (`1`); or unscoped records, then the
+/// caller's scopes, whose parameters are added to `values`.
+fn scope_conditions(query: &RecordQuery, column: &str, values: &mut Vec<SqlValue>) -> Vec<String> {
+    let Some(scopes) = &query.scopes else {
+        return vec!["1".to_string()];
+    };
+    let mut conditions = vec![format!("{column} IS NULL")];
+    if !scopes.is_empty() {
+        let numbers: Vec<String> = scopes
+            .iter()
+            .map(|scope| {
+                values.push(SqlValue::Text(scope.clone()));
+                format!("?{}", values.len())
+            })
+            .collect();
+        conditions.push(format!("{column} IN ({})", numbers.join(", ")));
+    }
+    conditions
+}
+
+fn layer_list(query: &RecordQuery) -> String {
+    // Layers come from an enum, never from text.
+    query
+        .memory_types
+        .iter()
+        .map(|t| t.layer().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The table a filter-only (or vector) query reads records from, and its
+/// condition: the thread or subject index when the filters name one; the
+/// records of the first tag (the filters check them all), read from the
+/// tag index rather than the rank ranges; otherwise the records table.
+fn filter_source(query: &RecordQuery, values: &mut Vec<SqlValue>) -> (&'static str, String) {
+    if query.filters.about().is_some() {
+        return ("records r INDEXED BY idx_records_about", "1".into());
+    }
+    match query.filters.tags.first() {
+        Some(tag) => {
+            values.push(SqlValue::Text(tag.clone()));
+            (
+                "tags t CROSS JOIN records r ON r.key = t.record_key",
+                format!("t.tag = ?{}", values.len()),
+            )
+        }
+        None => ("records r", "1".into()),
+    }
+}
+
+/// The conditions that keep to what the caller may see and asked for
+/// (layers, trust, salience floor, status, filters), their parameters
+/// added to `values`.
+fn visible(query: &RecordQuery, values: &mut Vec<SqlValue>) -> String {
+    let mut param = |value: SqlValue| {
+        values.push(value);
+        values.len()
+    };
+    // The sensitivity level comes from an enum, never from text.
+    let mut sql = format!(
+        " AND r.layer IN ({}) AND r.sensitivity <= {}",
+        layer_list(query),
+        query.max_sensitivity.rank()
+    );
+    let n = param(SqlValue::Real(query.min_salience));
+    sql.push_str(&format!(" AND r.salience >= ?{n}"));
+    if !query.include_retracted {
+        sql.push_str(" AND r.status <> 'retracted'");
+    }
+    if let Some(scopes) = &query.scopes {
+        let numbers: Vec<String> = scopes
+            .iter()
+            .map(|scope| format!("?{}", param(SqlValue::Text(scope.clone()))))
+            .collect();
+        if numbers.is_empty() {
+            sql.push_str(" AND r.scope IS NULL");
+        } else {
+            sql.push_str(&format!(
+                " AND (r.scope IS NULL OR r.scope IN ({}))",
+                numbers.join(", ")
+            ));
+        }
+    }
+    let filters = FilterSql::new(&query.filters, values.len() + 1);
+    sql.push_str(&filters.clause);
+    values.extend(filters.values);
+    sql
 }
 
 /// The decay profile columns [`current_salience`] reads.
@@ -463,6 +750,8 @@ mod tests {
     use crate::domain::record::{MemoryRecord, MemoryType, Status};
     use crate::domain::relevance::Weights;
     use crate::domain::retrieval::Filters;
+    use crate::domain::time::to_micros;
+    use crate::store::ranking::Rank;
     use serde_json::json;
 
     fn rank(salience: f64, layer: i64, created_at: i64, key: i64) -> Rank {
@@ -785,6 +1074,180 @@ mod tests {
                     .collect();
                 assert_eq!(actual, expected, "seed {seed}, {query:?}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::super::records::insert_record;
+    use super::super::search::flush;
+    use super::super::test_support::{conn, now, record};
+    use super::*;
+    use crate::domain::relevance::Weights;
+    use crate::domain::search::TextQuery;
+    use crate::store::ranking::engine::COMMON_WORD_MATCHES;
+    use serde_json::json;
+
+    fn fact(id: &str, object: &str) -> MemoryRecord {
+        record(
+            id,
+            json!({"type": "semantic", "sensitivity": "low",
+                   "payload": {"kind": "semantic", "subject": "s", "predicate": "p", "object": object}}),
+        )
+    }
+
+    fn text_query(text: &str, limit: usize) -> RecordQuery {
+        RecordQuery {
+            memory_types: MemoryType::ALL.to_vec(),
+            max_sensitivity: Sensitivity::Hyper,
+            scopes: None,
+            min_salience: 0.0,
+            limit,
+            answer_limit: limit,
+            include_retracted: false,
+            after: None,
+            max_bytes: usize::MAX,
+            filters: Filters::default(),
+            text: TextQuery::new(text),
+            vector: None,
+            weights: Weights::default(),
+            max_salience: 1.0,
+        }
+    }
+
+    fn search(conn: &Connection, text: &str, limit: usize) -> Vec<String> {
+        query_records(conn, &text_query(text, limit), now())
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// Common words are left out while the rarer ones fill the answer, and
+    /// brought back when they do not.
+    #[test]
+    fn common_words_give_way_to_rarer_ones_only_while_those_fill_the_answer() {
+        let conn = conn();
+        conn.execute_batch("BEGIN").unwrap();
+        for i in 0..COMMON_WORD_MATCHES {
+            insert_record(&conn, &fact(&format!("c{i}"), "common filler")).unwrap();
+        }
+        for i in 0..3 {
+            insert_record(&conn, &fact(&format!("r{i}"), "rare")).unwrap();
+        }
+        flush(&conn).unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+        let found = search(&conn, "common rare", 2);
+        assert_eq!(found.len(), 2);
+        assert!(found.iter().all(|id| id.starts_with('r')), "{found:?}");
+        // Three rare matches cannot fill five places: every word counts.
+        let found = search(&conn, "common rare", 5);
+        assert_eq!(found.len(), 5, "{found:?}");
+        assert!(found[..3].iter().all(|id| id.starts_with('r')), "{found:?}");
+        assert!(found[3..].iter().all(|id| id.starts_with('c')), "{found:?}");
+        // Common words alone: the newest matches.
+        let last = COMMON_WORD_MATCHES - 1;
+        assert_eq!(
+            search(&conn, "filler common", 2),
+            [format!("c{last}"), format!("c{}", last - 1)]
+        );
+    }
+
+    /// The vector scan (quantized bounds, then whole records) gives exactly
+    /// the answer of reading every visible record's vector, whatever the
+    /// trust, status, salience floor and limit, with or without text.
+    #[test]
+    fn the_vector_scan_finds_the_true_top() {
+        let conn = conn();
+        let mut seed = 11u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let scopes = [None, Some("a"), Some("b")];
+        let sensitivities = ["public", "low", "medium", "high"];
+        for i in 0..300 {
+            let vector: Vec<f64> = (0..8).map(|_| next(2001) as f64 / 1000.0 - 1.0).collect();
+            let kind = ["semantic", "episodic", "competence"][next(3) as usize];
+            let payload = match kind {
+                "semantic" => json!({"kind": "semantic", "subject": "s", "predicate": "p"}),
+                "episodic" => json!({"kind": "episodic"}),
+                _ => json!({"kind": "competence", "skill_name": "k"}),
+            };
+            let mut body = json!({"type": kind,
+                "sensitivity": sensitivities[next(4) as usize],
+                "salience": next(101) as f64 / 100.0,
+                "embedding": vector,
+                "payload": payload});
+            if let Some(scope) = scopes[next(3) as usize] {
+                body["scope"] = json!(scope);
+            }
+            insert_record(&conn, &record(&format!("v{i}"), body)).unwrap();
+        }
+        // Some retracted after the fact, by a rewrite of the record.
+        for i in (0..300).step_by(5) {
+            let loaded = super::super::records::get_for_update(&conn, &format!("v{i}"), now())
+                .unwrap()
+                .unwrap();
+            let mut retracted = loaded.record.clone();
+            retracted.status = crate::domain::record::Status::Retracted;
+            super::super::records::update_record(
+                &conn,
+                &loaded.version,
+                &retracted,
+                crate::store::SalienceChange::Unchanged,
+            )
+            .unwrap();
+        }
+        flush(&conn).unwrap();
+        for round in 0..60 {
+            let query_vector: Vec<f64> = (0..8).map(|_| next(2001) as f64 / 1000.0 - 1.0).collect();
+            let embedding = crate::domain::vector::Embedding::new("q", query_vector).unwrap();
+            let limit = 1 + next(15) as usize;
+            let mut query = RecordQuery {
+                memory_types: [
+                    MemoryType::Semantic,
+                    MemoryType::Competence,
+                    MemoryType::Episodic,
+                ][..1 + next(3) as usize]
+                    .to_vec(),
+                max_sensitivity: Sensitivity::ALL[next(4) as usize],
+                scopes: [None, Some(vec![]), Some(vec!["a".to_string()])][next(3) as usize].clone(),
+                min_salience: [0.0, 0.3][next(2) as usize],
+                limit,
+                answer_limit: limit,
+                include_retracted: next(2) == 0,
+                after: None,
+                max_bytes: usize::MAX,
+                filters: Filters::default(),
+                text: None,
+                vector: Some(QueryVector::new(&embedding)),
+                weights: Weights::default(),
+                max_salience: 1.0,
+            };
+            query.memory_types.sort_by_key(|t| t.layer());
+            // Half the rounds blend in a text query.
+            if round % 2 == 0 {
+                query.text = TextQuery::new("k s");
+            }
+            let fast = query_records(&conn, &query, now()).unwrap();
+            // A filter every record passes takes the path that reads every
+            // visible vector whole.
+            let exact = RecordQuery {
+                filters: Filters {
+                    created_after: Some(
+                        crate::domain::time::parse_rfc3339("2000-01-01T00:00:00Z").unwrap(),
+                    ),
+                    ..Filters::default()
+                },
+                ..query.clone()
+            };
+            let full = query_records(&conn, &exact, now()).unwrap();
+            assert_eq!(fast.scores, full.scores, "round {round}");
         }
     }
 }

@@ -3,6 +3,9 @@
 //! most a stored salience can still be worth now ([`DecayBound`]), and the
 //! cut of an answer to its byte budget ([`within_budget`]).
 
+pub(crate) mod engine;
+pub(crate) mod source;
+
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 

@@ -1,0 +1,154 @@
+//! What the ranking engine asks of a backend: narrow reads of what one
+//! caller may see. Every method keeps to the query's visibility (types,
+//! sensitivity ceiling, scopes, status) and its filters inside the lookup
+//! itself, so its cost follows the caller's matches, never everyone's.
+//! How (which index, which statement) is the backend's; what to read, in
+//! which order and when to stop is the engine's (`engine.rs`).
+
+use std::collections::HashMap;
+
+use super::DecayBound;
+use crate::domain::record::MemoryRecord;
+use crate::domain::retrieval::RecordQuery;
+use crate::domain::time::Timestamp;
+use crate::domain::vector::QueryVector;
+use crate::store::StoreError;
+
+/// A visible record as an index gives it: enough to bound what it can
+/// score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Stored {
+    pub key: i64,
+    /// Its type's layer.
+    pub layer: i64,
+    /// The salience stored at the last sweep or change (decay only lowers
+    /// it from there) and when that value was exact.
+    pub salience: f64,
+    pub decays_from: i64,
+}
+
+/// A row of a salience range, in range order.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageRow {
+    pub stored: Stored,
+    pub created_at: i64,
+    /// Its salience now, when the backend read its decay profile with it.
+    pub current: Option<f64>,
+}
+
+/// A visible record with a term, and what BM25 needs of its text.
+#[derive(Debug, Clone)]
+pub(crate) struct Posting {
+    pub stored: Stored,
+    /// How many terms its text has.
+    pub length: i64,
+    /// Its repeated terms (`domain::analysis::Analysed::repeats`).
+    pub repeats: Option<String>,
+}
+
+/// How many records a caller may see, and how many terms their texts
+/// have together.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Totals {
+    pub docs: i64,
+    pub tokens: i64,
+}
+
+/// A visible record with a vector.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct VectorHit {
+    pub key: i64,
+    /// `None` when the vector index alone was read: then the salience is
+    /// bounded by the most any record can have.
+    pub stored: Option<Stored>,
+    /// Its similarity to the query vector, or when `exact` is false the
+    /// most it can be.
+    pub similarity: f64,
+    pub exact: bool,
+}
+
+/// What a record is now.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Current {
+    pub layer: i64,
+    pub created_at: i64,
+    /// Stored salience, and salience now.
+    pub stored: f64,
+    pub salience: f64,
+}
+
+pub(crate) trait RankingSource {
+    /// One index range the salience order is read from.
+    type Range;
+
+    /// How fast each layer's records can decay at the slowest; a layer
+    /// with no records has none.
+    fn decay_bounds(&self) -> Result<HashMap<i64, DecayBound>, StoreError>;
+
+    /// The ranges that together hold every visible record in the order of
+    /// stored salience, each with the bound of its records' decay.
+    fn ranges(
+        &self,
+        query: &RecordQuery,
+        bounds: &HashMap<i64, DecayBound>,
+    ) -> Vec<(Self::Range, DecayBound)>;
+
+    /// The next `limit` visible records of `range` after `after` (stored
+    /// salience, decays_from, key; descending).
+    fn page(
+        &self,
+        query: &RecordQuery,
+        range: &Self::Range,
+        after: (f64, i64, i64),
+        limit: usize,
+    ) -> Result<Vec<PageRow>, StoreError>;
+
+    /// The highest stored salience in `range` below `below` and at least
+    /// `at_least`, if any (of any record: it bounds the visible ones).
+    fn next_below(
+        &self,
+        query: &RecordQuery,
+        range: &Self::Range,
+        below: f64,
+        at_least: f64,
+    ) -> Result<Option<f64>, StoreError>;
+
+    /// The salience now of a row of [`RankingSource::page`].
+    fn salience_now(&self, row: &PageRow, now: Timestamp) -> Result<f64, StoreError>;
+
+    /// The visible records with `term` (an analyser's term), newest first,
+    /// at most `limit`.
+    fn postings(
+        &self,
+        query: &RecordQuery,
+        term: &str,
+        limit: usize,
+    ) -> Result<Vec<Posting>, StoreError>;
+
+    /// What the caller may see, counted: every record of its scopes (and
+    /// the unscoped ones), sensitivities and types, retracted ones when
+    /// asked for.
+    fn totals(&self, query: &RecordQuery) -> Result<Totals, StoreError>;
+
+    /// The visible records with a vector.
+    fn vector_hits(
+        &self,
+        query: &RecordQuery,
+        vector: &QueryVector,
+    ) -> Result<Vec<VectorHit>, StoreError>;
+
+    /// The exact similarity of record `key`'s vector (0 without one).
+    fn similarity(&self, key: i64, vector: &QueryVector) -> Result<f64, StoreError>;
+
+    /// The visible records of a selective filter.
+    fn filter_matches(&self, query: &RecordQuery) -> Result<Vec<Stored>, StoreError>;
+
+    /// What these records are now (those still stored).
+    fn current(&self, keys: &[i64], now: Timestamp) -> Result<HashMap<i64, Current>, StoreError>;
+
+    /// The serialised size of these records' payloads.
+    fn sizes(&self, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError>;
+
+    /// These records whole, in this order.
+    fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError>;
+}
