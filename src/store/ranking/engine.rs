@@ -310,7 +310,7 @@ fn text_candidates(words: &Words, tier: &[Part<'_>]) -> Vec<(Stored, f64)> {
                     .flat_map(|t| t.postings.iter().map(|p| &p.stored))
                     .filter(|s| !at.contains_key(&s.key))
                     .collect();
-                newest.sort_unstable_by(|a, b| b.key.cmp(&a.key));
+                newest.sort_unstable_by_key(|s| std::cmp::Reverse(s.key));
                 newest.dedup_by_key(|s| s.key);
                 for stored in newest.into_iter().take(*n) {
                     at.insert(stored.key, found.len());
