@@ -59,12 +59,6 @@ pub fn search_text(record: &MemoryRecord) -> String {
     parts.join("\n")
 }
 
-/// The record's search text as the full-text indexes hold it: the terms
-/// of [`search_text`] (see `domain::analysis`).
-pub fn search_terms(record: &MemoryRecord) -> String {
-    analysis::indexed(&search_text(record))
-}
-
 fn task_state(state: TaskState) -> &'static str {
     match state {
         TaskState::Planning => "planning",

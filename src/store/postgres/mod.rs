@@ -260,9 +260,6 @@ pub struct Pg {
     client: Client,
     /// The runtime the connection's I/O runs on.
     runtime: Runtime,
-    /// What is known of the words in the records, for text ranking;
-    /// shared by the connections to the database.
-    pub(crate) words: Arc<ranking::WordShares>,
     /// The decay bounds (per layer: longest half-life, highest floor) this
     /// connection has seen stored; they only grow, so a record they cover
     /// needs no write to them. Forgotten when a transaction or savepoint
@@ -278,18 +275,13 @@ impl Pg {
     /// A connection from the pool, for as long as the `Pg` lives.
     fn pooled(pool: &Pool, shared: &Shared) -> Result<Pg, StoreError> {
         let object = shared.runtime.wait(pool.get())?;
-        Ok(Pg::on(
-            Client::Pooled(object),
-            shared.runtime.clone(),
-            shared,
-        ))
+        Ok(Pg::on(Client::Pooled(object), shared.runtime.clone()))
     }
 
-    fn on(client: Client, runtime: Runtime, shared: &Shared) -> Pg {
+    fn on(client: Client, runtime: Runtime) -> Pg {
         Pg {
             client,
             runtime,
-            words: shared.words.clone(),
             bounds: Default::default(),
             pending: Default::default(),
         }
@@ -428,10 +420,7 @@ pub fn open(
     Ok(Opened {
         writer: Box::new(writer),
         more_writers,
-        readers: super::ReadPool::Postgres(ReadPool {
-            pool: pool.clone(),
-            shared: shared.clone(),
-        }),
+        readers: super::ReadPool::Postgres(ReadPool { pool: pool.clone() }),
         key_lookup: super::KeyLookup::Postgres(KeyLookup { pool, shared }),
         applied_migrations,
     })
@@ -447,11 +436,10 @@ pub fn connect(options: &PgOptions) -> Result<Pg, StoreError> {
 }
 
 /// What the connections to one database share: the runtime their I/O
-/// runs on, and what text ranking knows of the words in the records.
+/// runs on.
 #[derive(Clone)]
 struct Shared {
     runtime: Runtime,
-    words: Arc<ranking::WordShares>,
 }
 
 /// The connection pool of `options` and what its connections share.
@@ -491,8 +479,7 @@ fn pool(options: &PgOptions) -> Result<(Pool, Shared), StoreError> {
         .create_timeout(Some(Duration::from_secs(10)))
         .build()
         .map_err(|e| StoreError::Pool(e.to_string()))?;
-    let words = Arc::default();
-    Ok((pool, Shared { runtime, words }))
+    Ok((pool, Shared { runtime }))
 }
 
 /// A connection made as the pool makes its own, but held by its maker
@@ -506,7 +493,6 @@ fn held(pool: &Pool, runtime: &Runtime) -> Result<Client, StoreError> {
 #[derive(Clone)]
 pub struct ReadPool {
     pool: Pool,
-    shared: Shared,
 }
 
 impl ReadPool {
@@ -564,7 +550,7 @@ impl ThreadReads {
             None => {
                 let runtime = Runtime::for_this_thread()?;
                 let client = held(&self.from.pool, &runtime)?;
-                Pg::on(client, runtime, &self.from.shared)
+                Pg::on(client, runtime)
             }
         };
         Ok(self.own.insert(pg))
@@ -598,7 +584,7 @@ impl PgWriter {
     fn new(pool: &Pool, shared: &Shared) -> Result<PgWriter, StoreError> {
         let client = held(pool, &shared.runtime)?;
         Ok(PgWriter {
-            pg: Pg::on(client, shared.runtime.clone(), shared),
+            pg: Pg::on(client, shared.runtime.clone()),
             pool: pool.clone(),
             shared: shared.clone(),
         })

@@ -15,7 +15,7 @@ use crate::domain::record::{
     AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
-use crate::domain::search::{search_terms, search_text, text_hash};
+use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
@@ -68,12 +68,20 @@ pub fn reindex_all(pg: &Pg) -> Result<usize, StoreError> {
 /// Sets the search column of stored records from what they hold.
 pub(super) fn set_search(pg: &Pg, records: &[MemoryRecord]) -> Result<(), StoreError> {
     let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
-    let texts: Vec<String> = records.iter().map(search_terms).collect();
+    let analysed: Vec<_> = records
+        .iter()
+        .map(|r| analysis::analyse(&search_text(r)))
+        .collect();
+    let texts: Vec<&str> = analysed.iter().map(|a| a.text.as_str()).collect();
+    let lengths: Vec<i64> = analysed.iter().map(|a| a.length).collect();
+    let repeats: Vec<Option<&str>> = analysed.iter().map(|a| a.repeats.as_deref()).collect();
     pg.execute(
         "UPDATE records SET search = to_tsvector('simple', u.t)
-             || engram_facets(key, layer, sensitivity, scope, status)
-         FROM unnest($1::text[], $2::text[]) AS u(i, t) WHERE records.id = u.i",
-        &[&ids, &texts],
+             || engram_facets(key, layer, sensitivity, scope, status),
+             search_length = u.l, search_repeats = u.r
+         FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS u(i, t, l, r)
+         WHERE records.id = u.i",
+        &[&ids, &texts, &lengths, &repeats],
     )?;
     Ok(())
 }
@@ -103,6 +111,8 @@ struct NewRows<'a> {
     decays_from: Vec<i64>,
     abouts: Vec<Option<&'a str>>,
     texts: Vec<String>,
+    search_lengths: Vec<i64>,
+    search_repeats: Vec<Option<String>>,
     curves: Vec<&'a str>,
     half_lives: Vec<i64>,
     floors: Vec<f64>,
@@ -143,7 +153,10 @@ impl<'a> NewRows<'a> {
             rows.decays_from
                 .push(decays_from(record, lifecycle.last_reinforced_at));
             rows.abouts.push(record.payload.about());
-            rows.texts.push(search_terms(record));
+            let analysed = analysis::analyse(&search_text(record));
+            rows.texts.push(analysed.text);
+            rows.search_lengths.push(analysed.length);
+            rows.search_repeats.push(analysed.repeats);
             rows.curves.push(lifecycle.decay.curve.as_str());
             rows.half_lives.push(lifecycle.decay.half_life_seconds);
             rows.floors.push(lifecycle.decay.min_salience);
@@ -199,18 +212,22 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
                          $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[],
                          $11::bigint[], $12::text[], $13::text[], $14::text[], $15::bigint[],
                          $16::float8[], $17::bigint[], $18::float8[], $19::bigint[],
-                         $20::bool[], $21::text[], $22::text[], $23::bigint[], $24::bigint[])
+                         $20::bool[], $21::text[], $22::text[], $23::bigint[], $24::bigint[],
+                         $45::bigint[], $46::text[])
                   WITH ORDINALITY AS u(id, layer, sensitivity, confidence, salience, scope,
                       status, created_by, created_at, updated_at, decays_from, about, text,
                       curve, half_life, floor, max_age, gain, reinforced_at, pinned,
-                      deletion, payload, successes, failures, n)),
+                      deletion, payload, successes, failures, search_length, search_repeats,
+                      n)),
          r AS (
              INSERT INTO records (key, id, layer, sensitivity, confidence, scope, status,
-                                  created_by, created_at, updated_at, about, search)
+                                  created_by, created_at, updated_at, about, search,
+                                  search_length, search_repeats)
              SELECT key, id, layer, sensitivity, confidence, scope, status, created_by,
                     created_at, updated_at, about,
                     to_tsvector('simple', text)
-                        || engram_facets(key, layer, sensitivity, scope, status)
+                        || engram_facets(key, layer, sensitivity, scope, status),
+                    search_length, search_repeats
              FROM k ORDER BY n
              ON CONFLICT (id) DO NOTHING
              RETURNING key),
@@ -300,6 +317,8 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
             &a.at,
             &a.rationales,
             &a.imported,
+            &rows.search_lengths,
+            &rows.search_repeats,
         ],
     )?;
     let mut keys = vec![None; records.len()];
@@ -404,11 +423,12 @@ pub fn update_record(
         SalienceChange::SetAt(at) => Some(at),
     };
     let text = search_text(record);
+    let analysed = analysis::analyse(&text);
     let updated = pg.execute(
         "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5, scope = $6,
              status = $7, created_by = $8, created_at = $9, updated_at = $10, about = $11,
              search = to_tsvector('simple', $12) || engram_facets(key, $3, $4, $6, $7),
-             version = version + 1
+             search_length = $13, search_repeats = $14, version = version + 1
          WHERE key = $1 AND version = $2",
         &[
             &key,
@@ -422,7 +442,9 @@ pub fn update_record(
             &to_micros(&record.created_at),
             &to_micros(&record.updated_at),
             &record.payload.about(),
-            &analysis::indexed(&text),
+            &analysed.text,
+            &analysed.length,
+            &analysed.repeats,
         ],
     )?;
     if updated == 0 {

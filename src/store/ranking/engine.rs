@@ -126,7 +126,7 @@ fn by_salience<S: RankingSource>(
     while !ranges.is_empty() {
         crate::store::budget::check()?;
         for open in &mut ranges {
-            let rows = source.page(query, &open.range, open.after, page)?;
+            let rows = source.page(query, &open.range, open.after, page, now)?;
             open.exhausted = rows.len() < page;
             for row in &rows {
                 let s = row.stored;

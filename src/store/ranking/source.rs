@@ -94,13 +94,15 @@ pub(crate) trait RankingSource {
     ) -> Vec<(Self::Range, DecayBound)>;
 
     /// The next `limit` visible records of `range` after `after` (stored
-    /// salience, decays_from, key; descending).
+    /// salience, decays_from, key; descending); a backend that reads the
+    /// decay profiles with them gives each its salience at `now`.
     fn page(
         &self,
         query: &RecordQuery,
         range: &Self::Range,
         after: (f64, i64, i64),
         limit: usize,
+        now: Timestamp,
     ) -> Result<Vec<PageRow>, StoreError>;
 
     /// The highest stored salience in `range` below `below` and at least

@@ -223,6 +223,7 @@ impl RankingSource for Source<'_> {
         range: &Range,
         after: (f64, i64, i64),
         limit: usize,
+        _now: Timestamp,
     ) -> Result<Vec<PageRow>, StoreError> {
         let mut stmt = self.conn.prepare_cached(&range.sql.page)?;
         let limit = limit as i64;
