@@ -11,10 +11,10 @@
 -- from `topics_to_index`.
 DROP TABLE record_search;
 -- `facets`: who may see the record, as tokens no text makes (the
--- analyser's terms are in the other column): `s` and a hash of its scope
--- (`u` unscoped), `l` and its layer, `v` and its sensitivity. A lookup
--- asks for the term and the facets the caller may see, so it reads the
--- caller's matches, never everyone's.
+-- analyser's terms are in the other column): `s`, a hash of its scope and
+-- `v` with its sensitivity (`u` and `v…` unscoped); `l` and its layer;
+-- `v` and its sensitivity. A lookup asks for the term and the facets the
+-- caller may see, so it reads the caller's matches, never everyone's.
 CREATE VIRTUAL TABLE record_search USING fts5(
     text,
     facets,

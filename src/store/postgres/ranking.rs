@@ -193,28 +193,42 @@ impl RankingSource for Source<'_> {
         })
     }
 
+    fn count(&self, query: &RecordQuery, term: &str, cap: usize) -> Result<usize, StoreError> {
+        let mut c = Conditions::visible(query, Rows::Records);
+        matching(&mut c, term);
+        c.facets(query, None);
+        let n = c.param(cap as i64);
+        let sql = format!(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM records r WHERE {} LIMIT {n}) m",
+            c.clause
+        );
+        let counted: i64 = self.pg.query_one(&sql, &c.params())?.try_get(0)?;
+        Ok(counted.max(0) as usize)
+    }
+
     fn postings(
         &self,
         query: &RecordQuery,
         term: &str,
         limit: usize,
+        counted: usize,
     ) -> Result<Vec<Posting>, StoreError> {
-        // Every visible match, when there are no more than `limit`: one
-        // statement, in no order.
-        let mut c = Conditions::visible(query, Rows::Records);
-        matching(&mut c, term);
-        c.facets(query, None);
-        let n = c.param((limit + 1) as i64);
-        let sql = format!(
-            "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {} LIMIT {n}) m
-             {POSTING_JOIN}",
-            c.clause
-        );
-        let mut found = read_postings(self.pg, &sql, &c)?;
-        if found.len() > limit {
-            found = newest_postings(self.pg, query, term, limit)?;
-        }
+        let mut found = if counted <= limit {
+            // Every visible match: one statement, in no order.
+            let mut c = Conditions::visible(query, Rows::Records);
+            matching(&mut c, term);
+            c.facets(query, None);
+            let sql = format!(
+                "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {}) m
+                 {POSTING_JOIN}",
+                c.clause
+            );
+            read_postings(self.pg, &sql, &c)?
+        } else {
+            newest_postings(self.pg, query, term, limit)?
+        };
         found.sort_unstable_by_key(|p| std::cmp::Reverse(p.stored.key));
+        found.truncate(limit);
         Ok(found)
     }
 

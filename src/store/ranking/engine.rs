@@ -203,11 +203,10 @@ impl Words {
         for quoted in text.terms() {
             crate::store::budget::check()?;
             let term = quoted.trim_matches('"').to_string();
-            let mut postings = source.postings(query, &term, COMMON_WORD_MATCHES)?;
-            let common = postings.len() >= COMMON_WORD_MATCHES;
-            if common && newest > postings.len() {
-                postings = source.postings(query, &term, newest)?;
-            }
+            let counted = source.count(query, &term, COMMON_WORD_MATCHES)?;
+            let common = counted >= COMMON_WORD_MATCHES;
+            let wanted = if common { newest } else { COMMON_WORD_MATCHES };
+            let postings = source.postings(query, &term, wanted, counted)?;
             terms.push(Term {
                 term,
                 postings,

@@ -118,13 +118,20 @@ pub(crate) trait RankingSource {
     /// The salience now of a row of [`RankingSource::page`].
     fn salience_now(&self, row: &PageRow, now: Timestamp) -> Result<f64, StoreError>;
 
-    /// The visible records with `term` (an analyser's term), newest first,
-    /// at most `limit`.
+    /// How many records the caller may see by its trust and types have
+    /// `term` (an analyser's term), counted up to `cap`: what tells a
+    /// common term, read from the index alone where the backend can (so it
+    /// may count retracted records, or ones the filters leave out).
+    fn count(&self, query: &RecordQuery, term: &str, cap: usize) -> Result<usize, StoreError>;
+
+    /// The visible records with `term`, newest first, at most `limit`;
+    /// `counted` is what [`RankingSource::count`] answered.
     fn postings(
         &self,
         query: &RecordQuery,
         term: &str,
         limit: usize,
+        counted: usize,
     ) -> Result<Vec<Posting>, StoreError>;
 
     /// What the caller may see, counted: every record of its scopes (and

@@ -40,7 +40,7 @@ impl FilterSql {
         for tag in &filters.tags {
             let n = param(&mut sql, SqlValue::Text(tag.clone()));
             sql.clause.push_str(&format!(
-                " AND r.key IN (SELECT record_key FROM tags WHERE tag = ?{n})"
+                " AND EXISTS (SELECT 1 FROM tags WHERE record_key = r.key AND tag = ?{n})"
             ));
         }
         if !filters.sources.is_empty() {
@@ -61,11 +61,5 @@ impl FilterSql {
             sql.clause.push_str(&format!(" AND r.created_at < ?{n}"));
         }
         sql
-    }
-
-    /// Whether the filters pick records through an index of their own (a
-    /// thread, a subject, a tag) rather than narrowing a salience range.
-    pub fn selective(filters: &Filters) -> bool {
-        filters.about().is_some() || !filters.tags.is_empty()
     }
 }

@@ -287,25 +287,34 @@ impl RankingSource for Source<'_> {
         current_salience(profile, row.stored.salience, row.created_at, now)
     }
 
+    fn count(&self, query: &RecordQuery, term: &str, cap: usize) -> Result<usize, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM record_search WHERE record_search MATCH ?1
+                                        LIMIT ?2)",
+            )?
+            .query_row(
+                rusqlite::params![match_expression(query, term), cap as i64],
+                |row| row.get(0),
+            )?;
+        Ok(n.max(0) as usize)
+    }
+
     fn postings(
         &self,
         query: &RecordQuery,
         term: &str,
         limit: usize,
+        _counted: usize,
     ) -> Result<Vec<Posting>, StoreError> {
         let mut values = vec![SqlValue::Text(match_expression(query, term))];
-        // The matches lead, each looked up by key: left to itself, the
-        // planner may instead read every record of a layer and run the
-        // match once per record. A thread or subject is selective indeed:
-        // then the planner chooses.
-        let join = if query.filters.about().is_some() {
-            "JOIN"
-        } else {
-            "CROSS JOIN"
-        };
+        // The caller's matches lead, each looked up by key: left to
+        // itself, the planner may instead read every record of a layer (or
+        // thread) and run the match once per record.
         let sql = format!(
             "SELECT r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_repeats
-             FROM record_search {join} records r ON r.key = record_search.rowid
+             FROM record_search CROSS JOIN records r ON r.key = record_search.rowid
              WHERE record_search MATCH ?1{}
              ORDER BY record_search.rowid DESC LIMIT {limit}",
             visible(query, &mut values)
@@ -470,29 +479,38 @@ fn stored(row: &Row<'_>) -> Result<Stored, StoreError> {
 }
 
 /// The full-text query of one term among the records the caller may see:
-/// the term in the text, and one of the caller's facets of each kind that
-/// narrows (scope, type, sensitivity).
+/// the term in the text, and one of the caller's facets. A caller limited
+/// to scopes is asked for by the tokens of its scopes (and the unscoped
+/// records) at each sensitivity it may see, tokens as rare as its slice;
+/// any other, by its sensitivities and types when they narrow.
 fn match_expression(query: &RecordQuery, term: &str) -> String {
     let any = |tokens: Vec<String>| format!("facets : ({})", tokens.join(" OR "));
     let mut parts = vec![format!("text : \"{}\"", term.replace('"', "\"\""))];
-    if let Some(scopes) = &query.scopes {
-        let mut tokens = vec![scope_facet(None)];
-        tokens.extend(scopes.iter().map(|s| scope_facet(Some(s))));
-        parts.push(any(tokens));
-    }
-    if query.memory_types.len() < MemoryType::ALL.len() {
-        parts.push(any(query
-            .memory_types
-            .iter()
-            .map(|t| format!("l{}", t.layer()))
-            .collect()));
-    }
-    if query.max_sensitivity < Sensitivity::Hyper {
-        parts.push(any(Sensitivity::ALL
+    let sensitivities = || {
+        Sensitivity::ALL
             .iter()
             .filter(|s| **s <= query.max_sensitivity)
-            .map(|s| format!("v{}", s.rank()))
-            .collect()));
+            .map(|s| s.rank() as i64)
+    };
+    match &query.scopes {
+        Some(scopes) => parts.push(any(sensitivities()
+            .flat_map(|v| {
+                std::iter::once(scope_facet(None, v))
+                    .chain(scopes.iter().map(move |s| scope_facet(Some(s), v)))
+            })
+            .collect())),
+        None => {
+            if query.max_sensitivity < Sensitivity::Hyper {
+                parts.push(any(sensitivities().map(|v| format!("v{v}")).collect()));
+            }
+            if query.memory_types.len() < MemoryType::ALL.len() {
+                parts.push(any(query
+                    .memory_types
+                    .iter()
+                    .map(|t| format!("l{}", t.layer()))
+                    .collect()));
+            }
+        }
     }
     parts.join(" AND ")
 }

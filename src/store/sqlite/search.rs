@@ -125,14 +125,20 @@ impl Indexed {
 
 /// The facet tokens of a record (see migration 0014).
 pub fn facets(scope: Option<&str>, layer: i64, sensitivity: i64) -> String {
-    format!("{} l{layer} v{sensitivity}", scope_facet(scope))
+    format!(
+        "{} l{layer} v{sensitivity}",
+        scope_facet(scope, sensitivity)
+    )
 }
 
-/// A scope's facet token: `s` and the hash of its name; `u` for none.
-pub fn scope_facet(scope: Option<&str>) -> String {
+/// The facet token of a scope and a sensitivity: `s` and the hash of the
+/// scope's name (`u` for none), `v` and the sensitivity's rank. One token
+/// for both, so a caller's records are found by tokens as rare as its
+/// scopes, and never one of a sensitivity it may not see.
+pub fn scope_facet(scope: Option<&str>, sensitivity: i64) -> String {
     match scope {
-        Some(scope) => format!("s{:016x}", text_hash(scope) as u64),
-        None => "u".to_string(),
+        Some(scope) => format!("s{:016x}v{sensitivity}", text_hash(scope) as u64),
+        None => format!("uv{sensitivity}"),
     }
 }
 
