@@ -24,6 +24,7 @@ mod relevance;
 mod retrieve;
 mod revisions;
 mod storage;
+mod tenants;
 mod tls;
 mod topics;
 mod ui;
