@@ -45,7 +45,10 @@ ALTER TABLE records ADD COLUMN search_repeats TEXT;
 -- may see them (scope, '' for none; layer; sensitivity; live = not
 -- retracted), and the same over every scope: what a caller may see is a
 -- sum of these, so BM25's statistics count only what the caller may see.
--- Kept by the triggers below, in the transaction of each change.
+-- Kept by the writes that change a record's text or who may see it, in
+-- their transaction (store/sqlite/search.rs; triggers would make every
+-- write of a record open a statement journal). Filled when this version
+-- is applied.
 CREATE TABLE text_totals (
     scope       TEXT    NOT NULL,
     layer       INTEGER NOT NULL,
@@ -64,50 +67,3 @@ CREATE TABLE text_totals_all (
     tokens      INTEGER NOT NULL,
     PRIMARY KEY (layer, sensitivity, live)
 ) WITHOUT ROWID;
-
-INSERT INTO text_totals (scope, layer, sensitivity, live, docs, tokens)
-SELECT COALESCE(scope, ''), layer, sensitivity, status <> 'retracted', COUNT(*), 0
-FROM records GROUP BY 1, 2, 3, 4;
-INSERT INTO text_totals_all (layer, sensitivity, live, docs, tokens)
-SELECT layer, sensitivity, status <> 'retracted', COUNT(*), 0
-FROM records GROUP BY 1, 2, 3;
-
-CREATE TRIGGER text_totals_insert AFTER INSERT ON records BEGIN
-    INSERT INTO text_totals (scope, layer, sensitivity, live, docs, tokens)
-    VALUES (COALESCE(NEW.scope, ''), NEW.layer, NEW.sensitivity, NEW.status <> 'retracted',
-            1, NEW.search_length)
-    ON CONFLICT DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
-    INSERT INTO text_totals_all (layer, sensitivity, live, docs, tokens)
-    VALUES (NEW.layer, NEW.sensitivity, NEW.status <> 'retracted', 1, NEW.search_length)
-    ON CONFLICT DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
-END;
-
-CREATE TRIGGER text_totals_delete AFTER DELETE ON records BEGIN
-    UPDATE text_totals SET docs = docs - 1, tokens = tokens - OLD.search_length
-    WHERE scope = COALESCE(OLD.scope, '') AND layer = OLD.layer
-      AND sensitivity = OLD.sensitivity AND live = (OLD.status <> 'retracted');
-    UPDATE text_totals_all SET docs = docs - 1, tokens = tokens - OLD.search_length
-    WHERE layer = OLD.layer AND sensitivity = OLD.sensitivity
-      AND live = (OLD.status <> 'retracted');
-END;
-
-CREATE TRIGGER text_totals_update
-AFTER UPDATE OF scope, layer, sensitivity, status, search_length ON records
-WHEN OLD.scope IS NOT NEW.scope OR OLD.layer <> NEW.layer
-  OR OLD.sensitivity <> NEW.sensitivity OR OLD.search_length <> NEW.search_length
-  OR (OLD.status <> 'retracted') <> (NEW.status <> 'retracted')
-BEGIN
-    UPDATE text_totals SET docs = docs - 1, tokens = tokens - OLD.search_length
-    WHERE scope = COALESCE(OLD.scope, '') AND layer = OLD.layer
-      AND sensitivity = OLD.sensitivity AND live = (OLD.status <> 'retracted');
-    UPDATE text_totals_all SET docs = docs - 1, tokens = tokens - OLD.search_length
-    WHERE layer = OLD.layer AND sensitivity = OLD.sensitivity
-      AND live = (OLD.status <> 'retracted');
-    INSERT INTO text_totals (scope, layer, sensitivity, live, docs, tokens)
-    VALUES (COALESCE(NEW.scope, ''), NEW.layer, NEW.sensitivity, NEW.status <> 'retracted',
-            1, NEW.search_length)
-    ON CONFLICT DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
-    INSERT INTO text_totals_all (layer, sensitivity, live, docs, tokens)
-    VALUES (NEW.layer, NEW.sensitivity, NEW.status <> 'retracted', 1, NEW.search_length)
-    ON CONFLICT DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
-END;

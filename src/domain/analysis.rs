@@ -20,12 +20,24 @@ pub const MAX_TERM_CHARS: usize = 64;
 static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
 /// The text folded: compatibility decomposition, combining marks
-/// dropped, lower-cased.
+/// dropped, lower-cased. (ASCII, most text, needs only the last.)
 fn fold(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
     text.nfkd()
         .filter(|c| !is_combining_mark(*c))
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// Words stemmed lately, by the thread that stemmed them: the words of
+/// a memory repeat, and a look-up costs a fraction of stemming.
+const STEMS_KEPT: usize = 16_384;
+
+thread_local! {
+    static STEMS: std::cell::RefCell<std::collections::HashMap<String, String>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// The words of a text, folded and in order, before stemming.
@@ -39,7 +51,18 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// A folded word's term.
 pub fn stem(word: &str) -> String {
-    STEMMER.stem(word).into_owned()
+    STEMS.with(|stems| {
+        let mut stems = stems.borrow_mut();
+        if let Some(stem) = stems.get(word) {
+            return stem.clone();
+        }
+        if stems.len() >= STEMS_KEPT {
+            stems.clear();
+        }
+        let stem = STEMMER.stem(word).into_owned();
+        stems.insert(word.to_string(), stem.clone());
+        stem
+    })
 }
 
 /// The terms of a text, in order, repeats kept.

@@ -132,6 +132,7 @@ pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, Sto
     )?;
     let mut deleted = 0;
     for candidate in candidates {
+        let before = super::search::Counted::stored(conn, candidate.key)?;
         let gone = delete.execute(params![
             candidate.key,
             candidate.version,
@@ -140,6 +141,9 @@ pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, Sto
         ])?;
         if gone > 0 {
             super::search::remove(candidate.key);
+            if let Some(before) = before {
+                super::search::count(&before, -1);
+            }
             deleted += gone;
         }
     }

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 
-use super::search::Indexed;
+use super::search::{Counted, Indexed};
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::payload::Payload;
 use crate::domain::record::{
@@ -75,6 +75,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
     super::search::index(key, &indexed);
+    super::search::count(&Counted::of(record, indexed.analysed.length), 1);
     if let Some(embedding) = &record.embedding {
         super::vectors::put(conn, key, embedding, None)?;
     }
@@ -107,6 +108,13 @@ pub fn retract_current_states(
         .collect::<Result<Vec<_>, _>>()?;
     let at = to_micros(&now);
     for (key, _) in &states {
+        if let Some(before) = Counted::stored(conn, *key)? {
+            let after = Counted {
+                live: false,
+                ..before.clone()
+            };
+            super::search::recount(&before, &after);
+        }
         conn.prepare_cached(
             "UPDATE records SET salience = 0, status = 'retracted', updated_at = ?2,
                  decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = ?1)
@@ -145,6 +153,7 @@ pub fn update_record(
         SalienceChange::SetAt(at) => Some(at),
     };
     let indexed = Indexed::of(record);
+    let before = Counted::stored(conn, key)?;
     let updated = conn
         .prepare_cached(
             "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5,
@@ -187,6 +196,9 @@ pub fn update_record(
     conn.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
         .execute(params![key, payload_json(&record.payload)?])?;
     super::search::reindex(key, &indexed);
+    if let Some(before) = before {
+        super::search::recount(&before, &Counted::of(record, indexed.analysed.length));
+    }
     super::vectors::after_update(conn, key, record, indexed.hash)?;
     for table in [
         "DELETE FROM tags WHERE record_key = ?1",

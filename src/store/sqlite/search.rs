@@ -19,11 +19,11 @@
 use std::cell::RefCell;
 
 use chrono::Utc;
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::records::load_records;
 use crate::domain::analysis::{self, Analysed};
-use crate::domain::record::MemoryRecord;
+use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::store::StoreError;
 
@@ -58,8 +58,68 @@ struct Queued {
 #[derive(Default)]
 struct Queue {
     items: Vec<Queued>,
-    /// The queue's length when each open savepoint began, innermost last.
-    savepoints: Vec<usize>,
+    /// Changes to the text totals: a record's part, added (+1) or taken
+    /// away (-1).
+    totals: Vec<(Counted, i64)>,
+    /// The queues' lengths when each open savepoint began, innermost last.
+    savepoints: Vec<(usize, usize)>,
+}
+
+/// A record's part of the text totals (migration 0014): who may see it,
+/// and how many terms its text has.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Counted {
+    pub scope: Option<String>,
+    pub layer: i64,
+    pub sensitivity: i64,
+    pub live: bool,
+    pub length: i64,
+}
+
+impl Counted {
+    pub fn of(record: &MemoryRecord, length: i64) -> Counted {
+        Counted {
+            scope: record.scope.clone(),
+            layer: record.memory_type.layer() as i64,
+            sensitivity: record.sensitivity.rank() as i64,
+            live: record.status != Status::Retracted,
+            length,
+        }
+    }
+
+    /// As the row of record `key` has it, if there is one.
+    pub fn stored(conn: &Connection, key: i64) -> Result<Option<Counted>, StoreError> {
+        Ok(conn
+            .prepare_cached(
+                "SELECT scope, layer, sensitivity, status <> 'retracted', search_length
+                 FROM records WHERE key = ?1",
+            )?
+            .query_row([key], |row| {
+                Ok(Counted {
+                    scope: row.get(0)?,
+                    layer: row.get(1)?,
+                    sensitivity: row.get(2)?,
+                    live: row.get(3)?,
+                    length: row.get(4)?,
+                })
+            })
+            .optional()?)
+    }
+}
+
+/// Queues a change of the text totals: `counted` added (`sign` 1) or
+/// taken away (-1) when the transaction commits.
+pub fn count(counted: &Counted, sign: i64) {
+    QUEUE.with(|q| q.borrow_mut().totals.push((counted.clone(), sign)));
+}
+
+/// Queues the move of a record's part of the text totals from `old` to
+/// `new` (nothing when they are the same).
+pub fn recount(old: &Counted, new: &Counted) {
+    if old != new {
+        count(old, -1);
+        count(new, 1);
+    }
 }
 
 thread_local! {
@@ -70,8 +130,8 @@ thread_local! {
 pub fn savepoint() {
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
-        let len = q.items.len();
-        q.savepoints.push(len);
+        let lens = (q.items.len(), q.totals.len());
+        q.savepoints.push(lens);
     });
 }
 
@@ -87,8 +147,9 @@ pub fn release() {
 pub fn rollback_to_savepoint() {
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
-        if let Some(len) = q.savepoints.pop() {
-            q.items.truncate(len);
+        if let Some((items, totals)) = q.savepoints.pop() {
+            q.items.truncate(items);
+            q.totals.truncate(totals);
         }
     });
 }
@@ -189,7 +250,11 @@ fn push(item: Queued) {
 /// Applies what the transaction's writes queued; call just before
 /// committing. A record queued more than once ends as its last entry says.
 pub fn flush(conn: &Connection) -> Result<(), StoreError> {
-    let mut items = QUEUE.with(|q| std::mem::take(&mut q.borrow_mut().items));
+    let (mut items, totals) = QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        (std::mem::take(&mut q.items), std::mem::take(&mut q.totals))
+    });
+    flush_totals(conn, totals)?;
     if items.is_empty() {
         return Ok(());
     }
@@ -219,22 +284,67 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Adds the queued changes of the text totals, one statement per
+/// partition changed.
+fn flush_totals(conn: &Connection, totals: Vec<(Counted, i64)>) -> Result<(), StoreError> {
+    if totals.is_empty() {
+        return Ok(());
+    }
+    let mut sums: std::collections::BTreeMap<(String, i64, i64, bool), (i64, i64)> =
+        std::collections::BTreeMap::new();
+    for (c, sign) in totals {
+        let scope = c.scope.unwrap_or_default();
+        let sum = sums
+            .entry((scope, c.layer, c.sensitivity, c.live))
+            .or_default();
+        sum.0 += sign;
+        sum.1 += sign * c.length;
+    }
+    let mut all: std::collections::BTreeMap<(i64, i64, bool), (i64, i64)> =
+        std::collections::BTreeMap::new();
+    let mut by_scope = conn.prepare_cached(
+        "INSERT INTO text_totals (scope, layer, sensitivity, live, docs, tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT DO UPDATE SET docs = docs + excluded.docs, tokens = tokens + excluded.tokens",
+    )?;
+    for ((scope, layer, sensitivity, live), (docs, tokens)) in sums {
+        if (docs, tokens) == (0, 0) {
+            continue;
+        }
+        by_scope.execute(params![scope, layer, sensitivity, live, docs, tokens])?;
+        let sum = all.entry((layer, sensitivity, live)).or_default();
+        sum.0 += docs;
+        sum.1 += tokens;
+    }
+    let mut every = conn.prepare_cached(
+        "INSERT INTO text_totals_all (layer, sensitivity, live, docs, tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT DO UPDATE SET docs = docs + excluded.docs, tokens = tokens + excluded.tokens",
+    )?;
+    for ((layer, sensitivity, live), (docs, tokens)) in all {
+        every.execute(params![layer, sensitivity, live, docs, tokens])?;
+    }
+    Ok(())
+}
+
 /// Records per backfill step.
 const BACKFILL_CHUNK: usize = 1000;
 
-/// Indexes every stored record, and sets the length and repeated terms
-/// of its text: run when migration 0014 made the index again for the
-/// analyser's terms. Answers how many.
+/// Indexes every stored record, sets the length and repeated terms of its
+/// text and counts it in the text totals: run when migration 0014 made
+/// the index again for the analyser's terms. Answers how many.
 pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
     let now = Utc::now();
     let mut after = 0i64;
     let mut indexed = 0;
+    let mut counted = Vec::new();
     loop {
         let keys: Vec<i64> = conn
             .prepare("SELECT key FROM records WHERE key > ?1 ORDER BY key LIMIT ?2")?
             .query_map(params![after, BACKFILL_CHUNK as i64], |row| row.get(0))?
             .collect::<Result<_, _>>()?;
         let Some(last) = keys.last() else {
+            flush_totals(conn, counted)?;
             return Ok(indexed);
         };
         after = *last;
@@ -248,6 +358,7 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
                 "UPDATE records SET search_length = ?2, search_repeats = ?3 WHERE key = ?1",
             )?
             .execute(params![key, row.analysed.length, row.analysed.repeats])?;
+            counted.push((Counted::of(&record, row.analysed.length), 1));
             indexed += 1;
         }
     }
@@ -426,8 +537,7 @@ mod tests {
         discard();
         // Back to version 13, as it stored this record.
         conn.execute_batch(
-            "DROP TRIGGER text_totals_insert; DROP TRIGGER text_totals_delete;
-             DROP TRIGGER text_totals_update; DROP TABLE text_totals; DROP TABLE text_totals_all;
+            "DROP TABLE text_totals; DROP TABLE text_totals_all;
              DROP TABLE topics_to_index;
              ALTER TABLE records DROP COLUMN search_length;
              ALTER TABLE records DROP COLUMN search_repeats;
@@ -482,17 +592,22 @@ mod tests {
     }
 
     /// The totals by who may see records follow every write: insert,
-    /// rewrite (another text, another scope), retraction, delete.
+    /// rewrite (another text, another scope), retraction, prune; and a
+    /// rolled back write leaves them as they were.
     #[test]
     fn the_text_totals_follow_every_write() {
         let conn = conn();
         let totals = || -> Vec<(String, i64, i64, i64)> {
-            conn.prepare("SELECT scope, live, docs, tokens FROM text_totals WHERE docs <> 0 OR tokens <> 0 ORDER BY 1, 2")
-                .unwrap()
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect()
+            flush(&conn).unwrap();
+            conn.prepare(
+                "SELECT scope, live, docs, tokens FROM text_totals
+                 WHERE docs <> 0 OR tokens <> 0 ORDER BY 1, 2",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
         };
         let all = || -> (i64, i64) {
             conn.query_row(
@@ -508,20 +623,35 @@ mod tests {
         assert_eq!(totals(), [("".into(), 1, 2, 7)]);
         rewrite(&conn, "a", "one two three four");
         assert_eq!(totals(), [("".into(), 1, 2, 9)]);
-        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
-        let mut moved = loaded.record.clone();
-        moved.scope = Some("team".into());
-        update_record(&conn, &loaded.version, &moved, SalienceChange::Unchanged).unwrap();
+        let change = |f: &dyn Fn(&mut MemoryRecord)| {
+            let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+            let mut changed = loaded.record.clone();
+            f(&mut changed);
+            update_record(&conn, &loaded.version, &changed, SalienceChange::Unchanged).unwrap();
+        };
+        change(&|r| r.scope = Some("team".into()));
         assert_eq!(totals(), [("".into(), 1, 1, 3), ("team".into(), 1, 1, 6)]);
-        conn.execute(
-            "UPDATE records SET status = 'retracted' WHERE key = ?1",
-            [a],
-        )
-        .unwrap();
+        job(&conn, false, || change(&|r| r.scope = None));
+        assert_eq!(totals(), [("".into(), 1, 1, 3), ("team".into(), 1, 1, 6)]);
+        change(&|r| r.status = Status::Retracted);
         assert_eq!(totals(), [("".into(), 1, 1, 3), ("team".into(), 0, 1, 6)]);
         assert_eq!(all(), (2, 9));
-        conn.execute("DELETE FROM records WHERE key = ?1", [a])
+        change(&|r| r.status = Status::Active);
+        let version: i64 = conn
+            .query_row("SELECT version FROM records WHERE key = ?1", [a], |r| {
+                r.get(0)
+            })
             .unwrap();
+        let pruned = super::super::maintenance::prune(
+            &conn,
+            &[crate::store::DecayChange {
+                key: a,
+                version,
+                salience: 0.0,
+            }],
+        )
+        .unwrap();
+        assert_eq!(pruned, 1);
         assert_eq!(totals(), [("".into(), 1, 1, 3)]);
         assert_eq!(all(), (1, 3));
     }
