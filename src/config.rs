@@ -260,6 +260,9 @@ pub struct RetrievalSettings {
     pub selection_confidence_threshold: f64,
     pub max_response_bytes: usize,
     pub max_reads_in_flight: usize,
+    /// A text query of a caller that may see at most this many records
+    /// reads them whole rather than through the full-text index.
+    pub scan_records: usize,
     /// 0: fixed by the first vector stored.
     pub embedding_dimensions: usize,
     pub weights: Weights,

@@ -221,6 +221,7 @@ impl Application {
                     weights: settings.retrieval.weights,
                     max_salience: settings.policy.max_salience,
                     max_response_bytes: settings.retrieval.max_response_bytes,
+                    scan_records: settings.retrieval.scan_records,
                 },
             },
             max_body_bytes: settings.server.max_body_bytes,

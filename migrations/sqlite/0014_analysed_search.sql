@@ -36,10 +36,12 @@ CREATE TABLE topics_to_index (topic_key INTEGER PRIMARY KEY);
 INSERT INTO topics_to_index (topic_key) SELECT key FROM topics;
 
 -- What BM25 needs of a record beyond the index: how many terms its text
--- has, and the terms it has more than once with how often
--- (domain/analysis.rs, `Analysed`).
+-- has, and the terms it has more than once with how often; and its
+-- distinct terms, for a text query that reads a small caller's records
+-- whole (domain/analysis.rs, `Analysed`; `retrieval.scan_records`).
 ALTER TABLE records ADD COLUMN search_length INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE records ADD COLUMN search_repeats TEXT;
+ALTER TABLE records ADD COLUMN search_terms TEXT NOT NULL DEFAULT '';
 
 -- How many records, and how many terms their texts have together, by who
 -- may see them (scope, '' for none; layer; sensitivity; live = not

@@ -86,6 +86,8 @@ pub struct Analysed {
     /// `term count term count …` in term order; `None` when no term
     /// repeats (most texts). Read back with [`term_frequency`].
     pub repeats: Option<String>,
+    /// Each term it has once, in term order, space separated.
+    pub distinct: String,
 }
 
 pub fn analyse(text: &str) -> Analysed {
@@ -102,6 +104,7 @@ pub fn analyse(text: &str) -> Analysed {
     Analysed {
         length: terms.len() as i64,
         repeats: (!repeats.is_empty()).then(|| repeats.join(" ")),
+        distinct: counts.keys().copied().collect::<Vec<_>>().join(" "),
         text: terms.join(" "),
     }
 }
@@ -159,6 +162,7 @@ mod tests {
         assert_eq!(a.text, "run ran run run and walk walk");
         assert_eq!(a.length, 7);
         assert_eq!(a.repeats.as_deref(), Some("run 3 walk 2"));
+        assert_eq!(a.distinct, "and ran run walk");
         assert_eq!(term_frequency(a.repeats.as_deref(), "run"), 3.0);
         assert_eq!(term_frequency(a.repeats.as_deref(), "walk"), 2.0);
         assert_eq!(term_frequency(a.repeats.as_deref(), "ran"), 1.0);

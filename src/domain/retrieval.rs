@@ -172,6 +172,9 @@ pub struct RecordQuery {
     pub weights: Weights,
     /// `policy.max_salience`, which salience is normalised against.
     pub max_salience: f64,
+    /// A text query reads the caller's records whole (where the backend
+    /// can) when the caller may see at most this many.
+    pub scan_records: usize,
 }
 
 /// Where an answer cut short by the response size budget continues: the
@@ -258,6 +261,8 @@ pub struct Ranking {
     pub weights: Weights,
     pub max_salience: f64,
     pub max_response_bytes: usize,
+    /// `retrieval.scan_records`.
+    pub scan_records: usize,
 }
 
 impl Retrieval {
@@ -286,6 +291,7 @@ impl Retrieval {
             vector: self.embedding.as_ref().map(QueryVector::new),
             weights: ranking.weights,
             max_salience: ranking.max_salience,
+            scan_records: ranking.scan_records,
         }
     }
 }

@@ -805,6 +805,7 @@ mod tests {
                         weights: Default::default(),
                         max_salience: 1.0,
                         max_response_bytes: usize::MAX,
+                        scan_records: 0,
                     },
                 )
             })

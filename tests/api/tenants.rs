@@ -6,7 +6,7 @@
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{create_id, ids, spawn_app, spawn_app_with, trust, TestApp};
+use crate::helpers::{create_id, ids, spawn_app_with, trust, TestApp};
 use engram::domain::analysis::{analyse, stem, term_frequency};
 use engram::domain::record::MemoryType;
 
@@ -42,7 +42,14 @@ async fn retract(app: &TestApp, id: &str) {
 /// records, not their order, not one score.
 #[actix_web::test]
 async fn what_a_caller_may_not_see_changes_nothing_in_its_answers() {
-    let app = spawn_app().await;
+    // Its slice read whole, and its terms looked up in the index.
+    for scan_records in [4000, 0] {
+        hidden_records_change_nothing(scan_records).await;
+    }
+}
+
+async fn hidden_records_change_nothing(scan_records: usize) {
+    let app = spawn_app_with(|s| s.retrieval.scan_records = scan_records).await;
     let near = [1.0, 0.0, 0.0, 0.0];
     for (object, vector) in [
         ("zqalpha zqbeta", [0.6, 0.8, 0.0, 0.0]),
@@ -234,8 +241,19 @@ fn oracle(known: &[Known], query: &Value) -> Vec<(String, f64)> {
 /// either backend.
 #[actix_web::test]
 async fn ranked_answers_are_what_scoring_every_visible_record_gives() {
+    // Each caller's slice read whole, and each term looked up.
+    for scan_records in [4000, 0] {
+        answers_match_the_oracle(scan_records).await;
+    }
+}
+
+async fn answers_match_the_oracle(scan_records: usize) {
     // About four records a page.
-    let app = spawn_app_with(|s| s.retrieval.max_response_bytes = 20_000).await;
+    let app = spawn_app_with(|s| {
+        s.retrieval.max_response_bytes = 20_000;
+        s.retrieval.scan_records = scan_records;
+    })
+    .await;
     let mut rng = Lcg(7);
     let mut known: Vec<Known> = Vec::new();
     for i in 0..160 {
@@ -326,7 +344,7 @@ async fn ranked_answers_are_what_scoring_every_visible_record_gives() {
         paged += usize::from(requests > 2);
         let got: Vec<&str> = pages.iter().map(|(id, _)| id.as_str()).collect();
         let want: Vec<&str> = expected.iter().map(|(id, _)| id.as_str()).collect();
-        assert_eq!(got, want, "round {round}: {query}");
+        assert_eq!(got, want, "scan {scan_records}, round {round}: {query}");
         for ((_, got), (_, want)) in pages.iter().zip(&expected) {
             assert!(
                 (got - want).abs() < 1e-9,

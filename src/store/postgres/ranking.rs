@@ -32,7 +32,7 @@ use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    Current, PageRow, Posting, RankingSource, Stored, Totals, VectorHit,
+    Current, PageRow, Posting, RankingSource, SliceRecord, Stored, Totals, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -193,43 +193,38 @@ impl RankingSource for Source<'_> {
         })
     }
 
-    fn count(&self, query: &RecordQuery, term: &str, cap: usize) -> Result<usize, StoreError> {
-        let mut c = Conditions::visible(query, Rows::Records);
-        matching(&mut c, term);
-        c.facets(query, None);
-        let n = c.param(cap as i64);
-        let sql = format!(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM records r WHERE {} LIMIT {n}) m",
-            c.clause
-        );
-        let counted: i64 = self.pg.query_one(&sql, &c.params())?.try_get(0)?;
-        Ok(counted.max(0) as usize)
-    }
-
     fn postings(
         &self,
         query: &RecordQuery,
         term: &str,
-        limit: usize,
-        counted: usize,
-    ) -> Result<Vec<Posting>, StoreError> {
-        let mut found = if counted <= limit {
-            // Every visible match: one statement, in no order.
-            let mut c = Conditions::visible(query, Rows::Records);
-            matching(&mut c, term);
-            c.facets(query, None);
-            let sql = format!(
-                "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {}) m
-                 {POSTING_JOIN}",
-                c.clause
-            );
-            read_postings(self.pg, &sql, &c)?
-        } else {
-            newest_postings(self.pg, query, term, limit)?
-        };
+        common: usize,
+        newest: usize,
+    ) -> Result<(Vec<Posting>, bool), StoreError> {
+        // Every visible match, when there are fewer than `common`: one
+        // statement, in no order.
+        let mut c = Conditions::visible(query, Rows::Records);
+        matching(&mut c, term);
+        c.facets(query, None);
+        let n = c.param(common as i64);
+        let sql = format!(
+            "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {} LIMIT {n}) m
+             {POSTING_JOIN}",
+            c.clause
+        );
+        let mut found = read_postings(self.pg, &sql, &c)?;
+        let is_common = found.len() >= common;
+        if is_common {
+            found = newest_postings(self.pg, query, term, newest)?;
+        }
         found.sort_unstable_by_key(|p| std::cmp::Reverse(p.stored.key));
-        found.truncate(limit);
-        Ok(found)
+        found.truncate(if is_common { newest } else { common });
+        Ok((found, is_common))
+    }
+
+    fn slice(&self, _query: &RecordQuery) -> Result<Option<Vec<SliceRecord>>, StoreError> {
+        // The search index answers with the caller's facets: no slice to
+        // read whole.
+        Ok(None)
     }
 
     fn totals(&self, query: &RecordQuery) -> Result<Totals, StoreError> {

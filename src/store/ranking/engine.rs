@@ -199,14 +199,34 @@ impl Words {
         text: &TextQuery,
     ) -> Result<Words, StoreError> {
         let newest = COMMON_QUERY_CANDIDATES.max(query.answer_limit);
+        let totals = source.totals(query)?;
+        // A small slice is read whole, once, rather than each term looked
+        // up among everyone's records; either way a term has the same
+        // postings.
+        let slice = if totals.docs.max(0) as usize <= query.scan_records {
+            source.slice(query)?
+        } else {
+            None
+        };
         let mut terms = Vec::with_capacity(text.terms().len());
         for quoted in text.terms() {
             crate::store::budget::check()?;
             let term = quoted.trim_matches('"').to_string();
-            let counted = source.count(query, &term, COMMON_WORD_MATCHES)?;
-            let common = counted >= COMMON_WORD_MATCHES;
-            let wanted = if common { newest } else { COMMON_WORD_MATCHES };
-            let postings = source.postings(query, &term, wanted, counted)?;
+            let (postings, common) = match &slice {
+                Some(records) => {
+                    let mut postings: Vec<super::source::Posting> = records
+                        .iter()
+                        .filter(|r| r.has(&term))
+                        .map(|r| r.posting.clone())
+                        .collect();
+                    let common = postings.len() >= COMMON_WORD_MATCHES;
+                    if common {
+                        postings.truncate(newest);
+                    }
+                    (postings, common)
+                }
+                None => source.postings(query, &term, COMMON_WORD_MATCHES, newest)?,
+            };
             terms.push(Term {
                 term,
                 postings,
@@ -214,7 +234,6 @@ impl Words {
             });
         }
         let (docs, average_length) = if terms.iter().any(|t| !t.common) {
-            let totals = source.totals(query)?;
             let most = terms.iter().map(|t| t.postings.len()).max().unwrap_or(0);
             // Never fewer documents than a term has postings (the totals
             // and the postings are read apart).

@@ -21,7 +21,7 @@ pub(crate) const MAX_PAGE: usize = 4096;
 /// A record's place in the answer: salience descending, then layer order,
 /// then newest, then most recently stored.
 ///
-/// Ranked retrieval (`relevance.rs`) puts the score in `salience`.
+/// Ranked retrieval (`engine.rs`) puts the score in `salience`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rank {
     pub salience: f64,
@@ -216,21 +216,23 @@ pub(crate) fn within_budget(
     })
 }
 
+/// A rank, for tests that build answers by hand.
+#[cfg(test)]
+pub(crate) fn rank(salience: f64, layer: i64, created_at: i64, key: i64) -> Rank {
+    Rank {
+        salience,
+        layer,
+        created_at,
+        key,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::decay::{salience_at, Anchor, DecayState};
     use crate::domain::record::{DecayCurve, DecayProfile};
     use crate::domain::time::from_micros;
-
-    fn rank(salience: f64, layer: i64, created_at: i64, key: i64) -> Rank {
-        Rank {
-            salience,
-            layer,
-            created_at,
-            key,
-        }
-    }
 
     #[test]
     fn the_top_keeps_the_best_and_knows_when_a_range_cannot_beat_it() {

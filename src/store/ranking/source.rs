@@ -46,6 +46,19 @@ pub(crate) struct Posting {
     pub repeats: Option<String>,
 }
 
+/// A visible record and its distinct terms (`Analysed::distinct`).
+#[derive(Debug, Clone)]
+pub(crate) struct SliceRecord {
+    pub posting: Posting,
+    pub terms: String,
+}
+
+impl SliceRecord {
+    pub fn has(&self, term: &str) -> bool {
+        self.terms.split(' ').any(|t| t == term)
+    }
+}
+
 /// How many records a caller may see, and how many terms their texts
 /// have together.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -118,21 +131,21 @@ pub(crate) trait RankingSource {
     /// The salience now of a row of [`RankingSource::page`].
     fn salience_now(&self, row: &PageRow, now: Timestamp) -> Result<f64, StoreError>;
 
-    /// How many records the caller may see by its trust and types have
-    /// `term` (an analyser's term), counted up to `cap`: what tells a
-    /// common term, read from the index alone where the backend can (so it
-    /// may count retracted records, or ones the filters leave out).
-    fn count(&self, query: &RecordQuery, term: &str, cap: usize) -> Result<usize, StoreError>;
-
-    /// The visible records with `term`, newest first, at most `limit`;
-    /// `counted` is what [`RankingSource::count`] answered.
+    /// The visible records with `term` (an analyser's term): all of them,
+    /// when fewer than `common`; else the newest `newest` of them (at
+    /// least), newest first, and `true`.
     fn postings(
         &self,
         query: &RecordQuery,
         term: &str,
-        limit: usize,
-        counted: usize,
-    ) -> Result<Vec<Posting>, StoreError>;
+        common: usize,
+        newest: usize,
+    ) -> Result<(Vec<Posting>, bool), StoreError>;
+
+    /// Every visible record with its distinct terms, newest first, read
+    /// in one pass, for a caller that may see few records; `None` when the
+    /// backend reads only through its index.
+    fn slice(&self, query: &RecordQuery) -> Result<Option<Vec<SliceRecord>>, StoreError>;
 
     /// What the caller may see, counted: every record of its scopes (and
     /// the unscoped ones), sensitivities and types, retracted ones when

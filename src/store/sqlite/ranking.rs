@@ -31,7 +31,7 @@ use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    Current, PageRow, Posting, RankingSource, Stored, Totals, VectorHit,
+    Current, PageRow, Posting, RankingSource, SliceRecord, Stored, Totals, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -287,31 +287,18 @@ impl RankingSource for Source<'_> {
         current_salience(profile, row.stored.salience, row.created_at, now)
     }
 
-    fn count(&self, query: &RecordQuery, term: &str, cap: usize) -> Result<usize, StoreError> {
-        let n: i64 = self
-            .conn
-            .prepare_cached(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM record_search WHERE record_search MATCH ?1
-                                        LIMIT ?2)",
-            )?
-            .query_row(
-                rusqlite::params![match_expression(query, term), cap as i64],
-                |row| row.get(0),
-            )?;
-        Ok(n.max(0) as usize)
-    }
-
     fn postings(
         &self,
         query: &RecordQuery,
         term: &str,
-        limit: usize,
-        _counted: usize,
-    ) -> Result<Vec<Posting>, StoreError> {
+        common: usize,
+        newest: usize,
+    ) -> Result<(Vec<Posting>, bool), StoreError> {
+        let limit = common.max(newest);
         let mut values = vec![SqlValue::Text(match_expression(query, term))];
-        // The caller's matches lead, each looked up by key: left to
-        // itself, the planner may instead read every record of a layer (or
-        // thread) and run the match once per record.
+        // The caller's matches lead, newest first, each looked up by key:
+        // left to itself, the planner may instead read every record of a
+        // layer (or thread) and run the match once per record.
         let sql = format!(
             "SELECT r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_repeats
              FROM record_search CROSS JOIN records r ON r.key = record_search.rowid
@@ -323,13 +310,35 @@ impl RankingSource for Source<'_> {
         let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
         let mut found = Vec::new();
         while let Some(row) = rows.next()? {
-            found.push(Posting {
-                stored: stored(row)?,
-                length: row.get(4)?,
-                repeats: row.get(5)?,
+            found.push(posting(row)?);
+        }
+        let is_common = found.len() >= common;
+        if is_common {
+            found.truncate(newest);
+        }
+        Ok((found, is_common))
+    }
+
+    fn slice(&self, query: &RecordQuery) -> Result<Option<Vec<SliceRecord>>, StoreError> {
+        let mut values = Vec::new();
+        let sql = slice_sql(
+            query,
+            "r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_repeats,
+             r.search_terms",
+            "",
+            &mut values,
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            found.push(SliceRecord {
+                posting: posting(row)?,
+                terms: row.get(6)?,
             });
         }
-        Ok(found)
+        found.sort_unstable_by_key(|r| std::cmp::Reverse(r.posting.stored.key));
+        Ok(Some(found))
     }
 
     fn totals(&self, query: &RecordQuery) -> Result<Totals, StoreError> {
@@ -468,6 +477,50 @@ impl RankingSource for Source<'_> {
     }
 }
 
+/// A posting from the first six columns of a row.
+fn posting(row: &Row<'_>) -> Result<Posting, StoreError> {
+    Ok(Posting {
+        stored: stored(row)?,
+        length: row.get(4)?,
+        repeats: row.get(5)?,
+    })
+}
+
+/// The visible records, as ranges of the rank indexes (unscoped records,
+/// then the caller's scopes; or every scope), which hold what they are
+/// read by, so each visible record costs one index entry and invisible
+/// ones nothing: `columns` of records `r` (and what `join` adds), the
+/// filters applied, their parameters added to `values`.
+fn slice_sql(query: &RecordQuery, columns: &str, join: &str, values: &mut Vec<SqlValue>) -> String {
+    values.push(SqlValue::Real(query.min_salience));
+    let first = values.len();
+    let scopes = scope_conditions(query, "r.scope", values);
+    let filters = FilterSql::new(&query.filters, values.len() + 1);
+    values.extend(filters.values);
+    let common = format!(
+        "r.layer IN ({}) AND r.sensitivity <= {} AND r.salience >= ?{first}{}",
+        layer_list(query),
+        query.max_sensitivity.rank(),
+        filters.clause
+    );
+    let mut ranges = Vec::new();
+    for set in RankSet::for_query(query) {
+        let (rank, scope_rank, status) = set.indexes();
+        let index = if query.scopes.is_some() {
+            scope_rank
+        } else {
+            rank
+        };
+        for scope in &scopes {
+            ranges.push(format!(
+                "SELECT {columns} FROM records r INDEXED BY {index} {join}
+                 WHERE {scope} AND {status} AND {common}"
+            ));
+        }
+    }
+    ranges.join(" UNION ALL ")
+}
+
 /// The first four columns of a candidate statement.
 fn stored(row: &Row<'_>) -> Result<Stored, StoreError> {
     Ok(Stored {
@@ -582,32 +635,7 @@ fn similar(
             visible(query, &mut values)
         )
     } else {
-        values.push(SqlValue::Real(query.min_salience));
-        let scopes = scope_conditions(query, "r.scope", &mut values);
-        let filters = FilterSql::new(&query.filters, values.len() + 1);
-        values.extend(filters.values);
-        let common = format!(
-            "r.layer IN ({}) AND r.sensitivity <= {} AND r.salience >= ?1{}",
-            layer_list(query),
-            query.max_sensitivity.rank(),
-            filters.clause
-        );
-        let mut ranges = Vec::new();
-        for set in RankSet::for_query(query) {
-            let (rank, scope_rank, status) = set.indexes();
-            let index = if query.scopes.is_some() {
-                scope_rank
-            } else {
-                rank
-            };
-            for scope in &scopes {
-                ranges.push(format!(
-                    "SELECT {COLUMNS} FROM records r INDEXED BY {index} {VECTOR}
-                     WHERE {scope} AND {status} AND {common}"
-                ));
-            }
-        }
-        ranges.join(" UNION ALL ")
+        slice_sql(query, COLUMNS, VECTOR, &mut values)
     };
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
@@ -770,17 +798,8 @@ mod tests {
     use crate::domain::relevance::Weights;
     use crate::domain::retrieval::Filters;
     use crate::domain::time::to_micros;
-    use crate::store::ranking::Rank;
+    use crate::store::ranking::rank;
     use serde_json::json;
-
-    fn rank(salience: f64, layer: i64, created_at: i64, key: i64) -> Rank {
-        Rank {
-            salience,
-            layer,
-            created_at,
-            key,
-        }
-    }
 
     #[test]
     fn the_visibility_query_filters_and_orders() {
@@ -819,6 +838,7 @@ mod tests {
             vector: None,
             weights: Weights::default(),
             max_salience: 1.0,
+            scan_records: 0,
         };
         let ids: Vec<String> = query_records(&conn, &query, now())
             .unwrap()
@@ -1055,6 +1075,7 @@ mod tests {
                     vector: None,
                     weights: Weights::default(),
                     max_salience: 1.0,
+                    scan_records: 0,
                 };
                 let mut expected: Vec<(&MemoryRecord, i64)> = everything
                     .iter()
@@ -1132,6 +1153,7 @@ mod text_tests {
             vector: None,
             weights: Weights::default(),
             max_salience: 1.0,
+            scan_records: 0,
         }
     }
 
@@ -1247,6 +1269,7 @@ mod text_tests {
                 vector: Some(QueryVector::new(&embedding)),
                 weights: Weights::default(),
                 max_salience: 1.0,
+                scan_records: 0,
             };
             query.memory_types.sort_by_key(|t| t.layer());
             // Half the rounds blend in a text query.

@@ -34,8 +34,8 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
         .prepare_cached(
             "INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
                                   created_by, created_at, updated_at, decays_from, about,
-                                  search_length, search_repeats)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                                  search_length, search_repeats, search_terms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )?
         .execute(params![
             record.id,
@@ -52,6 +52,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
             record.payload.about(),
             indexed.analysed.length,
             indexed.analysed.repeats,
+            indexed.analysed.distinct,
         ]);
     match inserted {
         Ok(_) => {}
@@ -159,7 +160,8 @@ pub fn update_record(
             "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5,
                  salience = COALESCE(?6, salience), decays_from = COALESCE(?12, decays_from),
                  scope = ?7, status = ?8, created_by = ?9, created_at = ?10, updated_at = ?11,
-                 about = ?13, search_length = ?14, search_repeats = ?15, version = version + 1
+                 about = ?13, search_length = ?14, search_repeats = ?15, search_terms = ?16,
+                 version = version + 1
              WHERE key = ?1 AND version = ?2",
         )?
         .execute(params![
@@ -180,6 +182,7 @@ pub fn update_record(
             record.payload.about(),
             indexed.analysed.length,
             indexed.analysed.repeats,
+            indexed.analysed.distinct,
         ])?;
     if updated == 0 {
         return Err(if record_key(conn, &record.id)?.is_some() {

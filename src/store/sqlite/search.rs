@@ -355,9 +355,15 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
             )?
             .execute(params![key, row.analysed.text, row.facets])?;
             conn.prepare_cached(
-                "UPDATE records SET search_length = ?2, search_repeats = ?3 WHERE key = ?1",
+                "UPDATE records SET search_length = ?2, search_repeats = ?3, search_terms = ?4
+                 WHERE key = ?1",
             )?
-            .execute(params![key, row.analysed.length, row.analysed.repeats])?;
+            .execute(params![
+                key,
+                row.analysed.length,
+                row.analysed.repeats,
+                row.analysed.distinct
+            ])?;
             counted.push((Counted::of(&record, row.analysed.length), 1));
             indexed += 1;
         }
@@ -541,6 +547,7 @@ mod tests {
              DROP TABLE topics_to_index;
              ALTER TABLE records DROP COLUMN search_length;
              ALTER TABLE records DROP COLUMN search_repeats;
+             ALTER TABLE records DROP COLUMN search_terms;
              DROP TABLE record_search; DROP TABLE topic_search;
              CREATE VIRTUAL TABLE record_search USING fts5(text, content = '',
                  contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2');
