@@ -108,3 +108,7 @@ SELECT engram_add_text_totals(array_agg(COALESCE(scope, '')), array_agg(layer),
                               array_agg(sensitivity), array_agg(status <> 'retracted'),
                               array_agg(1::bigint), array_agg(search_length))
 FROM records;
+
+-- A caller's vectors by its scopes (and the unscoped ones), so a vector
+-- query reads the caller's vectors, not every vector of its types.
+CREATE INDEX record_vectors_by_scope ON record_vectors (scope, live, layer, sensitivity);

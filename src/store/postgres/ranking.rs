@@ -265,11 +265,24 @@ impl RankingSource for Source<'_> {
         query: &RecordQuery,
         vector: &QueryVector,
     ) -> Result<Vec<VectorHit>, StoreError> {
-        let c = Conditions::visible(query, Rows::Records);
+        let mut c = Conditions::visible(query, Rows::Records);
+        // The vectors' own copies of the visibility, which their index by
+        // scope answers: the caller's vectors are read, not everyone's.
+        let p = c.param(layers(query));
+        c.and(&format!("v.layer = ANY({p})"));
+        let p = c.param(query.max_sensitivity.rank() as i64);
+        c.and(&format!("v.sensitivity <= {p}"));
+        if !query.include_retracted {
+            c.and("v.live");
+        }
+        if let Some(scopes) = &query.scopes {
+            let p = c.param(scopes.clone());
+            c.and(&format!("(v.scope = ANY({p}) OR v.scope IS NULL)"));
+        }
         let sql = format!(
             "SELECT r.key, r.layer, d.salience, d.decays_from, v.norm, v.vector
-             FROM records r JOIN decay_profiles d ON d.record_key = r.key
-                  JOIN record_vectors v ON v.record_key = r.key
+             FROM record_vectors v JOIN records r ON r.key = v.record_key
+                  JOIN decay_profiles d ON d.record_key = v.record_key
              WHERE {}",
             c.clause
         );
