@@ -68,11 +68,13 @@ pub(crate) fn query_records<S: RankingSource>(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
+    // Read once: every way of matching a text query bounds by them.
+    let bounds = source.decay_bounds()?;
     let (top, signals) =
         if query.text.is_some() || query.vector.is_some() || query.filters.selective() {
-            ranked(source, query, now)?
+            ranked(source, query, &bounds, now)?
         } else {
-            (by_salience(source, query, now)?, HashMap::new())
+            (by_salience(source, query, &bounds, now)?, HashMap::new())
         };
     let keys: Vec<i64> = top.iter().map(|r| r.key).collect();
     let sizes = source.sizes(&keys)?;
@@ -103,15 +105,15 @@ struct Open<R> {
 fn by_salience<S: RankingSource>(
     source: &S,
     query: &RecordQuery,
+    bounds: &HashMap<i64, DecayBound>,
     now: Timestamp,
 ) -> Result<Vec<Rank>, StoreError> {
     let mut top = TopK::for_query(query);
     if query.memory_types.is_empty() || query.limit == 0 {
         return Ok(top.into_sorted());
     }
-    let bounds = source.decay_bounds()?;
     let mut ranges: Vec<Open<S::Range>> = source
-        .ranges(query, &bounds)
+        .ranges(query, bounds)
         .into_iter()
         .map(|(range, bound)| Open {
             range,
@@ -346,10 +348,11 @@ fn text_candidates(words: &Words, tier: &[Part<'_>]) -> Vec<(Stored, f64)> {
 fn ranked<S: RankingSource>(
     source: &S,
     query: &RecordQuery,
+    bounds: &HashMap<i64, DecayBound>,
     now: Timestamp,
 ) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
     let Some(text) = &query.text else {
-        return scored(source, query, None, now);
+        return scored(source, query, bounds, None, now);
     };
     if query.memory_types.is_empty() {
         return Ok((Vec::new(), HashMap::new()));
@@ -368,7 +371,7 @@ fn ranked<S: RankingSource>(
                 after: None,
                 ..query.clone()
             };
-            let (top, signals) = scored(source, &whole, Some(candidates.clone()), now)?;
+            let (top, signals) = scored(source, &whole, bounds, Some(candidates.clone()), now)?;
             if top.len() < query.answer_limit {
                 continue;
             }
@@ -376,7 +379,7 @@ fn ranked<S: RankingSource>(
                 return Ok((top, signals));
             }
         }
-        return scored(source, query, Some(candidates), now);
+        return scored(source, query, bounds, Some(candidates), now);
     }
     unreachable!("the last way of matching always answers")
 }
@@ -399,6 +402,7 @@ struct Candidate {
 fn scored<S: RankingSource>(
     source: &S,
     query: &RecordQuery,
+    bounds: &HashMap<i64, DecayBound>,
     text: Option<Vec<(Stored, f64)>>,
     now: Timestamp,
 ) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
@@ -462,7 +466,6 @@ fn scored<S: RankingSource>(
         .map(|c| c.relevance)
         .fold(0.0f64, f64::max);
     let text_signal = |relevance: f64| with_text.then(|| relative(relevance, best));
-    let bounds = source.decay_bounds()?;
     let now_micros = to_micros(&now);
     for c in &mut candidates {
         let most = match c.stored {
