@@ -20,6 +20,9 @@ pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
 /// Most writer connections an instance may open on PostgreSQL.
 const MOST_POSTGRES_WRITERS: u32 = 16;
+/// Largest memory map asked of SQLite, in MiB; it maps at most its
+/// compiled `SQLITE_MAX_MMAP_SIZE` (0x7fff0000 bytes, just under this).
+const MOST_MMAP_SIZE_MIB: u64 = 2048;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -215,6 +218,8 @@ pub struct StorageSettings {
     pub busy_timeout_ms: u64,
     pub writer_cache_size_kib: u64,
     pub reader_cache_size_kib: u64,
+    /// SQLite: MiB of the database file read through a memory map.
+    pub mmap_size_mib: u64,
     pub write_queue_capacity: usize,
     pub max_writes_per_transaction: usize,
     pub write_timeout_ms: u64,
@@ -568,6 +573,12 @@ impl Settings {
             return invalid(
                 "storage.postgres_writers",
                 &format!("must be from 1 to {MOST_POSTGRES_WRITERS}"),
+            );
+        }
+        if self.storage.mmap_size_mib > MOST_MMAP_SIZE_MIB {
+            return invalid(
+                "storage.mmap_size_mib",
+                &format!("must be at most {MOST_MMAP_SIZE_MIB}"),
             );
         }
         if self.jobs.sync_interval_ms < 100 {
@@ -935,6 +946,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("storage.pool_size: invalid type"), "{err}");
+        let err = Settings::from_layers(None, env(&[("ENGRAM_STORAGE__MMAP_SIZE_MIB", "2049")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("storage.mmap_size_mib: must be at most 2048"),
+            "{err}"
+        );
         for writers in ["0", "17"] {
             let err =
                 Settings::from_layers(None, env(&[("ENGRAM_STORAGE__POSTGRES_WRITERS", writers)]))

@@ -732,6 +732,7 @@ mod tests {
         ConnectionOptions {
             busy_timeout: Duration::from_secs(5),
             cache_size_kib: 1024,
+            mmap_size_mib: 0,
         }
     }
 

@@ -147,6 +147,7 @@ mod tests {
         let options = ConnectionOptions {
             busy_timeout: Duration::from_secs(5),
             cache_size_kib: 1024,
+            mmap_size_mib: 0,
         };
         let opened =
             store::sqlite::open(&dir.path().join("k.db"), 1, options, options, None, None).unwrap();

@@ -561,6 +561,7 @@ pub fn open(
             let options = |cache_size_kib| ConnectionOptions {
                 busy_timeout,
                 cache_size_kib,
+                mmap_size_mib: storage.mmap_size_mib,
             };
             sqlite::open(
                 &storage.db_path,

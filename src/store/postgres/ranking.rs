@@ -32,7 +32,7 @@ use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    Current, PageRow, Posting, RankingSource, SliceRecord, Stored, Totals, VectorHit,
+    Current, PageRow, Posting, RankingSource, Stored, Totals, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -211,7 +211,7 @@ impl RankingSource for Source<'_> {
              {POSTING_JOIN}",
             c.clause
         );
-        let mut found = read_postings(self.pg, &sql, &c)?;
+        let mut found = read_postings(self.pg, &sql, &c, term)?;
         let is_common = found.len() >= common;
         if is_common {
             found = newest_postings(self.pg, query, term, newest)?;
@@ -221,7 +221,11 @@ impl RankingSource for Source<'_> {
         Ok((found, is_common))
     }
 
-    fn slice(&self, _query: &RecordQuery) -> Result<Option<Vec<SliceRecord>>, StoreError> {
+    fn slice(
+        &self,
+        _query: &RecordQuery,
+        _terms: &[String],
+    ) -> Result<Option<Vec<Vec<Posting>>>, StoreError> {
         // The search index answers with the caller's facets: no slice to
         // read whole.
         Ok(None)
@@ -379,15 +383,21 @@ const POSTING_COLUMNS: &str =
 const POSTING_JOIN: &str =
     "JOIN records r ON r.key = m.key JOIN decay_profiles d ON d.record_key = m.key";
 
-fn read_postings(pg: &Pg, sql: &str, c: &Conditions) -> Result<Vec<Posting>, StoreError> {
+fn read_postings(
+    pg: &Pg,
+    sql: &str,
+    c: &Conditions,
+    term: &str,
+) -> Result<Vec<Posting>, StoreError> {
     pg.query(sql, &c.params())?
         .iter()
         .map(|row| {
-            Ok(Posting {
-                stored: stored(row)?,
-                length: row.try_get(4)?,
-                repeats: row.try_get(5)?,
-            })
+            Ok(Posting::of(
+                stored(row)?,
+                row.try_get(4)?,
+                row.try_get::<_, Option<&str>>(5)?,
+                term,
+            ))
         })
         .collect()
 }
@@ -457,7 +467,7 @@ fn newest_postings(
              {POSTING_JOIN}",
             c.clause
         );
-        found.extend(read_postings(pg, &sql, &c)?);
+        found.extend(read_postings(pg, &sql, &c, term)?);
         if found.len() >= wanted || rest {
             return Ok(found);
         }

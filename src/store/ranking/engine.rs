@@ -36,9 +36,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::source::{RankingSource, Stored};
+use super::source::{Posting, RankingSource, Stored};
 use super::{within_budget, DecayBound, Rank, TopK, MAX_PAGE};
-use crate::domain::analysis::term_frequency;
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::search::TextQuery;
@@ -180,8 +179,7 @@ fn by_salience<S: RankingSource>(
 /// a rare term; the newest, at least as many as a common term's part of
 /// the answer can take, for a common one.
 struct Term {
-    term: String,
-    postings: Vec<super::source::Posting>,
+    postings: Vec<Posting>,
     common: bool,
 }
 
@@ -202,25 +200,25 @@ impl Words {
     ) -> Result<Words, StoreError> {
         let newest = COMMON_QUERY_CANDIDATES.max(query.answer_limit);
         let totals = source.totals(query)?;
+        let names: Vec<String> = text
+            .terms()
+            .iter()
+            .map(|quoted| quoted.trim_matches('"').to_string())
+            .collect();
         // A small slice is read whole, once, rather than each term looked
         // up among everyone's records; either way a term has the same
         // postings.
-        let slice = if totals.docs.max(0) as usize <= query.scan_records {
-            source.slice(query)?
+        let mut from_slice = if totals.docs.max(0) as usize <= query.scan_records {
+            source.slice(query, &names)?
         } else {
             None
         };
-        let mut terms = Vec::with_capacity(text.terms().len());
-        for quoted in text.terms() {
+        let mut terms = Vec::with_capacity(names.len());
+        for (i, term) in names.into_iter().enumerate() {
             crate::store::budget::check()?;
-            let term = quoted.trim_matches('"').to_string();
-            let (postings, common) = match &slice {
-                Some(records) => {
-                    let mut postings: Vec<super::source::Posting> = records
-                        .iter()
-                        .filter(|r| r.has(&term))
-                        .map(|r| r.posting.clone())
-                        .collect();
+            let (postings, common) = match &mut from_slice {
+                Some(all) => {
+                    let mut postings = std::mem::take(&mut all[i]);
                     let common = postings.len() >= COMMON_WORD_MATCHES;
                     if common {
                         postings.truncate(newest);
@@ -229,11 +227,7 @@ impl Words {
                 }
                 None => source.postings(query, &term, COMMON_WORD_MATCHES, newest)?,
             };
-            terms.push(Term {
-                term,
-                postings,
-                common,
-            });
+            terms.push(Term { postings, common });
         }
         let (docs, average_length) = if terms.iter().any(|t| !t.common) {
             let most = terms.iter().map(|t| t.postings.len()).max().unwrap_or(0);
@@ -308,7 +302,7 @@ fn text_candidates(words: &Words, tier: &[Part<'_>]) -> Vec<(Stored, f64)> {
                 for term in terms {
                     let idf = words.idf(term.postings.len());
                     for p in &term.postings {
-                        let tf = term_frequency(p.repeats.as_deref(), &term.term);
+                        let tf = p.frequency;
                         let length = p.length.max(1) as f64 / words.average_length;
                         let weight = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length));
                         let key = p.stored.key;

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use super::DecayBound;
+use crate::domain::analysis::term_frequency;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
@@ -37,25 +38,59 @@ pub(crate) struct PageRow {
 }
 
 /// A visible record with a term, and what BM25 needs of its text.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Posting {
     pub stored: Stored,
     /// How many terms its text has.
     pub length: i64,
-    /// Its repeated terms (`domain::analysis::Analysed::repeats`).
-    pub repeats: Option<String>,
+    /// How many times the term is in its text.
+    pub frequency: f64,
 }
 
-/// A visible record and its distinct terms (`Analysed::distinct`).
-#[derive(Debug, Clone)]
-pub(crate) struct SliceRecord {
-    pub posting: Posting,
-    pub terms: String,
+impl Posting {
+    /// The posting of `term` in a record whose text has `length` terms
+    /// and these repeated ones (`domain::analysis::Analysed::repeats`).
+    pub fn of(stored: Stored, length: i64, repeats: Option<&str>, term: &str) -> Posting {
+        Posting {
+            stored,
+            length,
+            frequency: term_frequency(repeats, term),
+        }
+    }
 }
 
-impl SliceRecord {
-    pub fn has(&self, term: &str) -> bool {
-        self.terms.split(' ').any(|t| t == term)
+/// A query's terms, to find in records' distinct terms
+/// (`Analysed::distinct`, separated by spaces).
+pub(crate) struct TermsIn {
+    /// Each non-empty term's index and finder.
+    finders: Vec<(usize, memchr::memmem::Finder<'static>)>,
+}
+
+impl TermsIn {
+    pub fn new(terms: &[String]) -> TermsIn {
+        TermsIn {
+            finders: terms
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| !t.is_empty())
+                .map(|(i, t)| (i, memchr::memmem::Finder::new(t.as_bytes()).into_owned()))
+                .collect(),
+        }
+    }
+
+    /// Calls `found` with the index of each term `distinct` holds as a
+    /// whole word.
+    pub fn each(&self, distinct: &str, mut found: impl FnMut(usize)) {
+        let hay = distinct.as_bytes();
+        for (i, finder) in &self.finders {
+            let n = finder.needle().len();
+            let whole = |at: usize| {
+                (at == 0 || hay[at - 1] == b' ') && (at + n == hay.len() || hay[at + n] == b' ')
+            };
+            if finder.find_iter(hay).any(whole) {
+                found(*i);
+            }
+        }
     }
 }
 
@@ -142,10 +177,15 @@ pub(crate) trait RankingSource {
         newest: usize,
     ) -> Result<(Vec<Posting>, bool), StoreError>;
 
-    /// Every visible record with its distinct terms, newest first, read
-    /// in one pass, for a caller that may see few records; `None` when the
-    /// backend reads only through its index.
-    fn slice(&self, query: &RecordQuery) -> Result<Option<Vec<SliceRecord>>, StoreError>;
+    /// The visible postings of each of `terms`, each newest first, from
+    /// the caller's whole slice read in one pass (for a caller that may
+    /// see few records; see [`TermsIn`]); `None` when the backend reads
+    /// only through its index.
+    fn slice(
+        &self,
+        query: &RecordQuery,
+        terms: &[String],
+    ) -> Result<Option<Vec<Vec<Posting>>>, StoreError>;
 
     /// What the caller may see, counted: every record of its scopes (and
     /// the unscoped ones), sensitivities and types, retracted ones when
@@ -173,4 +213,33 @@ pub(crate) trait RankingSource {
 
     /// These records whole, in this order.
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TermsIn;
+
+    fn found(distinct: &str, terms: &[&str]) -> Vec<usize> {
+        let terms: Vec<String> = terms.iter().map(|t| t.to_string()).collect();
+        let mut at = Vec::new();
+        TermsIn::new(&terms).each(distinct, |i| at.push(i));
+        at
+    }
+
+    #[test]
+    fn only_whole_words_are_terms_of_a_record() {
+        assert_eq!(found("deploy run walk", &["walk", "deploy"]), vec![0, 1]);
+        assert_eq!(
+            found("deploy run walk", &["dep", "deploys", "un", "wal"]),
+            Vec::<usize>::new()
+        );
+        assert_eq!(found("rerun run", &["run"]), vec![0]);
+        assert_eq!(found("", &["a"]), Vec::<usize>::new());
+        assert_eq!(found("a", &[]), Vec::<usize>::new());
+        assert_eq!(found("a b", &["", "b"]), vec![1]);
+        let long = "x".repeat(64);
+        let longer = "x".repeat(65);
+        assert_eq!(found(&format!("{long} y"), &[&longer, &long]), vec![1]);
+        assert_eq!(found(&format!("{longer} y"), &[&long, "y"]), vec![1]);
+    }
 }

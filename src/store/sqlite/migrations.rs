@@ -105,6 +105,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0014_analysed_search.sql"),
         backfill: Some(super::search::backfill),
     },
+    Migration {
+        version: 15,
+        name: "scope_slices",
+        sql: include_str!("../../../migrations/sqlite/0015_scope_slices.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -161,7 +167,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=14).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=15).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

@@ -72,6 +72,8 @@ impl From<r2d2::Error> for StoreError {
 pub struct ConnectionOptions {
     pub busy_timeout: Duration,
     pub cache_size_kib: u64,
+    /// How much of the file is read through a memory map (0: none).
+    pub mmap_size_mib: u64,
 }
 
 /// WAL so readers never wait on the writer; NORMAL sync is durable at each
@@ -83,6 +85,15 @@ fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqli
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "cache_size", -(options.cache_size_kib as i64))?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // Pages read through the map are the OS page cache's own, shared by
+    // every connection: no copy into each connection's cache, no read
+    // call. SQLite caps it at its compiled maximum (2 GiB); SQLCipher
+    // ignores it (pages are decrypted into the cache).
+    conn.pragma_update(
+        None,
+        "mmap_size",
+        options.mmap_size_mib.saturating_mul(1 << 20) as i64,
+    )?;
     // A WAL that grew under load is cut back to this size once reset.
     conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)?;
     // The writer runs every kind of write (records, revisions, topics,
@@ -211,6 +222,7 @@ pub fn open_for_export(path: &Path, key: Option<&str>) -> Result<Connection, Sto
     let options = ConnectionOptions {
         busy_timeout: Duration::from_secs(10),
         cache_size_kib: 65536,
+        mmap_size_mib: 0,
     };
     let mut conn = open_connection(path, options, key)?;
     migrations::run(&mut conn)?;
@@ -339,6 +351,7 @@ mod tests {
         let options = ConnectionOptions {
             busy_timeout: Duration::from_secs(1),
             cache_size_kib: 1024,
+            mmap_size_mib: 0,
         };
         configure_connection(&conn, options).unwrap();
         conn.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3);")

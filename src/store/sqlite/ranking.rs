@@ -31,7 +31,7 @@ use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    Current, PageRow, Posting, RankingSource, SliceRecord, Stored, Totals, VectorHit,
+    Current, PageRow, Posting, RankingSource, Stored, TermsIn, Totals, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -310,7 +310,12 @@ impl RankingSource for Source<'_> {
         let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
         let mut found = Vec::new();
         while let Some(row) = rows.next()? {
-            found.push(posting(row)?);
+            found.push(Posting::of(
+                stored(row)?,
+                row.get(4)?,
+                text_at(row, 5)?,
+                term,
+            ));
         }
         let is_common = found.len() >= common;
         if is_common {
@@ -319,25 +324,34 @@ impl RankingSource for Source<'_> {
         Ok((found, is_common))
     }
 
-    fn slice(&self, query: &RecordQuery) -> Result<Option<Vec<SliceRecord>>, StoreError> {
+    fn slice(
+        &self,
+        query: &RecordQuery,
+        terms: &[String],
+    ) -> Result<Option<Vec<Vec<Posting>>>, StoreError> {
         let mut values = Vec::new();
-        let sql = slice_sql(
-            query,
-            "r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_repeats,
-             r.search_terms",
-            "",
-            &mut values,
-        );
+        let sql = slice_sql(query, SLICE_COLUMNS, "", &mut values);
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
-        let mut found = Vec::new();
+        let mut found: Vec<Vec<Posting>> = vec![Vec::new(); terms.len()];
+        let terms_in = TermsIn::new(terms);
         while let Some(row) = rows.next()? {
-            found.push(SliceRecord {
-                posting: posting(row)?,
-                terms: row.get(6)?,
-            });
+            let distinct = text_at(row, 6)?.unwrap_or_default();
+            let mut matched = Vec::new();
+            terms_in.each(distinct, |i| matched.push(i));
+            if matched.is_empty() {
+                continue;
+            }
+            let stored = stored(row)?;
+            let length: i64 = row.get(4)?;
+            let repeats = text_at(row, 5)?;
+            for i in matched {
+                found[i].push(Posting::of(stored, length, repeats, &terms[i]));
+            }
         }
-        found.sort_unstable_by_key(|r| std::cmp::Reverse(r.posting.stored.key));
+        for postings in &mut found {
+            postings.sort_unstable_by_key(|p| std::cmp::Reverse(p.stored.key));
+        }
         Ok(Some(found))
     }
 
@@ -477,12 +491,16 @@ impl RankingSource for Source<'_> {
     }
 }
 
-/// A posting from the first six columns of a row.
-fn posting(row: &Row<'_>) -> Result<Posting, StoreError> {
-    Ok(Posting {
-        stored: stored(row)?,
-        length: row.get(4)?,
-        repeats: row.get(5)?,
+/// What a slice reads of each record: columns the scope rank index holds
+/// (migration 15), so a scoped slice never reads the table.
+const SLICE_COLUMNS: &str = "r.key, r.layer, r.salience, r.decays_from, r.search_length,
+     r.search_repeats, r.search_terms";
+
+/// Column `i` of a row as text borrowed from the row (`None` for NULL).
+fn text_at<'r>(row: &'r Row<'_>, i: usize) -> Result<Option<&'r str>, StoreError> {
+    row.get_ref(i)?.as_str_or_null().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+            .into()
     })
 }
 
@@ -1290,6 +1308,44 @@ mod text_tests {
             };
             let full = query_records(&conn, &exact, now()).unwrap();
             assert_eq!(fast.scores, full.scores, "round {round}");
+        }
+    }
+
+    #[test]
+    fn a_scoped_slice_is_read_from_the_scope_rank_index_alone() {
+        let conn = conn();
+        let query = RecordQuery {
+            memory_types: MemoryType::ALL.to_vec(),
+            max_sensitivity: Sensitivity::High,
+            scopes: Some(vec!["p1".into(), "p2".into()]),
+            min_salience: 0.0,
+            limit: 10,
+            answer_limit: 10,
+            include_retracted: false,
+            after: None,
+            max_bytes: usize::MAX,
+            filters: Filters::default(),
+            text: None,
+            vector: None,
+            weights: Weights::default(),
+            max_salience: 1.0,
+            scan_records: 4000,
+        };
+        let mut values = Vec::new();
+        let sql = slice_sql(&query, SLICE_COLUMNS, "", &mut values);
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let plan: Vec<String> = stmt
+            .query_map(rusqlite::params_from_iter(values.iter()), |row| row.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let reads: Vec<&String> = plan.iter().filter(|p| p.contains(" r ")).collect();
+        assert!(!reads.is_empty(), "{plan:?}");
+        for read in reads {
+            assert!(
+                read.contains("COVERING INDEX idx_records_scope_rank"),
+                "{plan:?}"
+            );
         }
     }
 }

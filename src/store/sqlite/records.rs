@@ -97,7 +97,7 @@ pub fn retract_current_states(
 ) -> Result<Vec<String>, StoreError> {
     let states = conn
         .prepare_cached(
-            "SELECT key, id FROM records
+            "SELECT key, id FROM records INDEXED BY idx_records_current
              WHERE about = ?1 AND layer = ?2 AND scope IS ?3 AND status <> 'retracted'
                AND sensitivity <= ?4
              ORDER BY key",

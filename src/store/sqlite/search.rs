@@ -545,6 +545,11 @@ mod tests {
         conn.execute_batch(
             "DROP TABLE text_totals; DROP TABLE text_totals_all;
              DROP TABLE topics_to_index;
+             DROP INDEX idx_records_current;
+             DROP INDEX idx_records_scope_rank;
+             CREATE INDEX idx_records_scope_rank
+                 ON records (scope, layer, sensitivity, salience DESC, decays_from DESC)
+                 WHERE status <> 'retracted';
              ALTER TABLE records DROP COLUMN search_length;
              ALTER TABLE records DROP COLUMN search_repeats;
              ALTER TABLE records DROP COLUMN search_terms;
