@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::domain::ingest::{Candidate, IngestContext};
 use crate::domain::policy::{NewRecord, Policy};
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
+use crate::domain::search::analyse_ahead;
 use crate::domain::topic::TopicIngest;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
@@ -90,7 +91,7 @@ impl Handler<Ingest> for Ingestor {
             new_id: &new_record_id,
             key: msg.caller.key.as_deref(),
         };
-        let candidate = (msg.check)(&cx);
+        let candidate = (msg.check)(&cx).map(ahead);
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
@@ -124,7 +125,7 @@ impl Handler<IngestBatch> for Ingestor {
             new_id: &new_record_id,
             key: msg.caller.key.as_deref(),
         };
-        let candidates = (msg.check)(&cx);
+        let candidates = (msg.check)(&cx).map(|all| all.into_iter().map(ahead).collect::<Vec<_>>());
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
@@ -145,7 +146,11 @@ impl Handler<CreateRecord> for Ingestor {
         let now = self.clock.now();
         let record = msg
             .record
-            .into_record(&self.policy, &msg.by, now, new_record_id);
+            .into_record(&self.policy, &msg.by, now, new_record_id)
+            .map(|mut record| {
+                analyse_ahead(&mut record);
+                record
+            });
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
@@ -155,6 +160,15 @@ impl Handler<CreateRecord> for Ingestor {
                 .await
         })
     }
+}
+
+/// A new record's search text analysed here, on the caller's worker, so
+/// that the one writer need not.
+fn ahead(mut candidate: Candidate) -> Candidate {
+    if let Candidate::Create(record) = &mut candidate {
+        analyse_ahead(record);
+    }
+    candidate
 }
 
 /// A topics ingest: placed and stored in one writer job.

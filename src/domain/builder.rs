@@ -95,6 +95,7 @@ impl RecordDraft {
             payload: self.payload,
             audit_log: self.audit_log,
             embedding: self.embedding,
+            searchable: Default::default(),
         };
         record.validate()?;
         record.check_timestamps(now)?;

@@ -168,6 +168,11 @@ pub struct MemoryRecord {
     /// read back with it: retrieval reads stored vectors itself.
     #[serde(skip)]
     pub embedding: Option<Embedding>,
+    /// Its search text analysed ahead of storing it (by whoever prepares
+    /// the write, so the writer need not), used while the text is the
+    /// same. Never part of the record's JSON.
+    #[serde(skip)]
+    pub searchable: crate::domain::search::Ahead,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

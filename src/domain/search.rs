@@ -1,9 +1,11 @@
 //! What a record is about, as text for the full-text index, and a
 //! client's free text turned into a query that index can never fail on.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
-use super::analysis;
+use super::analysis::{self, Analysed};
 use super::payload::{Payload, TaskState};
 use super::record::MemoryRecord;
 
@@ -177,6 +179,60 @@ pub fn any_of(terms: &[impl AsRef<str>]) -> String {
         .join(" OR ")
 }
 
+/// A record's search text, analysed, and the text's hash.
+#[derive(Debug, Clone)]
+pub struct Searchable {
+    pub hash: i64,
+    pub analysed: Arc<Analysed>,
+    /// The search text it was made from.
+    text: Arc<str>,
+}
+
+impl Searchable {
+    /// `record`'s, made now.
+    pub fn analyse(record: &MemoryRecord) -> Searchable {
+        let text = search_text(record);
+        Searchable {
+            hash: text_hash(&text),
+            analysed: Arc::new(analysis::analyse(&text)),
+            text: text.into(),
+        }
+    }
+
+    /// `record`'s: the one made ahead of storing it
+    /// ([`MemoryRecord::searchable`]) while the record's text is still the
+    /// one it was made from, else made now.
+    pub fn of(record: &MemoryRecord) -> Searchable {
+        let text = search_text(record);
+        if let Some(ahead) = &record.searchable.0 {
+            if *ahead.text == *text {
+                return ahead.clone();
+            }
+        }
+        Searchable {
+            hash: text_hash(&text),
+            analysed: Arc::new(analysis::analyse(&text)),
+            text: text.into(),
+        }
+    }
+}
+
+/// Analyses `record`'s search text now, ahead of storing it.
+pub fn analyse_ahead(record: &mut MemoryRecord) {
+    record.searchable = Ahead(Some(Searchable::analyse(record)));
+}
+
+/// [`Searchable`] made ahead of storing a record, off the writer's thread.
+/// Derived from the record, so no part of what it is: any two are equal.
+#[derive(Debug, Clone, Default)]
+pub struct Ahead(pub Option<Searchable>);
+
+impl PartialEq for Ahead {
+    fn eq(&self, _: &Ahead) -> bool {
+        true
+    }
+}
+
 /// A stable 64-bit hash (FNV-1a) of a search text: what an embedding made
 /// from the text remembers of it, to tell when the text has changed.
 pub fn text_hash(text: &str) -> i64 {
@@ -210,6 +266,30 @@ mod tests {
             || "id".into(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn an_analysis_made_ahead_stands_only_for_the_text_it_was_made_from() {
+        let mut fact = record(json!({"type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "deployments", "predicate": "run", "object": "nightly"}}));
+        analyse_ahead(&mut fact);
+        let ahead = fact.searchable.0.clone().unwrap();
+        assert!(Arc::ptr_eq(
+            &Searchable::of(&fact).analysed,
+            &ahead.analysed
+        ));
+        assert_eq!(ahead.hash, text_hash(&search_text(&fact)));
+        assert_eq!(*ahead.analysed, analysis::analyse(&search_text(&fact)));
+        // Changed after it was made: made again, from the text now.
+        fact.tags.push("policies".into());
+        let now = Searchable::of(&fact);
+        assert!(!Arc::ptr_eq(&now.analysed, &ahead.analysed));
+        assert_eq!(*now.analysed, analysis::analyse(&search_text(&fact)));
+        assert!(now.analysed.distinct.contains("polici"));
+        // Not part of what the record is.
+        let mut plain = fact.clone();
+        plain.searchable = Ahead::default();
+        assert_eq!(plain, fact);
     }
 
     #[test]

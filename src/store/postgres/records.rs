@@ -15,7 +15,7 @@ use crate::domain::record::{
     AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
-use crate::domain::search::{search_text, text_hash};
+use crate::domain::search::{search_text, Searchable};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
@@ -153,10 +153,10 @@ impl<'a> NewRows<'a> {
             rows.decays_from
                 .push(decays_from(record, lifecycle.last_reinforced_at));
             rows.abouts.push(record.payload.about());
-            let analysed = analysis::analyse(&search_text(record));
-            rows.texts.push(analysed.text);
+            let analysed = Searchable::of(record).analysed;
+            rows.texts.push(analysed.text.clone());
             rows.search_lengths.push(analysed.length);
-            rows.search_repeats.push(analysed.repeats);
+            rows.search_repeats.push(analysed.repeats.clone());
             rows.curves.push(lifecycle.decay.curve.as_str());
             rows.half_lives.push(lifecycle.decay.half_life_seconds);
             rows.floors.push(lifecycle.decay.min_salience);
@@ -422,8 +422,8 @@ pub fn update_record(
         SalienceChange::Unchanged => None,
         SalienceChange::SetAt(at) => Some(at),
     };
-    let text = search_text(record);
-    let analysed = analysis::analyse(&text);
+    let searchable = Searchable::of(record);
+    let analysed = &searchable.analysed;
     let updated = pg.execute(
         "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5, scope = $6,
              status = $7, created_by = $8, created_at = $9, updated_at = $10, about = $11,
@@ -463,7 +463,7 @@ pub fn update_record(
         "UPDATE payloads SET payload_json = $2 WHERE record_key = $1",
         &[&key, &payload_json(&record.payload)?],
     )?;
-    super::vectors::after_update(pg, key, record, text_hash(&text))?;
+    super::vectors::after_update(pg, key, record, searchable.hash)?;
     for table in [
         "DELETE FROM tags WHERE record_key = $1",
         "DELETE FROM provenance_sources WHERE record_key = $1",
@@ -945,6 +945,7 @@ fn record_from_row(row: &Row) -> Result<MemoryRecord, StoreError> {
         payload,
         audit_log: Vec::new(),
         embedding: None,
+        searchable: Default::default(),
         id,
     })
 }

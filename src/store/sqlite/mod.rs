@@ -3,6 +3,7 @@
 //! `&Connection` (one file per area), gathered behind [`Transaction`].
 
 pub mod backup;
+mod checkpoint;
 pub mod consolidation;
 pub mod filters;
 pub mod keys;
@@ -204,9 +205,11 @@ pub fn open(
         .connection_timeout(Duration::from_secs(10))
         .build(manager)?;
     let key_lookup = KeyLookup(Mutex::new(open_connection(path, reader_options, key)?));
+    let checkpoints =
+        checkpoint::Checkpoints::start(&conn, open_connection(path, reader_options, key)?)?;
     Ok(Opened {
         more_writers: Vec::new(),
-        writer: Box::new(SqliteWriter { conn }),
+        writer: Box::new(SqliteWriter { conn, checkpoints }),
         readers: super::ReadPool::Sqlite(ReadPool(pool)),
         key_lookup: super::KeyLookup::Sqlite(key_lookup),
         applied_migrations,
@@ -280,6 +283,7 @@ impl KeyLookup {
 
 struct SqliteWriter {
     conn: Connection,
+    checkpoints: checkpoint::Checkpoints,
 }
 
 impl SqliteWriter {
@@ -320,7 +324,9 @@ impl WriteConnection for SqliteWriter {
 
     fn commit(&mut self) -> Result<(), StoreError> {
         search::flush(&self.conn)?;
-        self.run("COMMIT")
+        self.run("COMMIT")?;
+        self.checkpoints.after_commit(&self.conn);
+        Ok(())
     }
 
     fn rollback(&mut self) {

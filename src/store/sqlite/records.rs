@@ -628,6 +628,7 @@ fn record_from_row(row: &Row<'_>) -> Result<MemoryRecord, StoreError> {
         payload,
         audit_log: Vec::new(),
         embedding: None,
+        searchable: Default::default(),
     })
 }
 

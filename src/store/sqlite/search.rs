@@ -17,6 +17,7 @@
 //! mirror what the writer does to the transaction.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use chrono::Utc;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -24,7 +25,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::records::load_records;
 use crate::domain::analysis::{self, Analysed};
 use crate::domain::record::{MemoryRecord, Status};
-use crate::domain::search::{search_text, text_hash};
+use crate::domain::search::{text_hash, Searchable};
 use crate::store::StoreError;
 
 /// The full-text tables written through the queue.
@@ -161,7 +162,7 @@ pub fn discard() {
 
 /// What the index and the record's row hold of a record's search text.
 pub struct Indexed {
-    pub analysed: Analysed,
+    pub analysed: Arc<Analysed>,
     /// Who may see the record, as the `facets` column's tokens.
     facets: String,
     /// The hash of the search text (what an embedding made from it
@@ -171,15 +172,15 @@ pub struct Indexed {
 
 impl Indexed {
     pub fn of(record: &MemoryRecord) -> Indexed {
-        let text = search_text(record);
+        let searchable = Searchable::of(record);
         Indexed {
-            analysed: analysis::analyse(&text),
+            analysed: searchable.analysed,
             facets: facets(
                 record.scope.as_deref(),
                 record.memory_type.layer() as i64,
                 record.sensitivity.rank() as i64,
             ),
-            hash: text_hash(&text),
+            hash: searchable.hash,
         }
     }
 }
