@@ -3,14 +3,14 @@
 //! the writer's thread: every write waits while the log's pages are copied
 //! into the database. Here the writer only notes how long the log is and
 //! nudges a checkpointer with a connection of its own, which copies the
-//! log while the next commits go on (WAL allows one of each). What those
-//! commits added, the writer copies itself once the checkpointer is done:
-//! the log is then wholly in the database, so the next write starts it
-//! again from the beginning instead of letting it grow.
+//! log while the next commits go on (WAL allows one of each). Once the
+//! log is long, the writer copies what those commits added itself, after
+//! each commit until the log is wholly in the database and the next write
+//! starts it again from the beginning, instead of letting it grow.
 
 use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
@@ -22,9 +22,9 @@ use super::StoreError;
 /// Log pages at which a checkpoint is asked for (as SQLite's automatic
 /// checkpoint has it), and again after each this many more.
 const CHECKPOINT_PAGES: c_int = 1000;
-/// Log pages at which the writer finishes the checkpointer's work, so
-/// that the log starts again.
-const FINISH_PAGES: c_int = 4 * CHECKPOINT_PAGES;
+/// Log pages from which the writer copies what the checkpointer has not,
+/// so that the log starts again.
+const FINISH_PAGES: c_int = 8 * CHECKPOINT_PAGES;
 
 thread_local! {
     /// The log's length after the last commit on this thread's writer.
@@ -38,15 +38,11 @@ fn note_length(_: &Wal, pages: c_int) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Where the checkpointer is.
-const IDLE: u8 = 0;
-const COPYING: u8 = 1;
-const DONE: u8 = 2;
-
 /// The writer's side: asks for checkpoints as the log grows.
 pub(super) struct Checkpoints {
     nudge: SyncSender<()>,
-    state: Arc<AtomicU8>,
+    /// Whether the checkpointer is at work.
+    copying: Arc<AtomicBool>,
     /// Log pages at which the next checkpoint is asked for.
     next: AtomicI32,
 }
@@ -57,8 +53,8 @@ impl Checkpoints {
     /// when this is dropped.
     pub fn start(writer: &Connection, conn: Connection) -> Result<Checkpoints, StoreError> {
         let (nudge, nudged) = sync_channel(1);
-        let state = Arc::new(AtomicU8::new(IDLE));
-        let theirs = state.clone();
+        let copying = Arc::new(AtomicBool::new(false));
+        let theirs = copying.clone();
         std::thread::Builder::new()
             .name("engram-checkpoint".into())
             .spawn(move || run(conn, nudged, &theirs))
@@ -66,14 +62,15 @@ impl Checkpoints {
         writer.wal_hook(Some(note_length));
         Ok(Checkpoints {
             nudge,
-            state,
+            copying,
             next: AtomicI32::new(CHECKPOINT_PAGES),
         })
     }
 
-    /// After a commit on `writer`: asks for a checkpoint as the log grows,
-    /// and once it is long, finishes what the checkpointer copied (or
-    /// checkpoints itself if the checkpointer is gone). The commit stands
+    /// After a commit on `writer`: asks for a checkpoint as the log grows;
+    /// once it is long, copies what the checkpointer has not, after each
+    /// commit until the log starts again (as SQLite's own checkpoint
+    /// would, but with most of the log copied already). The commit stands
     /// either way, so a failed checkpoint is only logged.
     pub fn after_commit(&self, writer: &Connection) {
         let pages = WAL_PAGES.with(|p| p.replace(0));
@@ -82,17 +79,24 @@ impl Checkpoints {
             self.next.store(CHECKPOINT_PAGES, Ordering::Relaxed);
             return;
         }
-        let finish = match self.state.load(Ordering::Acquire) {
-            DONE if pages >= FINISH_PAGES => true,
-            DONE | IDLE if pages >= self.next.load(Ordering::Relaxed) => {
-                self.next.store(pages + CHECKPOINT_PAGES, Ordering::Relaxed);
-                self.state.store(COPYING, Ordering::Release);
-                self.nudge.try_send(()).is_err()
+        if self.copying.load(Ordering::Acquire) {
+            return;
+        }
+        let here = if pages >= FINISH_PAGES {
+            true
+        } else if pages >= self.next.load(Ordering::Relaxed) {
+            self.next.store(pages + CHECKPOINT_PAGES, Ordering::Relaxed);
+            self.copying.store(true, Ordering::Release);
+            // Gone: the writer copies it all itself.
+            let gone = self.nudge.try_send(()).is_err();
+            if gone {
+                self.copying.store(false, Ordering::Release);
             }
-            _ => false,
+            gone
+        } else {
+            false
         };
-        if finish {
-            self.state.store(IDLE, Ordering::Release);
+        if here {
             if let Err(e) = checkpoint(writer) {
                 tracing::warn!(error = %e, "WAL checkpoint failed; a later commit tries again");
             }
@@ -100,12 +104,12 @@ impl Checkpoints {
     }
 }
 
-fn run(conn: Connection, nudged: Receiver<()>, state: &AtomicU8) {
+fn run(conn: Connection, nudged: Receiver<()>, copying: &AtomicBool) {
     while nudged.recv().is_ok() {
         if let Err(e) = checkpoint(&conn) {
             tracing::warn!(error = %e, "WAL checkpoint failed; the writer tries again");
         }
-        state.store(DONE, Ordering::Release);
+        copying.store(false, Ordering::Release);
     }
 }
 
