@@ -1315,21 +1315,10 @@ mod text_tests {
     fn a_scoped_slice_is_read_from_the_scope_rank_index_alone() {
         let conn = conn();
         let query = RecordQuery {
-            memory_types: MemoryType::ALL.to_vec(),
             max_sensitivity: Sensitivity::High,
             scopes: Some(vec!["p1".into(), "p2".into()]),
-            min_salience: 0.0,
-            limit: 10,
-            answer_limit: 10,
-            include_retracted: false,
-            after: None,
-            max_bytes: usize::MAX,
-            filters: Filters::default(),
-            text: None,
-            vector: None,
-            weights: Weights::default(),
-            max_salience: 1.0,
             scan_records: 4000,
+            ..text_query("deploy", 10)
         };
         let mut values = Vec::new();
         let sql = slice_sql(&query, SLICE_COLUMNS, "", &mut values);
