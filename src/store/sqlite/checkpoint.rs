@@ -169,8 +169,9 @@ mod tests {
             assert!(started.elapsed() < Duration::from_secs(10), "{:?}", log());
             std::thread::sleep(Duration::from_millis(5));
         }
-        // Written on, the log is finished and starts again, rather than
-        // growing.
+        // Written on, the log starts again (the checkpointer may have
+        // copied it all, or the writer finishes past FINISH_PAGES) rather
+        // than growing.
         let mut longest = 0;
         for _ in 0..(4 * FINISH_PAGES) {
             commit();
@@ -188,6 +189,6 @@ mod tests {
             frames < i64::from(CHECKPOINT_PAGES),
             "{frames} (longest {longest})"
         );
-        assert!(longest >= i64::from(FINISH_PAGES), "{longest}");
+        assert!(longest < i64::from(2 * FINISH_PAGES), "{longest}");
     }
 }
