@@ -191,12 +191,7 @@ pub struct Searchable {
 impl Searchable {
     /// `record`'s, made now.
     pub fn analyse(record: &MemoryRecord) -> Searchable {
-        let text = search_text(record);
-        Searchable {
-            hash: text_hash(&text),
-            analysed: Arc::new(analysis::analyse(&text)),
-            text: text.into(),
-        }
+        Searchable::of_text(search_text(record))
     }
 
     /// `record`'s: the one made ahead of storing it
@@ -204,11 +199,13 @@ impl Searchable {
     /// one it was made from, else made now.
     pub fn of(record: &MemoryRecord) -> Searchable {
         let text = search_text(record);
-        if let Some(ahead) = &record.searchable.0 {
-            if *ahead.text == *text {
-                return ahead.clone();
-            }
+        match &record.searchable.0 {
+            Some(ahead) if *ahead.text == *text => ahead.clone(),
+            _ => Searchable::of_text(text),
         }
+    }
+
+    fn of_text(text: String) -> Searchable {
         Searchable {
             hash: text_hash(&text),
             analysed: Arc::new(analysis::analyse(&text)),
