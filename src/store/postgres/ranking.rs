@@ -223,12 +223,60 @@ impl RankingSource for Source<'_> {
 
     fn slice(
         &self,
-        _query: &RecordQuery,
-        _terms: &[String],
+        query: &RecordQuery,
+        terms: &[String],
     ) -> Result<Option<Vec<Vec<Posting>>>, StoreError> {
-        // The search index answers with the caller's facets: no slice to
-        // read whole.
-        Ok(None)
+        let mut found: Vec<Vec<Posting>> = vec![Vec::new(); terms.len()];
+        if terms.is_empty() {
+            return Ok(Some(found));
+        }
+        // The caller's records are found by the facets of who may see them
+        // (for a caller limited to scopes, a few short lists of the search
+        // index; the long list of a type would cost more than it saves),
+        // and each term is tested on those rows rather than looked up in
+        // its list of everyone's records. `OFFSET 0` keeps the terms out
+        // of the index scan.
+        let mut c = Conditions::visible(query, Rows::Records);
+        if query.scopes.is_some() {
+            let every: Vec<i64> = MemoryType::ALL.iter().map(|t| t.layer() as i64).collect();
+            c.facets_of(query, &every, None);
+        } else {
+            c.facets(query, None);
+        }
+        let mut has = Vec::with_capacity(terms.len());
+        for (i, term) in terms.iter().enumerate() {
+            let p = c.param(term_query(term));
+            has.push(format!(
+                "r.search @@ (SELECT to_tsquery('simple', {p})) AS t{i}"
+            ));
+        }
+        let any: Vec<String> = (0..terms.len()).map(|i| format!("m.t{i}")).collect();
+        let sql = format!(
+            "SELECT m.key, m.layer, d.salience, d.decays_from, m.search_length, m.search_repeats,
+                    {}
+             FROM (SELECT r.key, r.layer, r.search_length, r.search_repeats, {}
+                   FROM records r WHERE {} OFFSET 0) m
+             JOIN decay_profiles d ON d.record_key = m.key
+             WHERE {}",
+            any.join(", "),
+            has.join(", "),
+            c.clause,
+            any.join(" OR "),
+        );
+        for row in self.pg.query(&sql, &c.params())? {
+            let stored = stored(&row)?;
+            let length: i64 = row.try_get(4)?;
+            let repeats: Option<&str> = row.try_get(5)?;
+            for (i, term) in terms.iter().enumerate() {
+                if row.try_get::<_, bool>(6 + i)? {
+                    found[i].push(Posting::of(stored, length, repeats, term));
+                }
+            }
+        }
+        for postings in &mut found {
+            postings.sort_unstable_by_key(|p| std::cmp::Reverse(p.stored.key));
+        }
+        Ok(Some(found))
     }
 
     fn totals(&self, query: &RecordQuery) -> Result<Totals, StoreError> {
@@ -269,7 +317,9 @@ impl RankingSource for Source<'_> {
         query: &RecordQuery,
         vector: &QueryVector,
     ) -> Result<Vec<VectorHit>, StoreError> {
-        let mut c = Conditions::visible(query, Rows::Records);
+        // On the profiles' copies of the visibility: the records are read
+        // only for what a filter asks of them.
+        let mut c = Conditions::visible(query, Rows::Profiles);
         // The vectors' own copies of the visibility, which their index by
         // scope answers: the caller's vectors are read, not everyone's.
         let p = c.param(layers(query));
@@ -284,9 +334,8 @@ impl RankingSource for Source<'_> {
             c.and(&format!("(v.scope = ANY({p}) OR v.scope IS NULL)"));
         }
         let sql = format!(
-            "SELECT r.key, r.layer, d.salience, d.decays_from, v.norm, v.vector
-             FROM record_vectors v JOIN records r ON r.key = v.record_key
-                  JOIN decay_profiles d ON d.record_key = v.record_key
+            "SELECT d.record_key, d.layer, d.salience, d.decays_from, v.norm, v.vector
+             FROM record_vectors v JOIN decay_profiles d ON d.record_key = v.record_key
              WHERE {}",
             c.clause
         );
@@ -402,9 +451,14 @@ fn read_postings(
         .collect()
 }
 
+/// A search query's text for records with `term` (an analyser's term).
+fn term_query(term: &str) -> String {
+    format!("'{}'", term.replace('\'', "''"))
+}
+
 /// Adds the condition that records have `term` (an analyser's term).
 fn matching(c: &mut Conditions, term: &str) {
-    let p = c.param(format!("'{}'", term.replace('\'', "''")));
+    let p = c.param(term_query(term));
     // As a subquery the planner does not estimate the query from the
     // search column's statistics (thousands of lexemes, read at every
     // planning): the index answers it whatever the estimate.
@@ -583,8 +637,13 @@ impl Conditions {
     /// facets must have, as a condition the search index answers (the
     /// conditions of [`Conditions::visible`] still decide).
     fn facets(&mut self, query: &RecordQuery, window: Option<Window>) {
+        self.facets_of(query, &layers(query), window);
+    }
+
+    /// [`Conditions::facets`] with `layers` for the query's types.
+    fn facets_of(&mut self, query: &RecordQuery, layers: &[i64], window: Option<Window>) {
         let tokens = visible_tokens(
-            &layers(query),
+            layers,
             query.max_sensitivity.rank() as i64,
             query.scopes.as_deref(),
             query.include_retracted,
