@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes every operation of the API document against a live server with
-# schemathesis (from PyPI, into a virtual environment under target/): no
-# answer may be a 5xx, and every answer must be one the document lists,
+# Validates the API document (openapi-spec-validator), then fuzzes every
+# operation of it against a live server with schemathesis (both from PyPI,
+# into virtual environments under target/): no answer may be a 5xx, and every answer must be one the document lists,
 # with the body, type and headers it gives. The server has a new database
 # and an admin key with a high rate, so every route is reached.
 #
@@ -11,8 +11,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . tests/live.sh
-python_env schemathesis-venv schemathesis==4.32.5
 live_server fuzz 100000
+
+# The document itself first: valid OpenAPI 3.1 (unique operation ids,
+# resolvable references, schemas of the right form), as client generators
+# need it.
+python_env openapi-venv openapi-spec-validator==0.9.0
+curl -fsS "$url/openapi.json" -o "$work/openapi.json"
+"$venv/bin/openapi-spec-validator" "$work/openapi.json"
+
+python_env schemathesis-venv schemathesis==4.32.5
 
 "$venv/bin/schemathesis" run "$url/openapi.json" \
   --header "Authorization: Bearer $secret" \

@@ -29,6 +29,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 #[utoipa::path(
     get,
     path = "/healthz",
+    operation_id = "checkLiveness",
     tag = "health",
     summary = "Liveness: the process serves HTTP",
     responses((status = 200, description = "Up", body = HealthBody, example = json!({"status": "ok"})))
@@ -41,6 +42,7 @@ async fn healthz() -> HttpResponse {
 #[utoipa::path(
     get,
     path = "/readyz",
+    operation_id = "checkReadiness",
     tag = "health",
     summary = "Readiness: the database answers",
     responses((status = 200, description = "Ready", body = HealthBody, example = json!({"status": "ready"})))

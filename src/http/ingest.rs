@@ -71,6 +71,7 @@ async fn ingest(
 #[utoipa::path(
     post,
     path = "/v1/ingest/event",
+    operation_id = "ingestEvent",
     tag = "ingest",
     summary = "Ingest an event (episodic)",
     request_body = EventRequest,
@@ -93,6 +94,7 @@ async fn event(
 #[utoipa::path(
     post,
     path = "/v1/ingest/tool-output",
+    operation_id = "ingestToolOutput",
     tag = "ingest",
     summary = "Ingest a tool output (episodic)",
     request_body = ToolOutputRequest,
@@ -115,6 +117,7 @@ async fn tool_output(
 #[utoipa::path(
     post,
     path = "/v1/ingest/observation",
+    operation_id = "ingestObservation",
     tag = "ingest",
     summary = "Ingest an observation (a semantic fact)",
     request_body = ObservationRequest,
@@ -138,10 +141,16 @@ async fn observation(
 #[utoipa::path(
     post,
     path = "/v1/ingest/outcome",
+    operation_id = "ingestOutcome",
     tag = "ingest",
-    summary = "Record the outcome of a competence or plan",
+    summary = "Record the outcome of an episode",
+    description = "Sets `payload.outcome` on an existing episodic record, adds an `outcome` provenance source and a `revise` audit entry; confidence is left as it is.",
     request_body = OutcomeRequest,
-    responses((status = 200, description = "The record with its outcome counted", body = RecordBody), (status = 404, description = "No such record the caller may see", body = ErrorBody))
+    responses(
+        (status = 200, description = "The episode with its outcome", body = RecordBody),
+        (status = 404, description = "No such record the caller may see", body = ErrorBody),
+        (status = 409, description = "The record is not episodic (`failed_precondition`)", body = ErrorBody),
+    )
 )]
 async fn outcome(
     state: web::Data<AppState>,
@@ -154,6 +163,7 @@ async fn outcome(
 #[utoipa::path(
     post,
     path = "/v1/ingest/working-state",
+    operation_id = "ingestWorkingState",
     tag = "ingest",
     summary = "Set a thread's working state",
     request_body = WorkingStateRequest,
@@ -176,10 +186,16 @@ async fn working_state(
 #[utoipa::path(
     post,
     path = "/v1/ingest/batch",
+    operation_id = "ingestBatch",
     tag = "ingest",
     summary = "Ingest several items in one transaction",
+    description = "All or nothing: when an item is invalid or fails in storage, nothing is stored and the error names the item (`items[3].source: …`).",
     request_body = BatchRequest,
-    responses((status = 201, description = "The records stored, in the order of the items", body = RecordsBody))
+    responses(
+        (status = 201, description = "The records stored, in the order of the items", body = RecordsBody),
+        (status = 404, description = "An outcome item's record does not exist or the caller may not see it", body = ErrorBody),
+        (status = 409, description = "An outcome item's record is not episodic (`failed_precondition`)", body = ErrorBody),
+    )
 )]
 async fn batch(
     state: web::Data<AppState>,

@@ -58,6 +58,7 @@ fn job_name(name: &str) -> Result<JobName, ApiError> {
 #[utoipa::path(
     get,
     path = "/v1/jobs",
+    operation_id = "listJobs",
     tag = "jobs",
     summary = "The maintenance jobs, their schedules and last runs",
     responses((status = 200, description = "Every job", body = JobsBody, example = json!({"jobs": [
@@ -75,6 +76,7 @@ async fn list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 #[utoipa::path(
     put,
     path = "/v1/jobs/{name}",
+    operation_id = "updateJob",
     tag = "jobs",
     summary = "Change a job's schedule or turn it on or off",
     params(("name" = String, Path, description = "`decay` or `consolidation`")),
@@ -101,6 +103,7 @@ async fn update(
 #[utoipa::path(
     post,
     path = "/v1/jobs/{name}/run",
+    operation_id = "runJob",
     tag = "jobs",
     summary = "Run a job now and wait for its result",
     params(("name" = String, Path, description = "`decay` or `consolidation`")),

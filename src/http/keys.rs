@@ -58,6 +58,7 @@ struct KeysBody {
 #[utoipa::path(
     post,
     path = "/v1/keys",
+    operation_id = "createKey",
     tag = "keys",
     summary = "Make an API key",
     request_body = CreateKeyBody,
@@ -96,6 +97,7 @@ async fn create(
 #[utoipa::path(
     get,
     path = "/v1/keys",
+    operation_id = "listKeys",
     tag = "keys",
     summary = "Every API key within the calling key's grant, revoked ones too (never their secrets)",
     responses((status = 200, description = "The keys", body = KeysBody, example = json!({"keys": [{"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50.0, "created_at": "2026-01-15T10:30:00Z", "revoked_at": null}]})))
@@ -111,6 +113,7 @@ async fn list(state: web::Data<AppState>, access: Access) -> Result<HttpResponse
 #[utoipa::path(
     delete,
     path = "/v1/keys/{name}",
+    operation_id = "revokeKey",
     tag = "keys",
     summary = "Revoke an API key",
     params(("name" = String, Path, description = "The key's name")),

@@ -92,6 +92,7 @@ fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
 #[utoipa::path(
     post,
     path = "/mcp",
+    operation_id = "callMcp",
     tag = "mcp",
     summary = "Model Context Protocol (streamable HTTP, JSON answers)",
     description = "A JSON-RPC 2.0 message. Requests (`initialize`, `ping`, `tools/list`, `tools/call`) are answered with one JSON-RPC response; notifications with 202 and no body. Each tool needs the role of the route it stands for.",

@@ -27,6 +27,7 @@ async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
 #[utoipa::path(
     get,
     path = "/v1/metrics",
+    operation_id = "getMemoryMetrics",
     tag = "metrics",
     summary = "Memory aggregates: counts by type, sensitivity and status, salience",
     responses((status = 200, description = "The aggregates", body = MemoryStats, example = json!({
@@ -49,6 +50,7 @@ async fn memory(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 #[utoipa::path(
     get,
     path = "/metrics",
+    operation_id = "getPrometheusMetrics",
     tag = "metrics",
     summary = "Everything, in the Prometheus text format",
     responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain",

@@ -34,7 +34,7 @@ use super::{health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisio
     info(
         title = "engram",
         description = "A memory service that many agents share: typed memory, trust-gated retrieval, atomic revisions, scheduled decay and consolidation.",
-        license(name = "MIT OR Apache-2.0"),
+        license(name = "MIT", identifier = "MIT"),
     ),
     paths(
         openapi_json,
@@ -122,6 +122,7 @@ pub fn is_public(path: &str) -> bool {
 #[utoipa::path(
     get,
     path = "/openapi.json",
+    operation_id = "getApiDocument",
     tag = "meta",
     summary = "This document (OpenAPI 3.1)",
     responses((status = 200, description = "The document", content_type = "application/json",
@@ -334,6 +335,26 @@ mod tests {
             })
             .sum();
         assert_eq!(operations, endpoints.len(), "operations without a route");
+    }
+
+    #[test]
+    fn every_operation_has_an_id_of_its_own() {
+        let mut seen = std::collections::HashMap::new();
+        for endpoint in super::super::endpoints() {
+            let op = operation(document(), &endpoint.method, endpoint.path).unwrap();
+            let at = format!("{} {}", endpoint.method, endpoint.path);
+            let id = op.operation_id.clone().unwrap_or_default();
+            // Client generators make a method of each: camelCase, named
+            // for the resource as well as the verb.
+            assert!(
+                id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                    && id.chars().all(|c| c.is_ascii_alphanumeric()),
+                "{at}: operationId {id:?}"
+            );
+            if let Some(other) = seen.insert(id.clone(), at.clone()) {
+                panic!("{at} and {other} share the operationId {id:?}");
+            }
+        }
     }
 
     #[test]

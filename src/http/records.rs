@@ -78,6 +78,7 @@ pub(super) fn refuse_import(
 #[utoipa::path(
     post,
     path = "/v1/records",
+    operation_id = "createRecord",
     tag = "records",
     summary = "Store a whole record, completed by policy",
     request_body = NewRecord,
@@ -108,6 +109,7 @@ async fn create(
 #[utoipa::path(
     post,
     path = "/v1/records/{id}/reinforce",
+    operation_id = "reinforceRecord",
     tag = "records",
     summary = "Raise a record's salience (feedback)",
     params(("id" = String, Path, description = "The record's id")),
@@ -130,6 +132,7 @@ async fn reinforce(
 #[utoipa::path(
     post,
     path = "/v1/records/{id}/penalize",
+    operation_id = "penalizeRecord",
     tag = "records",
     summary = "Lower a record's salience (feedback)",
     params(("id" = String, Path, description = "The record's id")),
@@ -157,6 +160,7 @@ struct ChainBody {
 #[utoipa::path(
     post,
     path = "/v1/records/{id}/history",
+    operation_id = "getRecordHistory",
     tag = "records",
     summary = "A record's revision chain, oldest first",
     params(("id" = String, Path, description = "The record's id")),

@@ -34,6 +34,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 #[utoipa::path(
     post,
     path = "/v1/retrieve",
+    operation_id = "retrieve",
     tag = "retrieve",
     summary = "Layered, trust-gated retrieval",
     request_body = RetrieveRequest,
@@ -64,6 +65,7 @@ pub(super) async fn retrieved(
 #[utoipa::path(
     post,
     path = "/v1/retrieve/{id}",
+    operation_id = "retrieveById",
     tag = "retrieve",
     summary = "One record by id",
     params(("id" = String, Path, description = "The record's id")),
@@ -102,6 +104,7 @@ pub(super) async fn record_by_id(
 #[utoipa::path(
     post,
     path = "/v1/retrieve/graph",
+    operation_id = "retrieveGraph",
     tag = "retrieve",
     summary = "Ranked records and their neighbours through relations and topic links",
     request_body = GraphRequest,

@@ -62,6 +62,7 @@ pub(super) async fn revise(
 #[utoipa::path(
     post,
     path = "/v1/revisions/supersede",
+    operation_id = "supersedeRecord",
     tag = "revisions",
     summary = "Replace a record with a new version",
     request_body = SupersedeRequest,
@@ -84,6 +85,7 @@ async fn supersede(
 #[utoipa::path(
     post,
     path = "/v1/revisions/fork",
+    operation_id = "forkRecord",
     tag = "revisions",
     summary = "Make a variant of a record beside it",
     request_body = ForkRequest,
@@ -106,6 +108,7 @@ async fn fork(
 #[utoipa::path(
     post,
     path = "/v1/revisions/retract",
+    operation_id = "retractRecord",
     tag = "revisions",
     summary = "Withdraw a record",
     request_body = RetractRequest,
@@ -128,6 +131,7 @@ async fn retract(
 #[utoipa::path(
     post,
     path = "/v1/revisions/merge",
+    operation_id = "mergeRecords",
     tag = "revisions",
     summary = "Merge records into one",
     request_body = MergeRequest,
@@ -150,6 +154,7 @@ async fn merge(
 #[utoipa::path(
     post,
     path = "/v1/revisions/contest",
+    operation_id = "contestRecord",
     tag = "revisions",
     summary = "Record a contradiction of a record",
     request_body = ContestRequest,

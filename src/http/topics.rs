@@ -106,6 +106,7 @@ pub(super) struct IngestBody {
 #[utoipa::path(
     post,
     path = "/v1/topics/ingest",
+    operation_id = "ingestTopic",
     tag = "topics",
     summary = "Place an observation: a new topic, an extension, a field version, or where it fits",
     request_body = IngestBody,
@@ -213,6 +214,7 @@ async fn change<T: Send + 'static>(
 #[utoipa::path(
     post,
     path = "/v1/topics/{id}/view",
+    operation_id = "viewTopic",
     tag = "topics",
     summary = "A topic with its fields and edges, now or at an instant",
     params(("id" = String, Path, description = "The topic's id")),
@@ -276,6 +278,7 @@ struct TopicsBody {
 #[utoipa::path(
     post,
     path = "/v1/topics/query",
+    operation_id = "queryTopics",
     tag = "topics",
     summary = "Topics by text or vector, with neighbours and histories",
     request_body = QueryBody,
@@ -339,6 +342,7 @@ struct VersionsBody {
 #[utoipa::path(
     post,
     path = "/v1/topics/{id}/fields/{name}/history",
+    operation_id = "getTopicFieldHistory",
     tag = "topics",
     summary = "Every version of one field, oldest first",
     params(("id" = String, Path, description = "The topic's id"), ("name" = String, Path, description = "The field's name")),
@@ -391,6 +395,7 @@ fn edge_change(id: String, body: &EdgeChangeBody) -> Result<(String, String, Str
 #[utoipa::path(
     post,
     path = "/v1/topics/{id}/edges",
+    operation_id = "addTopicEdge",
     tag = "topics",
     summary = "Add a typed edge from this topic",
     params(("id" = String, Path, description = "The topic's id")),
@@ -422,6 +427,7 @@ struct RemovedBody {
 #[utoipa::path(
     delete,
     path = "/v1/topics/{id}/edges",
+    operation_id = "removeTopicEdge",
     tag = "topics",
     summary = "Remove a typed edge from this topic",
     params(("id" = String, Path, description = "The topic's id")),
@@ -448,6 +454,7 @@ async fn remove_edge(
 #[utoipa::path(
     post,
     path = "/v1/topics/{id}/archive",
+    operation_id = "archiveTopic",
     tag = "topics",
     summary = "Archive a topic",
     params(("id" = String, Path, description = "The topic's id")),
