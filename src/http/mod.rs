@@ -202,7 +202,7 @@ fn method_not_allowed(req: &HttpRequest, allow: &str) -> HttpResponse {
 
 /// A resource with a route for each method; other methods get a JSON 405
 /// with an `Allow` header. A GET route answers HEAD too.
-fn public_resource(path: &str, routes: Vec<(Method, Route)>) -> Resource {
+pub(super) fn public_resource(path: &str, routes: Vec<(Method, Route)>) -> Resource {
     let mut resource = web::resource(path);
     let mut allowed = Vec::new();
     for (method, route) in routes {

@@ -7,7 +7,7 @@
 //! key a route needs (from the role in the route table), and the error
 //! answers any request can get.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
@@ -17,13 +17,13 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{Content, OpenApi as Document, Ref, ResponseBuilder};
 use utoipa::openapi::{ObjectBuilder, RefOr};
 use utoipa::{Modify, OpenApi};
-use utoipa_swagger_ui::{Config, SwaggerUi};
+use utoipa_swagger_ui::Config;
 
 use super::Endpoint;
 use crate::domain::payload::{
     CompetencePayload, EpisodicPayload, Payload, PlanGraphPayload, SemanticPayload, WorkingPayload,
 };
-use crate::error::{Code, ErrorBody};
+use crate::error::{ApiError, Code, ErrorBody};
 
 // The handlers' modules are private to `http`; their paths are named
 // through `super`.
@@ -104,14 +104,38 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
 }
 
 /// The page at `/docs/` (and `/docs`, sent on to it), reading
-/// `/openapi.json`.
+/// `/openapi.json`; its files are built into the binary.
 pub(super) fn configure_ui(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/docs").route(web::get().to(|| async {
-        HttpResponse::PermanentRedirect()
-            .insert_header(("Location", "/docs/"))
-            .finish()
-    })))
-    .service(SwaggerUi::new("/docs/{_:.*}").config(Config::from("/openapi.json")));
+    cfg.service(super::public_resource(
+        "/docs",
+        vec![(
+            Method::GET,
+            web::route().to(|| async {
+                HttpResponse::PermanentRedirect()
+                    .insert_header(("Location", "/docs/"))
+                    .finish()
+            }),
+        )],
+    ))
+    .service(super::public_resource(
+        "/docs/{file:.*}",
+        vec![(Method::GET, web::route().to(docs_file))],
+    ));
+}
+
+async fn docs_file(file: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    static CONFIG: OnceLock<Arc<Config<'static>>> = OnceLock::new();
+    let config = CONFIG.get_or_init(|| Arc::new(Config::from("/openapi.json")));
+    match utoipa_swagger_ui::serve(&file, config.clone()) {
+        Ok(Some(found)) => Ok(HttpResponse::Ok()
+            .content_type(found.content_type)
+            .body(found.bytes.into_owned())),
+        Ok(None) => Err(ApiError::new(
+            Code::NotFound,
+            format!("no file /docs/{file}"),
+        )),
+        Err(e) => Err(ApiError::new(Code::Internal, e.to_string())),
+    }
 }
 
 /// Whether `path` is the API document or its page: anyone may read them.
