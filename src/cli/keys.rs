@@ -118,6 +118,22 @@ fn new_key(flags: &[(String, String)]) -> Result<NewKey, String> {
 /// Runs the command on the settings' database; answers what to print.
 pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, String> {
     let storage = &settings.storage;
+    // A relative path names a file under the directory the command runs
+    // in: say which file, and never make one just to list or revoke.
+    let mut used = format!("database {}", storage.database_name());
+    if storage.backend == crate::config::Backend::Sqlite {
+        let path = std::path::absolute(&storage.db_path).unwrap_or(storage.db_path.clone());
+        used = format!("database {}", path.display());
+        if !path.exists() {
+            if !matches!(command, KeysCommand::Create(_)) {
+                return Err(format!(
+                    "no database at {} (storage.db_path, ENGRAM_DB_PATH or --config)",
+                    path.display()
+                ));
+            }
+            used.push_str(" (new)");
+        }
+    }
     let opened = store::open(
         storage,
         settings.retrieval.embedding_dimensions(),
@@ -126,6 +142,7 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
     .map_err(|e| format!("cannot open {}: {e}", storage.database_name()))?;
     let mut conn = opened.writer;
     let now = Utc::now();
+    let default_rate = settings.auth.default_rate;
     let pepper = match &command {
         KeysCommand::Create(_) => Some(auth::pepper(settings).map_err(|e| e.to_string())?),
         _ => None,
@@ -139,11 +156,11 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
                 format!(
                     "created key {}\n{}\nThe secret is shown once; engram keeps only its hash.\n{secret}\n",
                     key.name,
-                    describe(&key)
+                    describe(&key, default_rate)
                 )
             })
         }
-        KeysCommand::List => keys::list(tx, &Access::Open).map(|all| render(&all)),
+        KeysCommand::List => keys::list(tx, &Access::Open).map(|all| render(&all, default_rate)),
         KeysCommand::Revoke(name) => {
             keys::revoke(tx, &Access::Open, &name, now).map(|(_, was_active)| {
                 if was_active {
@@ -157,7 +174,7 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
     match output {
         Ok(text) => {
             conn.commit().map_err(|e| e.to_string())?;
-            Ok(text)
+            Ok(format!("{used}\n{text}"))
         }
         Err(e) => {
             conn.rollback();
@@ -169,16 +186,17 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
     }
 }
 
-fn describe(key: &ApiKey) -> String {
+fn describe(key: &ApiKey, default_rate: f64) -> String {
     let roles: Vec<&str> = key.grant.roles.iter().map(|r| r.as_str()).collect();
     let scopes = if key.grant.scopes.is_empty() {
         "every scope".to_string()
     } else {
         key.grant.scopes.join(", ")
     };
-    let rate = key
-        .rate
-        .map_or("default rate".to_string(), |r| format!("{r} requests/s"));
+    let rate = match key.rate {
+        Some(rate) => format!("{rate} requests/s"),
+        None => format!("{default_rate} requests/s (auth.default_rate)"),
+    };
     format!(
         "roles {}; up to {}; {scopes}; {rate}",
         roles.join(","),
@@ -186,7 +204,7 @@ fn describe(key: &ApiKey) -> String {
     )
 }
 
-fn render(keys: &[ApiKey]) -> String {
+fn render(keys: &[ApiKey], default_rate: f64) -> String {
     if keys.is_empty() {
         return "no keys\n".to_string();
     }
@@ -196,7 +214,7 @@ fn render(keys: &[ApiKey]) -> String {
                 Some(at) => format!("revoked {}", format_rfc3339(&at)),
                 None => format!("created {}", format_rfc3339(&key.created_at)),
             };
-            format!("{}\t{}\t{state}\n", key.name, describe(key))
+            format!("{}\t{}\t{state}\n", key.name, describe(key, default_rate))
         })
         .collect()
 }

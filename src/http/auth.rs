@@ -83,6 +83,11 @@ impl Gatekeeper {
     }
 
     /// The pepper new keys' secrets are hashed with.
+    /// The rate of a key that has none of its own (`auth.default_rate`).
+    pub fn default_rate(&self) -> f64 {
+        self.default_rate
+    }
+
     pub fn pepper(&self) -> &Pepper {
         &self.pepper
     }

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::Gatekeeper;
 use super::{AppState, Endpoint, JsonBody};
-use crate::domain::access::{check_key_name, Access, ApiKey, Role};
+use crate::domain::access::{check_key_name, Access, ApiKey, Grant, Role};
 use crate::domain::record::Sensitivity;
+use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::service::keys::{self, NewKey};
 
@@ -38,21 +39,54 @@ struct CreateKeyBody {
     rate: Option<f64>,
 }
 
+/// A key as answered: its rate is the one it is held to, its own or the
+/// configured default.
+#[derive(Serialize, utoipa::ToSchema)]
+struct KeyView {
+    name: String,
+    #[serde(flatten)]
+    grant: Grant,
+    /// Requests per second.
+    rate: f64,
+    /// Whether `rate` is `auth.default_rate` (the key has none of its own,
+    /// so it follows the setting).
+    rate_is_default: bool,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    created_at: Timestamp,
+    #[serde(with = "crate::domain::time::rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    revoked_at: Option<Timestamp>,
+}
+
+impl KeyView {
+    fn of(key: ApiKey, gate: &Gatekeeper) -> KeyView {
+        KeyView {
+            name: key.name,
+            grant: key.grant,
+            rate: key.rate.unwrap_or(gate.default_rate()),
+            rate_is_default: key.rate.is_none(),
+            created_at: key.created_at,
+            revoked_at: key.revoked_at,
+        }
+    }
+}
+
 #[derive(Serialize, utoipa::ToSchema)]
 struct CreatedBody {
-    key: ApiKey,
+    key: KeyView,
     /// Shown this once; only its hash is kept.
     secret: String,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct KeyBody {
-    key: ApiKey,
+    key: KeyView,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct KeysBody {
-    keys: Vec<ApiKey>,
+    keys: Vec<KeyView>,
 }
 
 #[utoipa::path(
@@ -91,7 +125,10 @@ async fn create(
         .await?;
     gate.key_created();
     tracing::info!(key = %key.name, "API key created");
-    Ok(HttpResponse::build(StatusCode::CREATED).json(CreatedBody { key, secret }))
+    Ok(HttpResponse::build(StatusCode::CREATED).json(CreatedBody {
+        key: KeyView::of(key, &gate),
+        secret,
+    }))
 }
 
 #[utoipa::path(
@@ -100,11 +137,20 @@ async fn create(
     operation_id = "listKeys",
     tag = "keys",
     summary = "Every API key within the calling key's grant, revoked ones too (never their secrets)",
-    responses((status = 200, description = "The keys", body = KeysBody, example = json!({"keys": [{"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50.0, "created_at": "2026-01-15T10:30:00Z", "revoked_at": null}]})))
+    responses((status = 200, description = "The keys", body = KeysBody, example = json!({"keys": [{"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50.0, "rate_is_default": false, "created_at": "2026-01-15T10:30:00Z", "revoked_at": null}]})))
 )]
-async fn list(state: web::Data<AppState>, access: Access) -> Result<HttpResponse, ApiError> {
+async fn list(
+    state: web::Data<AppState>,
+    gate: web::Data<Gatekeeper>,
+    access: Access,
+) -> Result<HttpResponse, ApiError> {
     let keys = state.reader.read(move |tx| keys::list(tx, &access)).await?;
-    Ok(HttpResponse::Ok().json(KeysBody { keys }))
+    Ok(HttpResponse::Ok().json(KeysBody {
+        keys: keys
+            .into_iter()
+            .map(|key| KeyView::of(key, &gate))
+            .collect(),
+    }))
 }
 
 /// Revokes the key (at once: the next request with it is refused) and
@@ -117,10 +163,11 @@ async fn list(state: web::Data<AppState>, access: Access) -> Result<HttpResponse
     tag = "keys",
     summary = "Revoke an API key",
     params(("name" = String, Path, description = "The key's name")),
-    responses((status = 200, description = "The key, revoked", body = KeyBody, example = json!({"key": {"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50.0, "created_at": "2026-01-15T10:30:00Z", "revoked_at": "2026-02-01T09:00:00Z"}})), (status = 404, description = "No such key", body = ErrorBody))
+    responses((status = 200, description = "The key, revoked", body = KeyBody, example = json!({"key": {"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50.0, "rate_is_default": false, "created_at": "2026-01-15T10:30:00Z", "revoked_at": "2026-02-01T09:00:00Z"}})), (status = 404, description = "No such key", body = ErrorBody))
 )]
 async fn revoke(
     state: web::Data<AppState>,
+    gate: web::Data<Gatekeeper>,
     access: Access,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
@@ -132,5 +179,7 @@ async fn revoke(
         .write(move |tx| keys::revoke(tx, &access, &name, now))
         .await?;
     tracing::info!(key = %key.name, "API key revoked");
-    Ok(HttpResponse::Ok().json(KeyBody { key }))
+    Ok(HttpResponse::Ok().json(KeyBody {
+        key: KeyView::of(key, &gate),
+    }))
 }

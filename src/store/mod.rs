@@ -532,6 +532,11 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
+    #[error("cannot create the database file {path}: {source}")]
+    File {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 /// An opened database: the writer's connection (migrated), the further

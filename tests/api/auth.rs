@@ -155,6 +155,11 @@ async fn admins_list_and_revoke_keys_over_http() {
     let made = &body["keys"][0];
     assert_eq!(made["roles"], json!(["read"]), "read by default");
     assert_eq!(made["max_sensitivity"], "low", "low by default");
+    // The rate it is held to: the setting's, as it has none of its own.
+    assert_eq!(made["rate"], json!(100.0), "auth.default_rate");
+    assert_eq!(made["rate_is_default"], json!(true));
+    assert_eq!(body["keys"][1]["rate"], json!(1e6));
+    assert_eq!(body["keys"][1]["rate_is_default"], json!(false));
 
     let (status, body, _) = app
         .send("POST", "/v1/retrieve", Some(&json!({})), Some(&reader))

@@ -42,12 +42,15 @@ fn keys_are_made_listed_and_revoked_and_only_a_hash_is_kept() {
         let pepper = dir.path().join("engram.db.pepper");
         let mode = std::fs::metadata(&pepper).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        // The database too (its log and shared memory take its mode).
+        let mode = std::fs::metadata(&db).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     let out = keys(&db, &["list"]);
     let listed = stdout(&out);
     assert!(
-        listed.starts_with("indexer\troles write; up to low; a; 20 requests/s"),
+        listed.contains("\nindexer\troles write; up to low; a; 20 requests/s"),
         "{listed}"
     );
     assert!(!listed.contains(&secret));
@@ -87,4 +90,41 @@ fn keys_are_made_listed_and_revoked_and_only_a_hash_is_kept() {
     let out = keys(&db, &["create", "--name", "x", "--role", "root"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown role"));
+}
+
+/// `engram keys` says which database it used, never makes one just to
+/// list or revoke, and shows the rate a key without one is held to.
+#[test]
+fn keys_name_their_database_and_list_nothing_from_a_missing_one() {
+    if crate::helpers::postgres_admin_url().is_some() {
+        return; // the SQLite file's path is what this is about
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("engram.db");
+    for command in [&["list"][..], &["revoke", "ops"]] {
+        let out = keys(&db, command);
+        assert_eq!(out.status.code(), Some(1), "{command:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("no database at {}", db.display())),
+            "{err}"
+        );
+        assert!(!db.exists(), "{command:?} made a database");
+    }
+    let out = keys(&db, &["create", "--name", "ops"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!("database {} (new)\n", db.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains("100 requests/s (auth.default_rate)"),
+        "{text}"
+    );
+    let listed = stdout(&keys(&db, &["list"]));
+    assert!(
+        listed.starts_with(&format!("database {}\n", db.display())),
+        "{listed}"
+    );
 }

@@ -156,6 +156,10 @@ class ApiKey:
     scopes: List[str]
     created_at: str
     revoked_at: Optional[str] = None
+    #: Requests per second the key is held to: its own, or the server's
+    #: ``auth.default_rate`` when ``rate_is_default``.
+    rate: Optional[float] = None
+    rate_is_default: bool = False
     raw: Json = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -164,7 +168,8 @@ class ApiKey:
         return cls(name=data["name"], roles=list(grant.get("roles", [])),
                    max_sensitivity=grant.get("max_sensitivity", ""),
                    scopes=list(grant.get("scopes", [])), created_at=data["created_at"],
-                   revoked_at=data.get("revoked_at"), raw=data)
+                   revoked_at=data.get("revoked_at"), rate=data.get("rate"),
+                   rate_is_default=bool(data.get("rate_is_default", False)), raw=data)
 
 
 @dataclass

@@ -143,6 +143,21 @@ fn open_connection(
             source,
         })?;
     }
+    // Memories are for the service alone: a new file is made readable by
+    // its owner only (SQLite gives its log and shared memory the file's
+    // mode), as the pepper is.
+    if !path.exists() {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|source| StoreError::File {
+                path: path.display().to_string(),
+                source,
+            })?;
+    }
     let conn = Connection::open(path)?;
     unlock(&conn, key)?;
     check_readable(&conn, key)?;
