@@ -245,10 +245,7 @@ impl RankingSource for Source<'_> {
         }
         let mut has = Vec::with_capacity(terms.len());
         for (i, term) in terms.iter().enumerate() {
-            let p = c.param(term_query(term));
-            has.push(format!(
-                "r.search @@ (SELECT to_tsquery('simple', {p})) AS t{i}"
-            ));
+            has.push(format!("{} AS t{i}", has_term(&mut c, term)));
         }
         let any: Vec<String> = (0..terms.len()).map(|i| format!("m.t{i}")).collect();
         let sql = format!(
@@ -451,18 +448,20 @@ fn read_postings(
         .collect()
 }
 
-/// A search query's text for records with `term` (an analyser's term).
-fn term_query(term: &str) -> String {
-    format!("'{}'", term.replace('\'', "''"))
+/// The condition that a record `r` has `term` (an analyser's term), its
+/// text a parameter of `c`.
+fn has_term(c: &mut Conditions, term: &str) -> String {
+    let p = c.param(format!("'{}'", term.replace('\'', "''")));
+    // As a subquery the planner does not estimate the query from the
+    // search column's statistics (thousands of lexemes, read at every
+    // planning): the index answers it whatever the estimate.
+    format!("r.search @@ (SELECT to_tsquery('simple', {p}))")
 }
 
 /// Adds the condition that records have `term` (an analyser's term).
 fn matching(c: &mut Conditions, term: &str) {
-    let p = c.param(term_query(term));
-    // As a subquery the planner does not estimate the query from the
-    // search column's statistics (thousands of lexemes, read at every
-    // planning): the index answers it whatever the estimate.
-    c.and(&format!("r.search @@ (SELECT to_tsquery('simple', {p}))"));
+    let condition = has_term(c, term);
+    c.and(&condition);
 }
 
 /// The newest `wanted` visible matches of `term`: epochs of keys read
