@@ -1,16 +1,17 @@
 //! `POST /mcp`: engram as a Model Context Protocol server, so an agent that
 //! speaks MCP can use it as tools. Streamable HTTP transport, each request
-//! answered with one JSON body (no server-sent events; `GET /mcp` is 405,
-//! as the transport allows). It sits behind the same keys as the rest of
-//! the API, and each tool needs the role its HTTP route needs.
+//! answered with one JSON body, or one event for a client that accepts only
+//! a stream (no server-initiated stream; `GET /mcp` is 405, as the
+//! transport allows). It sits behind the same keys as the rest of the API,
+//! and each tool needs the role its HTTP route needs.
 //!
 //! A tool's arguments are the body of the route it stands for, parsed by
 //! the same types with the same checks and error messages, and its input
 //! schema is that body's schema from the API document. The answer is short
 //! text a model can read, with the route's JSON as structured content.
 
-use actix_web::http::Method;
-use actix_web::{web, HttpResponse};
+use actix_web::http::{header, Method};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -23,7 +24,7 @@ use super::requests::{
 use super::retrieve::{record_by_id, retrieved};
 use super::revisions::revised;
 use super::topics::{ingested, queried, IngestBody, QueryBody};
-use super::{openapi, parse_json, AppState, Endpoint, JsonBody};
+use super::{openapi, parse_json, AppState, Endpoint, JsonBytes};
 use crate::domain::access::{Access, Role};
 use crate::domain::payload::Payload;
 use crate::domain::policy::NewRecord;
@@ -37,7 +38,17 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
 }
 
 /// The protocol versions this server speaks, newest first.
-const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The version a request without `MCP-Protocol-Version` is taken to speak,
+/// as the transport says (the header came with 2025-06-18).
+const UNSTATED_VERSION: &str = "2025-03-26";
+
+/// Whether JSON-RPC batches are part of `version`: 2025-03-26 added them,
+/// 2025-06-18 took them out again.
+fn has_batches(version: &str) -> bool {
+    version == "2025-03-26"
+}
 
 /// A JSON-RPC 2.0 message from the client: a request (with `id`) or a
 /// notification (without).
@@ -63,6 +74,7 @@ pub struct RpcRequest {
 pub struct RpcResponse {
     #[schema(value_type = String, example = "2.0")]
     jsonrpc: &'static str,
+    /// The request's id; `null` when the request could not be read.
     #[schema(value_type = Object)]
     id: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,11 +86,15 @@ pub struct RpcResponse {
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RpcError {
-    /// JSON-RPC's: -32601 unknown method, -32602 bad parameters.
+    /// JSON-RPC's: -32700 not JSON, -32600 not a valid request (or an
+    /// unsupported `MCP-Protocol-Version`), -32601 unknown method, -32602
+    /// bad parameters.
     code: i64,
     message: String,
 }
 
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 
@@ -89,54 +105,243 @@ fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
     }
 }
 
+impl RpcResponse {
+    fn new(id: Value, outcome: Result<Value, RpcError>) -> RpcResponse {
+        let (result, error) = match outcome {
+            Ok(result) => (Some(result), None),
+            Err(error) => (None, Some(error)),
+        };
+        RpcResponse {
+            jsonrpc: "2.0",
+            id,
+            result,
+            error,
+        }
+    }
+
+    fn failed(id: Value, code: i64, message: impl Into<String>) -> RpcResponse {
+        RpcResponse::new(id, Err(rpc_error(code, message)))
+    }
+}
+
 #[utoipa::path(
     post,
     path = "/mcp",
     operation_id = "callMcp",
     tag = "mcp",
-    summary = "Model Context Protocol (streamable HTTP, JSON answers)",
-    description = "A JSON-RPC 2.0 message. Requests (`initialize`, `ping`, `tools/list`, `tools/call`) are answered with one JSON-RPC response; notifications with 202 and no body. Each tool needs the role of the route it stands for.",
+    summary = "Model Context Protocol (streamable HTTP)",
+    description = "A JSON-RPC 2.0 message. Requests (`initialize`, `ping`, `tools/list`, `tools/call`) are answered with one JSON-RPC response: as JSON, or as a one-event `text/event-stream` when the request accepts only that; notifications with 202 and no body. Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05; a request without `MCP-Protocol-Version` is taken as 2025-03-26, the one version with JSON-RPC batches (an array of messages, answered with an array). Bytes that are not JSON are 400 with JSON-RPC error -32700; a message that is not a JSON-RPC request, a batch where the version has none, or an unsupported `MCP-Protocol-Version` are 400 with -32600. Each tool needs the role of the route it stands for.",
     request_body = RpcRequest,
+    params(
+        ("MCP-Protocol-Version" = Option<String>, Header, description = "The version agreed at `initialize`; 2025-03-26 when absent"),
+    ),
     responses(
-        (status = 200, description = "The JSON-RPC response", body = RpcResponse),
-        (status = 202, description = "A notification, taken"),
+        (status = 200, description = "The JSON-RPC response (an array for a batch)", body = RpcResponse),
+        (status = 202, description = "A notification (or a batch of them), taken"),
+        (status = 400, description = "Not JSON (-32700), not a JSON-RPC request, a batch the version lacks, or an unsupported protocol version (-32600)", body = RpcResponse),
     )
 )]
 async fn mcp(
     state: web::Data<AppState>,
     access: Access,
-    body: JsonBody<RpcRequest>,
+    req: HttpRequest,
+    body: JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
-    let request = body.0;
-    if request.jsonrpc != "2.0" {
-        return Err(ValidationError::new("jsonrpc", "must be \"2.0\"").into());
-    }
-    let Some(id) = request.id else {
-        // Notifications (`notifications/initialized`, cancellations) need
-        // nothing from a server that answers every request at once.
-        return Ok(HttpResponse::Accepted().finish());
+    let JsonBytes(body, _permit) = body;
+    let stream = wants_event_stream(&req);
+    let version = match req.headers().get(PROTOCOL_VERSION_HEADER) {
+        None => UNSTATED_VERSION,
+        Some(value) => match PROTOCOL_VERSIONS
+            .iter()
+            .find(|known| value.as_bytes() == known.as_bytes())
+        {
+            Some(known) => known,
+            None => {
+                let message = format!(
+                    "MCP-Protocol-Version: {:?} is not a version this server speaks ({})",
+                    String::from_utf8_lossy(value.as_bytes()),
+                    PROTOCOL_VERSIONS.join(", ")
+                );
+                return Ok(bad_request(RpcResponse::failed(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    message,
+                )));
+            }
+        },
     };
+    let message: Value = match serde_json::from_slice(&body) {
+        Ok(message) => message,
+        Err(e) => {
+            let message = format!("parse error: the body is not JSON ({e})");
+            return Ok(bad_request(RpcResponse::failed(
+                Value::Null,
+                PARSE_ERROR,
+                message,
+            )));
+        }
+    };
+    match message {
+        Value::Array(batch) => {
+            if !has_batches(version) {
+                let message = format!(
+                    "invalid request: JSON-RPC batches are not part of MCP {version}; send one message per request"
+                );
+                return Ok(bad_request(RpcResponse::failed(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    message,
+                )));
+            }
+            if batch.is_empty() {
+                return Ok(bad_request(RpcResponse::failed(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    "invalid request: the batch is empty",
+                )));
+            }
+            let mut answers = Vec::new();
+            for message in batch {
+                if let Some(answer) = answer(&state, &access, message, true).await {
+                    answers.push(answer);
+                }
+            }
+            if answers.is_empty() {
+                return Ok(HttpResponse::Accepted().finish());
+            }
+            Ok(respond(stream, &answers))
+        }
+        message => match read_message(message, false) {
+            Err(refused) => Ok(bad_request(refused)),
+            Ok(None) => Ok(HttpResponse::Accepted().finish()),
+            Ok(Some((id, request))) => {
+                let answer = RpcResponse::new(id, run_method(&state, &access, request).await);
+                Ok(respond(stream, &answer))
+            }
+        },
+    }
+}
+
+const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// What one message of a batch gets back: nothing for a notification or a
+/// response, an error for a message that is no request.
+async fn answer(
+    state: &AppState,
+    access: &Access,
+    message: Value,
+    in_batch: bool,
+) -> Option<RpcResponse> {
+    match read_message(message, in_batch) {
+        Err(refused) => Some(refused),
+        Ok(None) => None,
+        Ok(Some((id, request))) => Some(RpcResponse::new(
+            id,
+            run_method(state, access, request).await,
+        )),
+    }
+}
+
+/// A message read as JSON-RPC: a request with its id, `None` for what needs
+/// no answer (a notification, or a response to a request this server never
+/// sends), or the error answer for anything else.
+fn read_message(
+    message: Value,
+    in_batch: bool,
+) -> Result<Option<(Value, RpcRequest)>, RpcResponse> {
+    let id = match message.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    let invalid = |why: String| {
+        RpcResponse::failed(
+            id.clone(),
+            INVALID_REQUEST,
+            format!("invalid request: {why}"),
+        )
+    };
+    let Value::Object(fields) = &message else {
+        return Err(invalid("a message must be a JSON object".into()));
+    };
+    if !fields.contains_key("method")
+        && fields.contains_key("id")
+        && (fields.contains_key("result") || fields.contains_key("error"))
+    {
+        return Ok(None);
+    }
+    // Serde reads `"id": null` as no id at all, which would make it a
+    // notification; JSON-RPC says such an id is no request.
+    if fields
+        .get("id")
+        .is_some_and(|id| !(id.is_string() || id.is_number()))
+    {
+        return Err(invalid("id must be a string or a number".into()));
+    }
+    let request: RpcRequest =
+        serde_json::from_value(message).map_err(|e| invalid(e.to_string()))?;
+    if request.jsonrpc != "2.0" {
+        return Err(invalid("jsonrpc must be \"2.0\"".into()));
+    }
+    if request.id.is_none() {
+        return Ok(None);
+    }
+    if in_batch && request.method == "initialize" {
+        return Err(invalid("initialize may not be part of a batch".into()));
+    }
+    Ok(Some((id, request)))
+}
+
+async fn run_method(
+    state: &AppState,
+    access: &Access,
+    request: RpcRequest,
+) -> Result<Value, RpcError> {
     let params = request.params.unwrap_or(Value::Null);
-    let outcome = match request.method.as_str() {
+    match request.method.as_str() {
         "initialize" => Ok(initialize(&params)),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": tool_list()})),
-        "tools/call" => call(&state, access, params).await,
+        "tools/call" => call(state, access.clone(), params).await,
         other => Err(rpc_error(
             METHOD_NOT_FOUND,
             format!("unknown method {other:?}"),
         )),
-    };
-    let (result, error) = match outcome {
-        Ok(result) => (Some(result), None),
-        Err(error) => (None, Some(error)),
-    };
-    Ok(HttpResponse::Ok().json(RpcResponse {
-        jsonrpc: "2.0",
-        id,
-        result,
-        error,
-    }))
+    }
+}
+
+/// Whether the request accepts `text/event-stream` but not JSON: such a
+/// client (or a proxy before it) may refuse a JSON answer, so it gets the
+/// answer as the one event of a stream.
+fn wants_event_stream(req: &HttpRequest) -> bool {
+    let mut stream = false;
+    let mut json = false;
+    for value in req.headers().get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for range in value.split(',') {
+            let essence = range.split(';').next().unwrap_or_default().trim();
+            match essence.to_ascii_lowercase().as_str() {
+                "text/event-stream" => stream = true,
+                "application/json" | "application/*" | "*/*" => json = true,
+                _ => {}
+            }
+        }
+    }
+    stream && !json
+}
+
+fn respond(stream: bool, answer: &impl Serialize) -> HttpResponse {
+    if !stream {
+        return HttpResponse::Ok().json(answer);
+    }
+    let data = serde_json::to_string(answer).expect("JSON-RPC answers serialize");
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .body(format!("event: message\ndata: {data}\n\n"))
+}
+
+fn bad_request(answer: RpcResponse) -> HttpResponse {
+    HttpResponse::BadRequest().json(answer)
 }
 
 fn initialize(params: &Value) -> Value {

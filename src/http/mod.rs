@@ -236,6 +236,24 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let bytes = JsonBytes::from_request(req, payload);
+        Box::pin(async move {
+            let JsonBytes(body, permit) = bytes.await?;
+            parse_json(&body).map(|value| JsonBody(value, permit))
+        })
+    }
+}
+
+/// The bytes of a body declared as JSON, read within the size limit, the
+/// in-flight budget and the read timeout, but not parsed: for a route that
+/// answers unparseable bytes in a protocol of its own (MCP's JSON-RPC).
+pub struct JsonBytes(pub Vec<u8>, BodyPermit);
+
+impl FromRequest for JsonBytes {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let state = req
             .app_data::<web::Data<AppState>>()
             .expect("AppState is registered")
@@ -297,7 +315,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
                         ),
                     )
                 })??;
-            parse_json(&body).map(|value| JsonBody(value, permit))
+            Ok(JsonBytes(body, permit))
         })
     }
 }

@@ -5,7 +5,7 @@ use awc::http::StatusCode;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, create, spawn_app, trust, TestApp};
+use crate::helpers::{assert_error, create, raw, spawn_app, trust, TestApp};
 
 fn skill(performance: Value) -> Value {
     json!({"type": "competence", "sensitivity": "low",
@@ -516,36 +516,6 @@ async fn a_large_answer_comes_in_pages_within_the_size_budget() {
         "invalid_argument",
         "cursor: not a cursor",
     );
-}
-
-/// Sends `method path` with `headers` and `body` on a raw connection;
-/// answers the status and the body.
-async fn raw(
-    app: &TestApp,
-    method: &str,
-    path: &str,
-    headers: &[&str],
-    body: &str,
-) -> (u16, String) {
-    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    for header in headers {
-        head.push_str(header);
-        head.push_str("\r\n");
-    }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    let address = app.address.clone();
-    let answer = actix_web::rt::task::spawn_blocking(move || {
-        crate::helpers::read_answer(crate::helpers::raw_request(&address, &head))
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    let status = answer[9..12].parse().unwrap();
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
 }
 
 #[actix_web::test]

@@ -626,3 +626,32 @@ pub struct WritersHeld {
 impl WritersHeld {
     pub fn release(self) {}
 }
+
+/// Sends `method path` with `headers` and `body` on a raw connection;
+/// answers the status and the body.
+pub async fn raw(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String) {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    for header in headers {
+        head.push_str(header);
+        head.push_str("\r\n");
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    let address = app.address.clone();
+    let answer =
+        actix_web::rt::task::spawn_blocking(move || read_answer(raw_request(&address, &head)))
+            .await
+            .unwrap()
+            .unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}

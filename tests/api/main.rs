@@ -16,6 +16,7 @@ mod jobs;
 mod keys;
 mod maintenance;
 mod matrix;
+mod mcp;
 mod migrate;
 mod openapi;
 mod persistence;

@@ -42,7 +42,10 @@ async def as_key(url, secret, work):
     headers = {"Authorization": f"Bearer {secret}"}
     async with streamablehttp_client(url + "/mcp", headers=headers) as (read, write, _):
         async with ClientSession(read, write) as session:
-            await session.initialize()
+            started = await session.initialize()
+            # The client's newest version, which every later request names
+            # in its MCP-Protocol-Version header.
+            assert started.protocolVersion == "2025-11-25", started.protocolVersion
             return await work(session)
 
 
