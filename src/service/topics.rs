@@ -240,10 +240,14 @@ pub fn ingest(
         }
     };
 
+    let home = target.as_ref().map(|(key, _)| *key);
     let mut edges = Vec::with_capacity(request.edges.len());
     for (i, edge) in request.edges.iter().enumerate() {
         let field = format!("edges[{i}].to_topic_id");
         let (key, _) = load_topic(tx, caller, &field, &edge.to_topic_id)?;
+        if home == Some(key) {
+            return Err(self_edge(&field).into());
+        }
         edges.push((key, edge.kind.as_str()));
     }
 
@@ -776,6 +780,9 @@ pub fn add_edge(
 ) -> Result<(TopicEdge, bool), ServiceError> {
     let (from_key, from_topic) = load_topic(tx, caller, "", from)?;
     let (to_key, to_topic) = load_topic(tx, caller, "to_topic_id", to)?;
+    if from_key == to_key {
+        return Err(self_edge("to_topic_id").into());
+    }
     let added = tx.add_edge(from_key, to_key, kind, now)?;
     Ok((
         TopicEdge {
@@ -786,6 +793,12 @@ pub fn add_edge(
         },
         added,
     ))
+}
+
+/// An edge links two topics; one from a topic to itself would make every
+/// walk from it revisit it and says nothing.
+fn self_edge(field: &str) -> ValidationError {
+    ValidationError::new(field, "a topic cannot have an edge to itself")
 }
 
 /// Ends the edge from `from` to `to` of `kind`; `NotFound` when none

@@ -378,6 +378,32 @@ async fn views_as_of_earlier_instants_and_histories_in_order() {
                 )
                 .await;
             assert_eq!(status, StatusCode::CREATED, "{body}");
+            // No topic links to itself, by route or by ingest.
+            let (status, body) = app
+                .post(
+                    &format!("/v1/topics/{id}/edges"),
+                    &json!({"to_topic_id": id, "kind": "depends_on", "trust": hyper()}),
+                )
+                .await;
+            assert_error(
+                &(status, body),
+                StatusCode::BAD_REQUEST,
+                "invalid_argument",
+                "to_topic_id: a topic cannot have an edge to itself",
+            );
+            let (status, body) = app
+                .post(
+                    "/v1/topics/ingest",
+                    &json!({"placement": "extend_topic", "topic_id": id, "source": "ci",
+                            "edges": [{"to_topic_id": id, "kind": "depends_on"}], "trust": hyper()}),
+                )
+                .await;
+            assert_error(
+                &(status, body),
+                StatusCode::BAD_REQUEST,
+                "invalid_argument",
+                "edges[0].to_topic_id: a topic cannot have an edge to itself",
+            );
         }
         if i == 3 {
             let body = json!({"to_topic_id": other_id, "kind": "depends_on", "trust": hyper()});
