@@ -163,6 +163,8 @@ pub struct RecordQuery {
     pub after: Option<Cursor>,
     /// Stop adding records once the answer would be about this large.
     pub max_bytes: usize,
+    /// Or once it holds this many (`page_size`; `usize::MAX`: no count).
+    pub page_size: usize,
     pub filters: Filters,
     /// The words of the text query.
     pub text: Option<TextQuery>,
@@ -251,6 +253,8 @@ pub struct Retrieval {
     pub include_retracted: bool,
     pub context: Option<Map<String, Value>>,
     pub cursor: Option<Cursor>,
+    /// `page_size`: at most this many records per answer.
+    pub page_size: Option<usize>,
     /// `query_embedding`: rank by similarity to it.
     pub embedding: Option<Embedding>,
 }
@@ -286,6 +290,7 @@ impl Retrieval {
             include_retracted: self.include_retracted,
             after: self.cursor,
             max_bytes: ranking.max_response_bytes,
+            page_size: self.page_size.unwrap_or(usize::MAX),
             filters: self.filters.clone(),
             text: self.task_descriptor.as_deref().and_then(TextQuery::new),
             vector: self.embedding.as_ref().map(QueryVector::new),
@@ -348,6 +353,7 @@ impl Retrieval {
             include_retracted,
             context,
             cursor: None,
+            page_size: None,
             embedding: None,
             filters: Filters::default(),
         })
@@ -361,6 +367,22 @@ impl Retrieval {
             .map(|c| Cursor::parse("cursor", &c))
             .transpose()?;
         Ok(Retrieval { cursor, ..self })
+    }
+
+    /// The same retrieval, in answers of at most `page_size` records
+    /// (1 to `max_limit`; absent: as many as fit in the response size).
+    pub fn paged(self, page_size: Option<i64>, max_limit: usize) -> Validated<Retrieval> {
+        let page_size = match page_size {
+            None => None,
+            Some(n) if n >= 1 && n as u64 <= max_limit as u64 => Some(n as usize),
+            Some(n) => {
+                return Err(ValidationError::new(
+                    "page_size",
+                    format!("must be between 1 and {max_limit}, got {n}"),
+                ))
+            }
+        };
+        Ok(Retrieval { page_size, ..self })
     }
 
     /// The same retrieval, narrowed by `filters`.

@@ -411,6 +411,11 @@ pub struct RetrieveRequest {
     /// `next_cursor` of an earlier answer, to continue it.
     #[serde(default)]
     pub cursor: Option<String>,
+    /// At most this many records in one answer, the rest of `limit`
+    /// following through `next_cursor`; absent: as many as fit in the
+    /// server's response size.
+    #[serde(default)]
+    pub page_size: Option<i64>,
     #[serde(default)]
     pub tags: Option<Vec<String>>,
     #[serde(default)]
@@ -445,6 +450,7 @@ impl RetrieveRequest {
             self.include_retracted.unwrap_or(false),
         )?
         .continuing(self.cursor)?
+        .paged(self.page_size, max_limit)?
         .filtered(Filters::new(FilterFields {
             tags: self.tags,
             sources: self.sources,

@@ -519,6 +519,53 @@ async fn a_large_answer_comes_in_pages_within_the_size_budget() {
 }
 
 #[actix_web::test]
+async fn page_size_cuts_an_answer_into_pages_of_that_many() {
+    let app = spawn_app().await;
+    for i in 0..8 {
+        let body = json!({"type": "semantic", "sensitivity": "low", "salience": 1.0 - f64::from(i) * 0.05,
+            "payload": {"kind": "semantic", "subject": "billing", "predicate": "fact", "object": format!("billing fact {i}")}});
+        create(&app, body).await;
+    }
+    for query in [
+        json!({"trust": trust("low", &[]), "limit": 7}),
+        json!({"trust": trust("low", &[]), "limit": 7, "task_descriptor": "billing fact"}),
+    ] {
+        let (_, whole) = app.post("/v1/retrieve", &query).await;
+        assert!(whole.get("next_cursor").is_none(), "{whole}");
+        let mut request = query.clone();
+        request["page_size"] = json!(3);
+        let mut pages = Vec::new();
+        let mut scores = Vec::new();
+        loop {
+            let (status, body) = app.post("/v1/retrieve", &request).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            pages.push(crate::helpers::ids(&body));
+            scores.extend(body["scores"].as_array().unwrap().iter().cloned());
+            match body.get("next_cursor") {
+                Some(cursor) => request["cursor"] = cursor.clone(),
+                None => break,
+            }
+        }
+        let sizes: Vec<usize> = pages.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [3, 3, 1], "{query}");
+        assert_eq!(pages.concat(), crate::helpers::ids(&whole), "{query}");
+        assert_eq!(json!(scores), whole["scores"], "{query}");
+    }
+    for bad in [json!(0), json!(-1), json!(1001)] {
+        assert_error(
+            &app.post(
+                "/v1/retrieve",
+                &json!({"trust": trust("low", &[]), "page_size": bad}),
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "page_size: must be between 1 and 1000",
+        );
+    }
+}
+
+#[actix_web::test]
 async fn no_web_page_can_drive_an_open_instance() {
     let app = spawn_app().await;
     let event = crate::helpers::event("page").to_string();

@@ -134,7 +134,7 @@ class _Endpoints:
 
     def retrieve(self, trust: Optional[Json] = None, **fields: Any) -> RetrieveResult:
         """Records the caller may see, best first. Fields: task_descriptor, memory_types,
-        min_salience, limit, context, include_retracted, cursor, tags, sources,
+        min_salience, limit, context, include_retracted, cursor, page_size, tags, sources,
         thread_id, subject, created_after, created_before, query_embedding."""
         return self._do("POST", "/v1/retrieve", _body({"trust": trust, **fields}),
                         _json(RetrieveResult.from_json))

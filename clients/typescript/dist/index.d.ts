@@ -69,6 +69,8 @@ export interface RetrieveRequest {
     context?: Json;
     include_retracted?: boolean;
     cursor?: string;
+    /** At most this many records per answer; the rest of `limit` follows through `next_cursor`. */
+    page_size?: number;
     tags?: string[];
     sources?: string[];
     thread_id?: string;
@@ -230,9 +232,9 @@ export declare class EngramClient {
     retrieve(request?: RetrieveRequest): Promise<RetrieveResult>;
     /**
      * Every record a retrieval finds (up to its `limit`), across the pages
-     * an answer is cut into when it would be larger than the server's
-     * `retrieval.max_response_bytes`: follows `next_cursor` until there is
-     * none.
+     * an answer is cut into (`page_size` records, or what fits in the
+     * server's `retrieval.max_response_bytes`): follows `next_cursor` until
+     * there is none.
      */
     retrieveAll(request?: RetrieveRequest): AsyncGenerator<MemoryRecord, void, undefined>;
     /** Ranked root records and their neighbours through relations and topic links. */

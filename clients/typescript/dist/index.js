@@ -156,9 +156,9 @@ export class EngramClient {
     }
     /**
      * Every record a retrieval finds (up to its `limit`), across the pages
-     * an answer is cut into when it would be larger than the server's
-     * `retrieval.max_response_bytes`: follows `next_cursor` until there is
-     * none.
+     * an answer is cut into (`page_size` records, or what fits in the
+     * server's `retrieval.max_response_bytes`): follows `next_cursor` until
+     * there is none.
      */
     async *retrieveAll(request = {}) {
         let cursor = request.cursor;

@@ -75,6 +75,8 @@ export interface RetrieveRequest {
   context?: Json;
   include_retracted?: boolean;
   cursor?: string;
+  /** At most this many records per answer; the rest of `limit` follows through `next_cursor`. */
+  page_size?: number;
   tags?: string[];
   sources?: string[];
   thread_id?: string;
@@ -355,9 +357,9 @@ export class EngramClient {
 
   /**
    * Every record a retrieval finds (up to its `limit`), across the pages
-   * an answer is cut into when it would be larger than the server's
-   * `retrieval.max_response_bytes`: follows `next_cursor` until there is
-   * none.
+   * an answer is cut into (`page_size` records, or what fits in the
+   * server's `retrieval.max_response_bytes`): follows `next_cursor` until
+   * there is none.
    */
   async *retrieveAll(request: RetrieveRequest = {}): AsyncGenerator<MemoryRecord, void, undefined> {
     let cursor = request.cursor;

@@ -19,7 +19,7 @@ export function trackingFetch(seen = []) {
   };
 }
 
-export async function startEngram(settings = {}) {
+export async function startEngram() {
   const binary = process.env.ENGRAM_BIN ?? join(root, "target/debug/engram");
   const work = mkdtempSync(join(tmpdir(), "engram-ts-"));
   const env = {
@@ -27,7 +27,6 @@ export async function startEngram(settings = {}) {
     ENGRAM_DB_PATH: join(work, "engram.db"),
     ENGRAM_LISTEN: "127.0.0.1:0",
     RUST_LOG: "info",
-    ...settings,
   };
   const made = execFileSync(
     binary,

@@ -158,9 +158,9 @@ impl DecayBound {
 const RECORD_OVERHEAD_BYTES: usize = 4096;
 
 /// Loads the ranked records, best first, while the answer stays within
-/// `query.max_bytes` (always at least one record, so every record can be
-/// read); the rest is left to a next page, which starts after the last
-/// record returned.
+/// `query.max_bytes` and `query.page_size` records (always at least one
+/// record, so every record can be read); the rest is left to a next page,
+/// which starts after the last record returned.
 ///
 /// `signals` tells each record's signals (salience not normalised), for
 /// its entry in `scores`.
@@ -177,7 +177,7 @@ pub(crate) fn within_budget(
     let mut fits = 0;
     for rank in &ranked {
         let size = sizes.get(&rank.key).copied().unwrap_or(0) + RECORD_OVERHEAD_BYTES;
-        if fits > 0 && total + size > query.max_bytes {
+        if fits > 0 && (total + size > query.max_bytes || fits >= query.page_size) {
             break;
         }
         total += size;

@@ -851,6 +851,7 @@ mod tests {
             include_retracted: false,
             after: None,
             max_bytes: usize::MAX,
+            page_size: usize::MAX,
             filters: Filters::default(),
             text: None,
             vector: None,
@@ -1081,6 +1082,7 @@ mod tests {
                     include_retracted: rng.below(3) == 0,
                     after: None,
                     max_bytes: usize::MAX,
+                    page_size: usize::MAX,
                     // A third of the queries filtered, each filter by
                     // chance: by index (thread, subject, tags) and within
                     // the salience ranges (sources, creation times).
@@ -1166,6 +1168,7 @@ mod text_tests {
             include_retracted: false,
             after: None,
             max_bytes: usize::MAX,
+            page_size: usize::MAX,
             filters: Filters::default(),
             text: TextQuery::new(text),
             vector: None,
@@ -1282,6 +1285,7 @@ mod text_tests {
                 include_retracted: next(2) == 0,
                 after: None,
                 max_bytes: usize::MAX,
+                page_size: usize::MAX,
                 filters: Filters::default(),
                 text: None,
                 vector: Some(QueryVector::new(&embedding)),
