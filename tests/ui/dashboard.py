@@ -6,7 +6,8 @@ Stores records, a revision and two linked topics through the API, then
 opens every page as an operator would: enters the key, edits the decay
 schedule (a bad one is refused with the server's reason, a good one is what
 GET /v1/jobs returns), disables and runs a job, reads the memory counts,
-searches records and opens one with its audit log and revision chain, finds
+searches records (each with its scores, a page at a time) and opens one with
+its tags, provenance, relations, audit log and revision chain, finds
 a topic and opens it with its fields, history and neighbours. Exits non-zero
 on the first thing that is not so; with SCREENSHOT_DIR, saves a picture of
 each page there.
@@ -53,6 +54,18 @@ def seed(api):
         "new_record": {"type": "semantic", "sensitivity": "low", "payload": {
             "kind": "semantic", "subject": "billing", "predicate": "version", "object": "2.4.0",
             "evidence": [{"source_type": "release_notes", "source_id": "billing-2.4.0"}]}}})["record"]
+    # A fork (derived_from), a contest citing the old version
+    # (contested_by), tags, and enough facts for several pages.
+    fork = api("POST", "/v1/revisions/fork", {
+        "source_id": new["id"], "actor": "deploy-agent", "rationale": "EU region runs its own build",
+        "forked_record": {"type": "semantic", "sensitivity": "low", "tags": ["billing", "eu"], "payload": {
+            "kind": "semantic", "subject": "billing-eu", "predicate": "version", "object": "2.4.0-eu",
+            "evidence": [{"source_type": "release_notes", "source_id": "billing-2.4.0-eu"}]}}})["record"]
+    api("POST", "/v1/revisions/contest", {
+        "id": fork["id"], "contesting_ref": old["id"], "actor": "verifier", "rationale": "the EU still runs 2.3.0"})
+    api("POST", "/v1/ingest/batch", {"items": [
+        {"kind": "observation", "source": "inventory-agent", "subject": f"host-{i:02}", "predicate": "runs",
+         "object": "billing"} for i in range(45)]})
     database = api("POST", "/v1/topics/ingest", {
         "placement": "new_topic", "title": "Billing database", "kind": "database", "source": "deploy-agent",
         "fields": [{"name": "engine", "value": "postgres"}], "trust": TRUST})["topic_id"]
@@ -64,7 +77,7 @@ def seed(api):
     api("POST", "/v1/topics/ingest", {
         "placement": "version_field", "topic_id": service, "source": "deploy-agent",
         "fields": [{"name": "version", "value": "2.4.0", "why_changed": "rolled out"}], "trust": TRUST})
-    return {"old": old["id"], "new": new["id"], "service": service, "database": database}
+    return {"old": old["id"], "new": new["id"], "fork": fork["id"], "service": service, "database": database}
 
 
 def drawn(page, name):
@@ -141,27 +154,84 @@ def memory(page, url, api, shots):
     picture(page, shots, "memory")
 
 
-def records(page, url, ids, shots):
+def records(page, url, api, ids, shots):
     visit(page, url, "#/records")
     page.fill("input[name=task]", "billing version")
     page.check("input[name=type][value=semantic]")
     page.check("input[name=include_retracted]")
     page.click("form.search button[type=submit]")
+    drawn(page, "records/page-1")
     results = page.locator("#results")
     expect(results.get_by_role("link", name=ids["new"])).to_be_visible()
     expect(results.get_by_role("link", name=ids["old"])).to_be_visible()
     expect(results).not_to_contain_text("episodic")
+    # Each row shows how the record scored, as the API answers it.
+    headers = page.locator("#records thead th")
+    expect(headers).to_have_text(["id", "type", "status", "score", "text", "vector", "salience", "what it says"])
+    found = api("POST", "/v1/retrieve", {"trust": TRUST, "task_descriptor": "billing version",
+                                          "memory_types": ["semantic"], "include_retracted": True,
+                                          "limit": 1000, "page_size": 20})
+    for entry in found["scores"]:
+        row = page.locator("#records tbody tr", has=page.get_by_role("link", name=entry["id"]))
+        cells = row.locator("td")
+        expect(cells.nth(3)).to_have_text(f"{entry['score']:.3f}")
+        expect(cells.nth(4)).to_have_text(f"{entry['text']:.3f}")
+        expect(cells.nth(5)).to_have_text("—")
+        expect(cells.nth(6)).to_have_text(f"{entry['salience']:.3f}")
     picture(page, shots, "records")
 
-    results.get_by_role("link", name=ids["new"]).click()
+    # Pages of 20, through the cursor, and back.
+    page.fill("input[name=task]", "")
+    page.uncheck("input[name=include_retracted]")
+    page.click("form.search button[type=submit]")
+    drawn(page, "records/page-1")
+    everything = api("POST", "/v1/retrieve", {"trust": TRUST, "memory_types": ["semantic"]})["records"]
+    total = len(everything)
+    assert total > 40, total
+    rows = page.locator("#records tbody tr")
+    expect(rows).to_have_count(20)
+    expect(rows.first).to_contain_text(everything[0]["id"])
+    expect(page.locator("#page-previous")).to_be_disabled()
+    page.click("#page-next")
+    drawn(page, "records/page-2")
+    expect(rows).to_have_count(20)
+    expect(rows.first).to_contain_text(everything[20]["id"])
+    page.click("#page-next")
+    drawn(page, "records/page-3")
+    expect(rows).to_have_count(total - 40)
+    expect(page.locator("#page-next")).to_be_disabled()
+    expect(page.locator("#page-state")).to_have_text(f"page 3 · {total - 40} record{'' if total == 41 else 's'}")
+    page.click("#page-previous")
+    drawn(page, "records/page-2")
+    page.click("#page-previous")
+    drawn(page, "records/page-1")
+    expect(rows.first).to_contain_text(everything[0]["id"])
+
+    # A record: its tags, provenance and relations, linked; the current
+    # version marked in its chain.
+    visit(page, url, "#/records/" + ids["fork"])
+    expect(page.locator("#tags")).to_contain_text("billing")
+    expect(page.locator("#tags")).to_contain_text("eu")
+    relations = page.locator("#relations")
+    expect(relations.locator("tr", has_text="derived_from").get_by_role("link", name=ids["new"])).to_be_visible()
+    expect(relations.locator("tr", has_text="contested_by").get_by_role("link", name=ids["old"])).to_be_visible()
+    picture(page, shots, "record")
+    relations.get_by_role("link", name=ids["new"]).click()
     drawn(page, "records/" + ids["new"])
     expect(page.locator("h1")).to_contain_text(ids["new"])
+    expect(page.locator("h1 .badge")).to_have_text("current version")
+    expect(page.locator("#provenance")).to_contain_text(ids["old"])
     expect(page.locator("#audit")).to_contain_text("create")
     chain = page.locator("#chain tbody tr")
     expect(chain).to_have_count(2)
-    expect(page.locator("#chain")).to_contain_text(ids["old"])
+    expect(chain.last).to_contain_text("current")
+    expect(chain.first).not_to_contain_text("current")
     expect(page.locator("#chain")).to_contain_text("2.3.0")
-    picture(page, shots, "record")
+    page.locator("#relations").get_by_role("link", name=ids["old"]).click()
+    drawn(page, "records/" + ids["old"])
+    expect(page.locator("h1 .badge")).to_have_count(0)
+    expect(page.locator("#created-by")).to_have_text("deploy-agent")
+    expect(page.locator("#chain tbody tr").last).to_contain_text("current")
 
 
 def topics(page, url, ids, shots):
@@ -211,8 +281,11 @@ def main():
         expect(page.locator("#key-state")).to_have_text("key set for this tab")
         jobs(page, url, api, shots)
         memory(page, url, api, shots)
-        records(page, url, ids, shots)
+        records(page, url, api, ids, shots)
         topics(page, url, ids, shots)
+
+        # The site icon is served without a key, so no page logs its 401.
+        assert urllib.request.urlopen(url + "/favicon.ico").status == 200
 
         # Forgotten: the next page asks for a key again.
         page.click("#key-forget")

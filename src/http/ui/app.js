@@ -141,21 +141,65 @@ async function memoryPage() {
     table(["when", "action", "actor", "record"], stats.recent_activity.map((a) => [when(a.at), a.action, a.actor, `${a.type} (${a.sensitivity})`]), "activity"));
 }
 
-// Records: search with the retrieval filters; a record with its audit log
-// and revision chain.
+// Records: search with the retrieval filters, a page at a time, each
+// record with how it scored; a record with its tags, provenance, relations,
+// audit log and revision chain.
+const PAGE_SIZES = [20, 50, 100];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function recordLink(id) {
+  return el("a", { href: "#/records/" + encodeURIComponent(id), class: "id" }, id);
+}
+
+function score(value) {
+  return value === null || value === undefined ? "—" : value.toFixed(3);
+}
+
 function recordsPage() {
   const field = (label, input) => el("label", {}, label, input);
   const input = (name, attrs) => el("input", Object.assign({ name }, attrs));
   const types = ["working", "semantic", "competence", "plan_graph", "episodic"];
   const typeBoxes = types.map((t) => el("label", { class: "inline" }, el("input", { type: "checkbox", name: "type", value: t }), t));
   const results = el("div", { id: "results" });
+  // The search being paged through, and the cursor each page was asked
+  // with: "previous" asks again with the one before.
+  let search = null;
+  let cursors = [];
+
+  async function showPage(cursor) {
+    const body = cursor ? Object.assign({}, search, { cursor }) : search;
+    try {
+      const found = await api("POST", "/v1/retrieve", body);
+      const first = cursors.length === 0;
+      cursors.push(cursor);
+      const page = cursors.length;
+      const scored = new Map(found.scores.map((s) => [s.id, s]));
+      const previous = el("button", { type: "button", id: "page-previous", disabled: first,
+        onclick: () => { cursors.pop(); showPage(cursors.pop()); } }, "← Previous");
+      const next = el("button", { type: "button", id: "page-next", disabled: !found.next_cursor,
+        onclick: () => showPage(found.next_cursor) }, "Next →");
+      const shown = found.records.length;
+      results.replaceChildren(
+        el("div", { class: "pager" }, previous, " ", next, " ",
+          el("span", { class: "muted", id: "page-state" }, `page ${page} · ${shown} record${shown === 1 ? "" : "s"}${found.next_cursor ? " · more follow" : ""}`)),
+        table(["id", "type", "status", "score", "text", "vector", "salience", "what it says"], found.records.map((r) => {
+          const s = scored.get(r.id) || {};
+          return [recordLink(r.id), r.type, r.status, el("strong", {}, score(s.score)), score(s.text), score(s.vector), score(s.salience), gist(r)];
+        }), "records"),
+        el("p", { class: "muted" }, "score: what the records are ranked by; text and vector: the query's relevance in [0, 1] (— when not asked); salience: the record's, now."));
+      document.body.dataset.ready = "records/page-" + page;
+    } catch (e) {
+      results.replaceChildren(el("p", { class: "error" }, e.message));
+    }
+  }
+
   const form = el("form", {
     class: "search",
     onsubmit: async (event) => {
       event.preventDefault();
       const data = new FormData(form);
       const list = (name) => (data.get(name) || "").split(",").map((s) => s.trim()).filter(Boolean);
-      const body = { trust: TRUST, limit: Number(data.get("limit")) || 20 };
+      const body = { trust: TRUST, limit: Number(data.get("limit")) || 1000, page_size: Number(data.get("page_size")) || PAGE_SIZES[0] };
       if (data.get("task")) body.task_descriptor = data.get("task");
       const chosen = data.getAll("type");
       if (chosen.length) body.memory_types = chosen;
@@ -164,14 +208,9 @@ function recordsPage() {
       for (const name of ["thread_id", "subject"]) if (data.get(name)) body[name] = data.get(name);
       for (const name of ["created_after", "created_before"]) if (data.get(name)) body[name] = new Date(data.get(name)).toISOString();
       if (data.get("include_retracted")) body.include_retracted = true;
-      try {
-        const found = await api("POST", "/v1/retrieve", body);
-        results.replaceChildren(el("p", { class: "muted" }, `${found.records.length} records`),
-          table(["id", "type", "status", "salience", "what it says"], found.records.map((r) =>
-            [el("a", { href: "#/records/" + encodeURIComponent(r.id) }, r.id), r.type, r.status, r.salience.toFixed(3), gist(r)])));
-      } catch (e) {
-        results.replaceChildren(el("p", { class: "error" }, e.message));
-      }
+      search = body;
+      cursors = [];
+      await showPage(undefined);
     },
   },
   field("task text", input("task", { placeholder: "what the task needs" })),
@@ -179,26 +218,51 @@ function recordsPage() {
   field("thread id", input("thread_id")), field("subject", input("subject")),
   field("created after", input("created_after", { type: "datetime-local" })),
   field("created before", input("created_before", { type: "datetime-local" })),
-  field("limit", input("limit", { type: "number", value: 20, min: 1 })),
+  field("at most", input("limit", { type: "number", value: 1000, min: 1 })),
+  field("per page", el("select", { name: "page_size" }, PAGE_SIZES.map((n) => el("option", { value: n }, String(n))))),
   el("fieldset", {}, el("legend", {}, "types (none: all)"), typeBoxes),
   el("label", { class: "inline" }, el("input", { type: "checkbox", name: "include_retracted", value: "1" }), "include retracted"),
   el("div", {}, el("button", { class: "primary", type: "submit" }, "Search")));
   show(el("h1", {}, "Records"), form, results);
 }
 
+// A relation's other end: a link when it names a record, else the
+// reference as given (a contest may cite any evidence).
+function target(id) {
+  return UUID.test(id) ? recordLink(id) : el("code", {}, id);
+}
+
 async function recordPage(id) {
   const { record } = await api("POST", "/v1/retrieve/" + encodeURIComponent(id), { trust: TRUST });
   const { chain } = await api("POST", "/v1/records/" + encodeURIComponent(id) + "/history", { trust: TRUST });
-  show(el("h1", {}, "Record ", el("code", {}, record.id)),
+  // The current version: the newest of the chain, unless it was retracted.
+  const newest = chain[chain.length - 1];
+  const current = newest && newest.status !== "retracted" ? newest.id : null;
+  const provenance = record.provenance || { sources: [] };
+  show(el("h1", {}, "Record ", el("code", {}, record.id), record.id === current && chain.length > 1 ? el("span", { class: "badge" }, "current version") : null),
     table(["type", "sensitivity", "scope", "status", "salience", "confidence", "created", "updated"],
       [[record.type, record.sensitivity, record.scope || "—", record.status, record.salience.toFixed(3), String(record.confidence), when(record.created_at), when(record.updated_at)]]),
     el("p", {}, gist(record)),
+    el("h2", {}, "Tags"),
+    record.tags.length ? el("p", { id: "tags" }, record.tags.map((t) => el("span", { class: "tag" }, t))) : el("p", { class: "muted", id: "tags" }, "no tags"),
+    el("h2", {}, "Provenance"),
+    el("p", { class: "muted" }, "created by ", el("strong", { id: "created-by" }, provenance.created_by || "—")),
+    provenance.sources.length
+      ? table(["kind", "reference", "by", "when"], provenance.sources.map((p) =>
+        [p.kind, target(p.ref), p.created_by || "—", when(p.timestamp)]), "provenance")
+      : el("p", { class: "muted", id: "provenance" }, "no sources"),
+    el("h2", {}, "Relations"),
+    record.relations.length
+      ? table(["relation", "to", "weight", "since"], record.relations.map((r) =>
+        [r.predicate, target(r.target_id), String(r.weight), when(r.created_at)]), "relations")
+      : el("p", { class: "muted", id: "relations" }, "no relations"),
     el("h2", {}, "Payload"), el("pre", {}, JSON.stringify(record.payload, null, 2)),
     el("h2", {}, "Audit log"),
     table(["when", "action", "actor", "rationale"], record.audit_log.map((a) => [when(a.timestamp), a.action, a.actor, a.rationale]), "audit"),
     el("h2", {}, "Revision chain"),
-    table(["", "id", "status", "what it says"], chain.map((r, i) =>
-      [String(i + 1), el("a", { href: "#/records/" + encodeURIComponent(r.id) }, r.id), r.status, gist(r)]), "chain"));
+    table(["", "id", "status", "what it says", ""], chain.map((r, i) =>
+      [String(i + 1), r.id === record.id ? el("strong", { class: "id" }, r.id) : recordLink(r.id), r.status, gist(r),
+        r.id === current ? el("span", { class: "badge" }, "current") : ""]), "chain"));
 }
 
 // Topics: find one; its fields, each field's history, its neighbours.
