@@ -14,6 +14,8 @@ use actix_web::http::{header, Method};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use utoipa::openapi::schema::{SchemaType, Type};
+use utoipa::openapi::ObjectBuilder;
 
 use super::ingest::ingest_item;
 use super::requests::{
@@ -60,7 +62,7 @@ pub struct RpcRequest {
     jsonrpc: String,
     /// A string or a number; absent in a notification.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = request_id)]
     id: Option<Value>,
     /// `initialize`, `ping`, `tools/list`, `tools/call`, or a notification.
     method: String,
@@ -75,13 +77,34 @@ pub struct RpcResponse {
     #[schema(value_type = String, example = "2.0")]
     jsonrpc: &'static str,
     /// The request's id; `null` when the request could not be read.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = response_id)]
     id: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     result: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<RpcError>,
+}
+
+fn id_schema(types: &[Type], description: &str) -> utoipa::openapi::Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter(types.iter().cloned()))
+        .description(Some(description))
+        .build()
+}
+
+fn request_id() -> utoipa::openapi::Object {
+    id_schema(
+        &[Type::String, Type::Number],
+        "A string or a number; absent in a notification.",
+    )
+}
+
+fn response_id() -> utoipa::openapi::Object {
+    id_schema(
+        &[Type::String, Type::Number, Type::Null],
+        "The request's id; `null` when the request could not be read.",
+    )
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
