@@ -1,0 +1,216 @@
+//! The retrieval bodies: ranked retrieval and graph retrieval, each turned
+//! into a checked domain query.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::domain::access::Access;
+use crate::domain::record::MemoryType;
+use crate::domain::retrieval::{FilterFields, Filters, Retrieval};
+use crate::domain::trust::{Caller, TrustContext};
+use crate::domain::validate::Validated;
+use crate::domain::vector::Embedding;
+use crate::service::graph::GraphLimits;
+
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}, "task_descriptor": "deploy the billing service", "memory_types": ["competence", "semantic"], "limit": 10}))]
+pub struct RetrieveRequest {
+    /// Required without a key; with one, the key's grant when absent.
+    #[serde(default)]
+    pub trust: Option<TrustContext>,
+    #[serde(default)]
+    pub task_descriptor: Option<String>,
+    #[serde(default)]
+    pub memory_types: Option<Vec<MemoryType>>,
+    #[serde(default)]
+    pub min_salience: Option<f64>,
+    /// 0 or absent: the server's maximum.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub context: Option<Value>,
+    #[serde(default)]
+    pub include_retracted: Option<bool>,
+    /// `next_cursor` of an earlier answer, to continue it.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// At most this many records in one answer, the rest of `limit`
+    /// following through `next_cursor`; absent: as many as fit in the
+    /// server's response size.
+    #[serde(default)]
+    pub page_size: Option<i64>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    pub sources: Option<Vec<String>>,
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    #[serde(default)]
+    pub subject: Option<String>,
+    #[serde(default)]
+    pub created_after: Option<String>,
+    #[serde(default)]
+    pub created_before: Option<String>,
+    #[serde(default)]
+    pub query_embedding: Option<Vec<f64>>,
+}
+
+impl RetrieveRequest {
+    /// The trust the request presents, and the retrieval it asks for.
+    pub fn into_retrieval(
+        self,
+        access: &Access,
+        max_limit: usize,
+    ) -> Validated<(Caller, Retrieval)> {
+        let caller = access.reader(self.trust)?;
+        let retrieval = Retrieval::new(
+            self.task_descriptor,
+            self.memory_types.unwrap_or_default(),
+            self.min_salience.unwrap_or(0.0),
+            self.limit.unwrap_or(0),
+            max_limit,
+            self.context,
+            self.include_retracted.unwrap_or(false),
+        )?
+        .continuing(self.cursor)?
+        .paged(self.page_size, max_limit)?
+        .filtered(Filters::new(FilterFields {
+            tags: self.tags,
+            sources: self.sources,
+            thread_id: self.thread_id,
+            subject: self.subject,
+            created_after: self.created_after,
+            created_before: self.created_before,
+        })?)
+        .embedded(Embedding::optional(
+            "query_embedding",
+            self.query_embedding,
+        )?);
+        Ok((caller, retrieval))
+    }
+}
+
+/// `POST /v1/retrieve/graph`: ranked roots and what they link to.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}, "task_descriptor": "billing ownership", "root_limit": 5, "max_hops": 2}))]
+pub struct GraphRequest {
+    #[serde(default)]
+    pub trust: Option<TrustContext>,
+    #[serde(default)]
+    pub task_descriptor: Option<String>,
+    #[serde(default)]
+    pub query_embedding: Option<Vec<f64>>,
+    #[serde(default)]
+    pub memory_types: Option<Vec<MemoryType>>,
+    #[serde(default)]
+    pub root_limit: Option<i64>,
+    #[serde(default)]
+    pub max_hops: Option<u8>,
+    #[serde(default)]
+    pub node_limit: Option<usize>,
+    #[serde(default)]
+    pub edge_limit: Option<usize>,
+}
+
+impl GraphRequest {
+    /// The caller, the retrieval of the roots (10 unless `root_limit`
+    /// says) and the limits of the walk.
+    pub fn into_graph(
+        self,
+        access: &Access,
+        max_limit: usize,
+    ) -> Validated<(Caller, Retrieval, GraphLimits)> {
+        let caller = access.reader(self.trust)?;
+        let root_limit = match self.root_limit {
+            None => 10,
+            Some(n) if n < 1 => {
+                return Err(crate::domain::validate::ValidationError::new(
+                    "root_limit",
+                    format!("must be at least 1, got {n}"),
+                ))
+            }
+            Some(n) => n,
+        };
+        let retrieval = Retrieval::new(
+            self.task_descriptor,
+            self.memory_types.unwrap_or_default(),
+            0.0,
+            root_limit,
+            max_limit,
+            None,
+            false,
+        )
+        .map_err(|e| e.renamed("limit", "root_limit"))?
+        .embedded(Embedding::optional(
+            "query_embedding",
+            self.query_embedding,
+        )?);
+        let limits = GraphLimits::checked(self.max_hops, self.node_limit, self.edge_limit)?;
+        Ok((caller, retrieval, limits))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::http::parse_json;
+    use serde_json::json;
+
+    fn parsed<T: serde::de::DeserializeOwned>(body: Value) -> Result<T, String> {
+        parse_json(body.to_string().as_bytes()).map_err(|e| e.message)
+    }
+
+    fn retrieval(body: Value) -> Result<crate::domain::retrieval::RecordQuery, String> {
+        let request: RetrieveRequest = parsed(body)?;
+        request
+            .into_retrieval(&Access::Open, 1000)
+            .map(|(caller, retrieval)| {
+                retrieval.query_for(
+                    &caller.trust,
+                    &crate::domain::retrieval::Ranking {
+                        weights: Default::default(),
+                        max_salience: 1.0,
+                        max_response_bytes: usize::MAX,
+                        scan_records: 0,
+                    },
+                )
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn retrieval_defaults_query_every_layer_in_order_up_to_the_maximum() {
+        let r = retrieval(json!({"trust": {"max_sensitivity": "low"}})).unwrap();
+        assert_eq!(r.memory_types, MemoryType::ALL.to_vec());
+        assert_eq!(r.limit, 1000);
+        assert_eq!(r.scopes, None);
+        assert!(!r.include_retracted);
+        let r = retrieval(json!({"trust": {"max_sensitivity": "low"}, "memory_types": ["episodic", "working", "episodic"]})).unwrap();
+        assert_eq!(
+            r.memory_types,
+            vec![MemoryType::Working, MemoryType::Episodic]
+        );
+    }
+
+    #[test]
+    fn bad_limits_salience_context_and_a_missing_trust_are_refused() {
+        let t = json!({"max_sensitivity": "low"});
+        for (body, field) in [
+            (json!({"trust": t, "limit": 1001}), "limit: "),
+            (json!({"trust": t, "limit": -1}), "limit: "),
+            (json!({"trust": t, "min_salience": -0.5}), "min_salience: "),
+            (json!({"trust": t, "context": [1]}), "context: "),
+            (json!({}), "trust: trust context is required"),
+            (json!({"trust": null}), "trust: trust context is required"),
+        ] {
+            let err = retrieval(body).unwrap_err();
+            assert!(
+                err.starts_with(field),
+                "{err:?} should start with {field:?}"
+            );
+        }
+    }
+}
