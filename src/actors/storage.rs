@@ -724,7 +724,8 @@ fn insert_together(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::policy::{NewRecord, Policy};
+    use crate::domain::new_record::NewRecord;
+    use crate::domain::policy::Policy;
     use crate::domain::record::MemoryRecord;
     use crate::store::{self, ConnectionOptions};
 

@@ -609,8 +609,9 @@ pub fn merge_duplicates(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::new_record::NewRecord;
     use crate::domain::payload::{TimelineEvent, ToolNode};
-    use crate::domain::policy::{NewRecord, Policy};
+    use crate::domain::policy::Policy;
     use crate::domain::record::Attribution;
     use crate::domain::time::parse_rfc3339;
     use serde_json::{json, Value};

@@ -426,7 +426,7 @@ fn outcome_name(status: OutcomeStatus) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::policy::NewRecord;
+    use crate::domain::new_record::NewRecord;
     use crate::domain::record::Attribution;
     use crate::domain::vector::Embedding;
 

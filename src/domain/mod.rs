@@ -9,6 +9,7 @@ pub mod builder;
 pub mod consolidation;
 pub mod decay;
 pub mod ingest;
+pub mod new_record;
 pub mod payload;
 pub mod policy;
 pub mod record;

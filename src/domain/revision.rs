@@ -12,8 +12,8 @@
 //!
 //! Episodic records are immutable: none of these applies to them.
 
+use super::new_record::NewRecord;
 use super::payload::Payload;
-use super::policy::NewRecord;
 use super::record::{
     Attribution, AuditAction, MemoryRecord, MemoryType, ProvenanceKind, ProvenanceSource, Relation,
     Status,

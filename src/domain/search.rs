@@ -249,7 +249,8 @@ mod tests {
     fn any_words(text: &str) -> Option<String> {
         TextQuery::new(text).map(|q| q.any())
     }
-    use crate::domain::policy::{NewRecord, Policy};
+    use crate::domain::new_record::NewRecord;
+    use crate::domain::policy::Policy;
     use crate::domain::record::Attribution;
     use crate::domain::time::parse_rfc3339;
     use serde_json::json;

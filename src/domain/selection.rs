@@ -149,7 +149,8 @@ pub fn recency(last_reinforced_at: Timestamp, now: Timestamp) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::policy::{NewRecord, Policy};
+    use crate::domain::new_record::NewRecord;
+    use crate::domain::policy::Policy;
     use crate::domain::time::parse_rfc3339;
     use serde_json::json;
 

@@ -13,7 +13,7 @@ use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::retrieval::{ReadAs, Watched};
 use crate::domain::access::{Access, Role};
-use crate::domain::policy::NewRecord;
+use crate::domain::new_record::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
 use crate::domain::revision::record_id;
 use crate::error::{ApiError, Code};

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::domain::policy::NewRecord;
+use crate::domain::new_record::NewRecord;
 use crate::domain::revision::{
     self, attribution, record_id, revised_record, NewRecordContext, Revision, RevisionCommand,
 };

@@ -4,7 +4,8 @@
 
 use rusqlite::Connection;
 
-use crate::domain::policy::{NewRecord, Policy};
+use crate::domain::new_record::NewRecord;
+use crate::domain::policy::Policy;
 use crate::domain::record::{Attribution, MemoryRecord};
 use crate::domain::time::{parse_rfc3339, Timestamp};
 

@@ -1,0 +1,323 @@
+//! A whole record as a client sends it (`POST /v1/records`, and the new
+//! record of a revision), completed by the ingestion policy into a
+//! [`MemoryRecord`].
+
+use serde::Deserialize;
+
+use super::builder::RecordDraft;
+use super::payload::Payload;
+use super::policy::Policy;
+use super::record::{
+    Attribution, AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle,
+    MemoryRecord, MemoryType, Provenance, ProvenanceSource, Relation, Sensitivity, Status,
+};
+use super::revision::{CONTESTED_BY, SUPERSEDES};
+use super::time::{rfc3339_option, Timestamp};
+use super::validate::{
+    check_actor, normalize_tags, null_as_default, optional_string, Validated, ValidationError,
+};
+use super::vector::Embedding;
+
+/// Relations only a revision may create: a client-made one would give a
+/// chain two heads, or a contest with no audit entry.
+const REVISION_PREDICATES: [&str; 2] = [SUPERSEDES, CONTESTED_BY];
+
+/// A whole record as a client describes it (the body of `POST /v1/records`
+/// and the new record of a revision): `type`, `sensitivity` and `payload`
+/// are required; whatever else is given is kept, and missing parts get the
+/// type's policy defaults. It is a domain type, like the payloads it
+/// carries, because completing it is policy.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}))]
+pub struct NewRecord {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(rename = "type")]
+    pub memory_type: MemoryType,
+    pub sensitivity: Sensitivity,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub salience: Option<f64>,
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub status: Option<Status>,
+    #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_at: Option<Timestamp>,
+    /// Accepted so a record read back can be sent again; the server always
+    /// sets `updated_at` itself.
+    #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub updated_at: Option<Timestamp>,
+    #[serde(default)]
+    pub lifecycle: Option<NewLifecycle>,
+    #[serde(default)]
+    pub provenance: Option<NewProvenance>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub relations: Vec<NewRelation>,
+    pub payload: Payload,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub audit_log: Vec<AuditEntry>,
+    /// A vector to store with the record; not part of the record's JSON.
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
+}
+
+impl NewRecord {
+    /// The first field set that only an import may set (a record brought
+    /// over whole from elsewhere, with its own id, state and history).
+    pub fn import_field(&self) -> Option<&'static str> {
+        [
+            ("id", self.id.is_some()),
+            ("status", self.status.is_some()),
+            ("audit_log", !self.audit_log.is_empty()),
+            ("created_at", self.created_at.is_some()),
+            ("lifecycle", self.lifecycle.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(field, set)| set.then_some(field))
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewLifecycle {
+    #[serde(default)]
+    pub decay: Option<NewDecayProfile>,
+    #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_reinforced_at: Option<Timestamp>,
+    #[serde(default)]
+    pub pinned: Option<bool>,
+    #[serde(default)]
+    pub deletion_policy: Option<DeletionPolicy>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewDecayProfile {
+    #[serde(default)]
+    pub curve: Option<DecayCurve>,
+    #[serde(default)]
+    pub half_life_seconds: Option<i64>,
+    #[serde(default)]
+    pub min_salience: Option<f64>,
+    #[serde(default)]
+    pub max_age_seconds: Option<i64>,
+    #[serde(default)]
+    pub reinforcement_gain: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewProvenance {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub sources: Vec<ProvenanceSource>,
+    #[serde(default)]
+    pub created_by: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewRelation {
+    pub predicate: String,
+    pub target_id: String,
+    #[serde(default)]
+    pub weight: Option<f64>,
+    #[serde(default, with = "rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_at: Option<Timestamp>,
+}
+
+impl NewRecord {
+    /// Completes the record with policy defaults and validates it. `by`
+    /// goes into the `create` audit entry the server adds.
+    pub fn into_record(
+        self,
+        policy: &Policy,
+        by: &Attribution,
+        now: Timestamp,
+        new_id: impl FnOnce() -> String,
+    ) -> Validated<MemoryRecord> {
+        let memory_type = self.memory_type;
+        let sensitivity = self.sensitivity;
+        let payload = self.payload;
+        // Every other status is the outcome of a revision, with its audit
+        // entry and its links; a record cannot arrive already in one.
+        if let Some(status) = self.status.filter(|s| *s != Status::Active) {
+            return Err(ValidationError::new(
+                "status",
+                format!("a new record is active; {status} comes only from a revision"),
+            ));
+        }
+        if let Payload::Semantic(semantic) = &payload {
+            let revision = &semantic.revision;
+            if revision.status != Status::Active {
+                return Err(ValidationError::new(
+                    "payload.revision.status",
+                    format!(
+                        "a new record is active; {} comes only from a revision",
+                        revision.status
+                    ),
+                ));
+            }
+            for (field, link) in [
+                ("supersedes", &revision.supersedes),
+                ("superseded_by", &revision.superseded_by),
+            ] {
+                if link.is_some() {
+                    return Err(ValidationError::new(
+                        format!("payload.revision.{field}"),
+                        "supersession links are made only by revisions (supersede, merge)",
+                    ));
+                }
+            }
+        }
+        for (i, relation) in self.relations.iter().enumerate() {
+            if REVISION_PREDICATES.contains(&relation.predicate.as_str()) {
+                return Err(ValidationError::new(
+                    format!("relations[{i}].predicate"),
+                    format!(
+                        "{} links are made only by revisions (supersede, merge, contest)",
+                        relation.predicate
+                    ),
+                ));
+            }
+        }
+        let status = Status::Active;
+        let lifecycle = self.lifecycle.map(|given| {
+            let defaults = policy.lifecycle(memory_type, now);
+            let decay = given.decay.unwrap_or_default();
+            Lifecycle {
+                decay: DecayProfile {
+                    curve: decay.curve.unwrap_or(defaults.decay.curve),
+                    half_life_seconds: decay
+                        .half_life_seconds
+                        .unwrap_or(defaults.decay.half_life_seconds),
+                    min_salience: decay.min_salience.unwrap_or(defaults.decay.min_salience),
+                    max_age_seconds: decay.max_age_seconds,
+                    reinforcement_gain: decay
+                        .reinforcement_gain
+                        .unwrap_or(defaults.decay.reinforcement_gain),
+                },
+                last_reinforced_at: given.last_reinforced_at.unwrap_or(now),
+                pinned: given.pinned.unwrap_or(false),
+                deletion_policy: given.deletion_policy.unwrap_or(defaults.deletion_policy),
+            }
+        });
+        let provenance = self.provenance.unwrap_or_default();
+        if let Some(created_by) = &provenance.created_by {
+            check_actor("provenance.created_by", created_by)?;
+        }
+        let mut audit_log = self.audit_log;
+        for entry in &mut audit_log {
+            entry.imported = true;
+        }
+        audit_log.push(by.entry(AuditAction::Create, now));
+        let draft = RecordDraft {
+            id: self.id,
+            salience: self.salience,
+            scope: optional_string("scope", self.scope)?,
+            tags: normalize_tags("tags", self.tags)?,
+            status,
+            created_at: self.created_at,
+            lifecycle,
+            provenance: Provenance {
+                sources: provenance.sources,
+                created_by: optional_string("provenance.created_by", provenance.created_by)?,
+            },
+            relations: self
+                .relations
+                .into_iter()
+                .map(|relation| Relation {
+                    predicate: relation.predicate,
+                    target_id: relation.target_id,
+                    weight: relation.weight.unwrap_or(1.0),
+                    created_at: relation.created_at.unwrap_or(now),
+                })
+                .collect(),
+            audit_log,
+            embedding: Embedding::optional("embedding", self.embedding)?,
+            ..RecordDraft::new(
+                memory_type,
+                sensitivity,
+                self.confidence.unwrap_or(1.0),
+                payload,
+            )
+        };
+        draft.build(policy, now, new_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        super::super::time::parse_rfc3339("2026-01-01T00:00:00Z").unwrap()
+    }
+
+    #[test]
+    fn a_new_record_keeps_what_the_client_gave_and_fills_the_rest() {
+        let new: NewRecord = serde_json::from_value(json!({
+            "type": "competence", "sensitivity": "medium", "salience": 0.4,
+            "lifecycle": {"pinned": true, "decay": {"min_salience": 0.2}},
+            "payload": {"kind": "competence", "skill_name": "deploy"}
+        }))
+        .unwrap();
+        let record = new
+            .into_record(
+                &Policy::default(),
+                &Attribution::new("agent", "test"),
+                now(),
+                || "id-1".into(),
+            )
+            .unwrap();
+        assert_eq!(record.id, "id-1");
+        assert_eq!(record.salience, 0.4);
+        assert!(record.lifecycle.pinned);
+        assert_eq!(record.lifecycle.decay.min_salience, 0.2);
+        assert_eq!(record.lifecycle.decay.half_life_seconds, 2_592_000);
+        assert_eq!(record.lifecycle.decay.reinforcement_gain, 0.1);
+        assert_eq!(record.audit_log.last().unwrap().action, AuditAction::Create);
+    }
+
+    #[test]
+    fn a_new_record_needs_a_payload_of_its_type_and_valid_values() {
+        for missing in [
+            json!({"sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
+            json!({"type": "working", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
+            json!({"type": "working", "sensitivity": "low"}),
+        ] {
+            assert!(serde_json::from_value::<NewRecord>(missing).is_err());
+        }
+        let cases = [
+            (
+                json!({"type": "semantic", "sensitivity": "low", "payload": {"kind": "working", "thread_id": "t", "state": "done"}}),
+                "payload.kind",
+            ),
+            (
+                json!({"type": "semantic", "sensitivity": "low", "confidence": 1.5, "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
+                "confidence",
+            ),
+        ];
+        for (body, field) in cases {
+            let new: NewRecord = serde_json::from_value(body).unwrap();
+            let err = new
+                .into_record(
+                    &Policy::default(),
+                    &Attribution::new("a", "test"),
+                    now(),
+                    || "x".into(),
+                )
+                .unwrap_err();
+            assert_eq!(err.field, field, "{err}");
+        }
+    }
+}
