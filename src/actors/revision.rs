@@ -65,7 +65,7 @@ impl Handler<Revise> for Reviser {
         Box::pin(async move {
             let command = command?;
             writer
-                .write(move |tx| service::revision::revise(tx, &caller, now, &policy, command))
+                .write(move |tx| service::revise::revise(tx, &caller, now, &policy, command))
                 .await
         })
     }

@@ -201,6 +201,9 @@ pub fn check_field_name(field: &str, name: &str) -> Validated<()> {
     check_name(field, name)
 }
 
+/// The edge kind a merged topic gets to the topic it was merged into.
+pub const MERGED_INTO: &str = "merged_into";
+
 /// An edge kind: a lowercase identifier (`depends_on`, `part_of`).
 pub fn check_edge_kind(field: &str, kind: &str) -> Validated<()> {
     let mut chars = kind.chars();

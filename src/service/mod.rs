@@ -16,6 +16,7 @@ pub mod graph;
 pub mod ingest;
 pub mod keys;
 pub mod retrieval;
+pub mod revise;
 pub mod revision;
 pub mod topic_upkeep;
 pub mod topics;

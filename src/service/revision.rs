@@ -9,54 +9,12 @@ use super::{
     check_embedding, check_relation_targets, check_visible, insert_new, load, place_new,
     ServiceError,
 };
-use crate::domain::policy::Policy;
 use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
-use crate::domain::revision::{
-    self, check_not_retracted, check_revisable, check_same_type, Revision, RevisionCommand,
-};
+use crate::domain::revision::{self, check_not_retracted, check_revisable, check_same_type};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
 use crate::store::{SalienceChange, Transaction};
-
-/// Runs one revision; answers the record it is about: the new one for
-/// supersede, fork and merge, the changed one otherwise.
-pub fn revise(
-    tx: &mut dyn Transaction,
-    caller: &Caller,
-    now: Timestamp,
-    policy: &Policy,
-    command: RevisionCommand,
-) -> Result<MemoryRecord, ServiceError> {
-    let by = &command.by;
-    match command.revision {
-        Revision::Supersede { old_id, new_record } => {
-            let new_record = supersede(tx, caller, now, by, &old_id, *new_record)?;
-            super::topics::field_superseded(tx, now, by, &old_id, &new_record)?;
-            Ok(new_record)
-        }
-        Revision::Fork {
-            source_id,
-            forked_record,
-        } => fork(tx, caller, now, by, &source_id, *forked_record),
-        Revision::Retract { id } => retract(tx, caller, now, by, &id),
-        Revision::Merge { ids, merged_record } => merge(
-            tx,
-            caller,
-            now,
-            by,
-            &ids,
-            *merged_record,
-            policy.max_merge_bytes,
-        ),
-        Revision::Contest { id, contesting_ref } => {
-            contest(tx, caller, now, by, &id, contesting_ref.as_deref())
-        }
-        Revision::ResolveContest { id } => resolve_contest(tx, caller, now, by, &id),
-        Revision::Reinforce { id } => reinforce(tx, caller, now, by, &id, policy.max_salience),
-        Revision::Penalize { id, amount } => penalize(tx, caller, now, by, &id, amount),
-    }
-}
 
 /// Retracts `old_id` in favour of `new_record`, linked both ways.
 pub fn supersede(

@@ -12,12 +12,11 @@ use super::ServiceError;
 use crate::domain::ingest::IngestContext;
 use crate::domain::record::{Attribution, SCHEDULER_ACTOR};
 use crate::domain::time::Timestamp;
-use crate::domain::topic::{field_record, index_words, normalize_title, FieldItem, Topic};
+use crate::domain::topic::{
+    field_record, index_words, normalize_title, FieldItem, Topic, MERGED_INTO,
+};
 use crate::domain::trust::Caller;
 use crate::store::{FieldVersion, Transaction};
-
-/// The edge kind a merged topic gets to the topic it was merged into.
-pub const MERGED_INTO: &str = "merged_into";
 
 /// Most topics one archive job archives.
 pub const ARCHIVE_PER_WRITE: usize = 1000;

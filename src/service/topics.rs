@@ -20,7 +20,8 @@ use crate::domain::policy::Policy;
 use crate::domain::record::{Attribution, DecayProfile, MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
-    field_record, index_words, text_similarity, FieldOp, Placement, Topic, TopicIngest, MAX_SIMILAR,
+    field_record, index_words, text_similarity, FieldOp, Placement, Topic, TopicIngest,
+    MAX_SIMILAR, MERGED_INTO,
 };
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
@@ -187,9 +188,10 @@ fn follow_merges(
         if !found.1.archived {
             break;
         }
-        let into = tx.edges_of(found.0, None)?.into_iter().find(|(_, edge)| {
-            edge.kind == super::topic_upkeep::MERGED_INTO && edge.from_topic_id == found.1.id
-        });
+        let into = tx
+            .edges_of(found.0, None)?
+            .into_iter()
+            .find(|(_, edge)| edge.kind == MERGED_INTO && edge.from_topic_id == found.1.id);
         let Some((key, _)) = into else { break };
         match tx.topic_by_key(key)? {
             Some(topic) if visible(caller, &topic) => found = (key, topic),
