@@ -50,6 +50,17 @@ pub struct Settings {
     pub embedding: Option<EmbeddingSettings>,
     pub auth: AuthSettings,
     pub topics: TopicSettings,
+    pub telemetry: TelemetrySettings,
+}
+
+/// What is logged about requests beyond the access log.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// A request that takes at least this long is logged as `slow request`,
+    /// with its route, its key's name, and the time its work waited in
+    /// queues and ran off the HTTP worker.
+    pub slow_request_ms: u64,
 }
 
 /// Topics: how much history a field keeps, and when `auto` placement

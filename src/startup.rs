@@ -227,6 +227,7 @@ impl Application {
             max_body_bytes: settings.server.max_body_bytes,
             body_budget: BodyBudget::new(settings.server.max_body_bytes_in_flight),
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
+            slow_request: Duration::from_millis(settings.telemetry.slow_request_ms),
             topics: topic_rules,
             topics_touched: consolidator.clone().recipient(),
             topics_read: consolidator.recipient(),
@@ -362,6 +363,7 @@ struct SharedState {
     /// One for all workers: the bound is on the whole process.
     body_budget: Arc<BodyBudget>,
     body_read_timeout: Duration,
+    slow_request: Duration,
     topics: TopicRules,
     topics_touched: Recipient<TopicsTouched>,
     topics_read: Recipient<TopicsRead>,
@@ -398,6 +400,7 @@ impl SharedState {
             max_body_bytes: self.max_body_bytes,
             body_budget: self.body_budget.clone(),
             body_read_timeout: self.body_read_timeout,
+            slow_request: self.slow_request,
             topics: self.topics.clone(),
             topics_read: self.topics_read.clone(),
         }

@@ -1,17 +1,30 @@
 //! Logging: `tracing` to stderr, text or JSON, filtered by `RUST_LOG`
 //! (default `info`), plus a middleware that counts and times every request
 //! for the metrics and logs it (health checks are counted, not logged).
+//!
+//! Each request runs in a span of its own (`request`: method, route, the
+//! key's name once known) and with a [`Trace`]: the actors' messages and
+//! the storage jobs a request causes carry it, enter its span, and add the
+//! time they waited in a queue and the time they worked to it. A request
+//! slower than `telemetry.slow_request_ms` is logged as `slow request` with
+//! that split, so its time can be followed past the HTTP worker.
 
+use std::future::Future;
 use std::io::IsTerminal;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
-use actix_web::web;
+use actix_web::{web, HttpMessage};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
+use crate::domain::access::Access;
 use crate::http::AppState;
 
 /// Installs the global subscriber; a second call is a no-op, so tests may
@@ -29,6 +42,114 @@ pub fn init(format: LogFormat) {
     };
 }
 
+tokio::task_local! {
+    /// The trace of the request this task works for.
+    static TRACE: Trace;
+}
+
+/// Where a request's time goes beyond its HTTP worker: its span, and the
+/// time the work it caused waited in actors' and storage queues and spent
+/// running there. Cloning shares the counts.
+#[derive(Clone)]
+pub struct Trace {
+    span: tracing::Span,
+    timing: Arc<Timing>,
+}
+
+#[derive(Default)]
+struct Timing {
+    queued_us: AtomicU64,
+    working_us: AtomicU64,
+}
+
+impl Trace {
+    fn new(span: tracing::Span) -> Trace {
+        Trace {
+            span,
+            timing: Arc::default(),
+        }
+    }
+
+    /// The trace of the request this task works for; outside one (a
+    /// scheduled job), the current span's, counted nowhere.
+    pub fn current() -> Trace {
+        TRACE
+            .try_with(Trace::clone)
+            .unwrap_or_else(|_| Trace::new(tracing::Span::current()))
+    }
+
+    /// `work`, run with this trace in scope and inside its span.
+    pub fn scope<F: Future>(self, work: F) -> impl Future<Output = F::Output> {
+        let span = self.span.clone();
+        TRACE.scope(self, work.instrument(span))
+    }
+
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Time the request's work waited in a queue.
+    pub fn queued(&self, waited: Duration) {
+        self.timing
+            .queued_us
+            .fetch_add(micros(waited), Ordering::Relaxed);
+    }
+
+    /// Time the request's work ran off the HTTP worker.
+    pub fn worked(&self, ran: Duration) {
+        self.timing
+            .working_us
+            .fetch_add(micros(ran), Ordering::Relaxed);
+    }
+
+    fn split_ms(&self) -> (f64, f64) {
+        let ms = |us: &AtomicU64| us.load(Ordering::Relaxed) as f64 / 1000.0;
+        (ms(&self.timing.queued_us), ms(&self.timing.working_us))
+    }
+}
+
+/// Work handed to a queue on a request's behalf (a storage job): the
+/// request's trace, and when the work was queued.
+pub struct Handoff {
+    trace: Trace,
+    at: Instant,
+}
+
+impl Handoff {
+    /// Work queued now, for the request this task works for.
+    pub fn now() -> Handoff {
+        Handoff {
+            trace: Trace::current(),
+            at: Instant::now(),
+        }
+    }
+
+    /// The work left its queue at `started`.
+    pub fn started(&self, started: Instant) {
+        self.trace
+            .queued(started.saturating_duration_since(self.at));
+    }
+
+    /// The work ran for `ran`.
+    pub fn worked(&self, ran: Duration) {
+        self.trace.worked(ran);
+    }
+
+    /// The request's span, to run the work in.
+    pub fn span(&self) -> &tracing::Span {
+        &self.trace.span
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Names the key a request is made with in the request's span.
+pub fn record_key(name: &str) {
+    tracing::Span::current().record("key", name);
+}
+
 pub async fn access_log(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -36,25 +157,44 @@ pub async fn access_log(
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.path().to_owned();
-    let metrics = req
-        .app_data::<web::Data<AppState>>()
-        .map(|state| state.metrics.clone());
-    let response = next.call(req).await?;
-    let elapsed = started.elapsed().as_secs_f64();
-    if let Some(metrics) = metrics {
-        let route = response
-            .request()
-            .match_pattern()
-            .unwrap_or_else(|| "unmatched".to_string());
-        metrics.request_finished(method.as_str(), &route, response.status().as_u16(), elapsed);
+    let state = req.app_data::<web::Data<AppState>>().cloned();
+    let route = req.match_pattern();
+    let span = tracing::info_span!(
+        "request",
+        %method,
+        route = %route.as_deref().unwrap_or("unmatched"),
+        key = tracing::field::Empty,
+    );
+    let trace = Trace::new(span);
+    let response = trace.clone().scope(next.call(req)).await?;
+    let elapsed = started.elapsed();
+    let route = route.unwrap_or_else(|| "unmatched".to_string());
+    let status = response.status().as_u16();
+    if let Some(state) = &state {
+        state
+            .metrics
+            .request_finished(method.as_str(), &route, status, elapsed.as_secs_f64());
     }
+    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
     if path != "/healthz" && path != "/readyz" {
-        tracing::info!(
+        tracing::info!(%method, %path, status, elapsed_ms, "request");
+    }
+    if state.is_some_and(|state| elapsed >= state.slow_request) {
+        let (queued_ms, working_ms) = trace.split_ms();
+        let access = response.request().extensions().get::<Access>().cloned();
+        let key = match &access {
+            Some(Access::Key(key)) => key.name.as_str(),
+            _ => "-",
+        };
+        tracing::warn!(
             %method,
-            %path,
-            status = response.status().as_u16(),
-            elapsed_ms = elapsed * 1000.0,
-            "request"
+            %route,
+            key = %key,
+            status,
+            elapsed_ms,
+            queued_ms,
+            working_ms,
+            "slow request"
         );
     }
     Ok(response)

@@ -107,6 +107,7 @@ pub struct Consolidate {
 impl Handler<Consolidate> for Consolidator {
     type Result = ResponseFuture<Result<ConsolidationReport, ServiceError>>;
 
+    #[tracing::instrument(name = "consolidate", level = "debug", skip_all)]
     fn handle(&mut self, msg: Consolidate, _: &mut Self::Context) -> Self::Result {
         let writer = self.writer.clone();
         let reader = self.reader.clone();

@@ -54,6 +54,7 @@ pub struct ApplyDecay {
 impl Handler<ApplyDecay> for Decayer {
     type Result = ResponseFuture<Result<DecayReport, ServiceError>>;
 
+    #[tracing::instrument(name = "apply_decay", level = "debug", skip_all)]
     fn handle(&mut self, msg: ApplyDecay, _: &mut Self::Context) -> Self::Result {
         let reader = self.reader.clone();
         let writer = self.writer.clone();

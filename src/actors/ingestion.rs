@@ -2,6 +2,7 @@
 //! (classification, policy, the record builder) on its HTTP worker's thread, then
 //! stores them through one service call on the writer.
 
+use super::request::handles_in_request;
 use actix::{Actor, Context, Handler, Message, Recipient, ResponseFuture};
 
 use super::consolidation::TopicsTouched;
@@ -84,6 +85,7 @@ pub struct CreateRecord {
 impl Handler<Ingest> for Ingestor {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
+    #[tracing::instrument(name = "ingest", level = "debug", skip_all)]
     fn handle(&mut self, msg: Ingest, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let cx = IngestContext {
@@ -118,6 +120,7 @@ impl Handler<Ingest> for Ingestor {
 impl Handler<IngestBatch> for Ingestor {
     type Result = ResponseFuture<Result<Vec<MemoryRecord>, ServiceError>>;
 
+    #[tracing::instrument(name = "ingest_batch", level = "debug", skip_all)]
     fn handle(&mut self, msg: IngestBatch, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let cx = IngestContext {
@@ -143,6 +146,7 @@ impl Handler<IngestBatch> for Ingestor {
 impl Handler<CreateRecord> for Ingestor {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
+    #[tracing::instrument(name = "create_record", level = "debug", skip_all)]
     fn handle(&mut self, msg: CreateRecord, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let record = msg
@@ -183,6 +187,7 @@ pub struct IngestTopic {
 impl Handler<IngestTopic> for Ingestor {
     type Result = ResponseFuture<Result<Ingested, ServiceError>>;
 
+    #[tracing::instrument(name = "ingest_topic", level = "debug", skip_all)]
     fn handle(&mut self, msg: IngestTopic, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let policy = self.policy.clone();
@@ -223,6 +228,7 @@ impl<T: Send + 'static> Message for WriteAs<T> {
 impl<T: Send + 'static> Handler<WriteAs<T>> for Ingestor {
     type Result = ResponseFuture<Result<T, ServiceError>>;
 
+    #[tracing::instrument(name = "write_as", level = "debug", skip_all)]
     fn handle(&mut self, msg: WriteAs<T>, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let writer = self.writer.clone();
@@ -230,3 +236,6 @@ impl<T: Send + 'static> Handler<WriteAs<T>> for Ingestor {
         Box::pin(async move { writer.write(move |tx| work(tx, &caller, now)).await })
     }
 }
+
+handles_in_request!(Ingestor => Ingest, IngestBatch, CreateRecord, IngestTopic);
+handles_in_request!(for<T> Ingestor => WriteAs<T>);

@@ -40,6 +40,7 @@ pub mod consolidation;
 pub mod decay;
 pub mod embedder;
 pub mod ingestion;
+pub mod request;
 pub mod retrieval;
 pub mod revision;
 pub mod scheduler;

@@ -4,6 +4,7 @@
 //! the reads in flight across all its instances, since the reader pool's
 //! mailbox is not bounded itself.
 
+use super::request::handles_in_request;
 use std::sync::Arc;
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
@@ -20,7 +21,6 @@ use crate::domain::validate::Validated;
 use crate::service::graph::{Graph, GraphLimits};
 use crate::service::retrieval::RetrieveResult;
 use crate::service::{self, ServiceError};
-use crate::store::budget::{self, Waiter};
 use crate::store::Transaction;
 
 /// The bound on reads in flight, shared by every retriever.
@@ -114,6 +114,7 @@ pub struct Retrieve {
 impl Handler<Retrieve> for Retriever {
     type Result = ResponseFuture<Result<RetrieveResult, ServiceError>>;
 
+    #[tracing::instrument(name = "retrieve", level = "debug", skip_all)]
     fn handle(&mut self, msg: Retrieve, _: &mut Self::Context) -> Self::Result {
         let (caller, retrieval) = match (msg.check)(self.settings.max_limit) {
             Ok(checked) => checked,
@@ -157,6 +158,7 @@ impl<T: Send + 'static> Message for ReadAs<T> {
 impl<T: Send + 'static> Handler<ReadAs<T>> for Retriever {
     type Result = ResponseFuture<Result<T, ServiceError>>;
 
+    #[tracing::instrument(name = "read_as", level = "debug", skip_all)]
     fn handle(&mut self, msg: ReadAs<T>, _: &mut Self::Context) -> Self::Result {
         let ReadAs { caller, work } = msg;
         self.bounded_read(move |tx, now| work(tx, &caller, now))
@@ -176,6 +178,7 @@ pub struct RetrieveGraph {
 impl Handler<RetrieveGraph> for Retriever {
     type Result = ResponseFuture<Result<Graph, ServiceError>>;
 
+    #[tracing::instrument(name = "retrieve_graph", level = "debug", skip_all)]
     fn handle(&mut self, msg: RetrieveGraph, _: &mut Self::Context) -> Self::Result {
         let (caller, retrieval, limits) = match (msg.check)(self.settings.max_limit) {
             Ok(checked) => checked,
@@ -188,58 +191,5 @@ impl Handler<RetrieveGraph> for Retriever {
     }
 }
 
-/// A retriever's message as a request sends it, with the request's
-/// [`Waiter`]: the reads it makes stop when the request's client is gone.
-pub struct Watched<M> {
-    message: M,
-    waiter: Option<Waiter>,
-}
-
-impl<M> Watched<M> {
-    /// `message`, watched by the waiter of the request this task works for.
-    pub fn new(message: M) -> Self {
-        Watched {
-            message,
-            waiter: budget::waiter(),
-        }
-    }
-}
-
-impl<M: Message> Message for Watched<M> {
-    type Result = M::Result;
-}
-
-impl Retriever {
-    /// What a watched message's handler runs: the message's own read, with
-    /// the request's waiter in scope for it.
-    fn watched<T: 'static>(read: ResponseFuture<T>, waiter: Option<Waiter>) -> ResponseFuture<T> {
-        match waiter {
-            Some(waiter) => Box::pin(budget::WAITER.scope(waiter, read)),
-            None => read,
-        }
-    }
-}
-
-impl Handler<Watched<Retrieve>> for Retriever {
-    type Result = ResponseFuture<Result<RetrieveResult, ServiceError>>;
-
-    fn handle(&mut self, msg: Watched<Retrieve>, ctx: &mut Self::Context) -> Self::Result {
-        Self::watched(self.handle(msg.message, ctx), msg.waiter)
-    }
-}
-
-impl Handler<Watched<RetrieveGraph>> for Retriever {
-    type Result = ResponseFuture<Result<Graph, ServiceError>>;
-
-    fn handle(&mut self, msg: Watched<RetrieveGraph>, ctx: &mut Self::Context) -> Self::Result {
-        Self::watched(self.handle(msg.message, ctx), msg.waiter)
-    }
-}
-
-impl<T: Send + 'static> Handler<Watched<ReadAs<T>>> for Retriever {
-    type Result = ResponseFuture<Result<T, ServiceError>>;
-
-    fn handle(&mut self, msg: Watched<ReadAs<T>>, ctx: &mut Self::Context) -> Self::Result {
-        Self::watched(self.handle(msg.message, ctx), msg.waiter)
-    }
-}
+handles_in_request!(Retriever => Retrieve, RetrieveGraph);
+handles_in_request!(for<T> Retriever => ReadAs<T>);

@@ -3,6 +3,7 @@
 //! runs each as one writer job through `service::revision`, so it commits
 //! whole or not at all.
 
+use super::request::handles_in_request;
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
 use super::storage::StorageWriter;
@@ -50,6 +51,7 @@ pub struct Revise {
 impl Handler<Revise> for Reviser {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
+    #[tracing::instrument(name = "revise", level = "debug", skip_all)]
     fn handle(&mut self, msg: Revise, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let cx = NewRecordContext {
@@ -70,3 +72,5 @@ impl Handler<Revise> for Reviser {
         })
     }
 }
+
+handles_in_request!(Reviser => Revise);

@@ -426,6 +426,7 @@ pub struct UpdateJob {
 impl Handler<UpdateJob> for Scheduler {
     type Result = AtomicResponse<Self, Result<JobView, ServiceError>>;
 
+    #[tracing::instrument(name = "update_job", level = "debug", skip_all)]
     fn handle(&mut self, msg: UpdateJob, _: &mut Self::Context) -> Self::Result {
         let name = msg.name;
         let job = &self.jobs[&name];
@@ -496,6 +497,7 @@ pub struct RunJob {
 impl Handler<RunJob> for Scheduler {
     type Result = ResponseActFuture<Self, Result<RunView, ServiceError>>;
 
+    #[tracing::instrument(name = "run_job", level = "debug", skip_all)]
     fn handle(&mut self, msg: RunJob, _: &mut Self::Context) -> Self::Result {
         let name = msg.name;
         let job = self.jobs.get_mut(&name).expect("every job has a state");

@@ -18,6 +18,7 @@ use crate::domain::record::MemoryRecord;
 use crate::service::ServiceError;
 use crate::store::budget::{self, Budget};
 use crate::store::{ReadPool, StoreError, ThreadReads, Transaction, WriteConnection};
+use crate::telemetry::Handoff;
 
 /// Work for a storage actor: a service function bound to its arguments.
 type Work<T> = Box<dyn FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send>;
@@ -62,6 +63,7 @@ pub struct Read<T> {
     answer: oneshot::Sender<Result<T, ServiceError>>,
     /// Ends when the caller stops waiting or the deadline passes.
     budget: Budget,
+    handoff: Handoff,
 }
 
 impl<T: Send + 'static> Message for Read<T> {
@@ -76,6 +78,7 @@ impl<T: Send + 'static> Handler<Read<T>> for StoreReader {
             work,
             answer,
             budget,
+            handoff,
         } = msg;
         if answer.is_closed() || budget.spent() {
             // Its caller stopped waiting.
@@ -83,12 +86,19 @@ impl<T: Send + 'static> Handler<Read<T>> for StoreReader {
         }
         let mut answer = Some(answer);
         let reads = &mut self.reads;
-        let read = budget::within(budget, || {
-            reads.read(|tx| {
-                let result = run_guarded(work, tx);
-                if let Some(answer) = answer.take() {
-                    let _ = answer.send(result);
-                }
+        let started = Instant::now();
+        handoff.started(started);
+        let read = handoff.span().in_scope(|| {
+            budget::within(budget, || {
+                reads.read(|tx| {
+                    let result = run_guarded(work, tx);
+                    // Counted before the answer goes: the request may end
+                    // as soon as it has it.
+                    handoff.worked(started.elapsed());
+                    if let Some(answer) = answer.take() {
+                        let _ = answer.send(result);
+                    }
+                })
             })
         });
         if let (Err(e), Some(answer)) = (read, answer) {
@@ -134,6 +144,7 @@ impl Reader {
             work: Box::new(work),
             answer,
             budget,
+            handoff: Handoff::now(),
         });
         within(timeout, answered, "read", "the service is shutting down").await
     }
@@ -160,6 +171,8 @@ async fn within<T>(
 /// A unit of work for the writer: runs inside the shared transaction, and
 /// is answered once that transaction's fate is known.
 trait WriteJob: Send {
+    /// The request it works for, and when it was queued.
+    fn handoff(&self) -> &Handoff;
     /// Its caller stopped waiting: the job is answered without being run.
     fn expired(&self, now: Instant) -> bool;
     /// The new record the job stores, before it runs when that is all it
@@ -213,12 +226,17 @@ fn answer<T>(
 
 struct PendingWrite<T> {
     work: Option<Work<T>>,
+    handoff: Handoff,
     deadline: Instant,
     result: Option<Result<T, ServiceError>>,
     reply: oneshot::Sender<Result<T, ServiceError>>,
 }
 
 impl<T: Send> WriteJob for PendingWrite<T> {
+    fn handoff(&self) -> &Handoff {
+        &self.handoff
+    }
+
     fn expired(&self, now: Instant) -> bool {
         now >= self.deadline
     }
@@ -244,12 +262,17 @@ struct PendingInsert {
     /// The thread whose states the work looks up.
     thread: Option<String>,
     record: Option<MemoryRecord>,
+    handoff: Handoff,
     deadline: Instant,
     result: Option<Result<(), ServiceError>>,
     reply: oneshot::Sender<Result<MemoryRecord, ServiceError>>,
 }
 
 impl WriteJob for PendingInsert {
+    fn handoff(&self) -> &Handoff {
+        &self.handoff
+    }
+
     fn expired(&self, now: Instant) -> bool {
         now >= self.deadline
     }
@@ -437,6 +460,7 @@ impl StorageWriter {
             work: None,
             thread: None,
             record: Some(record),
+            handoff: Handoff::now(),
             deadline: Instant::now() + self.timeout,
             result: None,
             reply,
@@ -464,6 +488,7 @@ impl StorageWriter {
             work: Some(Box::new(work)),
             thread: Some(thread),
             record: None,
+            handoff: Handoff::now(),
             deadline: Instant::now() + self.timeout,
             result: None,
             reply,
@@ -500,6 +525,7 @@ impl StorageWriter {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingWrite {
             work: Some(Box::new(work)),
+            handoff: Handoff::now(),
             deadline: Instant::now() + self.timeout,
             result: None,
             reply,
@@ -597,12 +623,22 @@ fn write_loop(
             }
         }
         counts.taken(batch.len());
-        let commit = commit_batch(conn.as_mut(), &mut batch);
+        let started = Instant::now();
+        for job in &batch {
+            job.handoff().started(started);
+        }
+        let commit = {
+            let _commit = tracing::debug_span!("group_commit", writes = batch.len()).entered();
+            commit_batch(conn.as_mut(), &mut batch)
+        };
         if let Err(e) = &commit {
             tracing::error!(error = %e, writes = batch.len(), "group commit failed");
         }
+        // Each write took the whole transaction it was committed in.
+        let took = started.elapsed();
         let writes = batch.len();
         for job in batch {
+            job.handoff().worked(took);
             job.finish(commit.clone());
         }
         counts.answered(writes);
@@ -643,6 +679,8 @@ fn commit_batch(
             }
         }
         let job = &mut batch[i];
+        // What the job logs is its request's.
+        let _request = job.handoff().span().clone().entered();
         step = conn
             .savepoint()
             .and_then(|()| {

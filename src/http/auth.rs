@@ -286,6 +286,9 @@ pub async fn authenticate(
     let peer = req.peer_addr().map(|addr| addr.ip());
     match gate.access(req.headers(), peer).await {
         Ok(access) => {
+            if let Access::Key(key) = &access {
+                crate::telemetry::record_key(&key.name);
+            }
             req.extensions_mut().insert(access);
             next.call(req)
                 .await

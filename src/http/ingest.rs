@@ -13,6 +13,7 @@ use super::requests::{
 };
 use super::{record_response, records_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::{Ingest, IngestBatch};
+use crate::actors::request::InRequest;
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
 use crate::error::ApiError;
@@ -51,10 +52,10 @@ pub(super) async fn ingest_item(
 ) -> Result<MemoryRecord, ApiError> {
     Ok(state
         .ingestor
-        .send(Ingest {
+        .send(InRequest::new(Ingest {
             caller: access.writer(),
             check: Box::new(move |cx| item.into_candidate(cx)),
-        })
+        }))
         .await??)
 }
 
@@ -204,10 +205,10 @@ async fn batch(
 ) -> Result<HttpResponse, ApiError> {
     let records = state
         .ingestor
-        .send(IngestBatch {
+        .send(InRequest::new(IngestBatch {
             caller: access.writer(),
             check: Box::new(move |cx| body.0.into_candidates(cx)),
-        })
+        }))
         .await??;
     Ok(records_response(StatusCode::CREATED, &records))
 }

@@ -62,6 +62,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     pub body_budget: std::sync::Arc<BodyBudget>,
     pub body_read_timeout: std::time::Duration,
+    /// `telemetry.slow_request_ms`.
+    pub slow_request: std::time::Duration,
     pub topics: crate::service::topics::TopicRules,
     /// Where views and queries report the topics they returned.
     pub topics_read: actix::Recipient<crate::actors::consolidation::TopicsRead>,

@@ -11,7 +11,8 @@ use super::requests::{PenalizeRequest, ReinforceRequest, RevisionRequest, TrustO
 use super::revisions::revise;
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::CreateRecord;
-use crate::actors::retrieval::{ReadAs, Watched};
+use crate::actors::request::InRequest;
+use crate::actors::retrieval::ReadAs;
 use crate::domain::access::{Access, Role};
 use crate::domain::new_record::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
@@ -101,7 +102,7 @@ async fn create(
     let by = Attribution::new(caller.actor(claimed), "record created");
     let record = state
         .ingestor
-        .send(CreateRecord { caller, record, by })
+        .send(InRequest::new(CreateRecord { caller, record, by }))
         .await??;
     Ok(record_response(StatusCode::CREATED, &record))
 }
@@ -176,7 +177,7 @@ async fn history(
     let id = record_id("id", id.into_inner())?;
     let chain = state
         .retriever
-        .send(Watched::new(ReadAs {
+        .send(InRequest::new(ReadAs {
             caller: access.reader(body.0.trust)?,
             work: Box::new(move |tx, caller, now| {
                 service::retrieval::history(tx, caller, now, &id)

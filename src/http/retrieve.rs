@@ -10,7 +10,8 @@ use actix_web::{web, HttpResponse};
 
 use super::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, AppState, Endpoint, JsonBody};
-use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph, Watched};
+use crate::actors::request::InRequest;
+use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
 use crate::domain::revision::record_id;
@@ -56,7 +57,7 @@ pub(super) async fn retrieved(
 ) -> Result<RetrieveResult, ApiError> {
     Ok(state
         .retriever
-        .send(Watched::new(Retrieve {
+        .send(InRequest::new(Retrieve {
             check: Box::new(move |max_limit| request.into_retrieval(&access, max_limit)),
         }))
         .await??)
@@ -92,7 +93,7 @@ pub(super) async fn record_by_id(
     let id = record_id("id", id)?;
     Ok(state
         .retriever
-        .send(Watched::new(ReadAs {
+        .send(InRequest::new(ReadAs {
             caller: access.reader(trust)?,
             work: Box::new(move |tx, caller, now| {
                 service::retrieval::retrieve_by_id(tx, caller, now, &id)
@@ -117,7 +118,7 @@ async fn graph(
 ) -> Result<HttpResponse, ApiError> {
     let graph = state
         .retriever
-        .send(Watched::new(RetrieveGraph {
+        .send(InRequest::new(RetrieveGraph {
             check: Box::new(move |max_limit| body.0.into_graph(&access, max_limit)),
         }))
         .await??;

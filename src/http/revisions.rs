@@ -10,6 +10,7 @@ use super::requests::{
     ContestRequest, ForkRequest, MergeRequest, RetractRequest, RevisionRequest, SupersedeRequest,
 };
 use super::{record_response, AppState, Endpoint, JsonBody};
+use crate::actors::request::InRequest;
 use crate::actors::revision::Revise;
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
@@ -41,10 +42,10 @@ pub(super) async fn revised(
     }
     Ok(state
         .reviser
-        .send(Revise {
+        .send(InRequest::new(Revise {
             caller: access.writer(),
             check: Box::new(move |cx| request.into_command(cx)),
-        })
+        }))
         .await??)
 }
 

@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::{AppState, Endpoint, JsonBody};
 use crate::actors::consolidation::TopicsRead;
 use crate::actors::ingestion::{IngestTopic, WriteAs};
-use crate::actors::retrieval::{CallerWork, ReadAs, Watched};
+use crate::actors::request::InRequest;
+use crate::actors::retrieval::{CallerWork, ReadAs};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::{rfc3339_option, Timestamp};
@@ -159,7 +160,7 @@ pub(super) async fn ingested(
     })?;
     Ok(state
         .ingestor
-        .send(IngestTopic { caller, request })
+        .send(InRequest::new(IngestTopic { caller, request }))
         .await??)
 }
 
@@ -195,7 +196,7 @@ async fn read<T: Send + 'static>(
     let caller = access.reader(trust)?;
     Ok(state
         .retriever
-        .send(Watched::new(ReadAs { caller, work }))
+        .send(InRequest::new(ReadAs { caller, work }))
         .await??)
 }
 
@@ -208,7 +209,10 @@ async fn change<T: Send + 'static>(
     work: CallerWork<T>,
 ) -> Result<T, ApiError> {
     let caller = access.acting(trust)?;
-    Ok(state.ingestor.send(WriteAs { caller, work }).await??)
+    Ok(state
+        .ingestor
+        .send(InRequest::new(WriteAs { caller, work }))
+        .await??)
 }
 
 #[utoipa::path(

@@ -25,6 +25,7 @@ mod relevance;
 mod retrieve;
 mod revisions;
 mod storage;
+mod telemetry;
 mod tenants;
 mod tls;
 mod topics;

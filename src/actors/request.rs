@@ -1,0 +1,96 @@
+//! A message sent on behalf of an HTTP request ([`InRequest`]): the request
+//! actors handle it inside the request's span, and run the work it answers
+//! with the request's trace (its storage jobs count their time to it) and
+//! waiter (its reads stop when the client is gone) in scope.
+
+use std::time::Instant;
+
+use actix::{Message, ResponseFuture};
+
+use crate::store::budget::{self, Waiter};
+use crate::telemetry::Trace;
+
+pub struct InRequest<M> {
+    message: M,
+    waiter: Option<Waiter>,
+    trace: Trace,
+    sent: Instant,
+}
+
+impl<M> InRequest<M> {
+    /// `message`, for the request this task works for.
+    pub fn new(message: M) -> Self {
+        InRequest {
+            message,
+            waiter: budget::waiter(),
+            trace: Trace::current(),
+            sent: Instant::now(),
+        }
+    }
+
+    /// Handles the message with `handle` inside the request's span (the
+    /// time it waited in the actor's mailbox counted as queued), and runs
+    /// the future it answers with the request's waiter and trace in scope.
+    pub fn handle_with<T: 'static>(
+        self,
+        handle: impl FnOnce(M) -> ResponseFuture<T>,
+    ) -> ResponseFuture<T> {
+        let InRequest {
+            message,
+            waiter,
+            trace,
+            sent,
+        } = self;
+        trace.queued(sent.elapsed());
+        let work = trace.span().in_scope(|| handle(message));
+        let work = match waiter {
+            Some(waiter) => Box::pin(budget::WAITER.scope(waiter, work)),
+            None => work,
+        };
+        Box::pin(trace.scope(work))
+    }
+}
+
+impl<M: Message> Message for InRequest<M> {
+    type Result = M::Result;
+}
+
+/// Lets `$actor` take these of its messages [`InRequest`]
+/// (`for<T> Actor => Message<T>` for a message generic over its answer).
+macro_rules! handles_in_request {
+    (for<$t:ident> $actor:ty => $message:ty) => {
+        impl<$t: Send + 'static> actix::Handler<$crate::actors::request::InRequest<$message>>
+            for $actor
+        {
+            type Result = <$actor as actix::Handler<$message>>::Result;
+
+            fn handle(
+                &mut self,
+                msg: $crate::actors::request::InRequest<$message>,
+                ctx: &mut Self::Context,
+            ) -> Self::Result {
+                msg.handle_with(|message| {
+                    <$actor as actix::Handler<$message>>::handle(self, message, ctx)
+                })
+            }
+        }
+    };
+    ($actor:ty => $($message:ty),+) => {
+        $(
+            impl actix::Handler<$crate::actors::request::InRequest<$message>> for $actor {
+                type Result = <$actor as actix::Handler<$message>>::Result;
+
+                fn handle(
+                    &mut self,
+                    msg: $crate::actors::request::InRequest<$message>,
+                    ctx: &mut Self::Context,
+                ) -> Self::Result {
+                    msg.handle_with(|message| {
+                        <$actor as actix::Handler<$message>>::handle(self, message, ctx)
+                    })
+                }
+            }
+        )+
+    };
+}
+pub(crate) use handles_in_request;
