@@ -3,7 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{Activity, MemoryStats, SALIENCE_BUCKETS};
+use super::StoreError;
+use crate::domain::record::MemoryType;
+use crate::domain::record::Sensitivity;
+use crate::domain::time::Timestamp;
+use serde::Serialize;
 
 /// What a backend counts, summed and averaged in SQL.
 pub(crate) struct Tallies {
@@ -100,4 +104,62 @@ impl Tallies {
             recent_activity: self.recent_activity,
         }
     }
+}
+
+/// Aggregates over the whole memory for `GET /v1/metrics`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct MemoryStats {
+    pub total_records: u64,
+    /// Every memory type, zero when there are none.
+    pub records_by_type: BTreeMap<&'static str, u64>,
+    /// Over the salience stored at the last decay sweep.
+    pub avg_salience: f64,
+    pub avg_confidence: f64,
+    /// Records per salience range, each 0.2 wide; the last includes 1.0
+    /// and anything above.
+    pub salience_distribution: BTreeMap<&'static str, u64>,
+    pub active_records: u64,
+    pub pinned_records: u64,
+    pub total_audit_entries: u64,
+    /// Share of records created in the last 24 hours.
+    pub growth_rate: f64,
+    /// Share of audit actions that are reinforcements.
+    pub retrieval_usefulness: f64,
+    /// Successes over all recorded runs of competence records.
+    pub competence_success_rate: f64,
+    /// Mean `metrics.execution_count` of plan graphs.
+    pub plan_reuse_frequency: f64,
+    /// Share of audit actions that revise knowledge (revise, fork, merge,
+    /// delete).
+    pub revision_rate: f64,
+    /// Every sensitivity level, zero when there are none.
+    pub records_by_sensitivity: BTreeMap<&'static str, u64>,
+    /// Every status, zero when there are none.
+    pub records_by_status: BTreeMap<&'static str, u64>,
+    /// The newest audit entries, newest first (at most
+    /// [`RECENT_ACTIVITY`]): what happened, by whom, to what kind of
+    /// record. No record ids or rationales: metrics are not trust-gated.
+    pub recent_activity: Vec<Activity>,
+}
+
+pub const RECENT_ACTIVITY: usize = 20;
+
+/// One audit entry as the metrics show it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Activity {
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    pub action: String,
+    pub actor: String,
+    #[serde(rename = "type")]
+    pub memory_type: MemoryType,
+    pub sensitivity: Sensitivity,
+}
+
+pub const SALIENCE_BUCKETS: [&str; 5] = ["0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0"];
+
+/// The memory aggregates of `GET /v1/metrics`.
+pub trait StatsStore {
+    fn memory_stats(&mut self, now: Timestamp) -> Result<MemoryStats, StoreError>;
 }

@@ -17,7 +17,7 @@ use tokio_postgres::types::ToSql;
 
 use super::Pg;
 use crate::domain::time::Timestamp;
-use crate::store::{StoreError, Transaction};
+use crate::store::{RecordStore, StoreError, Transaction};
 
 /// The tables copied, parents before children.
 pub const TABLES: &[&str] = &[

@@ -7,6 +7,7 @@ use tokio_postgres::Row;
 use super::Pg;
 use crate::domain::access::ApiKey;
 use crate::domain::time::{to_micros, Timestamp};
+use crate::store::KeyStore;
 use crate::store::{StoreError, StoredKey};
 
 const COLUMNS: &str = "name, roles, max_sensitivity, scopes_json, rate, created_at, revoked_at";
@@ -92,4 +93,26 @@ fn read_key(row: &Row) -> Result<ApiKey, StoreError> {
         revoked_at: row.try_get(6)?,
     }
     .into_key()
+}
+
+impl KeyStore for Pg {
+    fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
+        insert_key(self, key, hash)
+    }
+
+    fn any_key(&mut self) -> Result<bool, StoreError> {
+        any_key(self)
+    }
+
+    fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError> {
+        list_keys(self)
+    }
+
+    fn active_key(&mut self, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
+        active_key(self, hash)
+    }
+
+    fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
+        revoke_key(self, name, now)
+    }
 }

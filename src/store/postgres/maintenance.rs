@@ -8,6 +8,8 @@ use crate::domain::record::{
     AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
 };
 use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::store::DecayStore;
+use crate::store::JobStore;
 use crate::store::{
     DecayChange, DecayRow, HeldJob, JobClaim, JobRunRecord, JobSetting, Step, StoreError,
 };
@@ -278,4 +280,70 @@ pub fn heartbeat(
         )?
         .try_get(0)?;
     Ok(live.max(1) as usize)
+}
+
+impl DecayStore for Pg {
+    fn scan_for_decay(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<DecayRow>, StoreError> {
+        scan_for_decay(self, after_key, limit)
+    }
+
+    fn apply_decay(
+        &mut self,
+        changes: &[DecayChange],
+        now: Timestamp,
+    ) -> Result<usize, StoreError> {
+        apply_decay(self, changes, now)
+    }
+
+    fn prune(&mut self, candidates: &[DecayChange]) -> Result<usize, StoreError> {
+        prune(self, candidates)
+    }
+}
+
+impl JobStore for Pg {
+    fn job_settings(&mut self) -> Result<Vec<JobSetting>, StoreError> {
+        job_settings(self)
+    }
+
+    fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError> {
+        save_job_setting(self, setting, now)
+    }
+
+    fn recent_job_runs(&mut self, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError> {
+        recent_job_runs(self, per_job)
+    }
+
+    fn save_job_run(&mut self, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
+        save_job_run(self, run, keep)
+    }
+
+    fn claim_job(&mut self, claim: &JobClaim) -> Result<bool, StoreError> {
+        claim_job(self, claim)
+    }
+
+    fn release_job(&mut self, name: &str, holder: &str) -> Result<(), StoreError> {
+        release_job(self, name, holder)
+    }
+
+    fn held_jobs(
+        &mut self,
+        now: Timestamp,
+        live_since: Timestamp,
+    ) -> Result<Vec<crate::store::HeldJob>, StoreError> {
+        held_jobs(self, now, live_since)
+    }
+
+    fn heartbeat(
+        &mut self,
+        instance: &str,
+        at: Timestamp,
+        live_since: Timestamp,
+        forget_before: Timestamp,
+    ) -> Result<usize, StoreError> {
+        heartbeat(self, instance, at, live_since, forget_before)
+    }
 }

@@ -38,20 +38,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row, Statement};
 
-use std::collections::BTreeSet;
-
-use super::{
-    DecayChange, DecayRow, Embedded, FieldVersion, JobClaim, JobRunRecord, JobSetting, Loaded,
-    MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay,
-    TopicEdge, Transaction, Version, WriteConnection,
-};
-use crate::domain::access::ApiKey;
-use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
-use crate::domain::retrieval::RecordQuery;
-use crate::domain::time::Timestamp;
-use crate::domain::topic::Topic;
-use crate::domain::trust::TrustContext;
-use crate::domain::vector::{Embedding, QueryVector};
+use super::{Opened, StoreError, Transaction, WriteConnection};
 
 /// A parameter list of a statement.
 pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
@@ -641,5 +628,3 @@ impl WriteConnection for PgWriter {
         Ok(())
     }
 }
-
-crate::store::delegate_transaction!(Pg);

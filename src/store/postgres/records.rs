@@ -15,8 +15,11 @@ use crate::domain::record::{
     AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
+use crate::domain::retrieval::RecordQuery;
 use crate::domain::search::{search_text, Searchable};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::store::RecordPage;
+use crate::store::RecordStore;
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
 /// The moment from which a record's stored salience, set at `at`, decays.
@@ -989,4 +992,81 @@ pub fn supersession_chain(
 pub fn ping(pg: &Pg) -> Result<(), StoreError> {
     pg.query_one("SELECT COUNT(*) FROM schema_migrations", &[])?;
     Ok(())
+}
+
+impl RecordStore for Pg {
+    fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError> {
+        get_record(self, id, now)
+    }
+
+    fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError> {
+        get_for_update(self, id, now)
+    }
+
+    fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError> {
+        payload_bytes(self, ids)
+    }
+
+    fn load_records(
+        &mut self,
+        keys: &[i64],
+        now: Timestamp,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        load_records(self, keys, now)
+    }
+
+    fn retract_current_states(
+        &mut self,
+        thread_id: &str,
+        scope: Option<&str>,
+        up_to: Sensitivity,
+        entry: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<Vec<String>, StoreError> {
+        retract_current_states(self, thread_id, scope, up_to, entry, now)
+    }
+
+    fn record_visibility(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
+        record_visibility(self, id)
+    }
+
+    fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {
+        insert_record(self, record).map(|_| ())
+    }
+
+    fn insert_records(&mut self, records: &[&MemoryRecord]) -> Result<(), StoreError> {
+        insert_records(self, records).map(|_| ())
+    }
+
+    fn update_record(
+        &mut self,
+        version: &Version,
+        record: &MemoryRecord,
+        salience: SalienceChange,
+    ) -> Result<(), StoreError> {
+        update_record(self, version, record, salience)
+    }
+
+    fn query_records(
+        &mut self,
+        query: &RecordQuery,
+        now: Timestamp,
+    ) -> Result<RecordPage, StoreError> {
+        super::ranking::query_records(self, query, now)
+    }
+
+    fn supersession_chain(
+        &mut self,
+        id: &str,
+        now: Timestamp,
+    ) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
+        supersession_chain(self, id, now)
+    }
+
+    fn ping(&mut self) -> Result<(), StoreError> {
+        ping(self)
+    }
 }

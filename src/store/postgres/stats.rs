@@ -6,6 +6,7 @@ use super::Pg;
 use crate::domain::record::{MemoryType, Sensitivity, Status};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::stats::{count, Tallies};
+use crate::store::StatsStore;
 use crate::store::{Activity, MemoryStats, StoreError, RECENT_ACTIVITY};
 
 pub fn memory_stats(pg: &Pg, now: Timestamp) -> Result<MemoryStats, StoreError> {
@@ -122,4 +123,10 @@ pub fn memory_stats(pg: &Pg, now: Timestamp) -> Result<MemoryStats, StoreError> 
         recent_activity,
     }
     .into_stats())
+}
+
+impl StatsStore for Pg {
+    fn memory_stats(&mut self, now: Timestamp) -> Result<MemoryStats, StoreError> {
+        memory_stats(self, now)
+    }
 }

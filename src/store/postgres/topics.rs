@@ -15,6 +15,7 @@ use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{normalize_title, Topic};
 use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
+use crate::store::TopicStore;
 use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
 const COLUMNS: &str = "t.key, t.id, t.title, t.summary, t.kind, t.sensitivity, t.scope, \
@@ -533,4 +534,181 @@ pub fn topic_similarity(pg: &Pg, key: i64, query: &QueryVector) -> Result<Option
     };
     let bytes: &[u8] = row.try_get(1)?;
     Ok(query.signal(bytes, row.try_get(0)?))
+}
+
+impl TopicStore for Pg {
+    fn insert_topic(&mut self, topic: &Topic) -> Result<i64, StoreError> {
+        insert_topic(self, topic)
+    }
+
+    fn update_topic(&mut self, key: i64, topic: &Topic) -> Result<(), StoreError> {
+        update_topic(self, key, topic)
+    }
+
+    fn index_topic(&mut self, key: i64, text: String, fresh: bool) -> Result<(), StoreError> {
+        index_topic(self, key, text, fresh)
+    }
+
+    fn set_topic_words(
+        &mut self,
+        key: i64,
+        old: &BTreeSet<String>,
+        new: &BTreeSet<String>,
+    ) -> Result<(), StoreError> {
+        set_topic_words(self, key, old, new)
+    }
+
+    fn topics_sharing(
+        &mut self,
+        words: &BTreeSet<String>,
+        per_word: usize,
+    ) -> Result<Vec<(i64, usize)>, StoreError> {
+        topics_sharing(self, words, per_word)
+    }
+
+    fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
+        topic_by_id(self, id)
+    }
+
+    fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError> {
+        topic_by_key(self, key)
+    }
+
+    fn topics_to_index(&mut self) -> Result<Vec<i64>, StoreError> {
+        topics_to_index(self)
+    }
+
+    fn topics_indexed(&mut self, keys: &[i64]) -> Result<(), StoreError> {
+        topics_indexed(self, keys)
+    }
+
+    fn topics_titled(
+        &mut self,
+        title: &str,
+        scope: Option<&str>,
+    ) -> Result<Vec<(i64, Topic)>, StoreError> {
+        topics_titled(self, title, scope)
+    }
+
+    fn search_topics(
+        &mut self,
+        text: &str,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
+        search_topics(self, text, trust, kind, limit)
+    }
+
+    fn recent_topics(
+        &mut self,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic)>, StoreError> {
+        recent_topics(self, trust, kind, limit)
+    }
+
+    fn field_heads(
+        &mut self,
+        key: i64,
+        at: Option<Timestamp>,
+    ) -> Result<Vec<FieldVersion>, StoreError> {
+        field_heads(self, key, at)
+    }
+
+    fn field_versions(&mut self, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError> {
+        field_versions(self, key, name)
+    }
+
+    fn add_version(&mut self, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
+        add_version(self, key, version)
+    }
+
+    fn topic_of_record(&mut self, record_id: &str) -> Result<Option<i64>, StoreError> {
+        topic_of_record(self, record_id)
+    }
+
+    fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError> {
+        trim_versions(self, key, name, keep)
+    }
+
+    fn add_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        add_edge(self, from, to, kind, now)
+    }
+
+    fn remove_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        remove_edge(self, from, to, kind, now)
+    }
+
+    fn edges_of(
+        &mut self,
+        key: i64,
+        at: Option<Timestamp>,
+    ) -> Result<Vec<(i64, TopicEdge)>, StoreError> {
+        edges_of(self, key, at)
+    }
+
+    fn put_topic_vector(&mut self, key: i64, embedding: &Embedding) -> Result<(), StoreError> {
+        put_topic_vector(self, key, embedding)
+    }
+
+    fn nearest_topics(
+        &mut self,
+        query: &QueryVector,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        nearest_topics(self, query, trust, kind, limit)
+    }
+
+    fn topic_similarity(
+        &mut self,
+        key: i64,
+        query: &QueryVector,
+    ) -> Result<Option<f64>, StoreError> {
+        topic_similarity(self, key, query)
+    }
+
+    fn drop_versions(&mut self, key: i64, name: &str) -> Result<(), StoreError> {
+        drop_versions(self, key, name)
+    }
+
+    fn fading_topics(&mut self, below: f64, limit: usize) -> Result<Vec<i64>, StoreError> {
+        fading_topics(self, below, limit)
+    }
+
+    fn active_topics(&mut self) -> Result<u64, StoreError> {
+        active_topics(self)
+    }
+
+    fn topic_decay_chunk(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<TopicDecay>, StoreError> {
+        topic_decay_chunk(self, after_key, limit)
+    }
+
+    fn set_topic_salience(
+        &mut self,
+        key: i64,
+        anchor_at: Timestamp,
+        salience: f64,
+    ) -> Result<(), StoreError> {
+        set_topic_salience(self, key, anchor_at, salience)
+    }
 }

@@ -7,6 +7,7 @@ use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
+use crate::store::VectorStore;
 use crate::store::{Embedded, StoreError, ToEmbed};
 
 pub fn dimensions(pg: &Pg) -> Result<Option<usize>, StoreError> {
@@ -159,4 +160,23 @@ pub fn store_embedded(pg: &Pg, embedded: &Embedded) -> Result<bool, StoreError> 
         Some(text_hash(&embedded.text)),
     )?;
     Ok(true)
+}
+
+impl VectorStore for Pg {
+    fn vector_dimensions(&mut self) -> Result<Option<usize>, StoreError> {
+        dimensions(self)
+    }
+
+    fn to_embed(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+        now: Timestamp,
+    ) -> Result<Vec<ToEmbed>, StoreError> {
+        to_embed(self, after_key, limit, now)
+    }
+
+    fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError> {
+        store_embedded(self, embedded)
+    }
 }

@@ -4,6 +4,7 @@
 use rusqlite::{params, Connection};
 
 use crate::domain::time::{to_micros, Timestamp};
+use crate::store::ConsolidationStore;
 use crate::store::{Step, StoreError};
 
 /// What an episode needs in its payload to matter to a step.
@@ -156,4 +157,54 @@ pub fn duplicate_fact_groups(conn: &Connection) -> Result<Vec<Vec<String>>, Stor
         groups.push(ids);
     }
     Ok(groups)
+}
+
+impl ConsolidationStore for Connection {
+    fn unmarked_episodes(
+        &mut self,
+        step: Step,
+        created_before: Timestamp,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        unmarked_episodes(self, step, created_before, after_key, limit)
+    }
+
+    fn mark(&mut self, key: i64, step: Step) -> Result<(), StoreError> {
+        mark(self, key, step)
+    }
+
+    fn add_sighting(
+        &mut self,
+        step: Step,
+        group_key: &str,
+        key: i64,
+        detail: Option<&str>,
+    ) -> Result<(), StoreError> {
+        add_sighting(self, step, group_key, key, detail)
+    }
+
+    fn sightings(
+        &mut self,
+        step: Step,
+        group_key: &str,
+    ) -> Result<Vec<(i64, Option<String>)>, StoreError> {
+        sightings(self, step, group_key)
+    }
+
+    fn output(&mut self, step: Step, group_key: &str) -> Result<Option<String>, StoreError> {
+        output(self, step, group_key)
+    }
+
+    fn set_output(&mut self, step: Step, group_key: &str, id: &str) -> Result<(), StoreError> {
+        set_output(self, step, group_key, id)
+    }
+
+    fn move_outputs(&mut self, from_id: &str, to_id: &str) -> Result<(), StoreError> {
+        move_outputs(self, from_id, to_id)
+    }
+
+    fn duplicate_fact_groups(&mut self) -> Result<Vec<Vec<String>>, StoreError> {
+        duplicate_fact_groups(self)
+    }
 }

@@ -18,8 +18,6 @@ pub(crate) mod test_support;
 pub mod topics;
 pub mod vectors;
 
-use std::collections::BTreeSet;
-
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -27,18 +25,7 @@ use std::time::Duration;
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, ErrorCode};
 
-use super::{
-    DecayChange, DecayRow, Embedded, FieldVersion, JobClaim, JobRunRecord, JobSetting, Loaded,
-    MemoryStats, Opened, RecordPage, SalienceChange, Step, StoreError, ToEmbed, TopicDecay,
-    TopicEdge, Transaction, Version, WriteConnection,
-};
-use crate::domain::access::ApiKey;
-use crate::domain::record::{AuditEntry, MemoryRecord, Sensitivity};
-use crate::domain::retrieval::RecordQuery;
-use crate::domain::time::Timestamp;
-use crate::domain::topic::Topic;
-use crate::domain::trust::TrustContext;
-use crate::domain::vector::{Embedding, QueryVector};
+use super::{Opened, StoreError, Transaction, WriteConnection};
 
 type Pool = r2d2::Pool<SqliteConnectionManager>;
 
@@ -357,8 +344,6 @@ impl WriteConnection for SqliteWriter {
         Ok(self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?)
     }
 }
-
-crate::store::delegate_transaction!(Connection);
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,10 @@ use crate::domain::record::{
     AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
     MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
 };
+use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::store::RecordPage;
+use crate::store::RecordStore;
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
 
 /// Stores new records in order, one at a time (statements cost no round
@@ -683,6 +686,83 @@ pub fn ping(conn: &Connection) -> Result<(), StoreError> {
     conn.prepare_cached("SELECT COUNT(*) FROM schema_migrations")?
         .query_row([], |row| row.get::<_, i64>(0))?;
     Ok(())
+}
+
+impl RecordStore for Connection {
+    fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError> {
+        get_record(self, id, now)
+    }
+
+    fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError> {
+        get_for_update(self, id, now)
+    }
+
+    fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError> {
+        payload_bytes(self, ids)
+    }
+
+    fn load_records(
+        &mut self,
+        keys: &[i64],
+        now: Timestamp,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        load_records(self, keys, now)
+    }
+
+    fn retract_current_states(
+        &mut self,
+        thread_id: &str,
+        scope: Option<&str>,
+        up_to: Sensitivity,
+        entry: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<Vec<String>, StoreError> {
+        retract_current_states(self, thread_id, scope, up_to, entry, now)
+    }
+
+    fn record_visibility(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
+        record_visibility(self, id)
+    }
+
+    fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {
+        insert_record(self, record).map(|_| ())
+    }
+
+    fn insert_records(&mut self, records: &[&MemoryRecord]) -> Result<(), StoreError> {
+        insert_records(self, records).map(|_| ())
+    }
+
+    fn update_record(
+        &mut self,
+        version: &Version,
+        record: &MemoryRecord,
+        salience: SalienceChange,
+    ) -> Result<(), StoreError> {
+        update_record(self, version, record, salience)
+    }
+
+    fn query_records(
+        &mut self,
+        query: &RecordQuery,
+        now: Timestamp,
+    ) -> Result<RecordPage, StoreError> {
+        super::ranking::query_records(self, query, now)
+    }
+
+    fn supersession_chain(
+        &mut self,
+        id: &str,
+        now: Timestamp,
+    ) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
+        supersession_chain(self, id, now)
+    }
+
+    fn ping(&mut self) -> Result<(), StoreError> {
+        ping(self)
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use rusqlite::{params, Connection};
 use crate::domain::record::{MemoryType, Sensitivity, Status};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::stats::{count, Tallies};
+use crate::store::StatsStore;
 use crate::store::{Activity, MemoryStats, StoreError, RECENT_ACTIVITY};
 
 pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, StoreError> {
@@ -148,4 +149,10 @@ pub fn memory_stats(conn: &Connection, now: Timestamp) -> Result<MemoryStats, St
         recent_activity,
     }
     .into_stats())
+}
+
+impl StatsStore for Connection {
+    fn memory_stats(&mut self, now: Timestamp) -> Result<MemoryStats, StoreError> {
+        memory_stats(self, now)
+    }
 }

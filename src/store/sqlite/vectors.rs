@@ -8,6 +8,7 @@ use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
+use crate::store::VectorStore;
 use crate::store::{Embedded, StoreError, ToEmbed};
 
 /// The dimensions of the database's vectors, once fixed.
@@ -179,6 +180,25 @@ pub fn store_embedded(conn: &Connection, embedded: &Embedded) -> Result<bool, St
         Some(text_hash(&embedded.text)),
     )?;
     Ok(true)
+}
+
+impl VectorStore for Connection {
+    fn vector_dimensions(&mut self) -> Result<Option<usize>, StoreError> {
+        dimensions(self)
+    }
+
+    fn to_embed(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+        now: Timestamp,
+    ) -> Result<Vec<ToEmbed>, StoreError> {
+        to_embed(self, after_key, limit, now)
+    }
+
+    fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError> {
+        store_embedded(self, embedded)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,164 @@
+//! Records as storage keeps them: what the service may ask of a backend
+//! about records ([`RecordStore`]), and the shapes of its answers.
+
+use super::StoreError;
+use crate::domain::record::AuditEntry;
+use crate::domain::record::MemoryRecord;
+use crate::domain::record::Sensitivity;
+use crate::domain::relevance::Score;
+use crate::domain::retrieval::Cursor;
+use crate::domain::retrieval::RecordQuery;
+use crate::domain::time::Timestamp;
+/// Where a record stands in storage when it is read for a change: its key,
+/// its row version, and how many audit entries it had. An update names it,
+/// so storage can refuse the update if the record changed meanwhile and
+/// append exactly the audit entries the change added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    pub key: i64,
+    pub number: i64,
+    pub audit_len: usize,
+}
+
+/// A record read for a change, with the version the change is made against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub record: MemoryRecord,
+    pub version: Version,
+}
+
+/// One page of a retrieval: the records, and where the answer continues
+/// when the byte budget cut it short.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordPage {
+    pub records: Vec<MemoryRecord>,
+    /// One per record, in the same order.
+    pub scores: Vec<Score>,
+    pub next: Option<Cursor>,
+}
+
+/// What a change did to salience, which decides where decay is measured
+/// from afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SalienceChange {
+    /// Salience was not touched: the record keeps decaying from its anchor.
+    Unchanged,
+    /// Salience was set (reinforced, penalised, retracted, compressed): the
+    /// record now decays from its new value, starting at this moment.
+    SetAt(Timestamp),
+}
+
+/// Longest supersession chain walked: a guard against cycles a client
+/// could build with hand-made `supersedes` relations.
+const MAX_CHAIN: usize = 10_000;
+
+/// The keys of the supersession chain through record `key` (id `id`),
+/// oldest first: `older(key)` finds the record a record supersedes,
+/// `newer(id)` the one superseding it (each as key and id). Stops at a
+/// cycle.
+pub(crate) fn walk_chain(
+    key: i64,
+    id: &str,
+    mut older: impl FnMut(i64) -> Result<Option<(i64, String)>, StoreError>,
+    mut newer: impl FnMut(&str) -> Result<Option<(i64, String)>, StoreError>,
+) -> Result<Vec<i64>, StoreError> {
+    let mut seen = std::collections::HashSet::from([key]);
+    let mut back = Vec::new();
+    let mut current = key;
+    while let Some((previous, _)) = older(current)? {
+        // A long chain is many small statements: a read stopped by its
+        // budget stops here too.
+        super::budget::check()?;
+        if !seen.insert(previous) || seen.len() > MAX_CHAIN {
+            break;
+        }
+        back.push(previous);
+        current = previous;
+    }
+    let mut forward = Vec::new();
+    let mut current_id = id.to_string();
+    while let Some((next, next_id)) = newer(&current_id)? {
+        super::budget::check()?;
+        if !seen.insert(next) || seen.len() > MAX_CHAIN {
+            break;
+        }
+        forward.push(next);
+        current_id = next_id;
+    }
+    back.reverse();
+    back.push(key);
+    back.extend(forward);
+    Ok(back)
+}
+
+/// Records: read, written against the version they were read at, ranked.
+pub trait RecordStore {
+    /// The record `id`, or `None`.
+    fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError>;
+    /// The record `id` with the version a change must be made against.
+    fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError>;
+    /// The serialised size, in bytes, of the payloads of the records with
+    /// these ids (missing ones count 0): what loading them would cost.
+    fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError>;
+    /// The records with these keys, in the order given (missing ones left out).
+    fn load_records(
+        &mut self,
+        keys: &[i64],
+        now: Timestamp,
+    ) -> Result<Vec<MemoryRecord>, StoreError>;
+    /// Retracts the working states of `thread_id` in `scope` that are not
+    /// retracted and at most `up_to` sensitive, because a newer one
+    /// replaces them: salience 0 from `now`, status retracted, `entry`
+    /// appended, the rest as it was (a working state's payload has no
+    /// status of its own). Answers their ids, oldest first. Where several
+    /// writers share the database, the thread stays locked until the
+    /// transaction ends.
+    fn retract_current_states(
+        &mut self,
+        thread_id: &str,
+        scope: Option<&str>,
+        up_to: Sensitivity,
+        entry: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<Vec<String>, StoreError>;
+    /// What decides who may see record `id`: its sensitivity and scope;
+    /// `None` when there is no such record.
+    fn record_visibility(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError>;
+    /// Stores a new record with all its parts, its vector too when it
+    /// carries one; `AlreadyExists` when the id is taken, `Dimensions` when
+    /// the vector does not fit the database's.
+    fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError>;
+    /// Stores new records as [`RecordStore::insert_record`] does each, in
+    /// order; at once where the backend can. On an error some of them may
+    /// be stored: the caller's savepoint undoes them.
+    fn insert_records(&mut self, records: &[&MemoryRecord]) -> Result<(), StoreError>;
+    /// Rewrites a record read at `version`, appending the audit entries
+    /// beyond those it had then; `Changed` if another change was made to it
+    /// since, `NotFound` if it is gone. A vector the record carries
+    /// replaces its stored one; without one, a vector the embedder made from
+    /// a search text the record no longer has is dropped.
+    fn update_record(
+        &mut self,
+        version: &Version,
+        record: &MemoryRecord,
+        salience: SalienceChange,
+    ) -> Result<(), StoreError>;
+    /// Visible records of the query, best first, within its byte budget.
+    fn query_records(
+        &mut self,
+        query: &RecordQuery,
+        now: Timestamp,
+    ) -> Result<RecordPage, StoreError>;
+    /// The supersession chain through `id`, oldest first; `None` when there
+    /// is no such record. Stops at a cycle.
+    fn supersession_chain(
+        &mut self,
+        id: &str,
+        now: Timestamp,
+    ) -> Result<Option<Vec<MemoryRecord>>, StoreError>;
+    /// A cheap query that proves the database answers.
+    fn ping(&mut self) -> Result<(), StoreError>;
+}

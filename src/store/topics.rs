@@ -1,0 +1,179 @@
+//! Topics in storage ([`TopicStore`]): fields as versions, edges, words,
+//! vectors and salience.
+
+use super::StoreError;
+use crate::domain::time::Timestamp;
+use crate::domain::topic::Topic;
+use crate::domain::trust::TrustContext;
+use crate::domain::vector::Embedding;
+use crate::domain::vector::QueryVector;
+use std::collections::BTreeSet;
+/// What a decay sweep reads of a topic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicDecay {
+    pub key: i64,
+    /// The salience stored (as of the last sweep or reinforcement).
+    pub stored: f64,
+    pub anchor: crate::domain::decay::Anchor,
+    pub created_at: Timestamp,
+}
+
+/// One version of a topic's field: the record holding it, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldVersion {
+    pub name: String,
+    pub seq: i64,
+    pub record_id: String,
+    pub valid_from: Timestamp,
+    /// The value the record holds, copied.
+    pub value: serde_json::Value,
+    /// Who set it, as the request said.
+    pub source: String,
+    pub why_changed: Option<String>,
+    /// The record was retracted (through the revisions API): the field has
+    /// no value standing until a new version is made.
+    pub retracted: bool,
+}
+
+/// A typed link between two topics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct TopicEdge {
+    pub from_topic_id: String,
+    pub to_topic_id: String,
+    pub kind: String,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+}
+
+/// Topics: their fields as versions, their edges, their words and vectors, their salience.
+pub trait TopicStore {
+    /// Stores a new topic; answers its key.
+    fn insert_topic(&mut self, topic: &Topic) -> Result<i64, StoreError>;
+    fn update_topic(&mut self, key: i64, topic: &Topic) -> Result<(), StoreError>;
+    /// Sets the search text of topic `key` (title, summary and current
+    /// values; `fresh`: it has none yet). Searches see it once the
+    /// transaction commits.
+    fn index_topic(&mut self, key: i64, text: String, fresh: bool) -> Result<(), StoreError>;
+    /// Replaces words `old` of topic `key`'s title and summary in the word
+    /// index by `new`.
+    fn set_topic_words(
+        &mut self,
+        key: i64,
+        old: &BTreeSet<String>,
+        new: &BTreeSet<String>,
+    ) -> Result<(), StoreError>;
+    /// The topics whose title and summary have any of `words`, with how
+    /// many, most first (at most `per_word` topics per word, newest
+    /// first).
+    fn topics_sharing(
+        &mut self,
+        words: &BTreeSet<String>,
+        per_word: usize,
+    ) -> Result<Vec<(i64, usize)>, StoreError>;
+    fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError>;
+    fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError>;
+    /// Topics whose search text a schema change left to be made again.
+    fn topics_to_index(&mut self) -> Result<Vec<i64>, StoreError>;
+    /// These topics' search text is made.
+    fn topics_indexed(&mut self, keys: &[i64]) -> Result<(), StoreError>;
+    /// Topics not archived with this title (normalised) in `scope`.
+    fn topics_titled(
+        &mut self,
+        title: &str,
+        scope: Option<&str>,
+    ) -> Result<Vec<(i64, Topic)>, StoreError>;
+    /// Topics not archived that `trust` may see (of `kind`, when given)
+    /// whose text has a word of `text`, best first, with their text scores
+    /// (higher is better).
+    fn search_topics(
+        &mut self,
+        text: &str,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
+    /// Topics not archived that `trust` may see (of `kind`, when given),
+    /// most recently changed first.
+    fn recent_topics(
+        &mut self,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Topic)>, StoreError>;
+    /// The newest version of each field valid at `at` (`None`: now).
+    fn field_heads(
+        &mut self,
+        key: i64,
+        at: Option<Timestamp>,
+    ) -> Result<Vec<FieldVersion>, StoreError>;
+    /// The kept versions of one field, oldest first.
+    fn field_versions(&mut self, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError>;
+    fn add_version(&mut self, key: i64, version: &FieldVersion) -> Result<(), StoreError>;
+    /// The key of the topic record `record_id` is a field version of.
+    fn topic_of_record(&mut self, record_id: &str) -> Result<Option<i64>, StoreError>;
+    /// Keeps a field's newest `keep` versions in its history.
+    fn trim_versions(&mut self, key: i64, name: &str, keep: usize) -> Result<usize, StoreError>;
+    /// Adds an edge unless it stands already; answers whether it was added.
+    fn add_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// Ends a standing edge; answers whether there was one.
+    fn remove_edge(
+        &mut self,
+        from: i64,
+        to: i64,
+        kind: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// The edges from and to topic `key` standing at `at` (`None`: now),
+    /// each with the key of the topic at its other end.
+    fn edges_of(
+        &mut self,
+        key: i64,
+        at: Option<Timestamp>,
+    ) -> Result<Vec<(i64, TopicEdge)>, StoreError>;
+    /// Stores a topic's vector (replacing any); `Dimensions` when it does
+    /// not fit the database's.
+    fn put_topic_vector(&mut self, key: i64, embedding: &Embedding) -> Result<(), StoreError>;
+    /// Topics not archived that `trust` may see (of `kind`, when given),
+    /// with a vector, most similar to `query` first, with the cosine.
+    fn nearest_topics(
+        &mut self,
+        query: &QueryVector,
+        trust: &TrustContext,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError>;
+    /// The cosine of topic `key`'s vector with `query`; `None` without one.
+    fn topic_similarity(
+        &mut self,
+        key: i64,
+        query: &QueryVector,
+    ) -> Result<Option<f64>, StoreError>;
+    /// Drops every kept version of one field from its history.
+    fn drop_versions(&mut self, key: i64, name: &str) -> Result<(), StoreError>;
+    /// Topics not archived whose stored salience is below `below`, least
+    /// salient first.
+    fn fading_topics(&mut self, below: f64, limit: usize) -> Result<Vec<i64>, StoreError>;
+    /// How many topics are not archived.
+    fn active_topics(&mut self) -> Result<u64, StoreError>;
+    /// Topics not archived after `after_key`, in key order.
+    fn topic_decay_chunk(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+    ) -> Result<Vec<TopicDecay>, StoreError>;
+    /// Stores a topic's salience as a decay sweep computed it from the
+    /// anchor of `anchor_at`, unless it was reinforced since.
+    fn set_topic_salience(
+        &mut self,
+        key: i64,
+        anchor_at: Timestamp,
+        salience: f64,
+    ) -> Result<(), StoreError>;
+}

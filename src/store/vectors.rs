@@ -1,0 +1,40 @@
+//! Records' vectors in storage ([`VectorStore`]).
+
+use super::StoreError;
+use crate::domain::time::Timestamp;
+use crate::domain::vector::Embedding;
+/// A record the embedder is to make a vector for: its search text, as of
+/// the row version read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToEmbed {
+    pub key: i64,
+    pub version: i64,
+    pub text: String,
+}
+
+/// A vector the embedder made for a [`ToEmbed`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    pub key: i64,
+    pub version: i64,
+    pub text: String,
+    pub embedding: Embedding,
+}
+
+/// Records' vectors: the database's dimensions, and the embedder's work.
+pub trait VectorStore {
+    /// The number of dimensions the database's vectors have, once fixed
+    /// (by the first vector stored, or the configuration).
+    fn vector_dimensions(&mut self) -> Result<Option<usize>, StoreError>;
+    /// Up to `limit` records after `after_key`, in key order, that are not
+    /// retracted and have no vector.
+    fn to_embed(
+        &mut self,
+        after_key: i64,
+        limit: usize,
+        now: Timestamp,
+    ) -> Result<Vec<ToEmbed>, StoreError>;
+    /// Stores a vector the embedder made, unless the record changed since
+    /// it was read or got a vector meanwhile; answers whether it did.
+    fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError>;
+}
