@@ -14,11 +14,12 @@ use crate::domain::retrieval::Ranking;
 
 use super::storage::Reader;
 use crate::clock::Clock;
+use crate::domain::retrieval::GraphLimits;
 use crate::domain::retrieval::Retrieval;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::Validated;
-use crate::service::graph::{Graph, GraphLimits};
+use crate::service::graph::Graph;
 use crate::service::retrieval::RetrieveResult;
 use crate::service::{self, ServiceError};
 use crate::store::Transaction;

@@ -14,6 +14,7 @@ pub mod payload;
 pub mod policy;
 pub mod record;
 pub mod relevance;
+pub mod requests;
 pub mod retrieval;
 pub mod revision;
 pub mod schedule;

@@ -7,15 +7,15 @@ use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::requests::{
-    BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
-    WorkingStateRequest,
-};
 use super::{record_response, records_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::{Ingest, IngestBatch};
 use crate::actors::request::InRequest;
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
+use crate::domain::requests::{
+    BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
+    WorkingStateRequest,
+};
 use crate::error::ApiError;
 
 pub fn endpoints() -> Vec<Endpoint> {

@@ -18,11 +18,6 @@ use utoipa::openapi::schema::{SchemaType, Type};
 use utoipa::openapi::ObjectBuilder;
 
 use super::ingest::ingest_item;
-use super::requests::{
-    ContestRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, PenalizeRequest,
-    ReinforceRequest, RetractRequest, RetrieveRequest, RevisionRequest, SupersedeRequest,
-    WorkingStateRequest,
-};
 use super::retrieve::{record_by_id, retrieved};
 use super::revisions::revised;
 use super::topics::{ingested, queried, IngestBody, QueryBody};
@@ -31,6 +26,11 @@ use crate::domain::access::{Access, Role};
 use crate::domain::new_record::NewRecord;
 use crate::domain::payload::Payload;
 use crate::domain::record::MemoryRecord;
+use crate::domain::requests::{
+    ContestRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, PenalizeRequest,
+    ReinforceRequest, RetractRequest, RetrieveRequest, RevisionRequest, SupersedeRequest,
+    WorkingStateRequest,
+};
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::ValidationError;
 use crate::error::{ApiError, Code, ErrorBody};

@@ -15,7 +15,6 @@ mod metrics;
 pub mod openapi;
 pub mod origin;
 mod records;
-pub mod requests;
 mod retrieve;
 mod revisions;
 mod topics;
@@ -493,7 +492,7 @@ fn records_response(status: StatusCode, records: &[MemoryRecord]) -> HttpRespons
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::requests::{BatchRequest, EventRequest};
+    use crate::domain::requests::{BatchRequest, EventRequest};
 
     #[test]
     fn malformed_json_and_wrong_shapes_are_told_apart() {
@@ -535,7 +534,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.message, "source: candidate source is required");
         let message = |body: &str| {
-            parse_json::<crate::http::requests::SupersedeRequest>(body.as_bytes())
+            parse_json::<crate::domain::requests::SupersedeRequest>(body.as_bytes())
                 .unwrap_err()
                 .message
         };

@@ -7,7 +7,6 @@ use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::requests::{PenalizeRequest, ReinforceRequest, RevisionRequest, TrustOnlyRequest};
 use super::revisions::revise;
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::CreateRecord;
@@ -16,6 +15,9 @@ use crate::actors::retrieval::ReadAs;
 use crate::domain::access::{Access, Role};
 use crate::domain::new_record::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::requests::{
+    PenalizeRequest, ReinforceRequest, RevisionRequest, TrustOnlyRequest,
+};
 use crate::domain::revision::record_id;
 use crate::error::{ApiError, Code};
 use crate::service;

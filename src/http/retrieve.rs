@@ -8,12 +8,12 @@ use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::request::InRequest;
 use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
+use crate::domain::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
 use crate::domain::revision::record_id;
 use crate::domain::trust::TrustContext;
 use crate::error::ApiError;

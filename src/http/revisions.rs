@@ -6,14 +6,14 @@ use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::requests::{
-    ContestRequest, ForkRequest, MergeRequest, RetractRequest, RevisionRequest, SupersedeRequest,
-};
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::request::InRequest;
 use crate::actors::revision::Revise;
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
+use crate::domain::requests::{
+    ContestRequest, ForkRequest, MergeRequest, RetractRequest, RevisionRequest, SupersedeRequest,
+};
 use crate::error::ApiError;
 
 pub fn endpoints() -> Vec<Endpoint> {

@@ -12,53 +12,11 @@ use super::retrieval::retrieve;
 use super::topics;
 use super::ServiceError;
 use crate::domain::record::MemoryRecord;
-use crate::domain::retrieval::{Ranking, Retrieval};
+use crate::domain::retrieval::{GraphLimits, Ranking, Retrieval};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
 use crate::store::Transaction;
-
-/// Most hops, nodes and edges a graph retrieval may ask for.
-pub const MAX_HOPS: u8 = 3;
-pub const MAX_NODES: usize = 1000;
-pub const MAX_EDGES: usize = 5000;
-
-/// How far a graph retrieval goes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct GraphLimits {
-    pub max_hops: u8,
-    pub node_limit: usize,
-    pub edge_limit: usize,
-}
-
-impl GraphLimits {
-    pub fn checked(
-        max_hops: Option<u8>,
-        node_limit: Option<usize>,
-        edge_limit: Option<usize>,
-    ) -> Result<GraphLimits, ValidationError> {
-        let max_hops = max_hops.unwrap_or(1);
-        if max_hops > MAX_HOPS {
-            return Err(ValidationError::new(
-                "max_hops",
-                format!("at most {MAX_HOPS}, got {max_hops}"),
-            ));
-        }
-        let bounded = |field: &str, value: Option<usize>, default: usize, most: usize| match value {
-            None => Ok(default),
-            Some(n) if (1..=most).contains(&n) => Ok(n),
-            Some(n) => Err(ValidationError::new(
-                field,
-                format!("must be 1 to {most}, got {n}"),
-            )),
-        };
-        Ok(GraphLimits {
-            max_hops,
-            node_limit: bounded("node_limit", node_limit, 50, MAX_NODES)?,
-            edge_limit: bounded("edge_limit", edge_limit, 100, MAX_EDGES)?,
-        })
-    }
-}
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct GraphNode {

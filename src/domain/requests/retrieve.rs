@@ -6,11 +6,11 @@ use serde_json::Value;
 
 use crate::domain::access::Access;
 use crate::domain::record::MemoryType;
+use crate::domain::retrieval::GraphLimits;
 use crate::domain::retrieval::{FilterFields, Filters, Retrieval};
 use crate::domain::trust::{Caller, TrustContext};
 use crate::domain::validate::Validated;
 use crate::domain::vector::Embedding;
-use crate::service::graph::GraphLimits;
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
