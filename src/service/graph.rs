@@ -15,7 +15,6 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::{GraphLimits, Ranking, Retrieval};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::domain::validate::ValidationError;
 use crate::store::Transaction;
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
