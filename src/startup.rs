@@ -387,6 +387,7 @@ impl SharedState {
                 self.clock.clone(),
                 self.read_gate.clone(),
                 self.read_settings,
+                self.topics.clone(),
             )
             .start(),
             reviser: Reviser::new(self.policy.clone(), self.writer.clone(), self.clock.clone())

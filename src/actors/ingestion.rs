@@ -6,20 +6,21 @@ use super::request::handles_in_request;
 use actix::{Actor, Context, Handler, Message, Recipient, ResponseFuture};
 
 use super::consolidation::TopicsTouched;
-use super::retrieval::CallerWork;
 use super::storage::StorageWriter;
 use crate::clock::Clock;
 use crate::domain::ingest::{Candidate, IngestContext};
 use crate::domain::new_record::NewRecord;
 use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
+use crate::domain::requests::{BatchRequest, IngestItem};
 use crate::domain::search::analyse_ahead;
-use crate::domain::topic::TopicIngest;
+use crate::domain::topic::{Topic, TopicIngest};
 use crate::domain::trust::Caller;
-use crate::domain::validate::Validated;
 use crate::service::ingest::Route;
-use crate::service::topics::{Ingested, TopicRules};
+pub use crate::service::topics::Ingested;
+use crate::service::topics::TopicRules;
 use crate::service::{self, ServiceError};
+pub use crate::store::TopicEdge;
 
 pub struct Ingestor {
     policy: Policy,
@@ -53,16 +54,12 @@ impl Actor for Ingestor {
     type Context = Context<Self>;
 }
 
-/// Turns a request into what to store; runs on the ingestor's thread, with
-/// the policy and the clock.
-pub type Check<T> = Box<dyn FnOnce(&IngestContext<'_>) -> Validated<T> + Send>;
-
-/// One ingest call: a new record, or an outcome on an existing one.
+/// One ingest item: a new record, or an outcome on an existing one.
 #[derive(Message)]
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct Ingest {
     pub caller: Caller,
-    pub check: Check<Candidate>,
+    pub item: IngestItem,
 }
 
 /// All items stored, or none.
@@ -70,7 +67,7 @@ pub struct Ingest {
 #[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
 pub struct IngestBatch {
     pub caller: Caller,
-    pub check: Check<Vec<Candidate>>,
+    pub batch: BatchRequest,
 }
 
 /// A whole record sent by a client.
@@ -94,7 +91,7 @@ impl Handler<Ingest> for Ingestor {
             new_id: &new_record_id,
             key: msg.caller.key.as_deref(),
         };
-        let candidate = (msg.check)(&cx).map(ahead);
+        let candidate = msg.item.into_candidate(&cx).map(ahead);
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
@@ -129,7 +126,10 @@ impl Handler<IngestBatch> for Ingestor {
             new_id: &new_record_id,
             key: msg.caller.key.as_deref(),
         };
-        let candidates = (msg.check)(&cx).map(|all| all.into_iter().map(ahead).collect::<Vec<_>>());
+        let candidates = msg
+            .batch
+            .into_candidates(&cx)
+            .map(|all| all.into_iter().map(ahead).collect::<Vec<_>>());
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
@@ -215,27 +215,102 @@ impl Handler<IngestTopic> for Ingestor {
     }
 }
 
-/// A write as a caller (topics' edges, archiving): one writer job.
-pub struct WriteAs<T> {
+/// A typed edge from one topic to another; answers it, and whether it is
+/// new.
+#[derive(Message)]
+#[rtype(result = "Result<(TopicEdge, bool), ServiceError>")]
+pub struct AddTopicEdge {
     pub caller: Caller,
-    pub work: CallerWork<T>,
+    pub from: String,
+    pub to: String,
+    pub kind: String,
 }
 
-impl<T: Send + 'static> Message for WriteAs<T> {
-    type Result = Result<T, ServiceError>;
-}
+impl Handler<AddTopicEdge> for Ingestor {
+    type Result = ResponseFuture<Result<(TopicEdge, bool), ServiceError>>;
 
-impl<T: Send + 'static> Handler<WriteAs<T>> for Ingestor {
-    type Result = ResponseFuture<Result<T, ServiceError>>;
-
-    #[tracing::instrument(name = "write_as", level = "debug", skip_all)]
-    fn handle(&mut self, msg: WriteAs<T>, _: &mut Self::Context) -> Self::Result {
+    #[tracing::instrument(name = "add_topic_edge", level = "debug", skip_all)]
+    fn handle(&mut self, msg: AddTopicEdge, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let writer = self.writer.clone();
-        let WriteAs { caller, work } = msg;
-        Box::pin(async move { writer.write(move |tx| work(tx, &caller, now)).await })
+        let AddTopicEdge {
+            caller,
+            from,
+            to,
+            kind,
+        } = msg;
+        Box::pin(async move {
+            writer
+                .write(move |tx| service::topics::add_edge(tx, &caller, now, &from, &to, &kind))
+                .await
+        })
     }
 }
 
-handles_in_request!(Ingestor => Ingest, IngestBatch, CreateRecord, IngestTopic);
-handles_in_request!(for<T> Ingestor => WriteAs<T>);
+/// Ends the edge of `kind` from one topic to another.
+#[derive(Message)]
+#[rtype(result = "Result<(), ServiceError>")]
+pub struct RemoveTopicEdge {
+    pub caller: Caller,
+    pub from: String,
+    pub to: String,
+    pub kind: String,
+}
+
+impl Handler<RemoveTopicEdge> for Ingestor {
+    type Result = ResponseFuture<Result<(), ServiceError>>;
+
+    #[tracing::instrument(name = "remove_topic_edge", level = "debug", skip_all)]
+    fn handle(&mut self, msg: RemoveTopicEdge, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        let writer = self.writer.clone();
+        let RemoveTopicEdge {
+            caller,
+            from,
+            to,
+            kind,
+        } = msg;
+        Box::pin(async move {
+            writer
+                .write(move |tx| service::topics::remove_edge(tx, &caller, now, &from, &to, &kind))
+                .await
+        })
+    }
+}
+
+/// Archives a topic: readable by id, found by nothing else.
+#[derive(Message)]
+#[rtype(result = "Result<Topic, ServiceError>")]
+pub struct ArchiveTopic {
+    pub caller: Caller,
+    pub id: String,
+}
+
+impl Handler<ArchiveTopic> for Ingestor {
+    type Result = ResponseFuture<Result<Topic, ServiceError>>;
+
+    #[tracing::instrument(name = "archive_topic", level = "debug", skip_all)]
+    fn handle(&mut self, msg: ArchiveTopic, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        let writer = self.writer.clone();
+        let ArchiveTopic { caller, id } = msg;
+        let decay = self.topics.decay.clone();
+        Box::pin(async move {
+            writer
+                .write(move |tx| {
+                    Ok(service::topics::archive(tx, &caller, now, &id)?.decayed(&decay, now))
+                })
+                .await
+        })
+    }
+}
+
+handles_in_request!(
+    Ingestor => Ingest,
+    IngestBatch,
+    CreateRecord,
+    IngestTopic,
+    AddTopicEdge,
+    RemoveTopicEdge,
+    ArchiveTopic
+);

@@ -14,15 +14,16 @@ use crate::domain::retrieval::Ranking;
 
 use super::storage::Reader;
 use crate::clock::Clock;
-use crate::domain::retrieval::GraphLimits;
-use crate::domain::retrieval::Retrieval;
+use crate::domain::access::Access;
+use crate::domain::record::MemoryRecord;
+use crate::domain::requests::{GraphRequest, RetrieveRequest};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::domain::validate::Validated;
-use crate::service::graph::Graph;
-use crate::service::retrieval::RetrieveResult;
+pub use crate::service::graph::Graph;
+pub use crate::service::retrieval::RetrieveResult;
+use crate::service::topics::{self, TopicRules};
+pub use crate::service::topics::{QueryHit, TopicQuery, TopicView, VersionView};
 use crate::service::{self, ServiceError};
-use crate::store::Transaction;
 
 /// The bound on reads in flight, shared by every retriever.
 #[derive(Clone)]
@@ -64,15 +65,24 @@ pub struct Retriever {
     clock: Clock,
     gate: ReadGate,
     settings: ReadSettings,
+    /// How topics read fade, and how far their queries walk.
+    topics: TopicRules,
 }
 
 impl Retriever {
-    pub fn new(reader: Reader, clock: Clock, gate: ReadGate, settings: ReadSettings) -> Self {
+    pub fn new(
+        reader: Reader,
+        clock: Clock,
+        gate: ReadGate,
+        settings: ReadSettings,
+        topics: TopicRules,
+    ) -> Self {
         Retriever {
             reader,
             clock,
             gate,
             settings,
+            topics,
         }
     }
 
@@ -80,10 +90,7 @@ impl Retriever {
     fn bounded_read<T, F>(&self, read: F) -> ResponseFuture<Result<T, ServiceError>>
     where
         T: Send + 'static,
-        F: FnOnce(
-                &mut dyn crate::store::Transaction,
-                crate::domain::time::Timestamp,
-            ) -> Result<T, ServiceError>
+        F: FnOnce(&mut dyn crate::store::Transaction, Timestamp) -> Result<T, ServiceError>
             + Send
             + 'static,
     {
@@ -101,15 +108,12 @@ impl Actor for Retriever {
     type Context = Context<Self>;
 }
 
-/// Turns a request into its caller (the effective trust) and the
-/// retrieval it asks for, given the server's largest `limit`; runs on the
-/// retriever's thread.
-pub type Check = Box<dyn FnOnce(usize) -> Validated<(Caller, Retrieval)> + Send>;
-
+/// A ranked retrieval, as `access` and the request's trust make its caller.
 #[derive(Message)]
 #[rtype(result = "Result<RetrieveResult, ServiceError>")]
 pub struct Retrieve {
-    pub check: Check,
+    pub access: Access,
+    pub request: RetrieveRequest,
 }
 
 impl Handler<Retrieve> for Retriever {
@@ -117,7 +121,10 @@ impl Handler<Retrieve> for Retriever {
 
     #[tracing::instrument(name = "retrieve", level = "debug", skip_all)]
     fn handle(&mut self, msg: Retrieve, _: &mut Self::Context) -> Self::Result {
-        let (caller, retrieval) = match (msg.check)(self.settings.max_limit) {
+        let (caller, retrieval) = match msg
+            .request
+            .into_retrieval(&msg.access, self.settings.max_limit)
+        {
             Ok(checked) => checked,
             Err(e) => return Box::pin(async move { Err(e.into()) }),
         };
@@ -141,39 +148,12 @@ impl Handler<Retrieve> for Retriever {
     }
 }
 
-/// A service call made as `caller` at `now`.
-pub type CallerWork<T> =
-    Box<dyn FnOnce(&mut dyn Transaction, &Caller, Timestamp) -> Result<T, ServiceError> + Send>;
-
-/// A read as a caller (a record by id, a history, the topics): run like
-/// every retrieval, within the bound on reads in flight, on the read pool.
-pub struct ReadAs<T> {
-    pub caller: Caller,
-    pub work: CallerWork<T>,
-}
-
-impl<T: Send + 'static> Message for ReadAs<T> {
-    type Result = Result<T, ServiceError>;
-}
-
-impl<T: Send + 'static> Handler<ReadAs<T>> for Retriever {
-    type Result = ResponseFuture<Result<T, ServiceError>>;
-
-    #[tracing::instrument(name = "read_as", level = "debug", skip_all)]
-    fn handle(&mut self, msg: ReadAs<T>, _: &mut Self::Context) -> Self::Result {
-        let ReadAs { caller, work } = msg;
-        self.bounded_read(move |tx, now| work(tx, &caller, now))
-    }
-}
-
-/// Turns a graph request into its caller, the retrieval of its roots and
-/// its limits, given the server's largest `limit`.
-pub type GraphCheck = Box<dyn FnOnce(usize) -> Validated<(Caller, Retrieval, GraphLimits)> + Send>;
-
+/// Ranked records and their neighbours.
 #[derive(Message)]
 #[rtype(result = "Result<Graph, ServiceError>")]
 pub struct RetrieveGraph {
-    pub check: GraphCheck,
+    pub access: Access,
+    pub request: GraphRequest,
 }
 
 impl Handler<RetrieveGraph> for Retriever {
@@ -181,10 +161,11 @@ impl Handler<RetrieveGraph> for Retriever {
 
     #[tracing::instrument(name = "retrieve_graph", level = "debug", skip_all)]
     fn handle(&mut self, msg: RetrieveGraph, _: &mut Self::Context) -> Self::Result {
-        let (caller, retrieval, limits) = match (msg.check)(self.settings.max_limit) {
-            Ok(checked) => checked,
-            Err(e) => return Box::pin(async move { Err(e.into()) }),
-        };
+        let (caller, retrieval, limits) =
+            match msg.request.into_graph(&msg.access, self.settings.max_limit) {
+                Ok(checked) => checked,
+                Err(e) => return Box::pin(async move { Err(e.into()) }),
+            };
         let ranking = self.settings.ranking;
         self.bounded_read(move |tx, now| {
             service::graph::graph(tx, &caller, now, &retrieval, limits, &ranking)
@@ -192,5 +173,110 @@ impl Handler<RetrieveGraph> for Retriever {
     }
 }
 
-handles_in_request!(Retriever => Retrieve, RetrieveGraph);
-handles_in_request!(for<T> Retriever => ReadAs<T>);
+/// One record by id.
+#[derive(Message)]
+#[rtype(result = "Result<MemoryRecord, ServiceError>")]
+pub struct GetRecord {
+    pub caller: Caller,
+    pub id: String,
+}
+
+impl Handler<GetRecord> for Retriever {
+    type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
+
+    #[tracing::instrument(name = "get_record", level = "debug", skip_all)]
+    fn handle(&mut self, msg: GetRecord, _: &mut Self::Context) -> Self::Result {
+        let GetRecord { caller, id } = msg;
+        self.bounded_read(move |tx, now| service::retrieval::retrieve_by_id(tx, &caller, now, &id))
+    }
+}
+
+/// The supersession chain through a record.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
+pub struct RecordHistory {
+    pub caller: Caller,
+    pub id: String,
+}
+
+impl Handler<RecordHistory> for Retriever {
+    type Result = ResponseFuture<Result<Vec<MemoryRecord>, ServiceError>>;
+
+    #[tracing::instrument(name = "record_history", level = "debug", skip_all)]
+    fn handle(&mut self, msg: RecordHistory, _: &mut Self::Context) -> Self::Result {
+        let RecordHistory { caller, id } = msg;
+        self.bounded_read(move |tx, now| service::retrieval::history(tx, &caller, now, &id))
+    }
+}
+
+/// A topic with its fields and edges, now or as of an instant.
+#[derive(Message)]
+#[rtype(result = "Result<TopicView, ServiceError>")]
+pub struct ViewTopic {
+    pub caller: Caller,
+    pub id: String,
+    pub as_of: Option<Timestamp>,
+}
+
+impl Handler<ViewTopic> for Retriever {
+    type Result = ResponseFuture<Result<TopicView, ServiceError>>;
+
+    #[tracing::instrument(name = "view_topic", level = "debug", skip_all)]
+    fn handle(&mut self, msg: ViewTopic, _: &mut Self::Context) -> Self::Result {
+        let ViewTopic { caller, id, as_of } = msg;
+        let decay = self.topics.decay.clone();
+        self.bounded_read(move |tx, now| {
+            let reading = topics::Reading { now, as_of, decay };
+            topics::view(tx, &caller, &id, &reading)
+        })
+    }
+}
+
+/// Topics by text or vector, with neighbours and histories.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<QueryHit>, ServiceError>")]
+pub struct QueryTopics {
+    pub caller: Caller,
+    pub query: TopicQuery,
+}
+
+impl Handler<QueryTopics> for Retriever {
+    type Result = ResponseFuture<Result<Vec<QueryHit>, ServiceError>>;
+
+    #[tracing::instrument(name = "query_topics", level = "debug", skip_all)]
+    fn handle(&mut self, msg: QueryTopics, _: &mut Self::Context) -> Self::Result {
+        let QueryTopics { caller, mut query } = msg;
+        query.max_hop_nodes = self.topics.settings.max_hop_nodes;
+        let decay = self.topics.decay.clone();
+        self.bounded_read(move |tx, now| topics::query(tx, &caller, &query, now, &decay))
+    }
+}
+
+/// The kept versions of one field of a topic.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<VersionView>, ServiceError>")]
+pub struct FieldHistory {
+    pub caller: Caller,
+    pub id: String,
+    pub name: String,
+}
+
+impl Handler<FieldHistory> for Retriever {
+    type Result = ResponseFuture<Result<Vec<VersionView>, ServiceError>>;
+
+    #[tracing::instrument(name = "field_history", level = "debug", skip_all)]
+    fn handle(&mut self, msg: FieldHistory, _: &mut Self::Context) -> Self::Result {
+        let FieldHistory { caller, id, name } = msg;
+        self.bounded_read(move |tx, _| topics::field_history(tx, &caller, &id, &name))
+    }
+}
+
+handles_in_request!(
+    Retriever => Retrieve,
+    RetrieveGraph,
+    GetRecord,
+    RecordHistory,
+    ViewTopic,
+    QueryTopics,
+    FieldHistory
+);

@@ -10,9 +10,9 @@ use super::storage::StorageWriter;
 use crate::clock::Clock;
 use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, MemoryRecord};
-use crate::domain::revision::{NewRecordContext, RevisionCommand};
+use crate::domain::requests::RevisionRequest;
+use crate::domain::revision::NewRecordContext;
 use crate::domain::trust::Caller;
-use crate::domain::validate::Validated;
 use crate::service::{self, ServiceError};
 
 pub struct Reviser {
@@ -35,17 +35,13 @@ impl Actor for Reviser {
     type Context = Context<Self>;
 }
 
-/// Turns a request into a revision command; runs on the reviser's
-/// thread, with the policy and the clock.
-pub type Check = Box<dyn FnOnce(&NewRecordContext<'_>) -> Validated<RevisionCommand> + Send>;
-
 /// Answers the record the operation is about: the new one for supersede,
 /// fork and merge, the changed one otherwise.
 #[derive(Message)]
 #[rtype(result = "Result<MemoryRecord, ServiceError>")]
 pub struct Revise {
     pub caller: Caller,
-    pub check: Check,
+    pub request: RevisionRequest,
 }
 
 impl Handler<Revise> for Reviser {
@@ -60,7 +56,7 @@ impl Handler<Revise> for Reviser {
             new_id: &new_record_id,
             key: msg.caller.key.as_deref(),
         };
-        let command = (msg.check)(&cx);
+        let command = msg.request.into_command(&cx);
         let writer = self.writer.clone();
         let policy = self.policy.clone();
         let caller = msg.caller;

@@ -54,7 +54,7 @@ pub(super) async fn ingest_item(
         .ingestor
         .send(InRequest::new(Ingest {
             caller: access.writer(),
-            check: Box::new(move |cx| item.into_candidate(cx)),
+            item,
         }))
         .await??)
 }
@@ -207,7 +207,7 @@ async fn batch(
         .ingestor
         .send(InRequest::new(IngestBatch {
             caller: access.writer(),
-            check: Box::new(move |cx| body.0.into_candidates(cx)),
+            batch: body.0,
         }))
         .await??;
     Ok(records_response(StatusCode::CREATED, &records))

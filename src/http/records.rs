@@ -11,7 +11,7 @@ use super::revisions::revise;
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::request::InRequest;
-use crate::actors::retrieval::ReadAs;
+use crate::actors::retrieval::RecordHistory;
 use crate::domain::access::{Access, Role};
 use crate::domain::new_record::NewRecord;
 use crate::domain::record::{Attribution, MemoryRecord};
@@ -20,7 +20,6 @@ use crate::domain::requests::{
 };
 use crate::domain::revision::record_id;
 use crate::error::{ApiError, Code};
-use crate::service;
 
 /// Actor named in the `create` audit entry when the record names no
 /// creator.
@@ -179,11 +178,9 @@ async fn history(
     let id = record_id("id", id.into_inner())?;
     let chain = state
         .retriever
-        .send(InRequest::new(ReadAs {
+        .send(InRequest::new(RecordHistory {
             caller: access.reader(body.0.trust)?,
-            work: Box::new(move |tx, caller, now| {
-                service::retrieval::history(tx, caller, now, &id)
-            }),
+            id,
         }))
         .await??;
     Ok(HttpResponse::Ok().json(ChainBody { chain }))

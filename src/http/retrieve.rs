@@ -2,22 +2,19 @@
 
 use super::RecordBody;
 use crate::error::ErrorBody;
-use crate::service::graph::Graph;
-use crate::service::retrieval::RetrieveResult;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::request::InRequest;
-use crate::actors::retrieval::{ReadAs, Retrieve, RetrieveGraph};
+use crate::actors::retrieval::{GetRecord, Graph, Retrieve, RetrieveGraph, RetrieveResult};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
 use crate::domain::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
 use crate::domain::revision::record_id;
 use crate::domain::trust::TrustContext;
 use crate::error::ApiError;
-use crate::service;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -57,9 +54,7 @@ pub(super) async fn retrieved(
 ) -> Result<RetrieveResult, ApiError> {
     Ok(state
         .retriever
-        .send(InRequest::new(Retrieve {
-            check: Box::new(move |max_limit| request.into_retrieval(&access, max_limit)),
-        }))
+        .send(InRequest::new(Retrieve { access, request }))
         .await??)
 }
 
@@ -93,11 +88,9 @@ pub(super) async fn record_by_id(
     let id = record_id("id", id)?;
     Ok(state
         .retriever
-        .send(InRequest::new(ReadAs {
+        .send(InRequest::new(GetRecord {
             caller: access.reader(trust)?,
-            work: Box::new(move |tx, caller, now| {
-                service::retrieval::retrieve_by_id(tx, caller, now, &id)
-            }),
+            id,
         }))
         .await??)
 }
@@ -119,7 +112,8 @@ async fn graph(
     let graph = state
         .retriever
         .send(InRequest::new(RetrieveGraph {
-            check: Box::new(move |max_limit| body.0.into_graph(&access, max_limit)),
+            access,
+            request: body.0,
         }))
         .await??;
     Ok(HttpResponse::Ok().json(graph))

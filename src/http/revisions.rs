@@ -44,7 +44,7 @@ pub(super) async fn revised(
         .reviser
         .send(InRequest::new(Revise {
             caller: access.writer(),
-            check: Box::new(move |cx| request.into_command(cx)),
+            request,
         }))
         .await??)
 }

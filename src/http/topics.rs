@@ -2,7 +2,6 @@
 //! edges and archiving.
 
 use crate::error::ErrorBody;
-use crate::service::topics::Ingested;
 use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -10,9 +9,13 @@ use serde_json::Value;
 
 use super::{AppState, Endpoint, JsonBody};
 use crate::actors::consolidation::TopicsRead;
-use crate::actors::ingestion::{IngestTopic, WriteAs};
+use crate::actors::ingestion::{
+    AddTopicEdge, ArchiveTopic, IngestTopic, Ingested, RemoveTopicEdge, TopicEdge,
+};
 use crate::actors::request::InRequest;
-use crate::actors::retrieval::{CallerWork, ReadAs};
+use crate::actors::retrieval::{
+    FieldHistory, QueryHit, QueryTopics, TopicQuery, TopicView, VersionView, ViewTopic,
+};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::{rfc3339_option, Timestamp};
@@ -24,8 +27,6 @@ use crate::domain::trust::TrustContext;
 use crate::domain::validate::{check_id, null_as_default};
 use crate::domain::vector::Embedding;
 use crate::error::ApiError;
-use crate::service::topics;
-use crate::store::TopicEdge;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -126,7 +127,7 @@ pub(super) async fn ingested(
     state: &AppState,
     access: Access,
     body: IngestBody,
-) -> Result<topics::Ingested, ApiError> {
+) -> Result<Ingested, ApiError> {
     let caller = access.acting(body.trust)?;
     let request = TopicIngest::checked(TopicIngest {
         placement: Placement::parse("placement", body.placement.as_deref())?,
@@ -177,42 +178,12 @@ struct ViewBody {
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct TopicViewBody {
-    topic: topics::TopicView,
+    topic: TopicView,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct TopicBody {
     topic: Topic,
-}
-
-/// Runs `work` on the read pool as the caller the request's trust and
-/// key make.
-async fn read<T: Send + 'static>(
-    state: &AppState,
-    access: Access,
-    trust: Option<TrustContext>,
-    work: CallerWork<T>,
-) -> Result<T, ApiError> {
-    let caller = access.reader(trust)?;
-    Ok(state
-        .retriever
-        .send(InRequest::new(ReadAs { caller, work }))
-        .await??)
-}
-
-/// Runs `work` on the writer as the caller the request's trust and key
-/// make.
-async fn change<T: Send + 'static>(
-    state: &AppState,
-    access: Access,
-    trust: Option<TrustContext>,
-    work: CallerWork<T>,
-) -> Result<T, ApiError> {
-    let caller = access.acting(trust)?;
-    Ok(state
-        .ingestor
-        .send(InRequest::new(WriteAs { caller, work }))
-        .await??)
 }
 
 #[utoipa::path(
@@ -233,18 +204,14 @@ async fn view(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     check_id("id", &id)?;
-    let as_of = body.0.as_of;
-    let decay = state.topics.decay.clone();
-    let topic = read(
-        &state,
-        access,
-        body.0.trust,
-        Box::new(move |tx, caller, now| {
-            let reading = topics::Reading { now, as_of, decay };
-            topics::view(tx, caller, &id, &reading)
-        }),
-    )
-    .await?;
+    let topic = state
+        .retriever
+        .send(InRequest::new(ViewTopic {
+            caller: access.reader(body.0.trust)?,
+            id,
+            as_of: body.0.as_of,
+        }))
+        .await??;
     state.topics_read.do_send(TopicsRead {
         ids: vec![topic.topic.id.clone()],
     });
@@ -276,7 +243,7 @@ pub(super) struct QueryBody {
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct TopicsBody {
-    topics: Vec<topics::QueryHit>,
+    topics: Vec<QueryHit>,
 }
 
 #[utoipa::path(
@@ -303,8 +270,8 @@ pub(super) async fn queried(
     state: &AppState,
     access: Access,
     body: QueryBody,
-) -> Result<Vec<topics::QueryHit>, ApiError> {
-    let mut query = topics::TopicQuery::checked(
+) -> Result<Vec<QueryHit>, ApiError> {
+    let query = TopicQuery::checked(
         body.text,
         Embedding::optional("embedding", body.embedding)?,
         body.kind,
@@ -313,15 +280,13 @@ pub(super) async fn queried(
         body.as_of,
         body.include_history,
     )?;
-    query.max_hop_nodes = state.topics.settings.max_hop_nodes;
-    let decay = state.topics.decay.clone();
-    let found = read(
-        state,
-        access,
-        body.trust,
-        Box::new(move |tx, caller, now| topics::query(tx, caller, &query, now, &decay)),
-    )
-    .await?;
+    let found = state
+        .retriever
+        .send(InRequest::new(QueryTopics {
+            caller: access.reader(body.trust)?,
+            query,
+        }))
+        .await??;
     if !found.is_empty() {
         state.topics_read.do_send(TopicsRead {
             ids: found.iter().map(|hit| hit.topic.topic.id.clone()).collect(),
@@ -340,7 +305,7 @@ struct TrustBody {
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct VersionsBody {
-    versions: Vec<topics::VersionView>,
+    versions: Vec<VersionView>,
 }
 
 #[utoipa::path(
@@ -362,13 +327,14 @@ async fn field_history(
     let (id, name) = path.into_inner();
     check_id("id", &id)?;
     check_field_name("name", &name)?;
-    let versions = read(
-        &state,
-        access,
-        body.0.trust,
-        Box::new(move |tx, caller, _| topics::field_history(tx, caller, &id, &name)),
-    )
-    .await?;
+    let versions = state
+        .retriever
+        .send(InRequest::new(FieldHistory {
+            caller: access.reader(body.0.trust)?,
+            id,
+            name,
+        }))
+        .await??;
     Ok(HttpResponse::Ok().json(VersionsBody { versions }))
 }
 
@@ -413,13 +379,15 @@ async fn add_edge(
     body: JsonBody<EdgeChangeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
-    let (edge, added) = change(
-        &state,
-        access,
-        body.0.trust,
-        Box::new(move |tx, caller, now| topics::add_edge(tx, caller, now, &from, &to, &kind)),
-    )
-    .await?;
+    let (edge, added) = state
+        .ingestor
+        .send(InRequest::new(AddTopicEdge {
+            caller: access.acting(body.0.trust)?,
+            from,
+            to,
+            kind,
+        }))
+        .await??;
     Ok(HttpResponse::build(StatusCode::CREATED).json(EdgeAnswer { edge, added }))
 }
 
@@ -445,13 +413,15 @@ async fn remove_edge(
     body: JsonBody<EdgeChangeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
-    change(
-        &state,
-        access,
-        body.0.trust,
-        Box::new(move |tx, caller, now| topics::remove_edge(tx, caller, now, &from, &to, &kind)),
-    )
-    .await?;
+    state
+        .ingestor
+        .send(InRequest::new(RemoveTopicEdge {
+            caller: access.acting(body.0.trust)?,
+            from,
+            to,
+            kind,
+        }))
+        .await??;
     Ok(HttpResponse::Ok().json(RemovedBody { removed: true }))
 }
 
@@ -473,15 +443,12 @@ async fn archive(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     check_id("id", &id)?;
-    let decay = state.topics.decay.clone();
-    let topic = change(
-        &state,
-        access,
-        body.0.trust,
-        Box::new(move |tx, caller, now| {
-            Ok(topics::archive(tx, caller, now, &id)?.decayed(&decay, now))
-        }),
-    )
-    .await?;
+    let topic = state
+        .ingestor
+        .send(InRequest::new(ArchiveTopic {
+            caller: access.acting(body.0.trust)?,
+            id,
+        }))
+        .await??;
     Ok(HttpResponse::Ok().json(TopicBody { topic }))
 }
