@@ -22,6 +22,7 @@ use crate::actors::scheduler::{self, JobName, JobsError, Scheduler, SchedulerDep
 use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::auth;
 use crate::auth::gate::{self, Protection, Unprotected};
+use crate::auth::keys::KeyCheck;
 use crate::auth::secret::SecretError;
 use crate::clock::Clock;
 use crate::config::{Backend, Settings};
@@ -94,10 +95,8 @@ impl Application {
         if !opened.applied_migrations.is_empty() {
             tracing::info!(versions = ?opened.applied_migrations, "applied schema migrations");
         }
-        let keys_exist = opened
-            .key_lookup
-            .read(|tx| tx.any_key())
-            .map_err(db_error)?;
+        let mut writer_conn = opened.writer;
+        let keys_exist = writer_conn.transaction().any_key().map_err(db_error)?;
         let addr = settings.listen_addr();
         let protection = gate::protection(settings.auth.mode, addr, keys_exist)?;
         tracing::info!(
@@ -105,7 +104,6 @@ impl Application {
             keys_required = protection == Protection::Keys,
             "authentication"
         );
-        let mut writer_conn = opened.writer;
         let instance = instance_id();
         let live = scheduler::heartbeat(writer_conn.transaction(), &instance, &settings.jobs)
             .map_err(db_error)?;
@@ -133,15 +131,6 @@ impl Application {
                 return Err(db_error(StoreError::Database(e.to_string())));
             }
         }
-        let gatekeeper = web::Data::new(Gatekeeper::new(
-            settings.auth.mode,
-            keys_exist,
-            auth::pepper(&settings)?,
-            opened.key_lookup,
-            Duration::from_millis(settings.storage.read_timeout_ms),
-            settings.auth.default_rate,
-            instances.clone(),
-        ));
         let stored_jobs = writer_conn.transaction().job_settings().map_err(db_error)?;
         let recent_runs = writer_conn
             .transaction()
@@ -160,6 +149,14 @@ impl Application {
         let reader_addr =
             SyncArbiter::start(storage.pool_size as usize, move || StoreReader::new(&pool));
         let reader = Reader::new(reader_addr, Duration::from_millis(storage.read_timeout_ms));
+        let gatekeeper = web::Data::new(Gatekeeper::new(
+            settings.auth.mode,
+            keys_exist,
+            KeyCheck::new(auth::pepper(&settings)?, reader.clone()),
+            settings.auth.default_rate,
+            instances.clone(),
+        ));
+        Gatekeeper::watch_for_keys(gatekeeper.clone());
 
         let read_gate = ReadGate::new(settings.retrieval.max_reads_in_flight);
         let topic_rules = TopicRules::new(settings.topics, &settings.policy);

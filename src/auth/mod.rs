@@ -2,6 +2,7 @@
 //! shown once, when it is made; engram keeps only a keyed hash of it.
 
 pub mod gate;
+pub mod keys;
 pub mod secret;
 
 use crate::config::Settings;

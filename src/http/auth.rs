@@ -19,12 +19,11 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest, ResponseError};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 
+use crate::auth::keys::{KeyCheck, KEY_RECHECK};
 use crate::auth::secret::Pepper;
 use crate::config::AuthMode;
 use crate::domain::access::{Access, ApiKey, Role};
 use crate::error::{ApiError, Code};
-use crate::service;
-use crate::store::KeyLookup;
 
 /// Paths anyone may call: load balancers and orchestrators probe them. (The
 /// API document, its page and the dashboard's files are public too:
@@ -38,11 +37,9 @@ pub struct Gatekeeper {
     /// process), `auto` needs keys for good: keys are revoked, never
     /// deleted.
     keys_exist: AtomicBool,
-    pepper: Arc<Pepper>,
-    /// Shared with the blocking threads the lookups run on.
-    lookup: Arc<KeyLookup>,
-    /// How long a key check may take before the request gets `503`.
-    read_timeout: Duration,
+    /// Finds the key of a secret: recently verified, or read on the
+    /// storage readers within their deadline (then `503` past it).
+    keys: KeyCheck,
     default_rate: f64,
     /// The engram processes sharing the database (1 on SQLite): each
     /// allows its share of a rate, so together they allow the rate.
@@ -57,18 +54,14 @@ impl Gatekeeper {
     pub fn new(
         mode: AuthMode,
         keys_exist: bool,
-        pepper: Pepper,
-        lookup: KeyLookup,
-        read_timeout: Duration,
+        keys: KeyCheck,
         default_rate: f64,
         instances: Arc<AtomicUsize>,
     ) -> Gatekeeper {
         Gatekeeper {
             mode,
             keys_exist: AtomicBool::new(keys_exist),
-            pepper: Arc::new(pepper),
-            lookup: Arc::new(lookup),
-            read_timeout,
+            keys,
             default_rate,
             per_address: Mutex::new((1, Arc::new(RateLimiter::keyed(quota(default_rate))))),
             instances,
@@ -89,7 +82,7 @@ impl Gatekeeper {
     }
 
     pub fn pepper(&self) -> &Pepper {
-        &self.pepper
+        self.keys.pepper()
     }
 
     /// A key was just made: in `auto` mode keys are needed from now on.
@@ -97,62 +90,64 @@ impl Gatekeeper {
         self.keys_exist.store(true, Ordering::Release);
     }
 
-    /// Runs `work` on the key lookups' connection, on a thread made for
-    /// blocking (never the HTTP worker's: a database that hangs must not
-    /// stop the health checks or anything else that needs no lookup), and
-    /// gives up after the read deadline.
-    async fn lookup<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&mut dyn crate::store::Transaction) -> Result<T, service::ServiceError>
-            + Send
-            + 'static,
-    ) -> Result<T, ApiError> {
-        let lookup = self.lookup.clone();
-        let blocking = web::block(move || lookup.read(work));
-        match actix_web::rt::time::timeout(self.read_timeout, blocking).await {
-            Ok(Ok(found)) => found.map_err(store_failed),
-            Ok(Err(e)) => Err(store_failed(e)),
-            Err(_) => Err(store_failed(format!(
-                "no answer within {} ms",
-                self.read_timeout.as_millis()
-            ))),
-        }
+    /// Key `name` was just revoked: refused from the next request on.
+    pub fn key_revoked(&self, name: &str) {
+        self.keys.forget(name);
     }
 
     /// Whether requests need a key now.
-    async fn keys_required(&self) -> Result<bool, ApiError> {
+    fn keys_required(&self) -> bool {
         match self.mode {
-            AuthMode::Off => Ok(false),
-            AuthMode::Required => Ok(true),
-            AuthMode::Auto if self.keys_exist.load(Ordering::Acquire) => Ok(true),
-            AuthMode::Auto => {
-                let exists = self.lookup(|tx| Ok(tx.any_key()?)).await?;
-                if exists {
-                    self.key_created();
-                }
-                Ok(exists)
-            }
+            AuthMode::Off => false,
+            AuthMode::Required => true,
+            AuthMode::Auto => self.keys_exist.load(Ordering::Acquire),
         }
+    }
+
+    /// In `auto` mode while no key exists, looks every [`KEY_RECHECK`] for
+    /// one made by another process (`engram keys create`, another
+    /// instance), off the request path; stops once one exists (keys are
+    /// revoked, never deleted).
+    pub fn watch_for_keys(gate: web::Data<Gatekeeper>) {
+        if gate.mode != AuthMode::Auto || gate.keys_exist.load(Ordering::Acquire) {
+            return;
+        }
+        actix_web::rt::spawn(async move {
+            while !gate.keys_exist.load(Ordering::Acquire) {
+                actix_web::rt::time::sleep(KEY_RECHECK).await;
+                match gate.keys.any_key().await {
+                    Ok(true) => gate.key_created(),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "cannot look for API keys"),
+                }
+            }
+        });
     }
 
     /// The access of a request with these headers from `peer`.
     async fn access(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<Access, ApiError> {
-        if !self.keys_required().await? {
+        let presented = bearer(headers);
+        if !self.keys_required() {
+            // A key presented where none was seen yet may have been made
+            // by another process since: if it is one, keys are needed from
+            // now on, and this request is made with it.
+            if let (AuthMode::Auto, Ok(secret)) = (self.mode, presented) {
+                if let Some(key) = self.keys.key(secret).await.map_err(store_failed)? {
+                    self.key_created();
+                    self.limit_key(&key)?;
+                    return Ok(Access::Key(key));
+                }
+            }
             return Ok(Access::Open);
         }
-        let presented = bearer(headers);
         let key = match presented {
-            Ok(secret) => {
-                let (pepper, secret) = (self.pepper.clone(), secret.to_string());
-                self.lookup(move |tx| service::keys::authenticate(tx, &pepper, &secret))
-                    .await?
-            }
+            Ok(secret) => self.keys.key(secret).await.map_err(store_failed)?,
             Err(_) => None,
         };
         match key {
             Some(key) => {
                 self.limit_key(&key)?;
-                Ok(Access::Key(Arc::new(key)))
+                Ok(Access::Key(key))
             }
             None => {
                 // Guessing keys costs the address its rate like any other

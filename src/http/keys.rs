@@ -178,6 +178,7 @@ async fn revoke(
         .writer
         .write(move |tx| keys::revoke(tx, &access, &name, now))
         .await?;
+    gate.key_revoked(&key.name);
     tracing::info!(key = %key.name, "API key revoked");
     Ok(HttpResponse::Ok().json(KeyBody {
         key: KeyView::of(key, &gate),

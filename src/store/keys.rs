@@ -1,29 +1,9 @@
-//! API keys in storage ([`KeyStore`]), and the lookups authentication
-//! makes on every request ([`KeyLookup`]).
+//! API keys in storage ([`KeyStore`]).
 
 use super::StoreError;
 use crate::domain::access::ApiKey;
 use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
-/// The connection for the reads authentication makes on every request
-/// (does any key exist, which key has this hash): point reads, made on
-/// the request's thread.
-pub enum KeyLookup {
-    Sqlite(super::sqlite::KeyLookup),
-    Postgres(super::postgres::KeyLookup),
-}
-
-impl KeyLookup {
-    pub fn read<T, E: From<StoreError>>(
-        &self,
-        work: impl FnOnce(&mut dyn super::Transaction) -> Result<T, E>,
-    ) -> Result<T, E> {
-        match self {
-            KeyLookup::Sqlite(lookup) => lookup.read(work),
-            KeyLookup::Postgres(lookup) => lookup.read(work)?,
-        }
-    }
-}
 
 /// An API key's row, as either backend stores it (see the SQLite
 /// migration 0009).

@@ -28,8 +28,8 @@ mod topics;
 mod vectors;
 
 pub use consolidation::{ConsolidationStore, Step};
+pub use keys::KeyStore;
 pub(crate) use keys::StoredKey;
-pub use keys::{KeyLookup, KeyStore};
 pub use maintenance::{
     DecayChange, DecayRow, DecayStore, HeldJob, JobClaim, JobRunRecord, JobSetting, JobStore,
 };
@@ -100,7 +100,6 @@ pub struct Opened {
     pub writer: Box<dyn WriteConnection>,
     pub more_writers: Vec<Box<dyn WriteConnection>>,
     pub readers: ReadPool,
-    pub key_lookup: KeyLookup,
     pub applied_migrations: Vec<i64>,
 }
 

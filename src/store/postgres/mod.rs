@@ -407,8 +407,7 @@ pub fn open(
     Ok(Opened {
         writer: Box::new(writer),
         more_writers,
-        readers: super::ReadPool::Postgres(ReadPool { pool: pool.clone() }),
-        key_lookup: super::KeyLookup::Postgres(KeyLookup { pool, shared }),
+        readers: super::ReadPool::Postgres(ReadPool { pool }),
         applied_migrations,
     })
 }
@@ -541,20 +540,6 @@ impl ThreadReads {
             }
         };
         Ok(self.own.insert(pg))
-    }
-}
-
-/// The reads authentication makes on every request, on a pooled
-/// connection of their own (each read is one statement, no transaction).
-pub struct KeyLookup {
-    pool: Pool,
-    shared: Shared,
-}
-
-impl KeyLookup {
-    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
-        let mut pg = Pg::pooled(&self.pool, &self.shared)?;
-        Ok(work(&mut pg))
     }
 }
 

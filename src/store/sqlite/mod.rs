@@ -19,7 +19,6 @@ pub mod topics;
 pub mod vectors;
 
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
@@ -206,14 +205,12 @@ pub fn open(
         .test_on_check_out(false)
         .connection_timeout(Duration::from_secs(10))
         .build(manager)?;
-    let key_lookup = KeyLookup(Mutex::new(open_connection(path, reader_options, key)?));
     let checkpoints =
         checkpoint::Checkpoints::start(&conn, open_connection(path, reader_options, key)?)?;
     Ok(Opened {
         more_writers: Vec::new(),
         writer: Box::new(SqliteWriter { conn, checkpoints }),
         readers: super::ReadPool::Sqlite(ReadPool(pool)),
-        key_lookup: super::KeyLookup::Sqlite(key_lookup),
         applied_migrations,
     })
 }
@@ -264,24 +261,6 @@ impl ReadPool {
 /// Steps of SQLite's engine between two looks at a read's budget: a few
 /// microseconds of work, so a look costs nothing measurable.
 const BUDGET_STEPS: std::ffi::c_int = 4000;
-
-/// A connection of its own for the reads authentication makes on every
-/// request (does any key exist, which key has this hash): point reads of
-/// microseconds, made on the request's thread rather than queued behind
-/// retrievals for a pooled connection.
-pub struct KeyLookup(Mutex<Connection>);
-
-impl KeyLookup {
-    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> T {
-        // A panic while the lock was held left no transaction open: each
-        // read is one statement.
-        let mut conn = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        work(&mut *conn)
-    }
-}
 
 struct SqliteWriter {
     conn: Connection,
