@@ -16,6 +16,7 @@ use crate::actors::consolidation::{Consolidator, TopicsRead, TopicsTouched};
 use crate::actors::decay::Decayer;
 use crate::actors::embedder::Embedder;
 use crate::actors::ingestion::Ingestor;
+use crate::actors::keys::KeyKeeper;
 use crate::actors::retrieval::{ReadGate, ReadSettings, Retriever};
 use crate::actors::revision::Reviser;
 use crate::actors::scheduler::{self, JobName, JobsError, Scheduler, SchedulerDeps, StopSchedule};
@@ -23,6 +24,7 @@ use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::auth;
 use crate::auth::gate::{self, Protection, Unprotected};
 use crate::auth::keys::KeyCheck;
+use crate::auth::secret::Pepper;
 use crate::auth::secret::SecretError;
 use crate::clock::Clock;
 use crate::config::{Backend, Settings};
@@ -149,10 +151,11 @@ impl Application {
         let reader_addr =
             SyncArbiter::start(storage.pool_size as usize, move || StoreReader::new(&pool));
         let reader = Reader::new(reader_addr, Duration::from_millis(storage.read_timeout_ms));
+        let pepper = Arc::new(auth::pepper(&settings)?);
         let gatekeeper = web::Data::new(Gatekeeper::new(
             settings.auth.mode,
             keys_exist,
-            KeyCheck::new(auth::pepper(&settings)?, reader.clone()),
+            KeyCheck::new(pepper.clone(), reader.clone()),
             settings.auth.default_rate,
             instances.clone(),
         ));
@@ -226,6 +229,7 @@ impl Application {
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
             slow_request: Duration::from_millis(settings.telemetry.slow_request_ms),
             topics: topic_rules,
+            pepper,
             topics_touched: consolidator.clone().recipient(),
             topics_read: consolidator.recipient(),
         };
@@ -362,6 +366,8 @@ struct SharedState {
     body_read_timeout: Duration,
     slow_request: Duration,
     topics: TopicRules,
+    /// What new keys' secrets are hashed with.
+    pepper: Arc<Pepper>,
     topics_touched: Recipient<TopicsTouched>,
     topics_read: Recipient<TopicsRead>,
 }
@@ -389,6 +395,13 @@ impl SharedState {
             .start(),
             reviser: Reviser::new(self.policy.clone(), self.writer.clone(), self.clock.clone())
                 .start(),
+            keys: KeyKeeper::new(
+                self.writer.clone(),
+                self.reader.clone(),
+                self.clock.clone(),
+                self.pepper.clone(),
+            )
+            .start(),
             reader: self.reader.clone(),
             read_gate: self.read_gate.clone(),
             writer: self.writer.clone(),
@@ -399,7 +412,6 @@ impl SharedState {
             body_budget: self.body_budget.clone(),
             body_read_timeout: self.body_read_timeout,
             slow_request: self.slow_request,
-            topics: self.topics.clone(),
             topics_read: self.topics_read.clone(),
         }
     }

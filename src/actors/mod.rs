@@ -10,6 +10,8 @@
 //! - [`revision::Reviser`] validates the revision operations (supersede,
 //!   fork, retract, merge, contest, reinforce, penalize) and runs each as
 //!   one writer job, so it commits whole or not at all.
+//! - [`keys::KeyKeeper`] makes, lists and revokes API keys for the admin
+//!   routes, each as one writer job or read; it holds the pepper.
 //! - [`decay::Decayer`] sweeps salience down and prunes what decayed away,
 //!   a chunk per read and a chunk per writer job.
 //! - [`consolidation::Consolidator`] distils episodes into facts, skills and
@@ -40,6 +42,7 @@ pub mod consolidation;
 pub mod decay;
 pub mod embedder;
 pub mod ingestion;
+pub mod keys;
 pub mod request;
 pub mod retrieval;
 pub mod revision;

@@ -3,12 +3,20 @@
 //! with the request's trace (its storage jobs count their time to it) and
 //! waiter (its reads stop when the client is gone) in scope.
 
+use std::future::Future;
 use std::time::Instant;
 
 use actix::{Message, ResponseFuture};
 
-use crate::store::budget::{self, Waiter};
+use crate::store::budget;
+pub use crate::store::budget::{Waiter, Waiting};
 use crate::telemetry::Trace;
+
+/// Runs `request` with `waiter` telling its reads whether its client still
+/// waits (set by the HTTP layer for each request).
+pub async fn watched<F: Future>(waiter: Waiter, request: F) -> F::Output {
+    budget::WAITER.scope(waiter, request).await
+}
 
 pub struct InRequest<M> {
     message: M,

@@ -24,6 +24,7 @@ pub use crate::service::retrieval::RetrieveResult;
 use crate::service::topics::{self, TopicRules};
 pub use crate::service::topics::{QueryHit, TopicQuery, TopicView, VersionView};
 use crate::service::{self, ServiceError};
+pub use crate::store::MemoryStats;
 
 /// The bound on reads in flight, shared by every retriever.
 #[derive(Clone)]
@@ -271,6 +272,39 @@ impl Handler<FieldHistory> for Retriever {
     }
 }
 
+/// Whether the database answers a query within `within` (readiness): not
+/// held to the bound on reads in flight, which is about load, not health.
+#[derive(Message)]
+#[rtype(result = "Result<(), ServiceError>")]
+pub struct Ping {
+    pub within: std::time::Duration,
+}
+
+impl Handler<Ping> for Retriever {
+    type Result = ResponseFuture<Result<(), ServiceError>>;
+
+    fn handle(&mut self, msg: Ping, _: &mut Self::Context) -> Self::Result {
+        let reader = self.reader.clone();
+        Box::pin(async move { reader.read_within(msg.within, |tx| Ok(tx.ping()?)).await })
+    }
+}
+
+/// The memory aggregates of `GET /v1/metrics`, as of now.
+#[derive(Message)]
+#[rtype(result = "Result<MemoryStats, ServiceError>")]
+pub struct MemoryMetrics;
+
+impl Handler<MemoryMetrics> for Retriever {
+    type Result = ResponseFuture<Result<MemoryStats, ServiceError>>;
+
+    #[tracing::instrument(name = "memory_metrics", level = "debug", skip_all)]
+    fn handle(&mut self, _: MemoryMetrics, _: &mut Self::Context) -> Self::Result {
+        let reader = self.reader.clone();
+        let now = self.clock.now();
+        Box::pin(async move { reader.read(move |tx| Ok(tx.memory_stats(now)?)).await })
+    }
+}
+
 handles_in_request!(
     Retriever => Retrieve,
     RetrieveGraph,
@@ -278,5 +312,7 @@ handles_in_request!(
     RecordHistory,
     ViewTopic,
     QueryTopics,
-    FieldHistory
+    FieldHistory,
+    Ping,
+    MemoryMetrics
 );

@@ -76,17 +76,12 @@ pub struct KeyCheck {
 }
 
 impl KeyCheck {
-    pub fn new(pepper: Pepper, reader: Reader) -> KeyCheck {
+    pub fn new(pepper: Arc<Pepper>, reader: Reader) -> KeyCheck {
         KeyCheck {
-            pepper: Arc::new(pepper),
+            pepper,
             reader,
             cache: Mutex::default(),
         }
-    }
-
-    /// The pepper secrets are hashed with.
-    pub fn pepper(&self) -> &Pepper {
-        &self.pepper
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, KeyCache> {

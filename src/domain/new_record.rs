@@ -254,6 +254,21 @@ impl NewRecord {
     }
 }
 
+/// A record from a `POST /v1/records` body, with id `id`, completed by the
+/// default policy as of 2026-01-01: what tests build records with.
+#[cfg(test)]
+pub fn test_record(id: &str, body: serde_json::Value) -> MemoryRecord {
+    let new: NewRecord = serde_json::from_value(body).unwrap();
+    let now = super::time::parse_rfc3339("2026-01-01T00:00:00.123456Z").unwrap();
+    new.into_record(
+        &Policy::default(),
+        &Attribution::new("test", "test"),
+        now,
+        || id.to_string(),
+    )
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,6 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use crate::auth::keys::{KeyCheck, KEY_RECHECK};
-use crate::auth::secret::Pepper;
 use crate::config::AuthMode;
 use crate::domain::access::{Access, ApiKey, Role};
 use crate::error::{ApiError, Code};
@@ -75,14 +74,9 @@ impl Gatekeeper {
         self.instances.load(Ordering::Relaxed).max(1)
     }
 
-    /// The pepper new keys' secrets are hashed with.
     /// The rate of a key that has none of its own (`auth.default_rate`).
     pub fn default_rate(&self) -> f64 {
         self.default_rate
-    }
-
-    pub fn pepper(&self) -> &Pepper {
-        self.keys.pepper()
     }
 
     /// A key was just made: in `auto` mode keys are needed from now on.

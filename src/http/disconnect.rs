@@ -21,7 +21,7 @@ use actix_web::dev::{Extensions, ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::rt::net::TcpStream;
 
-use crate::store::budget::{self, Waiter, Waiting};
+use crate::actors::request::{watched, Waiter, Waiting};
 
 /// The socket of a connection, as `on_connect` found it.
 #[derive(Debug, Clone, Copy)]
@@ -117,7 +117,7 @@ pub async fn watch(
         asked_at: AtomicU64::new(0),
         gone: AtomicBool::new(false),
     });
-    budget::WAITER.scope(waiter, next.call(req)).await
+    watched(waiter, next.call(req)).await
 }
 
 #[cfg(test)]

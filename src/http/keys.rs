@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::Gatekeeper;
 use super::{AppState, Endpoint, JsonBody};
+use crate::actors::keys::{CreateKey, ListKeys, NewKey, RevokeKey};
+use crate::actors::request::InRequest;
 use crate::domain::access::{check_key_name, Access, ApiKey, Grant, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::service::keys::{self, NewKey};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -109,7 +110,7 @@ async fn create(
     if roles.is_empty() {
         roles.insert(Role::Read);
     }
-    // Checked by `keys::create`, on the writer.
+    // Checked by the keys actor's service call, on the writer.
     let new = NewKey {
         name: body.name,
         roles,
@@ -117,12 +118,10 @@ async fn create(
         scopes: body.scopes,
         rate: body.rate,
     };
-    let now = state.clock.now();
-    let hashing = gate.clone();
     let (key, secret) = state
-        .writer
-        .write(move |tx| keys::create(tx, &access, hashing.pepper(), new, now))
-        .await?;
+        .keys
+        .send(InRequest::new(CreateKey { by: access, new }))
+        .await??;
     gate.key_created();
     tracing::info!(key = %key.name, "API key created");
     Ok(HttpResponse::build(StatusCode::CREATED).json(CreatedBody {
@@ -144,7 +143,10 @@ async fn list(
     gate: web::Data<Gatekeeper>,
     access: Access,
 ) -> Result<HttpResponse, ApiError> {
-    let keys = state.reader.read(move |tx| keys::list(tx, &access)).await?;
+    let keys = state
+        .keys
+        .send(InRequest::new(ListKeys { by: access }))
+        .await??;
     Ok(HttpResponse::Ok().json(KeysBody {
         keys: keys
             .into_iter()
@@ -173,11 +175,10 @@ async fn revoke(
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
     check_key_name(&name)?;
-    let now = state.clock.now();
     let (key, _) = state
-        .writer
-        .write(move |tx| keys::revoke(tx, &access, &name, now))
-        .await?;
+        .keys
+        .send(InRequest::new(RevokeKey { by: access, name }))
+        .await??;
     gate.key_revoked(&key.name);
     tracing::info!(key = %key.name, "API key revoked");
     Ok(HttpResponse::Ok().json(KeyBody {

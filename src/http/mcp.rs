@@ -877,7 +877,7 @@ mod tests {
 
     #[test]
     fn a_gist_says_what_the_record_holds() {
-        let record = crate::store::sqlite::test_support::record(
+        let record = crate::domain::new_record::test_record(
             "r1",
             json!({"type": "semantic", "sensitivity": "low",
                    "payload": {"kind": "semantic", "subject": "svc", "predicate": "owner", "object": "team-a"}}),
@@ -889,7 +889,7 @@ mod tests {
                 record.salience
             )
         );
-        let working = crate::store::sqlite::test_support::record(
+        let working = crate::domain::new_record::test_record(
             "w1",
             json!({"type": "working", "sensitivity": "low",
                    "payload": {"kind": "working", "thread_id": "t-9", "state": "blocked",

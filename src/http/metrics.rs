@@ -5,9 +5,10 @@ use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
 use super::{AppState, Endpoint};
+use crate::actors::request::InRequest;
+use crate::actors::retrieval::{MemoryMetrics, MemoryStats};
 use crate::domain::access::Role;
 use crate::error::ApiError;
-use crate::store::MemoryStats;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -17,11 +18,10 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
-    let now = state.clock.now();
     Ok(state
-        .reader
-        .read(move |tx| Ok(tx.memory_stats(now)?))
-        .await?)
+        .retriever
+        .send(InRequest::new(MemoryMetrics))
+        .await??)
 }
 
 #[utoipa::path(

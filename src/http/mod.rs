@@ -52,6 +52,7 @@ pub struct AppState {
     pub ingestor: actix::Addr<Ingestor>,
     pub retriever: actix::Addr<Retriever>,
     pub reviser: actix::Addr<Reviser>,
+    pub keys: actix::Addr<crate::actors::keys::KeyKeeper>,
     pub reader: Reader,
     pub read_gate: ReadGate,
     pub writer: StorageWriter,
@@ -63,7 +64,6 @@ pub struct AppState {
     pub body_read_timeout: std::time::Duration,
     /// `telemetry.slow_request_ms`.
     pub slow_request: std::time::Duration,
-    pub topics: crate::service::topics::TopicRules,
     /// Where views and queries report the topics they returned.
     pub topics_read: actix::Recipient<crate::actors::consolidation::TopicsRead>,
 }

@@ -4,9 +4,6 @@
 
 use rusqlite::Connection;
 
-use crate::domain::new_record::NewRecord;
-use crate::domain::policy::Policy;
-use crate::domain::record::{Attribution, MemoryRecord};
 use crate::domain::time::{parse_rfc3339, Timestamp};
 
 pub fn conn() -> Connection {
@@ -21,14 +18,4 @@ pub fn now() -> Timestamp {
     parse_rfc3339("2026-01-01T00:00:00.123456Z").unwrap()
 }
 
-/// A record from a `POST /v1/records` body, with id `id`.
-pub fn record(id: &str, body: serde_json::Value) -> MemoryRecord {
-    let new: NewRecord = serde_json::from_value(body).unwrap();
-    new.into_record(
-        &Policy::default(),
-        &Attribution::new("test", "test"),
-        now(),
-        || id.to_string(),
-    )
-    .unwrap()
-}
+pub use crate::domain::new_record::test_record as record;
