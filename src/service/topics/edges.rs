@@ -1,0 +1,57 @@
+//! Typed edges between topics.
+
+use super::*;
+
+/// Adds an edge from topic `from` to `to` (both visible to the caller);
+/// answers it, and whether it is new.
+pub fn add_edge(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    from: &str,
+    to: &str,
+    kind: &str,
+) -> Result<(TopicEdge, bool), ServiceError> {
+    let (from_key, from_topic) = load_topic(tx, caller, "", from)?;
+    let (to_key, to_topic) = load_topic(tx, caller, "to_topic_id", to)?;
+    if from_key == to_key {
+        return Err(self_edge("to_topic_id").into());
+    }
+    let added = tx.add_edge(from_key, to_key, kind, now)?;
+    Ok((
+        TopicEdge {
+            from_topic_id: from_topic.id,
+            to_topic_id: to_topic.id,
+            kind: kind.to_string(),
+            created_at: now,
+        },
+        added,
+    ))
+}
+
+/// An edge links two topics; one from a topic to itself would make every
+/// walk from it revisit it and says nothing.
+pub(super) fn self_edge(field: &str) -> ValidationError {
+    ValidationError::new(field, "a topic cannot have an edge to itself")
+}
+
+/// Ends the edge from `from` to `to` of `kind`; `NotFound` when none
+/// stands.
+pub fn remove_edge(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    from: &str,
+    to: &str,
+    kind: &str,
+) -> Result<(), ServiceError> {
+    let (from_key, _) = load_topic(tx, caller, "", from)?;
+    let (to_key, _) = load_topic(tx, caller, "to_topic_id", to)?;
+    if tx.remove_edge(from_key, to_key, kind, now)? {
+        Ok(())
+    } else {
+        Err(ServiceError::NotFound(format!(
+            "no {kind} edge stands between these topics"
+        )))
+    }
+}

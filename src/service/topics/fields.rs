@@ -1,0 +1,152 @@
+//! A topic field's versions: how a new one takes effect, a field followed
+//! through a revision made outside topics ingests, a field's history.
+
+use super::*;
+
+/// After record `old_id` was superseded through the revisions API by
+/// `new`: when `old_id` was a topic field's current version and `new`
+/// still states that field (the topic's id as subject, the field's name as
+/// predicate), `new` becomes the field's next version, so views and
+/// histories follow revisions made outside topics ingests.
+pub fn field_superseded(
+    tx: &mut dyn Transaction,
+    now: Timestamp,
+    by: &Attribution,
+    old_id: &str,
+    new: &MemoryRecord,
+) -> Result<(), ServiceError> {
+    let Some(key) = tx.topic_of_record(old_id)? else {
+        return Ok(());
+    };
+    let Payload::Semantic(fact) = &new.payload else {
+        return Ok(());
+    };
+    let Some(topic) = tx.topic_by_key(key)? else {
+        return Ok(());
+    };
+    let mut heads = current_fields(tx, key)?;
+    let Some(head) = heads.get(&fact.predicate) else {
+        return Ok(());
+    };
+    if fact.subject != topic.id || head.record_id != old_id {
+        return Ok(());
+    }
+    let version = FieldVersion {
+        name: fact.predicate.clone(),
+        seq: head.seq + 1,
+        record_id: new.id.clone(),
+        valid_from: next_valid_from(Some(head), now),
+        value: fact.object.clone(),
+        source: by.actor.clone(),
+        why_changed: Some(by.rationale.clone()),
+        retracted: false,
+    };
+    tx.add_version(key, &version)?;
+    heads.insert(version.name.clone(), version);
+    index(tx, key, &topic, heads.values(), false)?;
+    Ok(())
+}
+
+/// When a version made at `now` after `head` takes effect: `now`, or the
+/// head's own start if that is later. `now` is read when the request is
+/// taken, before the writer runs it, so another version of the field may
+/// have been committed in between with a later instant; a version never
+/// starts before the one it replaces, or `as_of` could never find it.
+pub(super) fn next_valid_from(head: Option<&FieldVersion>, now: Timestamp) -> Timestamp {
+    head.map_or(now, |head| head.valid_from.max(now))
+}
+
+/// One version in a field's history.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct VersionView {
+    pub value: Value,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub valid_from: Timestamp,
+    /// When the next version took over; `None` for the current one.
+    #[serde(with = "crate::domain::time::rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub valid_to: Option<Timestamp>,
+    pub why_changed: Option<String>,
+    pub source: String,
+    pub record_id: String,
+}
+
+/// The kept versions of field `name` of topic `id`, oldest first.
+pub fn field_history(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    id: &str,
+    name: &str,
+) -> Result<Vec<VersionView>, ServiceError> {
+    let (key, _) = load_topic(tx, caller, "", id)?;
+    history_of(tx, caller, key, name)
+}
+
+/// [`field_history`] of a topic already loaded (and visible) under `key`:
+/// the versions the caller may see, each valid until the next of them (so
+/// no hidden version shows, not even as the end of another).
+pub(super) fn history_of(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    key: i64,
+    name: &str,
+) -> Result<Vec<VersionView>, ServiceError> {
+    let mut access = VersionAccess::new();
+    let mut versions = Vec::new();
+    for version in tx.field_versions(key, name)? {
+        if access.caller_sees(tx, caller, &version)? {
+            versions.push(version);
+        }
+    }
+    if versions.is_empty() {
+        return Err(ServiceError::NotFound(format!(
+            "the topic has no field {name:?}"
+        )));
+    }
+    let valid_to: Vec<Option<Timestamp>> = versions
+        .iter()
+        .skip(1)
+        .map(|next| Some(next.valid_from))
+        .chain([None])
+        .collect();
+    Ok(versions
+        .into_iter()
+        .zip(valid_to)
+        .map(|(version, valid_to)| VersionView {
+            value: version.value,
+            valid_from: version.valid_from,
+            valid_to,
+            why_changed: version.why_changed,
+            source: version.source,
+            record_id: version.record_id,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::time::parse_rfc3339;
+
+    #[test]
+    fn a_new_version_never_starts_before_the_one_it_replaces() {
+        let at = |t: &str| parse_rfc3339(t).unwrap();
+        let head = FieldVersion {
+            name: "owner".into(),
+            seq: 1,
+            record_id: "r1".into(),
+            valid_from: at("2026-03-01T10:00:00Z"),
+            value: Value::from("team-a"),
+            source: "agent".into(),
+            why_changed: None,
+            retracted: false,
+        };
+        let later = at("2026-03-01T11:00:00Z");
+        assert_eq!(next_valid_from(Some(&head), later), later);
+        // Read before a version committed meanwhile took effect: after it.
+        let earlier = at("2026-03-01T09:59:59Z");
+        assert_eq!(next_valid_from(Some(&head), earlier), head.valid_from);
+        assert_eq!(next_valid_from(None, earlier), earlier);
+    }
+}

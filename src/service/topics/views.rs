@@ -1,0 +1,106 @@
+//! A topic as read: its fields and edges now or as of an instant;
+//! archiving.
+
+use super::*;
+
+/// A field's value in a view.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct FieldView {
+    pub value: Value,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub valid_from: Timestamp,
+    pub record_id: String,
+}
+
+/// A topic with its fields and edges, now or as of an instant.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TopicView {
+    #[serde(flatten)]
+    pub topic: Topic,
+    pub fields: BTreeMap<String, FieldView>,
+    pub edges: Vec<TopicEdge>,
+}
+
+/// When and how a read sees topics: its instant, the instant it asks
+/// about, and how salience fades.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub now: Timestamp,
+    pub as_of: Option<Timestamp>,
+    pub decay: DecayProfile,
+}
+
+/// Topic `id` as it stands, or as it stood at `as_of`: each field's value
+/// then, and the edges that stood then to topics the caller may see.
+pub fn view(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    id: &str,
+    reading: &Reading,
+) -> Result<TopicView, ServiceError> {
+    let (key, topic) = load_topic(tx, caller, "", id)?;
+    view_of(tx, caller, key, topic, reading)
+}
+
+/// [`view`] of a topic already loaded (and visible) under `key`.
+pub(super) fn view_of(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    key: i64,
+    topic: Topic,
+    reading: &Reading,
+) -> Result<TopicView, ServiceError> {
+    let as_of = reading.as_of;
+    let topic = topic.decayed(&reading.decay, reading.now);
+    let mut fields = BTreeMap::new();
+    let mut access = VersionAccess::new();
+    for head in tx.field_heads(key, as_of)? {
+        // A head the caller may not see gives way to the latest version
+        // before it that it may, or the field is left out.
+        let shown = latest_that(tx, key, head, |tx, version| {
+            access.caller_sees(tx, caller, version)
+        })?;
+        if let Some(head) = shown {
+            fields.insert(
+                head.name,
+                FieldView {
+                    value: head.value,
+                    valid_from: head.valid_from,
+                    record_id: head.record_id,
+                },
+            );
+        }
+    }
+    let mut edges = Vec::new();
+    for (other, edge) in tx.edges_of(key, as_of)? {
+        if tx
+            .topic_by_key(other)?
+            .is_some_and(|topic| visible(caller, &topic))
+        {
+            edges.push(edge);
+        }
+    }
+    Ok(TopicView {
+        topic,
+        fields,
+        edges,
+    })
+}
+
+/// Archives topic `id`: it stays readable by id, but `auto` placement and
+/// topic search no longer find it.
+pub fn archive(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    id: &str,
+) -> Result<Topic, ServiceError> {
+    let (key, mut topic) = load_topic(tx, caller, "", id)?;
+    if !topic.archived {
+        topic.archived = true;
+        topic.updated_at = now;
+        tx.update_topic(key, &topic)?;
+    }
+    Ok(topic)
+}
