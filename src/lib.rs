@@ -1,10 +1,10 @@
 //! engram: a memory service that many agents share over HTTP.
 //!
 //! Requests enter through `http`, which parses them and sends messages to
-//! the `actors`; the actors validate them into `domain` types and run the
+//! the `actors`; the actors check them into `domain` types and run the
 //! memory operations of `service` on the storage threads, against the
-//! `store` trait, whose SQLite implementation is the only code that knows
-//! SQL. docs/architecture.md walks through it.
+//! `store` traits, whose SQLite and PostgreSQL implementations are the only
+//! code that knows SQL. docs/architecture.md walks through it.
 
 pub mod actors;
 pub mod auth;

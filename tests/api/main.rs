@@ -4,6 +4,7 @@
 mod auth;
 mod backup;
 mod crash;
+mod docs;
 mod encryption;
 mod faults;
 mod fuzz;

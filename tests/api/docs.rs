@@ -1,0 +1,138 @@
+//! docs/architecture.md names only what exists: every file it mentions is
+//! in the tree, and every type, and every function it names with its type
+//! (`RecordStore::update_record`), is defined in `src/`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Words in code spans that are no names of engram's code: HTTP header
+/// names and the like.
+const NOT_CODE: [&str; 6] = [
+    "Host",
+    "Origin",
+    "Authorization",
+    "Bearer",
+    "Accept",
+    "Retry",
+];
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// Every name defined in the Rust sources: items, enum variants, fields.
+fn defined(sources: &[String]) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for text in sources {
+        let words: Vec<&str> = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        for pair in words.windows(2) {
+            if matches!(
+                pair[0],
+                "struct" | "enum" | "trait" | "type" | "fn" | "const" | "static" | "mod"
+            ) {
+                names.insert(pair[1].to_string());
+            }
+        }
+        for line in text.lines() {
+            let line = line.trim_start();
+            let name: String = line
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let rest = &line[name.len()..];
+            // Enum variants and struct fields.
+            if !name.is_empty()
+                && (rest.starts_with(',')
+                    || rest.starts_with(" {")
+                    || rest.starts_with('(')
+                    || rest.starts_with(':'))
+            {
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn the_architecture_document_names_only_what_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let mut tree = Vec::new();
+    files(&root.join("src"), &mut tree);
+    files(&root.join("migrations"), &mut tree);
+    let tree: Vec<String> = tree
+        .iter()
+        .map(|p| p.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    let sources: Vec<String> = tree
+        .iter()
+        .filter(|p| p.ends_with(".rs"))
+        .map(|p| std::fs::read_to_string(root.join(p)).unwrap())
+        .collect();
+    let names = defined(&sources);
+    let mut missing = Vec::new();
+    let mut checked = 0;
+
+    // Files: `src/...`, `http/ingest.rs`, `0003_versions.sql`, anywhere.
+    let tokens = doc.split(|c: char| c.is_whitespace() || "`(),;|".contains(c));
+    for token in tokens {
+        let token = token.trim_end_matches([':', '.']);
+        if !(token.ends_with(".rs") || token.ends_with(".sql")) {
+            continue;
+        }
+        checked += 1;
+        let suffix = format!("/{}", token.trim_start_matches("src/"));
+        if !tree
+            .iter()
+            .any(|p| p == token || p.ends_with(&suffix) || *p == format!("src/{token}"))
+        {
+            missing.push(format!("file {token}"));
+        }
+    }
+
+    // Names: a code span's CamelCase words, and `Type::function` anywhere.
+    let mut wanted = BTreeSet::new();
+    // Fences are not code spans: left out, the spans alternate.
+    let spans: String = doc
+        .lines()
+        .filter(|line| !line.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (i, span) in spans.split('`').enumerate() {
+        let in_code = i % 2 == 1;
+        for word in span.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')) {
+            let word = word.trim_matches(':');
+            let mut parts = word.split("::").filter(|p| !p.is_empty());
+            let Some(first) = parts.next() else { continue };
+            let camel = first.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                && first.chars().any(|c| c.is_ascii_lowercase());
+            let path: Vec<&str> = parts.collect();
+            if camel && (in_code || !path.is_empty()) && !NOT_CODE.contains(&first) {
+                wanted.insert(first.to_string());
+                wanted.extend(path.iter().map(|p| p.to_string()));
+            }
+        }
+    }
+    for name in &wanted {
+        checked += 1;
+        if !names.contains(name) {
+            missing.push(format!("name {name}"));
+        }
+    }
+    assert!(checked > 100, "only {checked} names checked");
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md names what is not in the tree: {missing:?}"
+    );
+}
