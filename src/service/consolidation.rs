@@ -19,7 +19,7 @@ use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, MemoryRecord};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::store::{SalienceChange, Step, Transaction};
+use crate::store::{Episode, SalienceChange, Step, Transaction};
 
 /// Episodes a step reads per page.
 pub const PAGE: usize = 250;
@@ -57,14 +57,14 @@ pub fn compress_episodes(
     after: i64,
 ) -> Result<Page, ServiceError> {
     let candidates = tx.unmarked_episodes(Step::Compressed, before, after, COMPRESS_PAGE)?;
-    for (key, id) in &candidates {
+    for Episode { key, id } in &candidates {
         let mut loaded = load(tx, caller, "id", id, now)?;
         rules::compress_episode(&mut loaded.record, now);
         tx.update_record(&loaded.version, &loaded.record, SalienceChange::SetAt(now))?;
         tx.mark(*key, Step::Compressed)?;
     }
     Ok((
-        candidates.last().map(|(key, _)| *key),
+        candidates.last().map(|episode| episode.key),
         candidates.len() as u64,
     ))
 }
@@ -78,7 +78,7 @@ pub fn read_page(
     after: i64,
 ) -> Result<Episodes, ServiceError> {
     let page = tx.unmarked_episodes(step, now, after, PAGE)?;
-    let keys: Vec<i64> = page.iter().map(|(key, _)| *key).collect();
+    let keys: Vec<i64> = page.iter().map(|episode| episode.key).collect();
     let loaded = tx.load_records(&keys, now)?;
     Ok(keys.into_iter().zip(loaded).collect())
 }

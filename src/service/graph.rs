@@ -15,7 +15,7 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::{GraphLimits, Ranking, Retrieval};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::store::Transaction;
+use crate::store::{EdgeEnd, Transaction};
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct GraphNode {
@@ -68,7 +68,7 @@ fn links(
             links.push((head.record_id, "same_topic".to_string()));
         }
     }
-    for (other, edge) in tx.edges_of(key, None)? {
+    for EdgeEnd { other, edge } in tx.edges_of(key, None)? {
         if seen(tx, other)? {
             for head in tx.field_heads(other, None)? {
                 links.push((head.record_id, edge.kind.clone()));

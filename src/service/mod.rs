@@ -138,7 +138,11 @@ fn check_visible(
     id: &str,
 ) -> Result<(), ServiceError> {
     match tx.record_visibility(id)? {
-        Some((sensitivity, scope)) if caller.trust.allows_parts(sensitivity, scope.as_deref()) => {
+        Some(seen)
+            if caller
+                .trust
+                .allows_parts(seen.sensitivity, seen.scope.as_deref()) =>
+        {
             Ok(())
         }
         _ => Err(not_found(field, "record")),

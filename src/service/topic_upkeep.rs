@@ -16,7 +16,7 @@ use crate::domain::topic::{
     field_record, index_words, normalize_title, FieldItem, Topic, MERGED_INTO,
 };
 use crate::domain::trust::Caller;
-use crate::store::{FieldVersion, Transaction};
+use crate::store::{EdgeEnd, FieldVersion, KeyedTopic, Transaction};
 
 /// Most topics one archive job archives.
 pub const ARCHIVE_PER_WRITE: usize = 1000;
@@ -32,7 +32,7 @@ pub fn reinforce_reads(
 ) -> Result<u64, ServiceError> {
     let mut reinforced = 0;
     for (id, times) in reads {
-        let Some((key, mut topic)) = tx.topic_by_id(id)? else {
+        let Some(KeyedTopic { key, mut topic }) = tx.topic_by_id(id)? else {
             continue;
         };
         if topic.archived {
@@ -63,7 +63,7 @@ pub fn duplicate_groups(
     let mut seen = BTreeSet::new();
     let mut groups = Vec::new();
     for id in ids {
-        let Some((key, topic)) = tx.topic_by_id(id)? else {
+        let Some(KeyedTopic { key, topic }) = tx.topic_by_id(id)? else {
             continue;
         };
         if topic.archived || seen.contains(&key) {
@@ -72,8 +72,8 @@ pub fn duplicate_groups(
         let group: Vec<i64> = tx
             .topics_titled(&topic.title, topic.scope.as_deref())?
             .into_iter()
-            .filter(|(_, other)| same_home(&topic, other))
-            .map(|(key, _)| key)
+            .filter(|found| same_home(&topic, &found.topic))
+            .map(|found| found.key)
             .collect();
         seen.extend(group.iter().copied());
         if group.len() > 1 {
@@ -181,7 +181,7 @@ fn merge_into(
         heads.insert(theirs.name, head);
     }
 
-    for (other, edge) in tx.edges_of(loser_key, None)? {
+    for EdgeEnd { other, edge } in tx.edges_of(loser_key, None)? {
         let outgoing = edge.from_topic_id == loser.id;
         let (from, to) = if outgoing {
             (loser_key, other)

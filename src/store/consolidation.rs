@@ -22,17 +22,24 @@ impl Step {
     }
 }
 
+/// An episode a consolidation step has not used yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Episode {
+    pub key: i64,
+    pub id: String,
+}
+
 /// Consolidation's bookkeeping: which episodes each step has seen, what it made of them.
 pub trait ConsolidationStore {
     /// Episodes (not retracted, not pinned) `step` has not used, created
-    /// before `created_before`, after `after_key` in key order: `(key, id)`.
+    /// before `created_before`, after `after_key` in key order.
     fn unmarked_episodes(
         &mut self,
         step: Step,
         created_before: Timestamp,
         after_key: i64,
         limit: usize,
-    ) -> Result<Vec<(i64, String)>, StoreError>;
+    ) -> Result<Vec<Episode>, StoreError>;
     fn mark(&mut self, key: i64, step: Step) -> Result<(), StoreError>;
     /// Records that episode `key` belongs to group `group_key` of `step`.
     fn add_sighting(

@@ -27,17 +27,20 @@ mod stats;
 mod topics;
 mod vectors;
 
-pub use consolidation::{ConsolidationStore, Step};
+pub use consolidation::{ConsolidationStore, Episode, Step};
 pub use keys::KeyStore;
 pub(crate) use keys::StoredKey;
 pub use maintenance::{
     DecayChange, DecayRow, DecayStore, HeldJob, JobClaim, JobRunRecord, JobSetting, JobStore,
 };
 pub(crate) use records::walk_chain;
-pub use records::{Loaded, RecordPage, RecordStore, SalienceChange, Version};
+pub use records::{Loaded, RecordPage, RecordStore, SalienceChange, Version, Visibility};
 pub use sqlite::ConnectionOptions;
 pub use stats::{Activity, MemoryStats, StatsStore, RECENT_ACTIVITY, SALIENCE_BUCKETS};
-pub use topics::{FieldVersion, TopicDecay, TopicEdge, TopicStore};
+pub use topics::{
+    EdgeEnd, FieldVersion, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicDecay, TopicEdge,
+    TopicStore,
+};
 pub use vectors::{Embedded, ToEmbed, VectorStore};
 
 #[derive(Debug, thiserror::Error)]

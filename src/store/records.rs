@@ -91,6 +91,13 @@ pub(crate) fn walk_chain(
     Ok(back)
 }
 
+/// What decides who may see a record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visibility {
+    pub sensitivity: Sensitivity,
+    pub scope: Option<String>,
+}
+
 /// Records: read, written against the version they were read at, ranked.
 pub trait RecordStore {
     /// The record `id`, or `None`.
@@ -123,10 +130,7 @@ pub trait RecordStore {
     ) -> Result<Vec<String>, StoreError>;
     /// What decides who may see record `id`: its sensitivity and scope;
     /// `None` when there is no such record.
-    fn record_visibility(
-        &mut self,
-        id: &str,
-    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError>;
+    fn record_visibility(&mut self, id: &str) -> Result<Option<Visibility>, StoreError>;
     /// Stores a new record with all its parts, its vector too when it
     /// carries one; `AlreadyExists` when the id is taken, `Dimensions` when
     /// the vector does not fit the database's.

@@ -46,6 +46,42 @@ pub struct TopicEdge {
     pub created_at: Timestamp,
 }
 
+/// A topic as stored, with its key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyedTopic {
+    pub key: i64,
+    pub topic: Topic,
+}
+
+/// A topic found by the words of a query: its text score, higher better.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundTopic {
+    pub key: i64,
+    pub topic: Topic,
+    pub score: f64,
+}
+
+/// A topic's key and a score (a cosine).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoredKey {
+    pub key: i64,
+    pub score: f64,
+}
+
+/// How many of some words a topic's text has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedWords {
+    pub key: i64,
+    pub shared: usize,
+}
+
+/// An edge of a topic, and the key of the topic at its other end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgeEnd {
+    pub other: i64,
+    pub edge: TopicEdge,
+}
+
 /// Topics: their fields as versions, their edges, their words and vectors, their salience.
 pub trait TopicStore {
     /// Stores a new topic; answers its key.
@@ -70,8 +106,8 @@ pub trait TopicStore {
         &mut self,
         words: &BTreeSet<String>,
         per_word: usize,
-    ) -> Result<Vec<(i64, usize)>, StoreError>;
-    fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError>;
+    ) -> Result<Vec<SharedWords>, StoreError>;
+    fn topic_by_id(&mut self, id: &str) -> Result<Option<KeyedTopic>, StoreError>;
     fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError>;
     /// Topics whose search text a schema change left to be made again.
     fn topics_to_index(&mut self) -> Result<Vec<i64>, StoreError>;
@@ -82,7 +118,7 @@ pub trait TopicStore {
         &mut self,
         title: &str,
         scope: Option<&str>,
-    ) -> Result<Vec<(i64, Topic)>, StoreError>;
+    ) -> Result<Vec<KeyedTopic>, StoreError>;
     /// Topics not archived that `trust` may see (of `kind`, when given)
     /// whose text has a word of `text`, best first, with their text scores
     /// (higher is better).
@@ -92,7 +128,7 @@ pub trait TopicStore {
         trust: &TrustContext,
         kind: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<(i64, Topic, f64)>, StoreError>;
+    ) -> Result<Vec<FoundTopic>, StoreError>;
     /// Topics not archived that `trust` may see (of `kind`, when given),
     /// most recently changed first.
     fn recent_topics(
@@ -100,7 +136,7 @@ pub trait TopicStore {
         trust: &TrustContext,
         kind: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<(i64, Topic)>, StoreError>;
+    ) -> Result<Vec<KeyedTopic>, StoreError>;
     /// The newest version of each field valid at `at` (`None`: now).
     fn field_heads(
         &mut self,
@@ -132,11 +168,7 @@ pub trait TopicStore {
     ) -> Result<bool, StoreError>;
     /// The edges from and to topic `key` standing at `at` (`None`: now),
     /// each with the key of the topic at its other end.
-    fn edges_of(
-        &mut self,
-        key: i64,
-        at: Option<Timestamp>,
-    ) -> Result<Vec<(i64, TopicEdge)>, StoreError>;
+    fn edges_of(&mut self, key: i64, at: Option<Timestamp>) -> Result<Vec<EdgeEnd>, StoreError>;
     /// Stores a topic's vector (replacing any); `Dimensions` when it does
     /// not fit the database's.
     fn put_topic_vector(&mut self, key: i64, embedding: &Embedding) -> Result<(), StoreError>;
@@ -148,7 +180,7 @@ pub trait TopicStore {
         trust: &TrustContext,
         kind: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<(i64, f64)>, StoreError>;
+    ) -> Result<Vec<ScoredKey>, StoreError>;
     /// The cosine of topic `key`'s vector with `query`; `None` without one.
     fn topic_similarity(
         &mut self,

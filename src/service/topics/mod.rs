@@ -17,7 +17,7 @@ use crate::domain::decay::Anchor;
 use crate::domain::ingest::IngestContext;
 use crate::domain::payload::Payload;
 use crate::domain::policy::Policy;
-use crate::domain::record::{Attribution, DecayProfile, MemoryRecord, MemoryType, Sensitivity};
+use crate::domain::record::{Attribution, DecayProfile, MemoryRecord, MemoryType};
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
     field_record, index_words, text_similarity, FieldOp, Placement, Topic, TopicIngest,
@@ -26,7 +26,7 @@ use crate::domain::topic::{
 use crate::domain::trust::Caller;
 use crate::domain::validate::ValidationError;
 use crate::domain::vector::{Embedding, QueryVector};
-use crate::store::{FieldVersion, TopicEdge, Transaction};
+use crate::store::{EdgeEnd, FieldVersion, TopicEdge, Transaction, Visibility};
 
 mod edges;
 mod fields;
@@ -95,7 +95,7 @@ pub(super) fn visible(caller: &Caller, topic: &Topic) -> bool {
 /// revision made supersede another and are never pruned.
 struct VersionAccess {
     /// What is known of each record id, so a walk reads each once.
-    seen: HashMap<String, Option<(Sensitivity, Option<String>)>>,
+    seen: HashMap<String, Option<Visibility>>,
 }
 
 impl VersionAccess {
@@ -109,7 +109,7 @@ impl VersionAccess {
         &mut self,
         tx: &mut dyn Transaction,
         version: &FieldVersion,
-    ) -> Result<Option<(Sensitivity, Option<String>)>, ServiceError> {
+    ) -> Result<Option<Visibility>, ServiceError> {
         if let Some(known) = self.seen.get(&version.record_id) {
             return Ok(known.clone());
         }
@@ -129,7 +129,9 @@ impl VersionAccess {
             return Ok(true);
         }
         Ok(match self.of(tx, version)? {
-            Some((sensitivity, scope)) => caller.trust.allows_parts(sensitivity, scope.as_deref()),
+            Some(seen) => caller
+                .trust
+                .allows_parts(seen.sensitivity, seen.scope.as_deref()),
             None => true,
         })
     }
@@ -144,8 +146,9 @@ impl VersionAccess {
         version: &FieldVersion,
     ) -> Result<bool, ServiceError> {
         Ok(match self.of(tx, version)? {
-            Some((sensitivity, scope)) => {
-                sensitivity <= topic.sensitivity && (scope.is_none() || scope == topic.scope)
+            Some(seen) => {
+                seen.sensitivity <= topic.sensitivity
+                    && (seen.scope.is_none() || seen.scope == topic.scope)
             }
             None => true,
         })
@@ -181,7 +184,8 @@ fn load_topic(
     id: &str,
 ) -> Result<(i64, Topic), ServiceError> {
     tx.topic_by_id(id)?
-        .filter(|(_, topic)| visible(caller, topic))
+        .filter(|found| visible(caller, &found.topic))
+        .map(|found| (found.key, found.topic))
         .ok_or_else(|| not_found(field, "topic"))
 }
 
@@ -203,8 +207,10 @@ fn follow_merges(
         let into = tx
             .edges_of(found.0, None)?
             .into_iter()
-            .find(|(_, edge)| edge.kind == MERGED_INTO && edge.from_topic_id == found.1.id);
-        let Some((key, _)) = into else { break };
+            .find(|end| end.edge.kind == MERGED_INTO && end.edge.from_topic_id == found.1.id);
+        let Some(EdgeEnd { other: key, .. }) = into else {
+            break;
+        };
         match tx.topic_by_key(key)? {
             Some(topic) if visible(caller, &topic) => found = (key, topic),
             _ => break,

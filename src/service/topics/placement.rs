@@ -3,6 +3,7 @@
 //! writes it makes there; the topics most like it.
 
 use super::*;
+use crate::store::{ScoredKey, SharedWords};
 
 /// Places and stores a topics ingest: every check (placement, topic,
 /// edges) comes before the first write.
@@ -223,10 +224,10 @@ pub(super) fn similar(
         return Ok(Vec::new());
     }
     let mut found = Vec::new();
-    for (key, _) in tx
+    for SharedWords { key, .. } in tx
         .topics_sharing(&words, PER_WORD)?
         .into_iter()
-        .filter(|(_, shared)| *shared >= at_least)
+        .filter(|found| found.shared >= at_least)
         .take(MAX_CANDIDATES)
     {
         let Some(topic) = tx.topic_by_key(key)? else {
@@ -255,9 +256,11 @@ pub(super) fn similar_ids(
     }
     if let Some(embedding) = embedding {
         let query = QueryVector::new(embedding);
-        for (key, cosine) in tx.nearest_topics(&query, &caller.trust, None, MAX_SIMILAR)? {
+        for ScoredKey { key, score } in
+            tx.nearest_topics(&query, &caller.trust, None, MAX_SIMILAR)?
+        {
             if let Some(topic) = tx.topic_by_key(key)? {
-                offers.push((key, cosine, topic.id));
+                offers.push((key, score, topic.id));
             }
         }
     }
@@ -300,9 +303,9 @@ pub(super) fn find_home(
     if let Some(found) = tx
         .topics_titled(title, scope)?
         .into_iter()
-        .find(|(_, topic)| visible(caller, topic))
+        .find(|found| visible(caller, &found.topic))
     {
-        return Ok(Some(found));
+        return Ok(Some((found.key, found.topic)));
     }
     let threshold = settings.match_threshold;
     let at_least = words_needed(threshold, index_words(text).len());
@@ -334,6 +337,7 @@ pub(super) fn best_home(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::record::Sensitivity;
 
     fn topic(id: &str, scope: Option<&str>) -> Topic {
         let at = crate::domain::time::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();

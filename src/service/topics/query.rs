@@ -2,6 +2,7 @@
 //! a few hops away and, when asked, their fields' histories.
 
 use super::*;
+use crate::store::{EdgeEnd, FoundTopic, ScoredKey};
 
 /// Most topics one query answers, and its default.
 pub const MAX_QUERY_LIMIT: usize = 100;
@@ -111,7 +112,7 @@ pub fn query(
     let found = if query.text.is_none() && query.embedding.is_none() {
         tx.recent_topics(&caller.trust, query.kind.as_deref(), query.limit)?
             .into_iter()
-            .map(|(key, topic)| (key, topic, 0.0))
+            .map(|found| (found.key, found.topic, 0.0))
             .collect()
     } else {
         ranked_topics(tx, caller, query)?
@@ -156,15 +157,17 @@ pub(super) fn ranked_topics(
     let mut candidates: BTreeMap<i64, (Topic, f64, Option<f64>)> = BTreeMap::new();
     if let Some(text) = &query.text {
         let found = tx.search_topics(text, &caller.trust, kind, query.limit)?;
-        let best = found.iter().map(|(_, _, bm25)| *bm25).fold(0.0, f64::max);
-        for (key, topic, bm25) in found {
-            let signal = if best > 0.0 { bm25 / best } else { 0.0 };
+        let best = found.iter().map(|hit| hit.score).fold(0.0, f64::max);
+        for FoundTopic { key, topic, score } in found {
+            let signal = if best > 0.0 { score / best } else { 0.0 };
             candidates.insert(key, (topic, signal, None));
         }
     }
     if let Some(embedding) = &query.embedding {
         let vector = QueryVector::new(embedding);
-        for (key, cosine) in tx.nearest_topics(&vector, &caller.trust, kind, query.limit)? {
+        for ScoredKey { key, score: cosine } in
+            tx.nearest_topics(&vector, &caller.trust, kind, query.limit)?
+        {
             if let Some(candidate) = candidates.get_mut(&key) {
                 candidate.2 = Some(cosine);
             } else if let Some(topic) = tx.topic_by_key(key)? {
@@ -207,7 +210,7 @@ pub(super) fn neighbors(
         let mut next = Vec::new();
         for key in frontier {
             crate::store::budget::check()?;
-            for (other, edge) in tx.edges_of(key, as_of)? {
+            for EdgeEnd { other, edge } in tx.edges_of(key, as_of)? {
                 if seen.contains(&other) {
                     continue;
                 }

@@ -2,6 +2,7 @@
 //! archiving.
 
 use super::*;
+use crate::store::EdgeEnd;
 
 /// A field's value in a view.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -73,7 +74,7 @@ pub(super) fn view_of(
         }
     }
     let mut edges = Vec::new();
-    for (other, edge) in tx.edges_of(key, as_of)? {
+    for EdgeEnd { other, edge } in tx.edges_of(key, as_of)? {
         if tx
             .topic_by_key(other)?
             .is_some_and(|topic| visible(caller, &topic))

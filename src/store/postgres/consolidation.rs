@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::Pg;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::ConsolidationStore;
+use crate::store::{ConsolidationStore, Episode};
 use crate::store::{Step, StoreError};
 
 /// Whether an episode's payload has what `step` needs.
@@ -192,8 +192,13 @@ impl ConsolidationStore for Pg {
         created_before: Timestamp,
         after_key: i64,
         limit: usize,
-    ) -> Result<Vec<(i64, String)>, StoreError> {
-        unmarked_episodes(self, step, created_before, after_key, limit)
+    ) -> Result<Vec<Episode>, StoreError> {
+        Ok(
+            unmarked_episodes(self, step, created_before, after_key, limit)?
+                .into_iter()
+                .map(|(key, id)| Episode { key, id })
+                .collect(),
+        )
     }
 
     fn mark(&mut self, key: i64, step: Step) -> Result<(), StoreError> {

@@ -19,8 +19,8 @@ use crate::domain::retrieval::RecordQuery;
 use crate::domain::search::{search_text, Searchable};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::RecordPage;
-use crate::store::RecordStore;
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
+use crate::store::{RecordStore, Visibility};
 
 /// The moment from which a record's stored salience, set at `at`, decays.
 fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
@@ -1026,11 +1026,9 @@ impl RecordStore for Pg {
         retract_current_states(self, thread_id, scope, up_to, entry, now)
     }
 
-    fn record_visibility(
-        &mut self,
-        id: &str,
-    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
-        record_visibility(self, id)
+    fn record_visibility(&mut self, id: &str) -> Result<Option<Visibility>, StoreError> {
+        Ok(record_visibility(self, id)?
+            .map(|(sensitivity, scope)| Visibility { sensitivity, scope }))
     }
 
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {

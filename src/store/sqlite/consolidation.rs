@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection};
 
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::ConsolidationStore;
+use crate::store::{ConsolidationStore, Episode};
 use crate::store::{Step, StoreError};
 
 /// What an episode needs in its payload to matter to a step.
@@ -166,8 +166,13 @@ impl ConsolidationStore for Connection {
         created_before: Timestamp,
         after_key: i64,
         limit: usize,
-    ) -> Result<Vec<(i64, String)>, StoreError> {
-        unmarked_episodes(self, step, created_before, after_key, limit)
+    ) -> Result<Vec<Episode>, StoreError> {
+        Ok(
+            unmarked_episodes(self, step, created_before, after_key, limit)?
+                .into_iter()
+                .map(|(key, id)| Episode { key, id })
+                .collect(),
+        )
     }
 
     fn mark(&mut self, key: i64, step: Step) -> Result<(), StoreError> {

@@ -17,8 +17,8 @@ use crate::domain::record::{
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::RecordPage;
-use crate::store::RecordStore;
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
+use crate::store::{RecordStore, Visibility};
 
 /// Stores new records in order, one at a time (statements cost no round
 /// trip here); answers their keys.
@@ -720,11 +720,9 @@ impl RecordStore for Connection {
         retract_current_states(self, thread_id, scope, up_to, entry, now)
     }
 
-    fn record_visibility(
-        &mut self,
-        id: &str,
-    ) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
-        record_visibility(self, id)
+    fn record_visibility(&mut self, id: &str) -> Result<Option<Visibility>, StoreError> {
+        Ok(record_visibility(self, id)?
+            .map(|(sensitivity, scope)| Visibility { sensitivity, scope }))
     }
 
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {

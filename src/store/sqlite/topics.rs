@@ -15,7 +15,7 @@ use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{index_words, normalize_title, Topic};
 use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
-use crate::store::TopicStore;
+use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
 use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
 const COLUMNS: &str = "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
@@ -622,12 +622,15 @@ impl TopicStore for Connection {
         &mut self,
         words: &BTreeSet<String>,
         per_word: usize,
-    ) -> Result<Vec<(i64, usize)>, StoreError> {
-        topics_sharing(self, words, per_word)
+    ) -> Result<Vec<SharedWords>, StoreError> {
+        Ok(topics_sharing(self, words, per_word)?
+            .into_iter()
+            .map(|(key, shared)| SharedWords { key, shared })
+            .collect())
     }
 
-    fn topic_by_id(&mut self, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
-        topic_by_id(self, id)
+    fn topic_by_id(&mut self, id: &str) -> Result<Option<KeyedTopic>, StoreError> {
+        Ok(topic_by_id(self, id)?.map(|(key, topic)| KeyedTopic { key, topic }))
     }
 
     fn topic_by_key(&mut self, key: i64) -> Result<Option<Topic>, StoreError> {
@@ -646,8 +649,11 @@ impl TopicStore for Connection {
         &mut self,
         title: &str,
         scope: Option<&str>,
-    ) -> Result<Vec<(i64, Topic)>, StoreError> {
-        topics_titled(self, title, scope)
+    ) -> Result<Vec<KeyedTopic>, StoreError> {
+        Ok(topics_titled(self, title, scope)?
+            .into_iter()
+            .map(|(key, topic)| KeyedTopic { key, topic })
+            .collect())
     }
 
     fn search_topics(
@@ -656,8 +662,11 @@ impl TopicStore for Connection {
         trust: &TrustContext,
         kind: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<(i64, Topic, f64)>, StoreError> {
-        search_topics(self, text, trust, kind, limit)
+    ) -> Result<Vec<FoundTopic>, StoreError> {
+        Ok(search_topics(self, text, trust, kind, limit)?
+            .into_iter()
+            .map(|(key, topic, score)| FoundTopic { key, topic, score })
+            .collect())
     }
 
     fn recent_topics(
@@ -665,8 +674,11 @@ impl TopicStore for Connection {
         trust: &TrustContext,
         kind: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<(i64, Topic)>, StoreError> {
-        recent_topics(self, trust, kind, limit)
+    ) -> Result<Vec<KeyedTopic>, StoreError> {
+        Ok(recent_topics(self, trust, kind, limit)?
+            .into_iter()
+            .map(|(key, topic)| KeyedTopic { key, topic })
+            .collect())
     }
 
     fn field_heads(
@@ -713,12 +725,11 @@ impl TopicStore for Connection {
         remove_edge(self, from, to, kind, now)
     }
 
-    fn edges_of(
-        &mut self,
-        key: i64,
-        at: Option<Timestamp>,
-    ) -> Result<Vec<(i64, TopicEdge)>, StoreError> {
-        edges_of(self, key, at)
+    fn edges_of(&mut self, key: i64, at: Option<Timestamp>) -> Result<Vec<EdgeEnd>, StoreError> {
+        Ok(edges_of(self, key, at)?
+            .into_iter()
+            .map(|(other, edge)| EdgeEnd { other, edge })
+            .collect())
     }
 
     fn put_topic_vector(&mut self, key: i64, embedding: &Embedding) -> Result<(), StoreError> {
@@ -731,8 +742,11 @@ impl TopicStore for Connection {
         trust: &TrustContext,
         kind: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<(i64, f64)>, StoreError> {
-        nearest_topics(self, query, trust, kind, limit)
+    ) -> Result<Vec<ScoredKey>, StoreError> {
+        Ok(nearest_topics(self, query, trust, kind, limit)?
+            .into_iter()
+            .map(|(key, score)| ScoredKey { key, score })
+            .collect())
     }
 
     fn topic_similarity(
