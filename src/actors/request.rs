@@ -63,26 +63,8 @@ impl<M: Message> Message for InRequest<M> {
     type Result = M::Result;
 }
 
-/// Lets `$actor` take these of its messages [`InRequest`]
-/// (`for<T> Actor => Message<T>` for a message generic over its answer).
+/// Lets `$actor` take these of its messages [`InRequest`].
 macro_rules! handles_in_request {
-    (for<$t:ident> $actor:ty => $message:ty) => {
-        impl<$t: Send + 'static> actix::Handler<$crate::actors::request::InRequest<$message>>
-            for $actor
-        {
-            type Result = <$actor as actix::Handler<$message>>::Result;
-
-            fn handle(
-                &mut self,
-                msg: $crate::actors::request::InRequest<$message>,
-                ctx: &mut Self::Context,
-            ) -> Self::Result {
-                msg.handle_with(|message| {
-                    <$actor as actix::Handler<$message>>::handle(self, message, ctx)
-                })
-            }
-        }
-    };
     ($actor:ty => $($message:ty),+) => {
         $(
             impl actix::Handler<$crate::actors::request::InRequest<$message>> for $actor {
