@@ -136,3 +136,31 @@ fn the_architecture_document_names_only_what_exists() {
         "docs/architecture.md names what is not in the tree: {missing:?}"
     );
 }
+
+#[test]
+fn every_long_source_file_is_one_piece_the_architecture_document_explains() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let one_piece = doc
+        .split("## Files that stay one piece")
+        .nth(1)
+        .expect("the section on long files");
+    let mut tree = Vec::new();
+    files(&root.join("src"), &mut tree);
+    let unexplained: Vec<String> = tree
+        .iter()
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .filter(|path| std::fs::read_to_string(path).unwrap().lines().count() > 700)
+        .map(|path| {
+            path.strip_prefix(root.join("src"))
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .filter(|name| !one_piece.contains(&format!("`{name}`")))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "over 700 lines with no word in docs/architecture.md on why: {unexplained:?}"
+    );
+}
