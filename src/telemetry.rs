@@ -139,6 +139,11 @@ impl Handoff {
     pub fn span(&self) -> &tracing::Span {
         &self.trace.span
     }
+
+    /// The request's trace, for work the handed-off work goes on with.
+    pub fn into_trace(self) -> Trace {
+        self.trace
+    }
 }
 
 fn micros(duration: Duration) -> u64 {

@@ -10,7 +10,7 @@ use actix::{Message, ResponseFuture};
 
 use crate::store::budget;
 pub use crate::store::budget::{Waiter, Waiting};
-use crate::telemetry::Trace;
+use crate::telemetry::Handoff;
 
 /// Runs `request` with `waiter` telling its reads whether its client still
 /// waits (set by the HTTP layer for each request).
@@ -21,8 +21,7 @@ pub async fn watched<F: Future>(waiter: Waiter, request: F) -> F::Output {
 pub struct InRequest<M> {
     message: M,
     waiter: Option<Waiter>,
-    trace: Trace,
-    sent: Instant,
+    handoff: Handoff,
 }
 
 impl<M> InRequest<M> {
@@ -31,8 +30,7 @@ impl<M> InRequest<M> {
         InRequest {
             message,
             waiter: budget::waiter(),
-            trace: Trace::current(),
-            sent: Instant::now(),
+            handoff: Handoff::now(),
         }
     }
 
@@ -46,16 +44,15 @@ impl<M> InRequest<M> {
         let InRequest {
             message,
             waiter,
-            trace,
-            sent,
+            handoff,
         } = self;
-        trace.queued(sent.elapsed());
-        let work = trace.span().in_scope(|| handle(message));
+        handoff.started(Instant::now());
+        let work = handoff.span().in_scope(|| handle(message));
         let work = match waiter {
-            Some(waiter) => Box::pin(budget::WAITER.scope(waiter, work)),
+            Some(waiter) => Box::pin(watched(waiter, work)),
             None => work,
         };
-        Box::pin(trace.scope(work))
+        Box::pin(handoff.into_trace().scope(work))
     }
 }
 

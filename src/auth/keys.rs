@@ -94,10 +94,10 @@ impl KeyCheck {
         if let Some(key) = self.cache().fresh(&hash, Instant::now()) {
             return Ok(Some(key));
         }
-        let (pepper, secret) = (self.pepper.clone(), secret.to_string());
+        let looked_up = hash.clone();
         let found = self
             .reader
-            .read(move |tx| service::keys::authenticate(tx, &pepper, &secret))
+            .read(move |tx| service::keys::authenticate(tx, &looked_up))
             .await?
             .map(Arc::new);
         if let Some(key) = &found {

@@ -121,17 +121,12 @@ impl Gatekeeper {
     /// The access of a request with these headers from `peer`.
     async fn access(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<Access, ApiError> {
         let presented = bearer(headers);
-        if !self.keys_required() {
-            // A key presented where none was seen yet may have been made
-            // by another process since: if it is one, keys are needed from
-            // now on, and this request is made with it.
-            if let (AuthMode::Auto, Ok(secret)) = (self.mode, presented) {
-                if let Some(key) = self.keys.key(secret).await.map_err(store_failed)? {
-                    self.key_created();
-                    self.limit_key(&key)?;
-                    return Ok(Access::Key(key));
-                }
-            }
+        let required = self.keys_required();
+        // A key presented where none was seen yet may have been made by
+        // another process since: if it is one, keys are needed from now on,
+        // and this request is made with it.
+        let looks = required || (self.mode == AuthMode::Auto && presented.is_ok());
+        if !looks {
             return Ok(Access::Open);
         }
         let key = match presented {
@@ -140,9 +135,13 @@ impl Gatekeeper {
         };
         match key {
             Some(key) => {
+                if !required {
+                    self.key_created();
+                }
                 self.limit_key(&key)?;
                 Ok(Access::Key(key))
             }
+            None if !required => Ok(Access::Open),
             None => {
                 // Guessing keys costs the address its rate like any other
                 // unauthenticated request.

@@ -185,11 +185,7 @@ async fn mcp(
                     String::from_utf8_lossy(value.as_bytes()),
                     PROTOCOL_VERSIONS.join(", ")
                 );
-                return Ok(bad_request(RpcResponse::failed(
-                    Value::Null,
-                    INVALID_REQUEST,
-                    message,
-                )));
+                return Ok(unreadable(INVALID_REQUEST, message));
             }
         },
     };
@@ -197,11 +193,7 @@ async fn mcp(
         Ok(message) => message,
         Err(e) => {
             let message = format!("parse error: the body is not JSON ({e})");
-            return Ok(bad_request(RpcResponse::failed(
-                Value::Null,
-                PARSE_ERROR,
-                message,
-            )));
+            return Ok(unreadable(PARSE_ERROR, message));
         }
     };
     match message {
@@ -210,22 +202,17 @@ async fn mcp(
                 let message = format!(
                     "invalid request: JSON-RPC batches are not part of MCP {version}; send one message per request"
                 );
-                return Ok(bad_request(RpcResponse::failed(
-                    Value::Null,
-                    INVALID_REQUEST,
-                    message,
-                )));
+                return Ok(unreadable(INVALID_REQUEST, message));
             }
             if batch.is_empty() {
-                return Ok(bad_request(RpcResponse::failed(
-                    Value::Null,
+                return Ok(unreadable(
                     INVALID_REQUEST,
                     "invalid request: the batch is empty",
-                )));
+                ));
             }
             let mut answers = Vec::new();
             for message in batch {
-                if let Some(answer) = answer(&state, &access, message, true).await {
+                if let Some(answer) = answer(&state, &access, message).await {
                     answers.push(answer);
                 }
             }
@@ -249,13 +236,8 @@ const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// What one message of a batch gets back: nothing for a notification or a
 /// response, an error for a message that is no request.
-async fn answer(
-    state: &AppState,
-    access: &Access,
-    message: Value,
-    in_batch: bool,
-) -> Option<RpcResponse> {
-    match read_message(message, in_batch) {
+async fn answer(state: &AppState, access: &Access, message: Value) -> Option<RpcResponse> {
+    match read_message(message, true) {
         Err(refused) => Some(refused),
         Ok(None) => None,
         Ok(Some((id, request))) => Some(RpcResponse::new(
@@ -365,6 +347,12 @@ fn respond(stream: bool, answer: &impl Serialize) -> HttpResponse {
 
 fn bad_request(answer: RpcResponse) -> HttpResponse {
     HttpResponse::BadRequest().json(answer)
+}
+
+/// `400` with JSON-RPC error `code` for a request whose id could not be
+/// read (it is `null` in the answer).
+fn unreadable(code: i64, message: impl Into<String>) -> HttpResponse {
+    bad_request(RpcResponse::failed(Value::Null, code, message))
 }
 
 fn initialize(params: &Value) -> Value {

@@ -124,16 +124,13 @@ pub fn revoke(
     Ok((find(tx)?, was_active))
 }
 
-/// The active key whose secret was presented, if any.
-pub fn authenticate(
-    tx: &mut dyn Transaction,
-    pepper: &Pepper,
-    secret: &str,
-) -> Result<Option<ApiKey>, ServiceError> {
+/// The active key whose secret has this keyed hash (`Pepper::hash`), if
+/// any.
+pub fn authenticate(tx: &mut dyn Transaction, hash: &[u8]) -> Result<Option<ApiKey>, ServiceError> {
     // Found by the index on the hash: how long the search takes tells at
     // most how much of a stored hash was matched, and without the pepper
     // no one can choose a secret to match more.
-    Ok(tx.active_key(&pepper.hash(secret))?)
+    Ok(tx.active_key(hash)?)
 }
 
 #[cfg(test)]
@@ -178,16 +175,19 @@ mod tests {
         let (mut w, pepper, now) = begun(&dir);
         let tx = w.transaction();
         let (key, secret) = create(tx, &Access::Open, &pepper, new_key("reader"), now).unwrap();
-        assert_eq!(authenticate(tx, &pepper, &secret).unwrap(), Some(key));
-        assert_eq!(authenticate(tx, &pepper, "engram_guess").unwrap(), None);
+        assert_eq!(authenticate(tx, &pepper.hash(&secret)).unwrap(), Some(key));
+        assert_eq!(
+            authenticate(tx, &pepper.hash("engram_guess")).unwrap(),
+            None
+        );
         let other = Pepper::from_hex(&"22".repeat(32), "test").unwrap();
-        assert_eq!(authenticate(tx, &other, &secret).unwrap(), None);
+        assert_eq!(authenticate(tx, &other.hash(&secret)).unwrap(), None);
         assert!(matches!(
             create(tx, &Access::Open, &pepper, new_key("reader"), now),
             Err(ServiceError::Conflict(_))
         ));
         assert!(revoke(tx, &Access::Open, "reader", now).unwrap().1);
-        assert_eq!(authenticate(tx, &pepper, &secret).unwrap(), None);
+        assert_eq!(authenticate(tx, &pepper.hash(&secret)).unwrap(), None);
         let (revoked, was_active) = revoke(tx, &Access::Open, "reader", now).unwrap();
         assert!(!was_active && revoked.revoked_at.is_some());
         assert!(matches!(
