@@ -34,6 +34,7 @@ use crate::http::auth::Gatekeeper;
 use crate::http::body::BodyBudget;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
+use crate::service::schedule;
 use crate::service::topics::TopicRules;
 use crate::store::{self, StoreError};
 use crate::telemetry;
@@ -107,11 +108,11 @@ impl Application {
             "authentication"
         );
         let instance = instance_id();
-        let live = scheduler::heartbeat(writer_conn.transaction(), &instance, &settings.jobs)
+        let live = schedule::heartbeat(writer_conn.transaction(), &instance, &settings.jobs)
             .map_err(db_error)?;
         let instances = Arc::new(AtomicUsize::new(live));
         if settings.storage.backend == Backend::Sqlite {
-            let left = scheduler::release_leases_left(writer_conn.transaction(), clock.now())
+            let left = schedule::release_leases_left(writer_conn.transaction(), clock.now())
                 .map_err(db_error)?;
             if left > 0 {
                 tracing::warn!(

@@ -14,16 +14,21 @@ use chrono::Duration;
 
 use super::storage::{Reader, StorageWriter};
 use crate::clock::Clock;
-use crate::domain::ingest::IngestContext;
 use crate::domain::policy::Policy;
-use crate::domain::record::{new_record_id, SCHEDULER_ACTOR};
+use crate::domain::record::SCHEDULER_ACTOR;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::service::consolidation::{self as steps, ConsolidationReport, Episodes, Page};
-use crate::service::topic_upkeep::{self as upkeep, ARCHIVE_PER_WRITE};
+use crate::service::consolidation::{
+    CompressEpisodes, ConsolidationReport, Episodes, ExtractFacts, ExtractPlans, ExtractSkills,
+    Extraction, FindDuplicateFacts, Page, ReadEpisodes, ResolveDuplicates,
+};
+use crate::service::job::Job;
+use crate::service::topic_upkeep::{
+    AnyFading, ArchiveFaded, FindDuplicateTopics, MergeTopics, ReinforceReads, ARCHIVE_PER_WRITE,
+};
 use crate::service::topics::TopicRules;
 use crate::service::ServiceError;
-use crate::store::{Step, Transaction};
+use crate::store::Step;
 
 /// Topics read reinforced per writer job.
 const READS_PER_WRITE: usize = 500;
@@ -115,41 +120,45 @@ impl Handler<Consolidate> for Consolidator {
         let now = msg.now;
         let before = now - self.compress_after;
         let caller = Caller::unrestricted(Some(SCHEDULER_ACTOR.to_string()));
+        let x = Extraction {
+            caller: caller.clone(),
+            now,
+            policy,
+        };
         Box::pin(async move {
-            let (c, p) = (caller.clone(), policy.clone());
-            let semantic_extracted =
-                run_step(&reader, &writer, Step::Semantic, now, move |tx, page| {
-                    steps::extract_facts(tx, &c, now, &p, page)
-                })
-                .await?;
-            let (c, p) = (caller.clone(), policy.clone());
-            let competence_extracted =
-                run_step(&reader, &writer, Step::Competence, now, move |tx, page| {
-                    steps::extract_skills(tx, &c, now, &p, page)
-                })
-                .await?;
-            let plan_graphs_extracted =
-                run_step(&reader, &writer, Step::PlanGraph, now, move |tx, page| {
-                    steps::extract_plans(tx, now, &policy, page)
-                })
-                .await?;
+            let (r, w) = (&reader, &writer);
+            let semantic_extracted = run_step(r, w, Step::Semantic, now, |page| {
+                ExtractFacts(x.clone(), page)
+            })
+            .await?;
+            let competence_extracted = run_step(r, w, Step::Competence, now, |page| {
+                ExtractSkills(x.clone(), page)
+            })
+            .await?;
+            let plan_graphs_extracted = run_step(r, w, Step::PlanGraph, now, |page| {
+                ExtractPlans(x.clone(), page)
+            })
+            .await?;
             // Last: every step above has read an episode by the time it is
             // compressed, and decay prunes no episode before that.
-            let c = caller.clone();
-            let episodic_compressed = run_pages(&writer, move |tx, after| {
-                steps::compress_episodes(tx, &c, now, before, after)
+            let episodic_compressed = run_pages(w, |after| CompressEpisodes {
+                caller: caller.clone(),
+                now,
+                before,
+                after,
             })
             .await?;
             // Finding duplicates reads every active fact: done on a read
             // connection, then merged a few groups per writer job.
-            let groups = reader.read(steps::find_duplicate_facts).await?;
+            let groups = reader.read(FindDuplicateFacts).await?;
             let mut duplicates_resolved = 0;
             for chunk in groups.chunks(DUPLICATE_GROUPS_PER_WRITE) {
-                let chunk = chunk.to_vec();
-                let c = caller.clone();
-                duplicates_resolved += writer
-                    .write(move |tx| steps::resolve_duplicates(tx, &c, now, &chunk))
-                    .await?;
+                let job = ResolveDuplicates {
+                    caller: caller.clone(),
+                    now,
+                    groups: chunk.to_vec(),
+                };
+                duplicates_resolved += writer.write(job).await?;
             }
             Ok(ConsolidationReport {
                 episodic_compressed,
@@ -163,46 +172,39 @@ impl Handler<Consolidate> for Consolidator {
 }
 
 /// Runs an extraction step: each page of episodes it has not seen is read
-/// on a read connection, then handed to `write` as one writer job, so the
-/// writer is held only for the writes; until a page comes back empty.
+/// on a read connection, then written by the job `write` makes of it, so
+/// the writer is held only for the writes; until a page comes back empty.
 /// Answers the step's total.
-async fn run_step<F>(
+async fn run_step<J: Job<Output = u64>>(
     reader: &Reader,
     writer: &StorageWriter,
     step: Step,
     now: Timestamp,
-    write: F,
-) -> Result<u64, ServiceError>
-where
-    F: Fn(&mut dyn Transaction, &Episodes) -> Result<u64, ServiceError> + Clone + Send + 'static,
-{
+    write: impl Fn(Episodes) -> J,
+) -> Result<u64, ServiceError> {
     let mut after = 0;
     let mut total = 0;
     loop {
-        let page = reader
-            .read(move |tx| steps::read_page(tx, step, now, after))
-            .await?;
+        let page = reader.read(ReadEpisodes { step, now, after }).await?;
         let Some((last, _)) = page.last() else {
             return Ok(total);
         };
         after = *last;
-        let write = write.clone();
-        total += writer.write(move |tx| write(tx, &page)).await?;
+        total += writer.write(write(page)).await?;
     }
 }
 
 /// Runs a step a page per writer job, each page after the last key the
 /// previous one saw, until a page comes back empty; answers the step's
 /// total.
-async fn run_pages<F>(writer: &StorageWriter, step: F) -> Result<u64, ServiceError>
-where
-    F: Fn(&mut dyn Transaction, i64) -> Result<Page, ServiceError> + Clone + Send + 'static,
-{
+async fn run_pages<J: Job<Output = Page>>(
+    writer: &StorageWriter,
+    step: impl Fn(i64) -> J,
+) -> Result<u64, ServiceError> {
     let mut after = 0;
     let mut total = 0;
     loop {
-        let page = step.clone();
-        let (last, count) = writer.write(move |tx| page(tx, after)).await?;
+        let (last, count) = writer.write(step(after)).await?;
         total += count;
         match last {
             Some(key) => after = key,
@@ -275,30 +277,25 @@ impl TopicUpkeep {
             reads,
         } = self;
         for chunk in reads.chunks(READS_PER_WRITE) {
-            let (rules, chunk) = (rules.clone(), chunk.to_vec());
-            writer
-                .write(move |tx| upkeep::reinforce_reads(tx, &rules, now, &chunk))
-                .await?;
+            let job = ReinforceReads {
+                rules: rules.clone(),
+                now,
+                reads: chunk.to_vec(),
+            };
+            writer.write(job).await?;
         }
         if touched.is_empty() {
             return Ok(());
         }
-        let groups = reader
-            .read(move |tx| upkeep::duplicate_groups(tx, &touched))
-            .await?;
+        let groups = reader.read(FindDuplicateTopics { ids: touched }).await?;
         for group in groups {
-            let (policy, rules) = (policy.clone(), rules.clone());
-            let merged = writer
-                .write(move |tx| {
-                    let cx = IngestContext {
-                        policy: &policy,
-                        now,
-                        new_id: &new_record_id,
-                        key: None,
-                    };
-                    upkeep::merge_group(tx, &cx, &rules, &group)
-                })
-                .await;
+            let job = MergeTopics {
+                policy: policy.clone(),
+                now,
+                rules: rules.clone(),
+                group,
+            };
+            let merged = writer.write(job).await;
             // One group that cannot merge (a field record revised by hand
             // meanwhile, say) does not hold up the others.
             if let Err(error) = merged {
@@ -307,16 +304,14 @@ impl TopicUpkeep {
         }
         let below = rules.settings.archive_below_salience;
         loop {
-            let fading = reader
-                .read(move |tx| Ok(tx.fading_topics(below, 1)?))
-                .await?;
-            if fading.is_empty() {
+            if !reader.read(AnyFading { below }).await? {
                 return Ok(());
             }
-            let rules = rules.clone();
-            let archived = writer
-                .write(move |tx| upkeep::archive_faded(tx, &rules, now))
-                .await?;
+            let job = ArchiveFaded {
+                rules: rules.clone(),
+                now,
+            };
+            let archived = writer.write(job).await?;
             if archived < ARCHIVE_PER_WRITE as u64 {
                 return Ok(());
             }

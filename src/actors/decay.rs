@@ -11,9 +11,7 @@ use crate::domain::record::DecayProfile;
 use crate::domain::record::SCHEDULER_ACTOR;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::service::decay::{
-    apply_chunk, apply_topic_chunk, plan_chunk, plan_topic_chunk, DecayReport,
-};
+use crate::service::decay::{DecayReport, PlanDecay, PlanTopicDecay, WriteDecay, WriteTopicDecay};
 use crate::service::ServiceError;
 
 pub struct Decayer {
@@ -67,7 +65,11 @@ impl Handler<ApplyDecay> for Decayer {
             let mut after_key = 0;
             loop {
                 let chunk = reader
-                    .read(move |tx| plan_chunk(tx, now, after_key, limit))
+                    .read(PlanDecay {
+                        now,
+                        after_key,
+                        limit,
+                    })
                     .await?;
                 let Some(last) = chunk.last_key else { break };
                 after_key = last;
@@ -75,28 +77,32 @@ impl Handler<ApplyDecay> for Decayer {
                 if chunk.changes.is_empty() && chunk.prunes.is_empty() {
                     continue;
                 }
-                let caller = caller.clone();
-                let (decayed, pruned) = writer
-                    .write(move |tx| apply_chunk(tx, &caller, now, &chunk))
-                    .await?;
+                let job = WriteDecay {
+                    caller: caller.clone(),
+                    now,
+                    chunk,
+                };
+                let (decayed, pruned) = writer.write(job).await?;
                 report.decayed += decayed;
                 report.pruned += pruned;
                 report.chunks += 1;
             }
             let mut after_key = 0;
             loop {
-                let decay = decay.clone();
                 let chunk = reader
-                    .read(move |tx| plan_topic_chunk(tx, &decay, now, after_key, limit))
+                    .read(PlanTopicDecay {
+                        decay: decay.clone(),
+                        now,
+                        after_key,
+                        limit,
+                    })
                     .await?;
                 let Some(last) = chunk.last_key else { break };
                 after_key = last;
                 if chunk.changes.is_empty() {
                     continue;
                 }
-                report.topics_decayed += writer
-                    .write(move |tx| apply_topic_chunk(tx, &chunk))
-                    .await?;
+                report.topics_decayed += writer.write(WriteTopicDecay { chunk }).await?;
                 report.chunks += 1;
             }
             Ok(report)

@@ -21,7 +21,7 @@ use crate::clock::Clock;
 use crate::config::EmbeddingSettings;
 use crate::embeddings::{Backoff, EmbedError, EmbeddingsClient};
 use crate::metrics::{EmbedderEvent, Metrics};
-use crate::service::embedding::{pending, store};
+use crate::service::embedding::{PendingEmbeddings, StoreEmbeddings};
 use crate::store::{Embedded, ToEmbed};
 
 /// How often the embedder goes back over every record, for those whose
@@ -93,11 +93,12 @@ impl Work {
         let mut after_key = 0i64;
         let mut pass_started = Instant::now();
         loop {
-            let (limit, now) = (self.batch_size, self.clock.now());
-            let found = self
-                .reader
-                .read(move |tx| pending(tx, after_key, limit, now))
-                .await;
+            let pending = PendingEmbeddings {
+                after_key,
+                limit: self.batch_size,
+                now: self.clock.now(),
+            };
+            let found = self.reader.read(pending).await;
             let (todo, last) = match found {
                 Ok(found) => found,
                 Err(e) => {
@@ -144,7 +145,7 @@ impl Work {
                 return false;
             }
         };
-        let stored = self.writer.write(move |tx| store(tx, &embedded)).await;
+        let stored = self.writer.write(StoreEmbeddings { embedded }).await;
         match stored {
             Ok(report) => {
                 self.backoff.succeeded();

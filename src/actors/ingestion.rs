@@ -16,9 +16,11 @@ use crate::domain::requests::{BatchRequest, IngestItem};
 use crate::domain::search::analyse_ahead;
 use crate::domain::topic::{Topic, TopicIngest};
 use crate::domain::trust::Caller;
-use crate::service::ingest::Route;
+use crate::service::ingest::{PrepareState, Route, StoreBatch, StoreCandidate, StoreRecord};
 pub use crate::service::topics::Ingested;
-use crate::service::topics::TopicRules;
+use crate::service::topics::{
+    ArchiveOne, EdgeRequest, LinkTopics, PlaceObservation, TopicRules, UnlinkTopics,
+};
 use crate::service::{self, ServiceError};
 pub use crate::store::TopicEdge;
 
@@ -98,16 +100,20 @@ impl Handler<Ingest> for Ingestor {
             match service::ingest::route(&caller, candidate?)? {
                 Route::Insert(record) => writer.insert(*record).await,
                 Route::State(thread, record) => {
-                    writer
-                        .write_then_insert(thread, move |tx| {
-                            service::ingest::prepare_new(tx, &caller, now, record)
-                        })
-                        .await
+                    let job = PrepareState {
+                        caller,
+                        now,
+                        record,
+                    };
+                    writer.write_then_insert(thread, job).await
                 }
                 Route::Write(candidate) => {
-                    writer
-                        .write(move |tx| service::ingest::ingest(tx, &caller, now, candidate))
-                        .await
+                    let job = StoreCandidate {
+                        caller,
+                        now,
+                        candidate,
+                    };
+                    writer.write(job).await
                 }
             }
         })
@@ -134,11 +140,13 @@ impl Handler<IngestBatch> for Ingestor {
         let caller = msg.caller;
         Box::pin(async move {
             let candidates = candidates?;
-            writer
-                .write_or_new(candidates.iter().all(Candidate::adds_only), move |tx| {
-                    service::ingest::ingest_batch(tx, &caller, now, candidates)
-                })
-                .await
+            let adds_only = candidates.iter().all(Candidate::adds_only);
+            let job = StoreBatch {
+                caller,
+                now,
+                candidates,
+            };
+            writer.write_or_new(adds_only, job).await
         })
     }
 }
@@ -159,10 +167,12 @@ impl Handler<CreateRecord> for Ingestor {
         let writer = self.writer.clone();
         let caller = msg.caller;
         Box::pin(async move {
-            let record = record?;
-            writer
-                .write(move |tx| service::ingest::create_record(tx, &caller, now, record))
-                .await
+            let job = StoreRecord {
+                caller,
+                now,
+                record: record?,
+            };
+            writer.write(job).await
         })
     }
 }
@@ -189,24 +199,17 @@ impl Handler<IngestTopic> for Ingestor {
 
     #[tracing::instrument(name = "ingest_topic", level = "debug", skip_all)]
     fn handle(&mut self, msg: IngestTopic, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
-        let policy = self.policy.clone();
         let writer = self.writer.clone();
-        let rules = self.topics.clone();
         let touched = self.touched.clone();
-        let IngestTopic { caller, request } = msg;
+        let job = PlaceObservation {
+            caller: msg.caller,
+            policy: self.policy.clone(),
+            now: self.clock.now(),
+            rules: self.topics.clone(),
+            request: msg.request,
+        };
         Box::pin(async move {
-            let ingested = writer
-                .write(move |tx| {
-                    let cx = IngestContext {
-                        policy: &policy,
-                        now,
-                        new_id: &new_record_id,
-                        key: caller.key.as_deref(),
-                    };
-                    service::topics::ingest(tx, &caller, &cx, &rules, request)
-                })
-                .await?;
+            let ingested = writer.write(job).await?;
             touched.do_send(TopicsTouched {
                 ids: vec![ingested.topic_id.clone()],
             });
@@ -231,7 +234,6 @@ impl Handler<AddTopicEdge> for Ingestor {
 
     #[tracing::instrument(name = "add_topic_edge", level = "debug", skip_all)]
     fn handle(&mut self, msg: AddTopicEdge, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
         let writer = self.writer.clone();
         let AddTopicEdge {
             caller,
@@ -239,11 +241,14 @@ impl Handler<AddTopicEdge> for Ingestor {
             to,
             kind,
         } = msg;
-        Box::pin(async move {
-            writer
-                .write(move |tx| service::topics::add_edge(tx, &caller, now, &from, &to, &kind))
-                .await
-        })
+        let job = LinkTopics(EdgeRequest {
+            caller,
+            now: self.clock.now(),
+            from,
+            to,
+            kind,
+        });
+        Box::pin(async move { writer.write(job).await })
     }
 }
 
@@ -262,7 +267,6 @@ impl Handler<RemoveTopicEdge> for Ingestor {
 
     #[tracing::instrument(name = "remove_topic_edge", level = "debug", skip_all)]
     fn handle(&mut self, msg: RemoveTopicEdge, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
         let writer = self.writer.clone();
         let RemoveTopicEdge {
             caller,
@@ -270,11 +274,14 @@ impl Handler<RemoveTopicEdge> for Ingestor {
             to,
             kind,
         } = msg;
-        Box::pin(async move {
-            writer
-                .write(move |tx| service::topics::remove_edge(tx, &caller, now, &from, &to, &kind))
-                .await
-        })
+        let job = UnlinkTopics(EdgeRequest {
+            caller,
+            now: self.clock.now(),
+            from,
+            to,
+            kind,
+        });
+        Box::pin(async move { writer.write(job).await })
     }
 }
 
@@ -291,17 +298,14 @@ impl Handler<ArchiveTopic> for Ingestor {
 
     #[tracing::instrument(name = "archive_topic", level = "debug", skip_all)]
     fn handle(&mut self, msg: ArchiveTopic, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
         let writer = self.writer.clone();
-        let ArchiveTopic { caller, id } = msg;
-        let decay = self.topics.decay.clone();
-        Box::pin(async move {
-            writer
-                .write(move |tx| {
-                    Ok(service::topics::archive(tx, &caller, now, &id)?.decayed(&decay, now))
-                })
-                .await
-        })
+        let job = ArchiveOne {
+            caller: msg.caller,
+            now: self.clock.now(),
+            id: msg.id,
+            decay: self.topics.decay.clone(),
+        };
+        Box::pin(async move { writer.write(job).await })
     }
 }
 

@@ -11,8 +11,8 @@ use super::storage::{Reader, StorageWriter};
 use crate::auth::secret::Pepper;
 use crate::clock::Clock;
 use crate::domain::access::{Access, ApiKey};
-use crate::service::keys;
 pub use crate::service::keys::NewKey;
+use crate::service::keys::{ListKeysFor, MakeKey, RevokeNamed};
 use crate::service::ServiceError;
 
 pub struct KeyKeeper {
@@ -51,13 +51,15 @@ impl Handler<CreateKey> for KeyKeeper {
     #[tracing::instrument(name = "create_key", level = "debug", skip_all)]
     fn handle(&mut self, msg: CreateKey, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
-        let (writer, pepper) = (self.writer.clone(), self.pepper.clone());
+        let writer = self.writer.clone();
         let CreateKey { by, new } = msg;
-        Box::pin(async move {
-            writer
-                .write(move |tx| keys::create(tx, &by, &pepper, new, now))
-                .await
-        })
+        let job = MakeKey {
+            by,
+            pepper: self.pepper.clone(),
+            new,
+            now,
+        };
+        Box::pin(async move { writer.write(job).await })
     }
 }
 
@@ -74,7 +76,7 @@ impl Handler<ListKeys> for KeyKeeper {
     #[tracing::instrument(name = "list_keys", level = "debug", skip_all)]
     fn handle(&mut self, msg: ListKeys, _: &mut Self::Context) -> Self::Result {
         let reader = self.reader.clone();
-        Box::pin(async move { reader.read(move |tx| keys::list(tx, &msg.by)).await })
+        Box::pin(async move { reader.read(ListKeysFor { by: msg.by }).await })
     }
 }
 
@@ -95,11 +97,7 @@ impl Handler<RevokeKey> for KeyKeeper {
         let now = self.clock.now();
         let writer = self.writer.clone();
         let RevokeKey { by, name } = msg;
-        Box::pin(async move {
-            writer
-                .write(move |tx| keys::revoke(tx, &by, &name, now))
-                .await
-        })
+        Box::pin(async move { writer.write(RevokeNamed { by, name, now }).await })
     }
 }
 

@@ -20,10 +20,14 @@ use crate::domain::requests::{GraphRequest, RetrieveRequest};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 pub use crate::service::graph::Graph;
+use crate::service::graph::RankGraph;
+use crate::service::job::Job;
 pub use crate::service::retrieval::RetrieveResult;
-use crate::service::topics::{self, TopicRules};
+use crate::service::retrieval::{Rank, ReadHistory, ReadRecord};
+use crate::service::stats::{Ping as PingStore, ReadStats};
+use crate::service::topics::{self, ReadFieldHistory, ReadTopic, SearchTopics, TopicRules};
 pub use crate::service::topics::{QueryHit, TopicQuery, TopicView, VersionView};
-use crate::service::{self, ServiceError};
+use crate::service::ServiceError;
 pub use crate::store::MemoryStats;
 
 /// The bound on reads in flight, shared by every retriever.
@@ -87,20 +91,13 @@ impl Retriever {
         }
     }
 
-    /// Runs a read within the bound, as of now.
-    fn bounded_read<T, F>(&self, read: F) -> ResponseFuture<Result<T, ServiceError>>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut dyn crate::store::Transaction, Timestamp) -> Result<T, ServiceError>
-            + Send
-            + 'static,
-    {
+    /// Runs a read within the bound.
+    fn bounded_read<J: Job>(&self, job: J) -> ResponseFuture<Result<J::Output, ServiceError>> {
         let permit = self.gate.enter();
         let reader = self.reader.clone();
-        let now = self.clock.now();
         Box::pin(async move {
             let _permit = permit?;
-            reader.read(move |tx| read(tx, now)).await
+            reader.read(job).await
         })
     }
 }
@@ -135,16 +132,12 @@ impl Handler<Retrieve> for Retriever {
             task_descriptor = retrieval.task_descriptor.as_deref().unwrap_or(""),
             "retrieve"
         );
-        let settings = self.settings;
-        self.bounded_read(move |tx, now| {
-            service::retrieval::retrieve(
-                tx,
-                &caller,
-                now,
-                &retrieval,
-                settings.selection_threshold,
-                &settings.ranking,
-            )
+        self.bounded_read(Rank {
+            caller,
+            now: self.clock.now(),
+            retrieval,
+            selection_threshold: self.settings.selection_threshold,
+            ranking: self.settings.ranking,
         })
     }
 }
@@ -167,9 +160,12 @@ impl Handler<RetrieveGraph> for Retriever {
                 Ok(checked) => checked,
                 Err(e) => return Box::pin(async move { Err(e.into()) }),
             };
-        let ranking = self.settings.ranking;
-        self.bounded_read(move |tx, now| {
-            service::graph::graph(tx, &caller, now, &retrieval, limits, &ranking)
+        self.bounded_read(RankGraph {
+            caller,
+            now: self.clock.now(),
+            retrieval,
+            limits,
+            ranking: self.settings.ranking,
         })
     }
 }
@@ -188,7 +184,8 @@ impl Handler<GetRecord> for Retriever {
     #[tracing::instrument(name = "get_record", level = "debug", skip_all)]
     fn handle(&mut self, msg: GetRecord, _: &mut Self::Context) -> Self::Result {
         let GetRecord { caller, id } = msg;
-        self.bounded_read(move |tx, now| service::retrieval::retrieve_by_id(tx, &caller, now, &id))
+        let now = self.clock.now();
+        self.bounded_read(ReadRecord { caller, now, id })
     }
 }
 
@@ -206,7 +203,8 @@ impl Handler<RecordHistory> for Retriever {
     #[tracing::instrument(name = "record_history", level = "debug", skip_all)]
     fn handle(&mut self, msg: RecordHistory, _: &mut Self::Context) -> Self::Result {
         let RecordHistory { caller, id } = msg;
-        self.bounded_read(move |tx, now| service::retrieval::history(tx, &caller, now, &id))
+        let now = self.clock.now();
+        self.bounded_read(ReadHistory { caller, now, id })
     }
 }
 
@@ -225,10 +223,15 @@ impl Handler<ViewTopic> for Retriever {
     #[tracing::instrument(name = "view_topic", level = "debug", skip_all)]
     fn handle(&mut self, msg: ViewTopic, _: &mut Self::Context) -> Self::Result {
         let ViewTopic { caller, id, as_of } = msg;
-        let decay = self.topics.decay.clone();
-        self.bounded_read(move |tx, now| {
-            let reading = topics::Reading { now, as_of, decay };
-            topics::view(tx, &caller, &id, &reading)
+        let reading = topics::Reading {
+            now: self.clock.now(),
+            as_of,
+            decay: self.topics.decay.clone(),
+        };
+        self.bounded_read(ReadTopic {
+            caller,
+            id,
+            reading,
         })
     }
 }
@@ -248,8 +251,12 @@ impl Handler<QueryTopics> for Retriever {
     fn handle(&mut self, msg: QueryTopics, _: &mut Self::Context) -> Self::Result {
         let QueryTopics { caller, mut query } = msg;
         query.max_hop_nodes = self.topics.settings.max_hop_nodes;
-        let decay = self.topics.decay.clone();
-        self.bounded_read(move |tx, now| topics::query(tx, &caller, &query, now, &decay))
+        self.bounded_read(SearchTopics {
+            caller,
+            query,
+            now: self.clock.now(),
+            decay: self.topics.decay.clone(),
+        })
     }
 }
 
@@ -268,7 +275,7 @@ impl Handler<FieldHistory> for Retriever {
     #[tracing::instrument(name = "field_history", level = "debug", skip_all)]
     fn handle(&mut self, msg: FieldHistory, _: &mut Self::Context) -> Self::Result {
         let FieldHistory { caller, id, name } = msg;
-        self.bounded_read(move |tx, _| topics::field_history(tx, &caller, &id, &name))
+        self.bounded_read(ReadFieldHistory { caller, id, name })
     }
 }
 
@@ -285,7 +292,7 @@ impl Handler<Ping> for Retriever {
 
     fn handle(&mut self, msg: Ping, _: &mut Self::Context) -> Self::Result {
         let reader = self.reader.clone();
-        Box::pin(async move { reader.read_within(msg.within, |tx| Ok(tx.ping()?)).await })
+        Box::pin(async move { reader.read_within(msg.within, PingStore).await })
     }
 }
 
@@ -300,8 +307,10 @@ impl Handler<MemoryMetrics> for Retriever {
     #[tracing::instrument(name = "memory_metrics", level = "debug", skip_all)]
     fn handle(&mut self, _: MemoryMetrics, _: &mut Self::Context) -> Self::Result {
         let reader = self.reader.clone();
-        let now = self.clock.now();
-        Box::pin(async move { reader.read(move |tx| Ok(tx.memory_stats(now)?)).await })
+        let job = ReadStats {
+            now: self.clock.now(),
+        };
+        Box::pin(async move { reader.read(job).await })
     }
 }
 

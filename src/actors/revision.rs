@@ -13,7 +13,8 @@ use crate::domain::record::{new_record_id, MemoryRecord};
 use crate::domain::requests::RevisionRequest;
 use crate::domain::revision::NewRecordContext;
 use crate::domain::trust::Caller;
-use crate::service::{self, ServiceError};
+use crate::service::revise::ApplyRevision;
+use crate::service::ServiceError;
 
 pub struct Reviser {
     policy: Policy,
@@ -61,10 +62,13 @@ impl Handler<Revise> for Reviser {
         let policy = self.policy.clone();
         let caller = msg.caller;
         Box::pin(async move {
-            let command = command?;
-            writer
-                .write(move |tx| service::revise::revise(tx, &caller, now, &policy, command))
-                .await
+            let job = ApplyRevision {
+                caller,
+                now,
+                policy,
+                command: command?,
+            };
+            writer.write(job).await
         })
     }
 }

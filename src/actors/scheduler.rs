@@ -41,8 +41,11 @@ use crate::domain::schedule::Schedule;
 use crate::domain::time::{format_rfc3339, Timestamp};
 use crate::domain::validate::ValidationError;
 use crate::metrics::Metrics;
+use crate::service::schedule::{
+    live_since, ClaimJob, FinishRun, Heartbeat, ReadJobs, ReleaseJob, SaveSetting, StoredJobs,
+};
 use crate::service::ServiceError;
-use crate::store::{HeldJob, JobClaim, JobRunRecord, JobSetting};
+use crate::store::{JobClaim, JobRunRecord, JobSetting};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum JobName {
@@ -139,44 +142,6 @@ pub struct SchedulerDeps {
     /// How many processes share the database, as the last heartbeat
     /// found.
     pub instances: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-/// Records this process as alive now (wall-clock time: liveness is about
-/// real processes, not the service's clock); answers how many processes
-/// were seen within three sync intervals.
-pub fn heartbeat(
-    tx: &mut dyn crate::store::Transaction,
-    instance: &str,
-    settings: &JobsSettings,
-) -> Result<usize, crate::store::StoreError> {
-    let now = chrono::Utc::now();
-    tx.heartbeat(
-        instance,
-        now,
-        live_since(settings, now),
-        now - chrono::Duration::hours(1),
-    )
-}
-
-/// The oldest heartbeat of a process still alive at `wall`: three sync
-/// intervals, so one late or failed heartbeat does not make it dead.
-fn live_since(settings: &JobsSettings, wall: Timestamp) -> Timestamp {
-    wall - chrono::Duration::milliseconds(settings.sync_interval_ms as i64) * 3
-}
-
-/// Gives back the leases of jobs this process's database file alone can
-/// hold: on SQLite no other process shares the database, so a lease found
-/// at start is one an earlier process left when it died or failed to give
-/// it back.
-pub fn release_leases_left(
-    tx: &mut dyn crate::store::Transaction,
-    now: Timestamp,
-) -> Result<usize, crate::store::StoreError> {
-    let held = tx.held_jobs(now, chrono::Utc::now())?;
-    for lease in &held {
-        tx.release_job(&lease.name, &lease.holder)?;
-    }
-    Ok(held.len())
 }
 
 /// How long a run holds its job's lease unless it gives it back first: a
@@ -453,32 +418,28 @@ impl Handler<UpdateJob> for Scheduler {
         let now = self.deps.clock.now();
         let writer = self.deps.writer.clone();
         AtomicResponse::new(Box::pin(
-            async move {
-                writer
-                    .write(move |tx| Ok(tx.save_job_setting(&setting, now)?))
-                    .await
-            }
-            .into_actor(self)
-            .map(move |saved, act, _| {
-                saved?;
-                let job = act.jobs.get_mut(&name).expect("every job has a state");
-                job.schedule = schedule;
-                job.enabled = enabled;
-                tracing::info!(
-                    job = name.as_str(),
-                    schedule = job.schedule.expression(),
-                    enabled,
-                    "job schedule changed"
-                );
-                Ok(())
-            })
-            .then(
-                move |saved: Result<(), ServiceError>, act, ctx| match saved {
-                    Ok(()) => act.rearm(name, ctx),
-                    Err(e) => Box::pin(actix::fut::ready(Err(e))),
-                },
-            )
-            .map(move |armed, act, _| armed.map(|()| act.view(name))),
+            async move { writer.write(SaveSetting { setting, now }).await }
+                .into_actor(self)
+                .map(move |saved, act, _| {
+                    saved?;
+                    let job = act.jobs.get_mut(&name).expect("every job has a state");
+                    job.schedule = schedule;
+                    job.enabled = enabled;
+                    tracing::info!(
+                        job = name.as_str(),
+                        schedule = job.schedule.expression(),
+                        enabled,
+                        "job schedule changed"
+                    );
+                    Ok(())
+                })
+                .then(
+                    move |saved: Result<(), ServiceError>, act, ctx| match saved {
+                        Ok(()) => act.rearm(name, ctx),
+                        Err(e) => Box::pin(actix::fut::ready(Err(e))),
+                    },
+                )
+                .map(move |armed, act, _| armed.map(|()| act.view(name))),
         ))
     }
 }
@@ -524,7 +485,7 @@ impl Handler<RunJob> for Scheduler {
                     live_since,
                     tick,
                 };
-                if !deps.writer.write(move |tx| Ok(tx.claim_job(&claim)?)).await? {
+                if !deps.writer.write(ClaimJob(claim)).await? {
                     return Err(ServiceError::Conflict(match tick {
                         Some(_) => format!(
                             "job {} for this scheduled time was taken by another live process \
@@ -553,26 +514,23 @@ impl Handler<RunJob> for Scheduler {
                 };
                 deps.metrics
                     .job_finished(name.as_str(), outcome.is_ok(), elapsed.as_secs_f64());
-                let stored = record.clone();
-                let holder = deps.instance.clone();
-                if let Err(e) = deps
-                    .writer
-                    .write(move |tx| {
-                        tx.save_job_run(&stored, RUNS_KEPT)?;
-                        Ok(tx.release_job(&stored.name, &holder)?)
-                    })
-                    .await
+                let finished = FinishRun {
+                    run: record.clone(),
+                    holder: deps.instance.clone(),
+                    kept: RUNS_KEPT,
+                };
+                if let Err(e) = deps.writer.write(finished).await
                 {
                     tracing::warn!(job = name.as_str(), error = %e, "could not store the job run");
                     // The lease at least is given back (a failing disk may
                     // refuse the run's record and take this small change).
                     // Should this fail too, this process may claim its own
                     // lease again, and a restart on SQLite clears it.
-                    let (job, holder) = (name.as_str().to_string(), deps.instance.clone());
-                    if let Err(e) = deps
-                        .writer
-                        .write(move |tx| Ok(tx.release_job(&job, &holder)?))
-                        .await
+                    let release = ReleaseJob {
+                        job: name.as_str().to_string(),
+                        holder: deps.instance.clone(),
+                    };
+                    if let Err(e) = deps.writer.write(release).await
                     {
                         tracing::warn!(job = name.as_str(), error = %e, "could not give the job's lease back");
                     }
@@ -656,14 +614,6 @@ impl Handler<StartSync> for Scheduler {
     }
 }
 
-/// What the database says of the jobs: their stored settings, newest runs
-/// and who holds them.
-struct Stored {
-    settings: Vec<JobSetting>,
-    runs: Vec<JobRunRecord>,
-    held: Vec<HeldJob>,
-}
-
 /// Reads the stored job state and takes it on.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -677,24 +627,22 @@ impl Handler<SyncJobs> for Scheduler {
         let writer = self.deps.writer.clone();
         let now = self.deps.clock.now();
         let live_since = live_since(&self.settings, chrono::Utc::now());
-        let (instance, settings) = (self.deps.instance.clone(), self.settings.clone());
+        let heartbeat = Heartbeat {
+            instance: self.deps.instance.clone(),
+            settings: self.settings.clone(),
+        };
         let instances = self.deps.instances.clone();
         AtomicResponse::new(Box::pin(
             async move {
-                match writer
-                    .write(move |tx| Ok(heartbeat(tx, &instance, &settings)?))
-                    .await
-                {
+                match writer.write(heartbeat).await {
                     Ok(live) => instances.store(live, std::sync::atomic::Ordering::Relaxed),
                     Err(e) => tracing::warn!(error = %e, "could not record this process as alive"),
                 }
                 reader
-                    .read(move |tx| {
-                        Ok(Stored {
-                            settings: tx.job_settings()?,
-                            runs: tx.recent_job_runs(RUNS_KEPT)?,
-                            held: tx.held_jobs(now, live_since)?,
-                        })
+                    .read(ReadJobs {
+                        now,
+                        live_since,
+                        runs_kept: RUNS_KEPT,
                     })
                     .await
             }
@@ -748,7 +696,7 @@ impl Scheduler {
     /// Takes on the stored job state; answers the jobs whose schedule
     /// changed (their cron entries are to be made again) and those whose
     /// lease a dead process holds.
-    fn take_stored(&mut self, stored: Stored) -> (Vec<JobName>, Vec<JobName>) {
+    fn take_stored(&mut self, stored: StoredJobs) -> (Vec<JobName>, Vec<JobName>) {
         let now = self.deps.clock.now();
         let mut changed = Vec::new();
         let mut orphaned = Vec::new();

@@ -1,8 +1,9 @@
 //! The storage actors: [`StoreReader`], a `SyncArbiter` pool of threads
 //! running reads on pooled connections, and [`StorageWriter`], the
 //! group-committing writer thread (on PostgreSQL, threads). Both run
-//! service functions given as closures over a [`Transaction`]; neither
-//! knows which backend is behind it. Every call to either has a deadline.
+//! [`Job`]s — one service call each, as data — in a [`Transaction`];
+//! neither knows which backend is behind it. Every call to either has a
+//! deadline.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,17 +16,35 @@ use actix::{Actor, Addr, Handler, Message, SyncContext};
 use tokio::sync::oneshot;
 
 use crate::domain::record::MemoryRecord;
+use crate::service::job::Job;
 use crate::service::ServiceError;
 use crate::store::budget::{self, Budget};
 use crate::store::{ReadPool, StoreError, ThreadReads, Transaction, WriteConnection};
 use crate::telemetry::Handoff;
 
-/// Work for a storage actor: a service function bound to its arguments.
-type Work<T> = Box<dyn FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send>;
+/// A [`Job`] in a storage actor's queue, its type known by its answer only.
+trait Queued<T>: Send {
+    fn name(&self) -> &'static str;
+    fn run(self: Box<Self>, tx: &mut dyn Transaction) -> Result<T, ServiceError>;
+}
 
-/// Runs `work`, turning a panic into an error so the thread survives it.
+impl<J: Job> Queued<J::Output> for J {
+    fn name(&self) -> &'static str {
+        J::NAME
+    }
+
+    fn run(self: Box<Self>, tx: &mut dyn Transaction) -> Result<J::Output, ServiceError> {
+        Job::run(*self, tx)
+    }
+}
+
+type Work<T> = Box<dyn Queued<T>>;
+
+/// Runs `work` in a span of its name, turning a panic into an error so the
+/// thread survives it.
 fn run_guarded<T>(work: Work<T>, tx: &mut dyn Transaction) -> Result<T, ServiceError> {
-    catch_unwind(AssertUnwindSafe(|| work(tx))).unwrap_or_else(|panic| {
+    let _job = tracing::debug_span!("job", name = work.name()).entered();
+    catch_unwind(AssertUnwindSafe(|| work.run(tx))).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -120,20 +139,16 @@ impl Reader {
         Reader { addr, timeout }
     }
 
-    pub async fn read<T, F>(&self, work: F) -> Result<T, ServiceError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
-    {
-        self.read_within(self.timeout, work).await
+    pub async fn read<J: Job>(&self, job: J) -> Result<J::Output, ServiceError> {
+        self.read_within(self.timeout, job).await
     }
 
     /// [`Reader::read`] with a deadline of its own.
-    pub async fn read_within<T, F>(&self, timeout: Duration, work: F) -> Result<T, ServiceError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
-    {
+    pub async fn read_within<J: Job>(
+        &self,
+        timeout: Duration,
+        job: J,
+    ) -> Result<J::Output, ServiceError> {
         let (answer, answered) = oneshot::channel();
         // Dropped when this future ends or is dropped (its client went
         // away): the read then stops where it is.
@@ -141,7 +156,7 @@ impl Reader {
         // Sent whatever the mailbox holds (the deadline bounds the wait);
         // a closed mailbox drops the message, and with it `answer`.
         self.addr.do_send(Read {
-            work: Box::new(work),
+            work: Box::new(job),
             answer,
             budget,
             handoff: Handoff::now(),
@@ -424,7 +439,7 @@ impl StorageWriter {
             .sum()
     }
 
-    /// Queues `work` and waits for its commit. `work` runs on the writer
+    /// Queues `job` and waits for its commit. `job` runs on the writer
     /// thread inside a transaction shared with other queued writes,
     /// isolated from them by a savepoint: if it fails, only its own changes
     /// are undone and its error is returned.
@@ -432,23 +447,15 @@ impl StorageWriter {
     /// A caller waits at most the writer's timeout and is then answered
     /// `Unavailable`. A write still queued at that moment is dropped
     /// unapplied; one already running when it passes may still commit.
-    pub async fn write<T, F>(&self, work: F) -> Result<T, ServiceError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
-    {
-        self.write_on(&self.lanes[0], work).await
+    pub async fn write<J: Job>(&self, job: J) -> Result<J::Output, ServiceError> {
+        self.write_on(&self.lanes[0], job).await
     }
 
     /// [`StorageWriter::write`] for work that only adds new rows and
     /// depends on nothing another write may change meanwhile: it goes to
     /// whichever writer has the fewest writes not yet answered.
-    pub async fn write_new<T, F>(&self, work: F) -> Result<T, ServiceError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
-    {
-        self.write_on(self.least_busy(), work).await
+    pub async fn write_new<J: Job>(&self, job: J) -> Result<J::Output, ServiceError> {
+        self.write_on(self.least_busy(), job).await
     }
 
     /// Stores a new record that needs nothing read first, with the other
@@ -468,24 +475,21 @@ impl StorageWriter {
         self.submit(self.least_busy(), job, answer).await
     }
 
-    /// Runs `work` on the first writer, as [`StorageWriter::write`] does,
+    /// Runs `job` on the first writer, as [`StorageWriter::write`] does,
     /// then stores the new record it answers with the other new records of
-    /// its transaction. `work` looks up working states of `thread` only;
+    /// its transaction. `job` looks up working states of `thread` only;
     /// later work that may look up the record finds it stored. When
     /// storing the record fails, the whole transaction is undone with
-    /// `work`'s other changes (and every write in it answered
-    /// `Unavailable`): `work` is to answer a record that can be stored.
-    pub async fn write_then_insert<F>(
+    /// `job`'s other changes (and every write in it answered
+    /// `Unavailable`): `job` is to answer a record that can be stored.
+    pub async fn write_then_insert<J: Job<Output = MemoryRecord>>(
         &self,
         thread: String,
-        work: F,
-    ) -> Result<MemoryRecord, ServiceError>
-    where
-        F: FnOnce(&mut dyn Transaction) -> Result<MemoryRecord, ServiceError> + Send + 'static,
-    {
+        job: J,
+    ) -> Result<MemoryRecord, ServiceError> {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingInsert {
-            work: Some(Box::new(work)),
+            work: Some(Box::new(job)),
             thread: Some(thread),
             record: None,
             handoff: Handoff::now(),
@@ -505,26 +509,22 @@ impl StorageWriter {
 
     /// [`StorageWriter::write_new`] when `adds_only`, else
     /// [`StorageWriter::write`].
-    pub async fn write_or_new<T, F>(&self, adds_only: bool, work: F) -> Result<T, ServiceError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
-    {
+    pub async fn write_or_new<J: Job>(
+        &self,
+        adds_only: bool,
+        job: J,
+    ) -> Result<J::Output, ServiceError> {
         if adds_only {
-            self.write_new(work).await
+            self.write_new(job).await
         } else {
-            self.write(work).await
+            self.write(job).await
         }
     }
 
-    async fn write_on<T, F>(&self, lane: &Lane, work: F) -> Result<T, ServiceError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
-    {
+    async fn write_on<J: Job>(&self, lane: &Lane, job: J) -> Result<J::Output, ServiceError> {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingWrite {
-            work: Some(Box::new(work)),
+            work: Some(Box::new(job)),
             handoff: Handoff::now(),
             deadline: Instant::now() + self.timeout,
             result: None,
@@ -767,6 +767,32 @@ mod tests {
     use crate::domain::record::MemoryRecord;
     use crate::store::{self, ConnectionOptions};
 
+    /// Work given as a closure: these tests make jobs of every shape.
+    struct Do<F, T>(F, std::marker::PhantomData<fn() -> T>);
+
+    impl<F, T> Do<F, T>
+    where
+        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
+        T: Send + 'static,
+    {
+        fn new(work: F) -> Self {
+            Do(work, std::marker::PhantomData)
+        }
+    }
+
+    impl<F, T> crate::service::job::Job for Do<F, T>
+    where
+        F: FnOnce(&mut dyn Transaction) -> Result<T, ServiceError> + Send + 'static,
+        T: Send + 'static,
+    {
+        type Output = T;
+        const NAME: &'static str = "test";
+
+        fn run(self, tx: &mut dyn Transaction) -> Result<T, ServiceError> {
+            (self.0)(tx)
+        }
+    }
+
     fn options() -> ConnectionOptions {
         ConnectionOptions {
             busy_timeout: Duration::from_secs(5),
@@ -839,13 +865,13 @@ mod tests {
             let writer = writer.clone();
             async move {
                 writer
-                    .write(move |tx| {
+                    .write(Do::new(move |tx| {
                         tx.insert_record(&record(id))?;
                         if fail {
                             return Err(ServiceError::Conflict("refused".into()));
                         }
                         Ok(())
-                    })
+                    }))
                     .await
             }
         };
@@ -924,7 +950,7 @@ mod tests {
             let writer = writer.clone();
             Box::pin(async move {
                 writer
-                    .write_then_insert(thread.to_string(), move |_| Ok(state(id, thread)))
+                    .write_then_insert(thread.to_string(), Do::new(move |_| Ok(state(id, thread))))
                     .await
                     .map(|r| vec![r.id])
             }) as Job<Vec<String>>
@@ -933,7 +959,7 @@ mod tests {
             let writer = writer.clone();
             Box::pin(async move {
                 writer
-                    .write(|tx| {
+                    .write(Do::new(|tx| {
                         let by = crate::domain::record::Attribution::new("t", "replaced");
                         let now = chrono::Utc::now();
                         Ok(tx.retract_current_states(
@@ -943,7 +969,7 @@ mod tests {
                             &by.entry(AuditAction::Revise, now),
                             now,
                         )?)
-                    })
+                    }))
                     .await
             }) as Job<Vec<String>>
         };
@@ -977,10 +1003,13 @@ mod tests {
             let writer = writer.clone();
             Box::pin(async move {
                 writer
-                    .write_then_insert("t".to_string(), |tx| {
-                        tx.insert_record(&record("changed"))?;
-                        Ok(state("taken", "t"))
-                    })
+                    .write_then_insert(
+                        "t".to_string(),
+                        Do::new(|tx| {
+                            tx.insert_record(&record("changed"))?;
+                            Ok(state("taken", "t"))
+                        }),
+                    )
                     .await
             }) as Job<MemoryRecord>
         };
@@ -1020,11 +1049,11 @@ mod tests {
         let busy = writer.clone();
         let task = actix_web::rt::spawn(async move {
             let _ = busy
-                .write(move |_| {
+                .write(Do::new(move |_| {
                     started_tx.lock().unwrap().send(()).unwrap();
                     let _ = wait.lock().unwrap().recv();
                     Ok(())
-                })
+                }))
                 .await;
         });
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -1057,20 +1086,20 @@ mod tests {
         );
         let (release, held) = hold(&writer).await;
         writer
-            .write_new(|tx| {
+            .write_new(Do::new(|tx| {
                 tx.insert_record(&record("new"))?;
                 Ok(())
-            })
+            }))
             .await
             .unwrap();
         assert!(stored(&second.readers, "new"));
         let in_order = writer.clone();
         let ordered = actix_web::rt::spawn(async move {
             in_order
-                .write(|tx| {
+                .write(Do::new(|tx| {
                     tx.insert_record(&record("ordered"))?;
                     Ok(())
-                })
+                }))
                 .await
         });
         until_queued(&writer).await;
@@ -1088,9 +1117,9 @@ mod tests {
         let (writer, _) = writer_on(&dir, 1, Duration::from_secs(30));
         let (release, first) = hold(&writer).await;
         let queued = writer.clone();
-        let second = actix_web::rt::spawn(async move { queued.write(|_| Ok(())).await });
+        let second = actix_web::rt::spawn(async move { queued.write(Do::new(|_| Ok(()))).await });
         until_queued(&writer).await;
-        let third = writer.write(|_| Ok(())).await;
+        let third = writer.write(Do::new(|_| Ok(()))).await;
         assert!(
             matches!(third, Err(ServiceError::Overloaded(_))),
             "{third:?}"
@@ -1107,10 +1136,10 @@ mod tests {
         let (writer, readers) = writer_on(&dir, 16, Duration::from_millis(200));
         let (release, first) = hold(&writer).await;
         let late = writer
-            .write(|tx| {
+            .write(Do::new(|tx| {
                 tx.insert_record(&record("late"))?;
                 Ok(())
-            })
+            }))
             .await;
         assert!(
             matches!(&late, Err(ServiceError::Unavailable(m)) if m.contains("within 200 ms")),
@@ -1119,7 +1148,7 @@ mod tests {
         release.send(()).unwrap();
         first.await.unwrap();
         // The writer is free again and the timed-out insert was dropped.
-        writer.write(|_| Ok(())).await.unwrap();
+        writer.write(Do::new(|_| Ok(()))).await.unwrap();
         assert!(!stored(&readers, "late"));
         writer.shutdown();
     }
@@ -1129,20 +1158,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (writer, readers) = writer_on(&dir, 16, Duration::from_secs(30));
         let panicked = writer
-            .write(|tx| -> Result<(), ServiceError> {
+            .write(Do::new(|tx| -> Result<(), ServiceError> {
                 tx.insert_record(&record("half"))?;
                 panic!("boom")
-            })
+            }))
             .await;
         assert!(
             matches!(panicked, Err(ServiceError::Internal(_))),
             "{panicked:?}"
         );
         writer
-            .write(|tx| {
+            .write(Do::new(|tx| {
                 tx.insert_record(&record("after"))?;
                 Ok(())
-            })
+            }))
             .await
             .unwrap();
         assert!(!stored(&readers, "half"));

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use super::secret::Pepper;
 use crate::actors::storage::Reader;
 use crate::domain::access::ApiKey;
-use crate::service::{self, ServiceError};
+use crate::service::keys::{AnyKey, Authenticate};
+use crate::service::ServiceError;
 
 /// How long a verified key is taken as still active without reading it
 /// again: the longest a revocation made by another instance goes unseen.
@@ -94,10 +95,9 @@ impl KeyCheck {
         if let Some(key) = self.cache().fresh(&hash, Instant::now()) {
             return Ok(Some(key));
         }
-        let looked_up = hash.clone();
         let found = self
             .reader
-            .read(move |tx| service::keys::authenticate(tx, &looked_up))
+            .read(Authenticate { hash: hash.clone() })
             .await?
             .map(Arc::new);
         if let Some(key) = &found {
@@ -108,7 +108,7 @@ impl KeyCheck {
 
     /// Whether any key was ever made (revoked ones count).
     pub async fn any_key(&self) -> Result<bool, ServiceError> {
-        self.reader.read(|tx| Ok(tx.any_key()?)).await
+        self.reader.read(AnyKey).await
     }
 
     /// Key `name` was revoked here.

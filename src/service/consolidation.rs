@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::job::Job;
 use super::{load, ServiceError};
 use crate::domain::consolidation::{
     self as rules, fact_group, observed_facts, skill_group, tool_sequence, FAILURE,
@@ -284,4 +285,112 @@ pub fn resolve_duplicates(
         resolved += duplicates.len() as u64;
     }
     Ok(resolved)
+}
+
+/// [`read_page`] as a read job.
+pub struct ReadEpisodes {
+    pub step: Step,
+    pub now: Timestamp,
+    pub after: i64,
+}
+
+impl Job for ReadEpisodes {
+    type Output = Episodes;
+    const NAME: &'static str = "read_episodes";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Episodes, ServiceError> {
+        read_page(tx, self.step, self.now, self.after)
+    }
+}
+
+/// What an extraction step needs besides its page.
+#[derive(Clone)]
+pub struct Extraction {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub policy: Policy,
+}
+
+/// [`extract_facts`] as a write job.
+pub struct ExtractFacts(pub Extraction, pub Episodes);
+
+impl Job for ExtractFacts {
+    type Output = u64;
+    const NAME: &'static str = "extract_facts";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        let ExtractFacts(x, page) = self;
+        extract_facts(tx, &x.caller, x.now, &x.policy, &page)
+    }
+}
+
+/// [`extract_skills`] as a write job.
+pub struct ExtractSkills(pub Extraction, pub Episodes);
+
+impl Job for ExtractSkills {
+    type Output = u64;
+    const NAME: &'static str = "extract_skills";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        let ExtractSkills(x, page) = self;
+        extract_skills(tx, &x.caller, x.now, &x.policy, &page)
+    }
+}
+
+/// [`extract_plans`] as a write job.
+pub struct ExtractPlans(pub Extraction, pub Episodes);
+
+impl Job for ExtractPlans {
+    type Output = u64;
+    const NAME: &'static str = "extract_plans";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        let ExtractPlans(x, page) = self;
+        extract_plans(tx, x.now, &x.policy, &page)
+    }
+}
+
+/// [`compress_episodes`] as a write job.
+pub struct CompressEpisodes {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub before: Timestamp,
+    pub after: i64,
+}
+
+impl Job for CompressEpisodes {
+    type Output = Page;
+    const NAME: &'static str = "compress_episodes";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Page, ServiceError> {
+        compress_episodes(tx, &self.caller, self.now, self.before, self.after)
+    }
+}
+
+/// [`find_duplicate_facts`] as a read job.
+pub struct FindDuplicateFacts;
+
+impl Job for FindDuplicateFacts {
+    type Output = Vec<Vec<String>>;
+    const NAME: &'static str = "find_duplicate_facts";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<Vec<String>>, ServiceError> {
+        find_duplicate_facts(tx)
+    }
+}
+
+/// [`resolve_duplicates`] as a write job.
+pub struct ResolveDuplicates {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub groups: Vec<Vec<String>>,
+}
+
+impl Job for ResolveDuplicates {
+    type Output = u64;
+    const NAME: &'static str = "resolve_duplicates";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        resolve_duplicates(tx, &self.caller, self.now, &self.groups)
+    }
 }

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::job::Job;
 use super::ServiceError;
 use crate::domain::decay::{prunable, salience_at, DecayState, SWEEP_EPSILON};
 use crate::domain::record::{DecayProfile, Status};
@@ -162,6 +163,69 @@ pub fn plan(rows: &[DecayRow], now: Timestamp) -> (Vec<DecayChange>, Vec<DecayCh
         }
     }
     (changes, prunes)
+}
+
+/// [`plan_chunk`] as a read job.
+pub struct PlanDecay {
+    pub now: Timestamp,
+    pub after_key: i64,
+    pub limit: usize,
+}
+
+impl Job for PlanDecay {
+    type Output = DecayChunk;
+    const NAME: &'static str = "plan_decay";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<DecayChunk, ServiceError> {
+        plan_chunk(tx, self.now, self.after_key, self.limit)
+    }
+}
+
+/// [`apply_chunk`] as a write job: answers the records decayed and pruned.
+pub struct WriteDecay {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub chunk: DecayChunk,
+}
+
+impl Job for WriteDecay {
+    type Output = (u64, u64);
+    const NAME: &'static str = "write_decay";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<(u64, u64), ServiceError> {
+        apply_chunk(tx, &self.caller, self.now, &self.chunk)
+    }
+}
+
+/// [`plan_topic_chunk`] as a read job.
+pub struct PlanTopicDecay {
+    pub decay: DecayProfile,
+    pub now: Timestamp,
+    pub after_key: i64,
+    pub limit: usize,
+}
+
+impl Job for PlanTopicDecay {
+    type Output = TopicDecayChunk;
+    const NAME: &'static str = "plan_topic_decay";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<TopicDecayChunk, ServiceError> {
+        plan_topic_chunk(tx, &self.decay, self.now, self.after_key, self.limit)
+    }
+}
+
+/// [`apply_topic_chunk`] as a write job.
+pub struct WriteTopicDecay {
+    pub chunk: TopicDecayChunk,
+}
+
+impl Job for WriteTopicDecay {
+    type Output = u64;
+    const NAME: &'static str = "write_topic_decay";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        apply_topic_chunk(tx, &self.chunk)
+    }
 }
 
 #[cfg(test)]

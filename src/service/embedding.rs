@@ -1,6 +1,7 @@
 //! The embedder's reads and writes: records still without a vector, and
 //! the vectors made for them.
 
+use super::job::Job;
 use super::ServiceError;
 use crate::domain::time::Timestamp;
 use crate::store::{Embedded, StoreError, ToEmbed, Transaction};
@@ -46,4 +47,34 @@ pub fn store(tx: &mut dyn Transaction, embedded: &[Embedded]) -> Result<Stored, 
         }
     }
     Ok(report)
+}
+
+/// [`pending`] as a read job.
+pub struct PendingEmbeddings {
+    pub after_key: i64,
+    pub limit: usize,
+    pub now: Timestamp,
+}
+
+impl Job for PendingEmbeddings {
+    type Output = (Vec<ToEmbed>, Option<i64>);
+    const NAME: &'static str = "pending_embeddings";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<(Vec<ToEmbed>, Option<i64>), ServiceError> {
+        pending(tx, self.after_key, self.limit, self.now)
+    }
+}
+
+/// [`store`] as a write job.
+pub struct StoreEmbeddings {
+    pub embedded: Vec<Embedded>,
+}
+
+impl Job for StoreEmbeddings {
+    type Output = Stored;
+    const NAME: &'static str = "store_embeddings";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Stored, ServiceError> {
+        store(tx, &self.embedded)
+    }
 }

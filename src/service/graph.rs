@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use serde::Serialize;
 
+use super::job::Job;
 use super::retrieval::retrieve;
 use super::topics;
 use super::ServiceError;
@@ -149,4 +150,29 @@ pub fn graph(
         nodes,
         edges: edges.into_iter().collect(),
     })
+}
+
+/// [`graph`] as a read job.
+pub struct RankGraph {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub retrieval: Retrieval,
+    pub limits: GraphLimits,
+    pub ranking: Ranking,
+}
+
+impl Job for RankGraph {
+    type Output = Graph;
+    const NAME: &'static str = "rank_graph";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Graph, ServiceError> {
+        graph(
+            tx,
+            &self.caller,
+            self.now,
+            &self.retrieval,
+            self.limits,
+            &self.ranking,
+        )
+    }
 }

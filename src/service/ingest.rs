@@ -1,6 +1,7 @@
 //! Ingest: new records from the five ingest kinds, batches of them, whole
 //! records, and outcomes reported on episodes.
 
+use super::job::Job;
 use super::{check_embedding, check_relation_targets, insert_new, load, place_new, ServiceError};
 use crate::domain::ingest::{Candidate, OutcomeUpdate};
 use crate::domain::payload::Payload;
@@ -244,5 +245,70 @@ fn in_item(error: ServiceError, index: usize) -> ServiceError {
         ServiceError::PermissionDenied(m) => ServiceError::PermissionDenied(prefix(m)),
         ServiceError::Invalid(e) => ServiceError::Invalid(e.within(&format!("items[{index}]"))),
         other => other,
+    }
+}
+
+/// [`ingest`] as a write job.
+pub struct StoreCandidate {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub candidate: Candidate,
+}
+
+impl Job for StoreCandidate {
+    type Output = MemoryRecord;
+    const NAME: &'static str = "store_candidate";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<MemoryRecord, ServiceError> {
+        ingest(tx, &self.caller, self.now, self.candidate)
+    }
+}
+
+/// [`prepare_new`] as a write job: its record is stored with the others
+/// of its transaction (see `StorageWriter::write_then_insert`).
+pub struct PrepareState {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub record: Box<MemoryRecord>,
+}
+
+impl Job for PrepareState {
+    type Output = MemoryRecord;
+    const NAME: &'static str = "prepare_state";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<MemoryRecord, ServiceError> {
+        prepare_new(tx, &self.caller, self.now, self.record)
+    }
+}
+
+/// [`ingest_batch`] as a write job.
+pub struct StoreBatch {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub candidates: Vec<Candidate>,
+}
+
+impl Job for StoreBatch {
+    type Output = Vec<MemoryRecord>;
+    const NAME: &'static str = "store_batch";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<MemoryRecord>, ServiceError> {
+        ingest_batch(tx, &self.caller, self.now, self.candidates)
+    }
+}
+
+/// [`create_record`] as a write job.
+pub struct StoreRecord {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub record: MemoryRecord,
+}
+
+impl Job for StoreRecord {
+    type Output = MemoryRecord;
+    const NAME: &'static str = "store_record";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<MemoryRecord, ServiceError> {
+        create_record(tx, &self.caller, self.now, self.record)
     }
 }

@@ -2,6 +2,7 @@
 //! endpoints), and a presented secret resolved to its key.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::auth::secret::{new_secret, Pepper};
 use crate::domain::access::{check_key_name, Access, ApiKey, Grant, Role};
@@ -9,6 +10,7 @@ use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::MAX_TRUST_SCOPES;
 use crate::domain::validate::{check_name, Validated, ValidationError};
+use crate::service::job::Job;
 use crate::service::ServiceError;
 use crate::store::{StoreError, Transaction};
 
@@ -131,6 +133,79 @@ pub fn authenticate(tx: &mut dyn Transaction, hash: &[u8]) -> Result<Option<ApiK
     // most how much of a stored hash was matched, and without the pepper
     // no one can choose a secret to match more.
     Ok(tx.active_key(hash)?)
+}
+
+/// [`create`] as a write job.
+pub struct MakeKey {
+    pub by: Access,
+    pub pepper: Arc<Pepper>,
+    pub new: NewKey,
+    pub now: Timestamp,
+}
+
+impl Job for MakeKey {
+    type Output = (ApiKey, String);
+    const NAME: &'static str = "make_key";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<(ApiKey, String), ServiceError> {
+        create(tx, &self.by, &self.pepper, self.new, self.now)
+    }
+}
+
+/// [`list`] as a read job.
+pub struct ListKeysFor {
+    pub by: Access,
+}
+
+impl Job for ListKeysFor {
+    type Output = Vec<ApiKey>;
+    const NAME: &'static str = "list_keys";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<ApiKey>, ServiceError> {
+        list(tx, &self.by)
+    }
+}
+
+/// [`revoke`] as a write job.
+pub struct RevokeNamed {
+    pub by: Access,
+    pub name: String,
+    pub now: Timestamp,
+}
+
+impl Job for RevokeNamed {
+    type Output = (ApiKey, bool);
+    const NAME: &'static str = "revoke_key";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<(ApiKey, bool), ServiceError> {
+        revoke(tx, &self.by, &self.name, self.now)
+    }
+}
+
+/// [`authenticate`] as a read job: the active key of a secret's hash.
+pub struct Authenticate {
+    pub hash: Vec<u8>,
+}
+
+impl Job for Authenticate {
+    type Output = Option<ApiKey>;
+    const NAME: &'static str = "authenticate";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Option<ApiKey>, ServiceError> {
+        authenticate(tx, &self.hash)
+    }
+}
+
+/// Whether any key was ever made (revoked ones count).
+pub struct AnyKey;
+
+impl Job for AnyKey {
+    type Output = bool;
+    const NAME: &'static str = "any_key";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<bool, ServiceError> {
+        Ok(tx.any_key()?)
+    }
 }
 
 #[cfg(test)]

@@ -14,10 +14,13 @@ pub mod decay;
 pub mod embedding;
 pub mod graph;
 pub mod ingest;
+pub mod job;
 pub mod keys;
 pub mod retrieval;
 pub mod revise;
 pub mod revision;
+pub mod schedule;
+pub mod stats;
 pub mod topic_upkeep;
 pub mod topics;
 

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::job::Job;
 use super::{check_embedding, not_found, ServiceError};
 use crate::domain::record::MemoryRecord;
 use crate::domain::relevance::Score;
@@ -81,4 +82,61 @@ pub fn history(
         .filter(|chain| chain.iter().any(|r| r.id == id && caller.may_see(r)))
         .ok_or_else(|| not_found("", "record"))?;
     Ok(chain.into_iter().filter(|r| caller.may_see(r)).collect())
+}
+
+/// [`retrieve`] as a read job.
+pub struct Rank {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub retrieval: Retrieval,
+    pub selection_threshold: f64,
+    pub ranking: Ranking,
+}
+
+impl Job for Rank {
+    type Output = RetrieveResult;
+    const NAME: &'static str = "rank";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<RetrieveResult, ServiceError> {
+        retrieve(
+            tx,
+            &self.caller,
+            self.now,
+            &self.retrieval,
+            self.selection_threshold,
+            &self.ranking,
+        )
+    }
+}
+
+/// [`retrieve_by_id`] as a read job.
+pub struct ReadRecord {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub id: String,
+}
+
+impl Job for ReadRecord {
+    type Output = MemoryRecord;
+    const NAME: &'static str = "read_record";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<MemoryRecord, ServiceError> {
+        retrieve_by_id(tx, &self.caller, self.now, &self.id)
+    }
+}
+
+/// [`history`] as a read job.
+pub struct ReadHistory {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub id: String,
+}
+
+impl Job for ReadHistory {
+    type Output = Vec<MemoryRecord>;
+    const NAME: &'static str = "read_history";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<MemoryRecord>, ServiceError> {
+        history(tx, &self.caller, self.now, &self.id)
+    }
 }

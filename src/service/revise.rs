@@ -3,6 +3,7 @@
 //! whose version it replaced (`service::topics`). Above both, so neither
 //! needs the other.
 
+use super::job::Job;
 use super::{revision, topics, ServiceError};
 use crate::domain::policy::Policy;
 use crate::domain::record::MemoryRecord;
@@ -49,5 +50,22 @@ pub fn revise(
             revision::reinforce(tx, caller, now, by, &id, policy.max_salience)
         }
         Revision::Penalize { id, amount } => revision::penalize(tx, caller, now, by, &id, amount),
+    }
+}
+
+/// [`revise`] as a write job.
+pub struct ApplyRevision {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub policy: Policy,
+    pub command: RevisionCommand,
+}
+
+impl Job for ApplyRevision {
+    type Output = MemoryRecord;
+    const NAME: &'static str = "apply_revision";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<MemoryRecord, ServiceError> {
+        revise(tx, &self.caller, self.now, &self.policy, self.command)
     }
 }

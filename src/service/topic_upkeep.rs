@@ -6,11 +6,13 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::job::Job;
 use super::revision::{merge, supersede};
 use super::topics::{current_fields, index, TopicRules};
 use super::ServiceError;
 use crate::domain::ingest::IngestContext;
-use crate::domain::record::{Attribution, SCHEDULER_ACTOR};
+use crate::domain::policy::Policy;
+use crate::domain::record::{new_record_id, Attribution, SCHEDULER_ACTOR};
 use crate::domain::time::Timestamp;
 use crate::domain::topic::{
     field_record, index_words, normalize_title, FieldItem, Topic, MERGED_INTO,
@@ -247,4 +249,86 @@ pub fn archive_faded(
         archived += 1;
     }
     Ok(archived)
+}
+
+/// [`reinforce_reads`] as a write job.
+pub struct ReinforceReads {
+    pub rules: TopicRules,
+    pub now: Timestamp,
+    pub reads: Vec<(String, u32)>,
+}
+
+impl Job for ReinforceReads {
+    type Output = u64;
+    const NAME: &'static str = "reinforce_topic_reads";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        reinforce_reads(tx, &self.rules, self.now, &self.reads)
+    }
+}
+
+/// [`duplicate_groups`] as a read job.
+pub struct FindDuplicateTopics {
+    pub ids: Vec<String>,
+}
+
+impl Job for FindDuplicateTopics {
+    type Output = Vec<Vec<i64>>;
+    const NAME: &'static str = "find_duplicate_topics";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<Vec<i64>>, ServiceError> {
+        duplicate_groups(tx, &self.ids)
+    }
+}
+
+/// [`merge_group`] as a write job.
+pub struct MergeTopics {
+    pub policy: Policy,
+    pub now: Timestamp,
+    pub rules: TopicRules,
+    pub group: Vec<i64>,
+}
+
+impl Job for MergeTopics {
+    type Output = u64;
+    const NAME: &'static str = "merge_topics";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        let cx = IngestContext {
+            policy: &self.policy,
+            now: self.now,
+            new_id: &new_record_id,
+            key: None,
+        };
+        merge_group(tx, &cx, &self.rules, &self.group)
+    }
+}
+
+/// Whether any active topic's salience is below `below`.
+pub struct AnyFading {
+    pub below: f64,
+}
+
+impl Job for AnyFading {
+    type Output = bool;
+    const NAME: &'static str = "any_fading_topic";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<bool, ServiceError> {
+        Ok(!tx.fading_topics(self.below, 1)?.is_empty())
+    }
+}
+
+/// [`archive_faded`] as a write job.
+pub struct ArchiveFaded {
+    pub rules: TopicRules,
+    pub now: Timestamp,
+}
+
+impl Job for ArchiveFaded {
+    type Output = u64;
+    const NAME: &'static str = "archive_faded_topics";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        archive_faded(tx, &self.rules, self.now)
+    }
 }

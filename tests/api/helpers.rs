@@ -449,10 +449,9 @@ impl TestApp {
         let started = Arc::new(Mutex::new(started));
         for n in 0..self.writer.writers() {
             let (writer, wait, started) = (self.writer.clone(), wait.clone(), started.clone());
-            let job = move |_: &mut dyn engram::store::Transaction| {
-                let _ = started.lock().unwrap().send(());
-                let _ = wait.lock().unwrap().recv();
-                Ok(())
+            let job = Hold {
+                started: Some(started),
+                wait,
             };
             // The first writer takes the first; each other one goes to the
             // least busy writer, which is not yet blocked.
@@ -654,4 +653,42 @@ pub async fn raw(
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     (status, body)
+}
+
+/// A storage job that tells `started` it runs, then holds its storage
+/// thread until `wait` gets a message or its sender is dropped.
+pub struct Hold {
+    pub started: Option<std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Sender<()>>>>,
+    pub wait: std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl engram::service::job::Job for Hold {
+    type Output = ();
+    const NAME: &'static str = "hold";
+
+    fn run(
+        self,
+        _: &mut dyn engram::store::Transaction,
+    ) -> Result<(), engram::service::ServiceError> {
+        if let Some(started) = self.started {
+            let _ = started.lock().unwrap().send(());
+        }
+        let _ = self.wait.lock().unwrap().recv();
+        Ok(())
+    }
+}
+
+/// A storage job with a bug: it panics.
+pub struct Panics;
+
+impl engram::service::job::Job for Panics {
+    type Output = ();
+    const NAME: &'static str = "panics";
+
+    fn run(
+        self,
+        _: &mut dyn engram::store::Transaction,
+    ) -> Result<(), engram::service::ServiceError> {
+        panic!("a bug in a storage job")
+    }
 }

@@ -2,19 +2,16 @@
 
 use awc::http::StatusCode;
 use engram::error::ApiError;
-use engram::service::ServiceError;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, create_id, event, spawn_app, spawn_app_with, trust, Deadline};
+use crate::helpers::{
+    assert_error, create_id, event, spawn_app, spawn_app_with, trust, Deadline, Hold, Panics,
+};
 
 #[actix_web::test]
 async fn a_panicking_write_job_answers_500_and_the_writer_keeps_serving() {
     let app = spawn_app().await;
-    let panicked = app
-        .writer
-        .write(|_| -> Result<(), ServiceError> { panic!("a bug in a write job") })
-        .await
-        .unwrap_err();
+    let panicked = app.writer.write(Panics).await.unwrap_err();
     let answer = ApiError::from(panicked);
     assert_eq!(answer.code.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(answer.message, "internal error", "no detail leaks");
@@ -33,16 +30,12 @@ async fn reads_beyond_the_bound_answer_503_while_the_first_completes() {
     .await;
     // Hold the only reader thread, so a retrieval stays in flight.
     let (release, wait) = std::sync::mpsc::channel::<()>();
-    let wait = std::sync::Mutex::new(wait);
+    let hold = Hold {
+        started: None,
+        wait: std::sync::Arc::new(std::sync::Mutex::new(wait)),
+    };
     let reader = app.reader.clone();
-    let holder = actix_web::rt::spawn(async move {
-        reader
-            .read(move |_| {
-                let _ = wait.lock().unwrap().recv();
-                Ok(())
-            })
-            .await
-    });
+    let holder = actix_web::rt::spawn(async move { reader.read(hold).await });
     let client = app.client.clone();
     let url = format!("{}/v1/retrieve", app.address);
     let first = actix_web::rt::spawn(async move {

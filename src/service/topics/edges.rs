@@ -55,3 +55,50 @@ pub fn remove_edge(
         )))
     }
 }
+
+/// An edge between two topics, as named by a caller.
+pub struct EdgeRequest {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub from: String,
+    pub to: String,
+    pub kind: String,
+}
+
+/// [`add_edge`] as a write job.
+pub struct LinkTopics(pub EdgeRequest);
+
+impl Job for LinkTopics {
+    type Output = (TopicEdge, bool);
+    const NAME: &'static str = "link_topics";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<(TopicEdge, bool), ServiceError> {
+        let EdgeRequest {
+            caller,
+            now,
+            from,
+            to,
+            kind,
+        } = &self.0;
+        add_edge(tx, caller, *now, from, to, kind)
+    }
+}
+
+/// [`remove_edge`] as a write job.
+pub struct UnlinkTopics(pub EdgeRequest);
+
+impl Job for UnlinkTopics {
+    type Output = ();
+    const NAME: &'static str = "unlink_topics";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<(), ServiceError> {
+        let EdgeRequest {
+            caller,
+            now,
+            from,
+            to,
+            kind,
+        } = &self.0;
+        remove_edge(tx, caller, *now, from, to, kind)
+    }
+}

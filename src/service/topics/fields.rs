@@ -124,6 +124,22 @@ pub(super) fn history_of(
         .collect())
 }
 
+/// [`field_history`] as a read job.
+pub struct ReadFieldHistory {
+    pub caller: Caller,
+    pub id: String,
+    pub name: String,
+}
+
+impl Job for ReadFieldHistory {
+    type Output = Vec<VersionView>;
+    const NAME: &'static str = "read_field_history";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<VersionView>, ServiceError> {
+        field_history(tx, &self.caller, &self.id, &self.name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::job::Job;
 use super::revision::{reinforce, supersede};
 use super::{insert_new, not_found, place, place_new, ServiceError};
 use crate::config::TopicSettings;

@@ -334,6 +334,30 @@ pub(super) fn best_home(
         .map(|(_, key, topic)| (key, topic))
 }
 
+/// [`ingest`] as a write job.
+pub struct PlaceObservation {
+    pub caller: Caller,
+    pub policy: Policy,
+    pub now: Timestamp,
+    pub rules: TopicRules,
+    pub request: TopicIngest,
+}
+
+impl Job for PlaceObservation {
+    type Output = Ingested;
+    const NAME: &'static str = "place_observation";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Ingested, ServiceError> {
+        let cx = IngestContext {
+            policy: &self.policy,
+            now: self.now,
+            new_id: &crate::domain::record::new_record_id,
+            key: self.caller.key.as_deref(),
+        };
+        ingest(tx, &self.caller, &cx, &self.rules, self.request)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

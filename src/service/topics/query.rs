@@ -243,3 +243,20 @@ pub(super) fn neighbors(
     }
     Ok((found, false))
 }
+
+/// [`query`] as a read job.
+pub struct SearchTopics {
+    pub caller: Caller,
+    pub query: TopicQuery,
+    pub now: Timestamp,
+    pub decay: DecayProfile,
+}
+
+impl Job for SearchTopics {
+    type Output = Vec<QueryHit>;
+    const NAME: &'static str = "search_topics";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<QueryHit>, ServiceError> {
+        query(tx, &self.caller, &self.query, self.now, &self.decay)
+    }
+}

@@ -105,3 +105,37 @@ pub fn archive(
     }
     Ok(topic)
 }
+
+/// [`view`] as a read job.
+pub struct ReadTopic {
+    pub caller: Caller,
+    pub id: String,
+    pub reading: Reading,
+}
+
+impl Job for ReadTopic {
+    type Output = TopicView;
+    const NAME: &'static str = "read_topic";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<TopicView, ServiceError> {
+        view(tx, &self.caller, &self.id, &self.reading)
+    }
+}
+
+/// [`archive`] as a write job; answers the topic with its salience as of
+/// `now`.
+pub struct ArchiveOne {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub id: String,
+    pub decay: DecayProfile,
+}
+
+impl Job for ArchiveOne {
+    type Output = Topic;
+    const NAME: &'static str = "archive_topic";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Topic, ServiceError> {
+        Ok(archive(tx, &self.caller, self.now, &self.id)?.decayed(&self.decay, self.now))
+    }
+}
