@@ -20,7 +20,7 @@ use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, MemoryRecord};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
-use crate::store::{Episode, SalienceChange, Step, Transaction};
+use crate::store::{Episode, SalienceChange, Sighting, Step, Transaction};
 
 /// Episodes a step reads per page.
 pub const PAGE: usize = 250;
@@ -87,10 +87,10 @@ pub fn read_page(
 /// Loads the episodes behind sightings.
 fn sighted(
     tx: &mut dyn Transaction,
-    sightings: &[(i64, Option<String>)],
+    sightings: &[Sighting],
     now: Timestamp,
 ) -> Result<Vec<MemoryRecord>, ServiceError> {
-    let keys: Vec<i64> = sightings.iter().map(|(key, _)| *key).collect();
+    let keys: Vec<i64> = sightings.iter().map(|s| s.key).collect();
     Ok(tx.load_records(&keys, now)?)
 }
 
@@ -190,7 +190,7 @@ pub fn extract_skills(
                 let seen = tx.sightings(Step::Competence, &group)?;
                 let (won, lost): (Vec<_>, Vec<_>) = seen
                     .into_iter()
-                    .partition(|(_, detail)| detail.as_deref() == Some(SUCCESS));
+                    .partition(|s| s.detail.as_deref() == Some(SUCCESS));
                 if won.len() < MIN_REPETITIONS {
                     continue;
                 }

@@ -29,6 +29,14 @@ pub struct Episode {
     pub id: String,
 }
 
+/// An episode seen in a group of a step, and what the step noted of it
+/// (for skills, the outcome).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sighting {
+    pub key: i64,
+    pub detail: Option<String>,
+}
+
 /// Consolidation's bookkeeping: which episodes each step has seen, what it made of them.
 pub trait ConsolidationStore {
     /// Episodes (not retracted, not pinned) `step` has not used, created
@@ -49,12 +57,8 @@ pub trait ConsolidationStore {
         key: i64,
         detail: Option<&str>,
     ) -> Result<(), StoreError>;
-    /// Every episode seen in a group: `(key, detail)`, oldest first.
-    fn sightings(
-        &mut self,
-        step: Step,
-        group_key: &str,
-    ) -> Result<Vec<(i64, Option<String>)>, StoreError>;
+    /// Every episode seen in a group, oldest first.
+    fn sightings(&mut self, step: Step, group_key: &str) -> Result<Vec<Sighting>, StoreError>;
     /// The active record consolidation made of a group, if any: its id.
     fn output(&mut self, step: Step, group_key: &str) -> Result<Option<String>, StoreError>;
     fn set_output(&mut self, step: Step, group_key: &str, id: &str) -> Result<(), StoreError>;

@@ -27,7 +27,7 @@ mod stats;
 mod topics;
 mod vectors;
 
-pub use consolidation::{ConsolidationStore, Episode, Step};
+pub use consolidation::{ConsolidationStore, Episode, Sighting, Step};
 pub use keys::KeyStore;
 pub(crate) use keys::StoredKey;
 pub use maintenance::{

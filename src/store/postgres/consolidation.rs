@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::Pg;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{ConsolidationStore, Episode};
+use crate::store::{ConsolidationStore, Episode, Sighting};
 use crate::store::{Step, StoreError};
 
 /// Whether an episode's payload has what `step` needs.
@@ -93,18 +93,19 @@ pub fn add_sighting(
     Ok(())
 }
 
-pub fn sightings(
-    pg: &Pg,
-    step: Step,
-    group_key: &str,
-) -> Result<Vec<(i64, Option<String>)>, StoreError> {
+pub fn sightings(pg: &Pg, step: Step, group_key: &str) -> Result<Vec<Sighting>, StoreError> {
     pg.query(
         "SELECT record_key, detail FROM consolidation_sightings
          WHERE step = $1 AND group_key = $2 ORDER BY record_key",
         &[&step.as_str(), &group_key],
     )?
     .iter()
-    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+    .map(|row| {
+        Ok(Sighting {
+            key: row.try_get(0)?,
+            detail: row.try_get(1)?,
+        })
+    })
     .collect()
 }
 
@@ -215,11 +216,7 @@ impl ConsolidationStore for Pg {
         add_sighting(self, step, group_key, key, detail)
     }
 
-    fn sightings(
-        &mut self,
-        step: Step,
-        group_key: &str,
-    ) -> Result<Vec<(i64, Option<String>)>, StoreError> {
+    fn sightings(&mut self, step: Step, group_key: &str) -> Result<Vec<Sighting>, StoreError> {
         sightings(self, step, group_key)
     }
 

@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection};
 
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{ConsolidationStore, Episode};
+use crate::store::{ConsolidationStore, Episode, Sighting};
 use crate::store::{Step, StoreError};
 
 /// What an episode needs in its payload to matter to a step.
@@ -73,13 +73,16 @@ pub fn sightings(
     conn: &Connection,
     step: Step,
     group_key: &str,
-) -> Result<Vec<(i64, Option<String>)>, StoreError> {
+) -> Result<Vec<Sighting>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT record_key, detail FROM consolidation_sightings
          WHERE step = ?1 AND group_key = ?2 ORDER BY record_key",
     )?;
     let rows = stmt.query_map(params![step.as_str(), group_key], |row| {
-        Ok((row.get(0)?, row.get(1)?))
+        Ok(Sighting {
+            key: row.get(0)?,
+            detail: row.get(1)?,
+        })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -189,11 +192,7 @@ impl ConsolidationStore for Connection {
         add_sighting(self, step, group_key, key, detail)
     }
 
-    fn sightings(
-        &mut self,
-        step: Step,
-        group_key: &str,
-    ) -> Result<Vec<(i64, Option<String>)>, StoreError> {
+    fn sightings(&mut self, step: Step, group_key: &str) -> Result<Vec<Sighting>, StoreError> {
         sightings(self, step, group_key)
     }
 
