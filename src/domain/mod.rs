@@ -15,6 +15,7 @@ pub mod policy;
 pub mod record;
 pub mod relevance;
 pub mod requests;
+pub mod resolution;
 pub mod retrieval;
 pub mod revision;
 pub mod schedule;

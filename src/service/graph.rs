@@ -15,6 +15,7 @@ use super::ServiceError;
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::{GraphLimits, Ranking, Retrieval};
 use crate::domain::time::Timestamp;
+use crate::domain::topic::Topic;
 use crate::domain::trust::Caller;
 use crate::store::{EdgeEnd, Transaction};
 
@@ -38,41 +39,62 @@ pub struct Graph {
     pub edges: Vec<GraphEdge>,
 }
 
-/// The links leaving `record`: its relations, and its topic's when the
-/// caller may see that topic (through edges to topics it may see): a
-/// topic the caller may not see is never walked through, whatever the
-/// visibility of its fields' records.
+/// A link from a record to another: `kind`, and whether it points from
+/// the record (`outgoing`) or to it.
+struct Link {
+    other: String,
+    kind: String,
+    outgoing: bool,
+}
+
+/// The links of `record`: its relations, and its topic's when the caller
+/// may see that topic (through edges to topics it may see), each edge in
+/// its own direction. A topic the caller may not see, or an archived one,
+/// is never walked through, whatever the visibility of its fields' records.
 fn links(
     tx: &mut dyn Transaction,
     caller: &Caller,
     record: &MemoryRecord,
-) -> Result<Vec<(String, String)>, ServiceError> {
-    let mut links: Vec<(String, String)> = record
+) -> Result<Vec<Link>, ServiceError> {
+    let mut links: Vec<Link> = record
         .relations
         .iter()
         .filter(|r| r.target_id != record.id)
-        .map(|r| (r.target_id.clone(), r.predicate.clone()))
+        .map(|r| Link {
+            other: r.target_id.clone(),
+            kind: r.predicate.clone(),
+            outgoing: true,
+        })
         .collect();
     let Some(key) = tx.topic_of_record(&record.id)? else {
         return Ok(links);
     };
-    let seen = |tx: &mut dyn Transaction, key: i64| -> Result<bool, ServiceError> {
+    let walkable = |tx: &mut dyn Transaction, key: i64| -> Result<Option<Topic>, ServiceError> {
         Ok(tx
             .topic_by_key(key)?
-            .is_some_and(|topic| topics::visible(caller, &topic)))
+            .filter(|topic| !topic.archived && topics::visible(caller, topic)))
     };
-    if !seen(tx, key)? {
+    let Some(topic) = walkable(tx, key)? else {
         return Ok(links);
-    }
-    for head in tx.field_heads(key, None)? {
+    };
+    for head in topics::live_heads(tx, key)? {
         if head.record_id != record.id {
-            links.push((head.record_id, "same_topic".to_string()));
+            links.push(Link {
+                other: head.record_id,
+                kind: "same_topic".to_string(),
+                outgoing: true,
+            });
         }
     }
     for EdgeEnd { other, edge } in tx.edges_of(key, None)? {
-        if seen(tx, other)? {
-            for head in tx.field_heads(other, None)? {
-                links.push((head.record_id, edge.kind.clone()));
+        if walkable(tx, other)?.is_some() {
+            let outgoing = edge.from_topic_id == topic.id;
+            for head in topics::live_heads(tx, other)? {
+                links.push(Link {
+                    other: head.record_id,
+                    kind: edge.kind.clone(),
+                    outgoing,
+                });
             }
         }
     }
@@ -112,17 +134,22 @@ pub fn graph(
         }
         crate::store::budget::check()?;
         let from = nodes[at].record.id.clone();
-        for (to, kind) in links(tx, caller, &nodes[at].record)? {
-            if unreachable.contains(&to) {
+        for Link {
+            other,
+            kind,
+            outgoing,
+        } in links(tx, caller, &nodes[at].record)?
+        {
+            if unreachable.contains(&other) {
                 continue;
             }
-            if !index.contains_key(&to) {
+            if !index.contains_key(&other) {
                 if nodes.len() >= limits.node_limit {
                     continue;
                 }
-                match tx.get_record(&to, now)?.filter(|r| caller.may_see(r)) {
+                match tx.get_record(&other, now)?.filter(|r| caller.may_see(r)) {
                     Some(record) => {
-                        index.insert(to.clone(), nodes.len());
+                        index.insert(other.clone(), nodes.len());
                         queue.push_back(nodes.len());
                         let hop = nodes[at].hop + 1;
                         nodes.push(GraphNode {
@@ -132,17 +159,18 @@ pub fn graph(
                         });
                     }
                     None => {
-                        unreachable.insert(to);
+                        unreachable.insert(other);
                         continue;
                     }
                 }
             }
             if edges.len() < limits.edge_limit {
-                edges.insert(GraphEdge {
-                    from: from.clone(),
-                    to,
-                    kind,
-                });
+                let (from, to) = if outgoing {
+                    (from.clone(), other)
+                } else {
+                    (other, from.clone())
+                };
+                edges.insert(GraphEdge { from, to, kind });
             }
         }
     }

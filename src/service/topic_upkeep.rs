@@ -134,7 +134,10 @@ fn merge_into(
     let by = Attribution::new(SCHEDULER_ACTOR.to_string(), why.clone());
     let mut heads = current_fields(tx, winner_key)?;
     for theirs in tx.field_heads(loser_key, None)? {
-        let ours = heads.get(&theirs.name);
+        if theirs.ended {
+            continue;
+        }
+        let ours = heads.get(&theirs.name).filter(|ours| !ours.ended);
         let value: Value = match ours {
             Some(ours) if ours.valid_from >= theirs.valid_from => ours.value.clone(),
             _ => theirs.value.clone(),
@@ -173,6 +176,7 @@ fn merge_into(
             source: SCHEDULER_ACTOR.to_string(),
             why_changed: Some(why.clone()),
             retracted: false,
+            ended: false,
         });
         for (seq, version) in versions.iter_mut().enumerate() {
             version.seq = seq as i64 + 1;

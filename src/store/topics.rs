@@ -33,6 +33,9 @@ pub struct FieldVersion {
     /// The record was retracted (through the revisions API): the field has
     /// no value standing until a new version is made.
     pub retracted: bool,
+    /// The field ended here: its record was superseded by one that no
+    /// longer states it. No value from `valid_from` on.
+    pub ended: bool,
 }
 
 /// A typed link between two topics.

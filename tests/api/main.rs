@@ -29,6 +29,7 @@ mod storage;
 mod telemetry;
 mod tenants;
 mod tls;
+mod topic_links;
 mod topics;
 mod ui;
 mod vectors;

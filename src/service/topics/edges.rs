@@ -3,7 +3,8 @@
 use super::*;
 
 /// Adds an edge from topic `from` to `to` (both visible to the caller);
-/// answers it, and whether it is new.
+/// answers it, and whether it is new: an edge that stood already is
+/// answered as it stands, made when it was.
 pub fn add_edge(
     tx: &mut dyn Transaction,
     caller: &Caller,
@@ -17,16 +18,26 @@ pub fn add_edge(
     if from_key == to_key {
         return Err(self_edge("to_topic_id").into());
     }
-    let added = tx.add_edge(from_key, to_key, kind, now)?;
-    Ok((
-        TopicEdge {
+    if tx.add_edge(from_key, to_key, kind, now)? {
+        let edge = TopicEdge {
             from_topic_id: from_topic.id,
             to_topic_id: to_topic.id,
             kind: kind.to_string(),
             created_at: now,
-        },
-        added,
-    ))
+        };
+        return Ok((edge, true));
+    }
+    let standing = tx
+        .edges_of(from_key, None)?
+        .into_iter()
+        .map(|end| end.edge)
+        .find(|edge| {
+            edge.from_topic_id == from_topic.id
+                && edge.to_topic_id == to_topic.id
+                && edge.kind == kind
+        })
+        .ok_or_else(|| ServiceError::Internal("a standing edge was not found".to_string()))?;
+    Ok((standing, false))
 }
 
 /// An edge links two topics; one from a topic to itself would make every

@@ -4,10 +4,11 @@
 use super::*;
 
 /// After record `old_id` was superseded through the revisions API by
-/// `new`: when `old_id` was a topic field's current version and `new`
+/// `new`, when `old_id` was a topic field's current version: if `new`
 /// still states that field (the topic's id as subject, the field's name as
-/// predicate), `new` becomes the field's next version, so views and
-/// histories follow revisions made outside topics ingests.
+/// predicate), it becomes the field's next version, so views and histories
+/// follow revisions made outside topics ingests; if it states something
+/// else, the field ends there (it has no value until stated again).
 pub fn field_superseded(
     tx: &mut dyn Transaction,
     now: Timestamp,
@@ -18,25 +19,34 @@ pub fn field_superseded(
     let Some(key) = tx.topic_of_record(old_id)? else {
         return Ok(());
     };
-    let Payload::Semantic(fact) = &new.payload else {
-        return Ok(());
-    };
     let Some(topic) = tx.topic_by_key(key)? else {
         return Ok(());
     };
     let mut heads = current_fields(tx, key)?;
-    let Some(head) = heads.get(&fact.predicate) else {
+    let Some(head) = heads
+        .values()
+        .find(|head| head.record_id == old_id && !head.ended)
+    else {
         return Ok(());
     };
-    if fact.subject != topic.id || head.record_id != old_id {
-        return Ok(());
-    }
+    let stated = match &new.payload {
+        Payload::Semantic(fact) if fact.subject == topic.id && fact.predicate == head.name => {
+            Some(fact.object.clone())
+        }
+        _ => None,
+    };
     let version = FieldVersion {
-        name: fact.predicate.clone(),
+        name: head.name.clone(),
         seq: head.seq + 1,
-        record_id: new.id.clone(),
+        // An end names the record that left the field.
+        record_id: if stated.is_some() {
+            new.id.clone()
+        } else {
+            old_id.to_string()
+        },
         valid_from: next_valid_from(Some(head), now),
-        value: fact.object.clone(),
+        ended: stated.is_none(),
+        value: stated.unwrap_or_else(|| head.value.clone()),
         source: by.actor.clone(),
         why_changed: Some(by.rationale.clone()),
         retracted: false,
@@ -99,11 +109,12 @@ pub(super) fn history_of(
             versions.push(version);
         }
     }
-    if versions.is_empty() {
+    if versions.iter().all(|version| version.ended) {
         return Err(ServiceError::NotFound(format!(
             "the topic has no field {name:?}"
         )));
     }
+    // An end shows as the end of the version before it.
     let valid_to: Vec<Option<Timestamp>> = versions
         .iter()
         .skip(1)
@@ -113,6 +124,7 @@ pub(super) fn history_of(
     Ok(versions
         .into_iter()
         .zip(valid_to)
+        .filter(|(version, _)| !version.ended)
         .map(|(version, valid_to)| VersionView {
             value: version.value,
             valid_from: version.valid_from,
@@ -157,6 +169,7 @@ mod tests {
             source: "agent".into(),
             why_changed: None,
             retracted: false,
+            ended: false,
         };
         let later = at("2026-03-01T11:00:00Z");
         assert_eq!(next_valid_from(Some(&head), later), later);

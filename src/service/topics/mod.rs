@@ -157,19 +157,28 @@ impl VersionAccess {
 }
 
 /// `head` of a field of topic `key` if it `passes`, else the latest version
-/// before it that does, else none.
+/// before it that does, else none; none when the field had ended (at
+/// `head`, or after the version that passes).
 fn latest_that(
     tx: &mut dyn Transaction,
     key: i64,
     head: FieldVersion,
     mut passes: impl FnMut(&mut dyn Transaction, &FieldVersion) -> Result<bool, ServiceError>,
 ) -> Result<Option<FieldVersion>, ServiceError> {
+    if head.ended {
+        return Ok(None);
+    }
     if passes(tx, &head)? {
         return Ok(Some(head));
     }
     let mut latest = None;
     for version in tx.field_versions(key, &head.name)? {
-        if version.seq < head.seq && passes(tx, &version)? {
+        if version.seq >= head.seq {
+            break;
+        }
+        if version.ended {
+            latest = None;
+        } else if passes(tx, &version)? {
             latest = Some(version);
         }
     }
@@ -220,7 +229,19 @@ fn follow_merges(
     Ok(found)
 }
 
-/// The current version of each field of topic `key`, by name.
+/// The current version of each field of topic `key` that has not ended,
+/// its record's id: what the topic links to (graph retrieval).
+pub(crate) fn live_heads(
+    tx: &mut dyn Transaction,
+    key: i64,
+) -> Result<Vec<FieldVersion>, ServiceError> {
+    let mut heads = tx.field_heads(key, None)?;
+    heads.retain(|head| !head.ended);
+    Ok(heads)
+}
+
+/// The current version of each field of topic `key`, by name (an ended
+/// field's too: its next version follows it).
 pub(super) fn current_fields(
     tx: &mut dyn Transaction,
     key: i64,

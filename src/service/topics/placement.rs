@@ -109,9 +109,9 @@ pub fn ingest(
                 )));
             }
         }
-        // A retracted head is no value: the field is stated afresh, its
-        // history going on.
-        let live = head.as_ref().filter(|h| !h.retracted);
+        // A retracted head is no value, nor is the end of a field: the
+        // field is stated afresh, its history going on.
+        let live = head.as_ref().filter(|h| !h.retracted && !h.ended);
         let op = FieldOp::of(live.map(|h| &h.value), &item.value);
         let by = Attribution::new(
             caller.actor(&request.source),
@@ -151,6 +151,7 @@ pub fn ingest(
                     source: request.source.clone(),
                     why_changed: item.why_changed.clone(),
                     retracted: false,
+                    ended: false,
                 };
                 tx.add_version(key, &version)?;
                 if version.seq as usize > settings.max_field_history {

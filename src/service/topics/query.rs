@@ -192,8 +192,8 @@ pub(super) fn ranked_topics(
 }
 
 /// The topics up to `hops` edges from topic `start`, breadth first, each
-/// once at its nearest hop; a topic the caller may not see is neither
-/// listed nor passed through. Looks at no more than `left` topics (and
+/// once at its nearest hop; a topic the caller may not see, or an archived
+/// one, is neither listed nor passed through. Looks at no more than `left` topics (and
 /// takes those it looked at from it); answers whether it stopped there.
 pub(super) fn neighbors(
     tx: &mut dyn Transaction,
@@ -221,7 +221,7 @@ pub(super) fn neighbors(
                 let Some(topic) = tx.topic_by_key(other)? else {
                     continue;
                 };
-                if !visible(caller, &topic) {
+                if topic.archived || !visible(caller, &topic) {
                     continue;
                 }
                 seen.insert(other);

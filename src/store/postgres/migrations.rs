@@ -50,6 +50,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0005_analysed_search.sql"),
         backfill: Some(super::records::reindex_all),
     },
+    Migration {
+        version: 6,
+        name: "field_ends",
+        sql: include_str!("../../../migrations/postgres/0006_field_ends.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {

@@ -289,6 +289,7 @@ fn read_version(row: &Row) -> Result<FieldVersion, StoreError> {
             .map_err(|e| StoreError::Corrupt(format!("field value: {e}")))?,
         source: row.try_get(6)?,
         retracted: row.try_get(7)?,
+        ended: row.try_get(8)?,
     })
 }
 
@@ -299,7 +300,7 @@ pub fn field_heads(
 ) -> Result<Vec<FieldVersion>, StoreError> {
     pg.query(
         "SELECT DISTINCT ON (v.name) v.name, v.seq, r.id, v.valid_from, v.why_changed,
-                v.value_json, v.source, r.status = 'retracted'
+                v.value_json, v.source, r.status = 'retracted', v.ended
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = $1 AND ($2::bigint IS NULL OR v.valid_from <= $2)
          ORDER BY v.name, v.seq DESC",
@@ -313,7 +314,7 @@ pub fn field_heads(
 pub fn field_versions(pg: &Pg, key: i64, name: &str) -> Result<Vec<FieldVersion>, StoreError> {
     pg.query(
         "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source,
-                r.status = 'retracted'
+                r.status = 'retracted', v.ended
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = $1 AND v.name = $2 ORDER BY v.seq",
         &[&key, &name],
@@ -337,8 +338,8 @@ pub fn topic_of_record(pg: &Pg, record_id: &str) -> Result<Option<i64>, StoreErr
 pub fn add_version(pg: &Pg, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
     pg.execute(
         "INSERT INTO topic_versions (topic_key, name, seq, record_key, valid_from, why_changed,
-                                     value_json, source)
-         SELECT $1, $2, $3, key, $4, $5, $7, $8 FROM records WHERE id = $6",
+                                     value_json, source, ended)
+         SELECT $1, $2, $3, key, $4, $5, $7, $8, $9 FROM records WHERE id = $6",
         &[
             &key,
             &version.name,
@@ -348,6 +349,7 @@ pub fn add_version(pg: &Pg, key: i64, version: &FieldVersion) -> Result<(), Stor
             &version.record_id,
             &version.value.to_string(),
             &version.source,
+            &version.ended,
         ],
     )?;
     Ok(())

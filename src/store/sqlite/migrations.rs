@@ -111,6 +111,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0015_scope_slices.sql"),
         backfill: None,
     },
+    Migration {
+        version: 16,
+        name: "field_ends",
+        sql: include_str!("../../../migrations/sqlite/0016_field_ends.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -167,7 +173,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=15).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=16).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

@@ -314,6 +314,7 @@ fn read_version(row: &Row<'_>) -> rusqlite::Result<Result<FieldVersion, StoreErr
                 .map_err(|e| StoreError::Corrupt(format!("field value: {e}")))?,
             source: row.get(6)?,
             retracted: row.get(7)?,
+            ended: row.get(8)?,
         })
     })())
 }
@@ -327,7 +328,7 @@ pub fn field_heads(
 ) -> Result<Vec<FieldVersion>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source,
-                r.status = 'retracted'
+                r.status = 'retracted', v.ended
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = ?1 AND v.seq = (
              SELECT MAX(w.seq) FROM topic_versions w
@@ -347,7 +348,7 @@ pub fn field_versions(
 ) -> Result<Vec<FieldVersion>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT v.name, v.seq, r.id, v.valid_from, v.why_changed, v.value_json, v.source,
-                r.status = 'retracted'
+                r.status = 'retracted', v.ended
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = ?1 AND v.name = ?2 ORDER BY v.seq",
     )?;
@@ -370,8 +371,8 @@ pub fn topic_of_record(conn: &Connection, record_id: &str) -> Result<Option<i64>
 pub fn add_version(conn: &Connection, key: i64, version: &FieldVersion) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO topic_versions (topic_key, name, seq, record_key, valid_from, why_changed,
-                                     value_json, source)
-         SELECT ?1, ?2, ?3, key, ?4, ?5, ?7, ?8 FROM records WHERE id = ?6",
+                                     value_json, source, ended)
+         SELECT ?1, ?2, ?3, key, ?4, ?5, ?7, ?8, ?9 FROM records WHERE id = ?6",
     )?
     .execute(params![
         key,
@@ -382,6 +383,7 @@ pub fn add_version(conn: &Connection, key: i64, version: &FieldVersion) -> Resul
         version.record_id,
         version.value.to_string(),
         version.source,
+        version.ended,
     ])?;
     Ok(())
 }
