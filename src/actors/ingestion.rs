@@ -17,6 +17,7 @@ use crate::domain::search::analyse_ahead;
 use crate::domain::topic::{Topic, TopicIngest};
 use crate::domain::trust::Caller;
 use crate::service::ingest::{PrepareState, Route, StoreBatch, StoreCandidate, StoreRecord};
+use crate::service::job::Job;
 pub use crate::service::topics::Ingested;
 use crate::service::topics::{
     ArchiveOne, EdgeRequest, LinkTopics, PlaceObservation, TopicRules, UnlinkTopics,
@@ -49,6 +50,14 @@ impl Ingestor {
             topics,
             touched,
         }
+    }
+}
+
+impl Ingestor {
+    /// Runs `job` on the writer.
+    fn write<J: Job>(&self, job: J) -> ResponseFuture<Result<J::Output, ServiceError>> {
+        let writer = self.writer.clone();
+        Box::pin(async move { writer.write(job).await })
     }
 }
 
@@ -234,21 +243,19 @@ impl Handler<AddTopicEdge> for Ingestor {
 
     #[tracing::instrument(name = "add_topic_edge", level = "debug", skip_all)]
     fn handle(&mut self, msg: AddTopicEdge, _: &mut Self::Context) -> Self::Result {
-        let writer = self.writer.clone();
         let AddTopicEdge {
             caller,
             from,
             to,
             kind,
         } = msg;
-        let job = LinkTopics(EdgeRequest {
+        self.write(LinkTopics(EdgeRequest {
             caller,
             now: self.clock.now(),
             from,
             to,
             kind,
-        });
-        Box::pin(async move { writer.write(job).await })
+        }))
     }
 }
 
@@ -267,21 +274,19 @@ impl Handler<RemoveTopicEdge> for Ingestor {
 
     #[tracing::instrument(name = "remove_topic_edge", level = "debug", skip_all)]
     fn handle(&mut self, msg: RemoveTopicEdge, _: &mut Self::Context) -> Self::Result {
-        let writer = self.writer.clone();
         let RemoveTopicEdge {
             caller,
             from,
             to,
             kind,
         } = msg;
-        let job = UnlinkTopics(EdgeRequest {
+        self.write(UnlinkTopics(EdgeRequest {
             caller,
             now: self.clock.now(),
             from,
             to,
             kind,
-        });
-        Box::pin(async move { writer.write(job).await })
+        }))
     }
 }
 
@@ -298,14 +303,12 @@ impl Handler<ArchiveTopic> for Ingestor {
 
     #[tracing::instrument(name = "archive_topic", level = "debug", skip_all)]
     fn handle(&mut self, msg: ArchiveTopic, _: &mut Self::Context) -> Self::Result {
-        let writer = self.writer.clone();
-        let job = ArchiveOne {
+        self.write(ArchiveOne {
             caller: msg.caller,
             now: self.clock.now(),
             id: msg.id,
             decay: self.topics.decay.clone(),
-        };
-        Box::pin(async move { writer.write(job).await })
+        })
     }
 }
 

@@ -7,14 +7,10 @@ use super::*;
 /// answered as it stands, made when it was.
 pub fn add_edge(
     tx: &mut dyn Transaction,
-    caller: &Caller,
-    now: Timestamp,
-    from: &str,
-    to: &str,
-    kind: &str,
+    edge: &EdgeRequest,
 ) -> Result<(TopicEdge, bool), ServiceError> {
-    let (from_key, from_topic) = load_topic(tx, caller, "", from)?;
-    let (to_key, to_topic) = load_topic(tx, caller, "to_topic_id", to)?;
+    let [(from_key, from_topic), (to_key, to_topic)] = ends(tx, edge)?;
+    let (now, kind) = (edge.now, edge.kind.as_str());
     if from_key == to_key {
         return Err(self_edge("to_topic_id").into());
     }
@@ -40,6 +36,13 @@ pub fn add_edge(
     Ok((standing, false))
 }
 
+/// The topics at both ends of `edge`, both visible to its caller.
+fn ends(tx: &mut dyn Transaction, edge: &EdgeRequest) -> Result<[(i64, Topic); 2], ServiceError> {
+    let from = load_topic(tx, &edge.caller, "", &edge.from)?;
+    let to = load_topic(tx, &edge.caller, "to_topic_id", &edge.to)?;
+    Ok([from, to])
+}
+
 /// An edge links two topics; one from a topic to itself would make every
 /// walk from it revisit it and says nothing.
 pub(super) fn self_edge(field: &str) -> ValidationError {
@@ -48,17 +51,10 @@ pub(super) fn self_edge(field: &str) -> ValidationError {
 
 /// Ends the edge from `from` to `to` of `kind`; `NotFound` when none
 /// stands.
-pub fn remove_edge(
-    tx: &mut dyn Transaction,
-    caller: &Caller,
-    now: Timestamp,
-    from: &str,
-    to: &str,
-    kind: &str,
-) -> Result<(), ServiceError> {
-    let (from_key, _) = load_topic(tx, caller, "", from)?;
-    let (to_key, _) = load_topic(tx, caller, "to_topic_id", to)?;
-    if tx.remove_edge(from_key, to_key, kind, now)? {
+pub fn remove_edge(tx: &mut dyn Transaction, edge: &EdgeRequest) -> Result<(), ServiceError> {
+    let [(from_key, _), (to_key, _)] = ends(tx, edge)?;
+    let kind = edge.kind.as_str();
+    if tx.remove_edge(from_key, to_key, kind, edge.now)? {
         Ok(())
     } else {
         Err(ServiceError::NotFound(format!(
@@ -84,14 +80,7 @@ impl Job for LinkTopics {
     const NAME: &'static str = "link_topics";
 
     fn run(self, tx: &mut dyn Transaction) -> Result<(TopicEdge, bool), ServiceError> {
-        let EdgeRequest {
-            caller,
-            now,
-            from,
-            to,
-            kind,
-        } = &self.0;
-        add_edge(tx, caller, *now, from, to, kind)
+        add_edge(tx, &self.0)
     }
 }
 
@@ -103,13 +92,6 @@ impl Job for UnlinkTopics {
     const NAME: &'static str = "unlink_topics";
 
     fn run(self, tx: &mut dyn Transaction) -> Result<(), ServiceError> {
-        let EdgeRequest {
-            caller,
-            now,
-            from,
-            to,
-            kind,
-        } = &self.0;
-        remove_edge(tx, caller, *now, from, to, kind)
+        remove_edge(tx, &self.0)
     }
 }
