@@ -71,9 +71,9 @@ pub struct TopicSettings {
     /// Versions a field's history keeps; older ones leave it (their
     /// records stay, retracted, in the supersession chain).
     pub max_field_history: usize,
-    /// The least text similarity, from 0 to 1 (the share of words of title
-    /// and summary in common), at which `auto` places an observation on an
-    /// existing topic of the same scope when no title matches.
+    /// The least title similarity, from 0 to 1 (`domain::resolution`), at
+    /// which `auto` places an observation on an existing topic of the same
+    /// scope when no title or alias matches.
     pub match_threshold: f64,
     /// Archiving starts when more than this many topics are not archived.
     pub archive_after_count: usize,

@@ -90,6 +90,8 @@ pub struct ApiError {
     pub message: String,
     /// Seconds to wait before retrying, when it is known.
     pub retry_after: Option<u64>,
+    /// The topics an ambiguous `auto` placement could have chosen.
+    pub similar_topic_ids: Option<Vec<String>>,
 }
 
 impl ApiError {
@@ -98,6 +100,7 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            similar_topic_ids: None,
         }
     }
 
@@ -121,6 +124,7 @@ impl ErrorBody<'_> {
             error: ErrorDetail {
                 code: error.code.name(),
                 message: &error.message,
+                similar_topic_ids: error.similar_topic_ids.as_deref(),
             },
         }
     }
@@ -133,6 +137,10 @@ struct ErrorDetail<'a> {
     code: &'a str,
     /// For people; names the field at fault.
     message: &'a str,
+    /// With `409` from a topics ingest asked to fail when ambiguous: the
+    /// topics it could have been placed on, best first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    similar_topic_ids: Option<&'a [String]>,
 }
 
 impl ResponseError for ApiError {
@@ -170,6 +178,13 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotFound(m) => ApiError::new(Code::NotFound, m),
             ServiceError::PermissionDenied(m) => ApiError::new(Code::PermissionDenied, m),
             ServiceError::Conflict(m) => ApiError::new(Code::Conflict, m),
+            ServiceError::Ambiguous {
+                message,
+                similar_topic_ids,
+            } => ApiError {
+                similar_topic_ids: Some(similar_topic_ids),
+                ..ApiError::new(Code::Conflict, message)
+            },
             ServiceError::FailedPrecondition(m) => ApiError::new(Code::FailedPrecondition, m),
             ServiceError::Overloaded(m) => ApiError::new(Code::Overloaded, m),
             ServiceError::Unavailable(m) => ApiError::new(Code::Unavailable, m),

@@ -25,8 +25,10 @@ use crate::service::job::Job;
 pub use crate::service::retrieval::RetrieveResult;
 use crate::service::retrieval::{Rank, ReadHistory, ReadRecord};
 use crate::service::stats::{Ping as PingStore, ReadStats};
-use crate::service::topics::{self, ReadFieldHistory, ReadTopic, SearchTopics, TopicRules};
-pub use crate::service::topics::{QueryHit, TopicQuery, TopicView, VersionView};
+use crate::service::topics::{
+    self, ReadFieldHistory, ReadSummaryHistory, ReadTopic, SearchTopics, TopicRules,
+};
+pub use crate::service::topics::{QueryHit, SummaryView, TopicQuery, TopicView, VersionView};
 use crate::service::ServiceError;
 pub use crate::store::MemoryStats;
 
@@ -279,6 +281,24 @@ impl Handler<FieldHistory> for Retriever {
     }
 }
 
+/// Every summary a topic has had.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<SummaryView>, ServiceError>")]
+pub struct SummaryHistory {
+    pub caller: Caller,
+    pub id: String,
+}
+
+impl Handler<SummaryHistory> for Retriever {
+    type Result = ResponseFuture<Result<Vec<SummaryView>, ServiceError>>;
+
+    #[tracing::instrument(name = "summary_history", level = "debug", skip_all)]
+    fn handle(&mut self, msg: SummaryHistory, _: &mut Self::Context) -> Self::Result {
+        let SummaryHistory { caller, id } = msg;
+        self.bounded_read(ReadSummaryHistory { caller, id })
+    }
+}
+
 /// Whether the database answers a query within `within` (readiness): not
 /// held to the bound on reads in flight, which is about load, not health.
 #[derive(Message)]
@@ -322,6 +342,7 @@ handles_in_request!(
     ViewTopic,
     QueryTopics,
     FieldHistory,
+    SummaryHistory,
     Ping,
     MemoryMetrics
 );

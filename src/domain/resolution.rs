@@ -158,6 +158,41 @@ fn canonical(word: &str) -> String {
         .map_or(single.clone(), |(_, long)| long.to_string())
 }
 
+/// The words to look a title up by in the topic word index (which holds
+/// the words of titles as written): each word of `title`, its written-out
+/// and abbreviated forms, singular and plural.
+pub fn lookup_words(title: &str) -> BTreeSet<String> {
+    let mut words = BTreeSet::new();
+    for word in title
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let word = word.to_lowercase();
+        if STOP.contains(&word.as_str()) {
+            continue;
+        }
+        let canon = canonical(&word);
+        for form in std::iter::once(canon.as_str()).chain(
+            SAME_WORD
+                .iter()
+                .filter(|(_, long)| *long == canon)
+                .map(|(short, _)| *short),
+        ) {
+            words.insert(form.to_string());
+            match form.strip_suffix('y') {
+                Some(stem) => words.insert(format!("{stem}ies")),
+                None => words.insert(format!("{form}s")),
+            };
+        }
+        words.insert(word);
+    }
+    words
+}
+
+/// The score of one name given two sorts of thing ("Search API" /
+/// "Search cluster"): likely related, too unlike to be one thing unasked.
+pub const OTHER_SORT: f64 = 0.6;
+
 /// How much a generic word weighs against a core word.
 const GENERIC_WEIGHT: f64 = 0.3;
 
@@ -179,7 +214,8 @@ pub fn rarity(names: &[&Name]) -> BTreeMap<String, f64> {
 /// How likely `a` and `b` name the same thing, in [0, 1]: 0 when their
 /// distinguishing tokens differ; 1 when they have the same words (up to
 /// abbreviations, plurals, order and filler); 0.9 when one adds only
-/// generic words to the other's core; otherwise the weighted share of
+/// generic words to the other; [`OTHER_SORT`] when each has generic words
+/// the other has not; otherwise the weighted share of
 /// their words they have in common (`rarity` weighs core words; generic
 /// ones weigh [`GENERIC_WEIGHT`]).
 pub fn similarity(a: &Name, b: &Name, rarity: &BTreeMap<String, f64>) -> f64 {
@@ -195,7 +231,12 @@ pub fn similarity(a: &Name, b: &Name, rarity: &BTreeMap<String, f64>) -> f64 {
         if a.core.is_empty() && a.distinct.is_empty() {
             return 0.0;
         }
-        return 0.9;
+        // One says more of the same sort ("Redis" / "Redis cache"), or
+        // they are two sorts of one name ("Search API" / "Search cluster").
+        if a.generic.is_subset(&b.generic) || b.generic.is_subset(&a.generic) {
+            return 0.9;
+        }
+        return OTHER_SORT;
     }
     let weight = |word: &String| {
         if a.generic.contains(word) || b.generic.contains(word) {
@@ -266,6 +307,7 @@ mod tests {
             0.0,
             "sort words alone name nothing"
         );
+        assert_eq!(score("Search API", "Search cluster"), OTHER_SORT);
     }
 
     #[test]
@@ -274,6 +316,17 @@ mod tests {
         assert!(score("Alice Smith", "Alice Jones") < 0.5);
         assert!(score("Alice", "Alice Smith") <= 0.5);
         assert!(score("Payment service", "Payment gateway service") < 0.7);
+    }
+
+    #[test]
+    fn a_title_is_looked_up_by_its_other_forms_too() {
+        let words = lookup_words("Auth svc");
+        for form in ["auth", "authentication", "svc", "service", "services"] {
+            assert!(words.contains(form), "{form} in {words:?}");
+        }
+        assert!(lookup_words("Payments").contains("payment"));
+        assert!(lookup_words("the policy").contains("policies"));
+        assert!(!lookup_words("the policy").contains("the"));
     }
 
     #[test]

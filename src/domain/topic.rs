@@ -57,6 +57,30 @@ impl Placement {
     }
 }
 
+/// What `auto` does when no topic is clearly the one an observation names:
+/// two nearly as good, or the best just short of the threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnAmbiguous {
+    /// A new topic, the near ones in `similar_topic_ids`.
+    #[default]
+    NewTopic,
+    /// `409`, the near ones in the error.
+    Fail,
+}
+
+impl OnAmbiguous {
+    pub fn parse(field: &str, text: Option<&str>) -> Validated<OnAmbiguous> {
+        match text {
+            None | Some("new_topic") => Ok(OnAmbiguous::NewTopic),
+            Some("fail") => Ok(OnAmbiguous::Fail),
+            Some(other) => Err(ValidationError::new(
+                field,
+                format!("unknown on_ambiguous {other:?}: new_topic or fail"),
+            )),
+        }
+    }
+}
+
 /// A field's value as an ingest sets it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldItem {
@@ -84,6 +108,10 @@ pub struct TopicIngest {
     pub fields: Vec<FieldItem>,
     pub edges: Vec<EdgeItem>,
     pub suggest_similar: bool,
+    /// `auto` only.
+    pub on_ambiguous: OnAmbiguous,
+    /// Why the summary changed, kept with its new version.
+    pub why_changed: Option<String>,
     pub source: String,
     pub sensitivity: Sensitivity,
     pub scope: Option<String>,
@@ -135,7 +163,14 @@ impl TopicIngest {
                 "title is required for new_topic and auto",
             ));
         }
+        if parts.on_ambiguous != OnAmbiguous::NewTopic && placement != Placement::Auto {
+            return Err(ValidationError::new(
+                "on_ambiguous",
+                "on_ambiguous is for auto placement only",
+            ));
+        }
         let summary = optional_string("summary", parts.summary)?;
+        let why_changed = optional_string("why_changed", parts.why_changed)?;
         let kind = optional_string("kind", parts.kind)?;
         if let Some(kind) = &kind {
             check_name("kind", kind)?;
@@ -181,6 +216,8 @@ impl TopicIngest {
             fields: parts.fields,
             edges: parts.edges,
             suggest_similar: parts.suggest_similar,
+            on_ambiguous: parts.on_ambiguous,
+            why_changed,
             source,
             sensitivity: parts.sensitivity,
             scope: optional_string("scope", parts.scope)?,
@@ -220,14 +257,11 @@ pub fn check_edge_kind(field: &str, kind: &str) -> Validated<()> {
     Ok(())
 }
 
-/// A title as `auto` placement compares it: lowercase, its words
-/// single-spaced.
+/// A title as `auto` placement compares it for sameness: lowercase,
+/// single-spaced, no punctuation between words, no leading article
+/// ([`crate::domain::resolution::Name`]).
 pub fn normalize_title(title: &str) -> String {
-    title
-        .split_whitespace()
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::domain::resolution::Name::parse(title).normal
 }
 
 /// The distinct lowercase words of a text.
@@ -426,6 +460,8 @@ mod tests {
             }],
             edges: Vec::new(),
             suggest_similar: false,
+            on_ambiguous: OnAmbiguous::NewTopic,
+            why_changed: None,
             source: "agent".into(),
             sensitivity: Sensitivity::Low,
             scope: None,

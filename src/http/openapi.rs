@@ -71,6 +71,7 @@ use super::{health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisio
         topics::query,
         topics::view,
         topics::field_history,
+        topics::summary_history,
         topics::add_edge,
         topics::remove_edge,
         topics::archive,

@@ -14,14 +14,15 @@ use crate::actors::ingestion::{
 };
 use crate::actors::request::InRequest;
 use crate::actors::retrieval::{
-    FieldHistory, QueryHit, QueryTopics, TopicQuery, TopicView, VersionView, ViewTopic,
+    FieldHistory, QueryHit, QueryTopics, SummaryHistory, SummaryView, TopicQuery, TopicView,
+    VersionView, ViewTopic,
 };
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::{rfc3339_option, Timestamp};
 use crate::domain::topic::Topic;
 use crate::domain::topic::{
-    check_edge_kind, check_field_name, EdgeItem, FieldItem, Placement, TopicIngest,
+    check_edge_kind, check_field_name, EdgeItem, FieldItem, OnAmbiguous, Placement, TopicIngest,
 };
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::{check_id, null_as_default};
@@ -38,6 +39,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/v1/topics/{id}/fields/{name}/history",
             Role::Read,
             field_history,
+        ),
+        Endpoint::new(
+            Method::POST,
+            "/v1/topics/{id}/summary/history",
+            Role::Read,
+            summary_history,
         ),
         Endpoint::new(Method::POST, "/v1/topics/{id}/edges", Role::Write, add_edge),
         Endpoint::new(
@@ -92,6 +99,10 @@ pub(super) struct IngestBody {
     edges: Vec<EdgeBody>,
     #[serde(default)]
     suggest_similar: bool,
+    #[serde(default)]
+    on_ambiguous: Option<String>,
+    #[serde(default)]
+    why_changed: Option<String>,
     source: String,
     #[serde(default)]
     sensitivity: Option<Sensitivity>,
@@ -153,6 +164,8 @@ pub(super) async fn ingested(
             })
             .collect(),
         suggest_similar: body.suggest_similar,
+        on_ambiguous: OnAmbiguous::parse("on_ambiguous", body.on_ambiguous.as_deref())?,
+        why_changed: body.why_changed,
         source: body.source,
         sensitivity: body.sensitivity.unwrap_or(Sensitivity::Low),
         scope: body.scope,
@@ -336,6 +349,39 @@ async fn field_history(
         }))
         .await??;
     Ok(HttpResponse::Ok().json(VersionsBody { versions }))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct SummariesBody {
+    versions: Vec<SummaryView>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{id}/summary/history",
+    operation_id = "getTopicSummaryHistory",
+    tag = "topics",
+    summary = "Every summary the topic has had, oldest first",
+    params(("id" = String, Path, description = "The topic's id")),
+    request_body = TrustBody,
+    responses((status = 200, description = "The summaries", body = SummariesBody), (status = 404, description = "No such topic the caller may see", body = ErrorBody))
+)]
+async fn summary_history(
+    state: web::Data<AppState>,
+    access: Access,
+    id: web::Path<String>,
+    body: JsonBody<TrustBody>,
+) -> Result<HttpResponse, ApiError> {
+    let id = id.into_inner();
+    check_id("id", &id)?;
+    let versions = state
+        .retriever
+        .send(InRequest::new(SummaryHistory {
+            caller: access.reader(body.0.trust)?,
+            id,
+        }))
+        .await??;
+    Ok(HttpResponse::Ok().json(SummariesBody { versions }))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

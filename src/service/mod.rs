@@ -43,6 +43,13 @@ pub enum ServiceError {
     PermissionDenied(String),
     #[error("{0}")]
     Conflict(String),
+    /// `auto` placement could not tell which topic an observation names,
+    /// and was asked not to guess: the topics it could name.
+    #[error("{message}")]
+    Ambiguous {
+        message: String,
+        similar_topic_ids: Vec<String>,
+    },
     #[error("{0}")]
     FailedPrecondition(String),
     #[error("{0}")]

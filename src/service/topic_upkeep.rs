@@ -48,10 +48,11 @@ pub fn reinforce_reads(
     Ok(reinforced)
 }
 
-/// Whether two topics are duplicates: same normalised title, scope and
-/// sensitivity, so the same grants see both.
+/// Whether two topics are duplicates: same normalised title, kind, scope
+/// and sensitivity (so the same grants see both).
 fn same_home(a: &Topic, b: &Topic) -> bool {
     normalize_title(&a.title) == normalize_title(&b.title)
+        && a.kind == b.kind
         && a.scope == b.scope
         && a.sensitivity == b.sensitivity
 }

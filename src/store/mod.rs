@@ -24,6 +24,7 @@ mod ranking;
 mod records;
 pub mod sqlite;
 mod stats;
+mod topic_names;
 mod topics;
 mod vectors;
 
@@ -37,6 +38,7 @@ pub(crate) use records::walk_chain;
 pub use records::{Loaded, RecordPage, RecordStore, SalienceChange, Version, Visibility};
 pub use sqlite::ConnectionOptions;
 pub use stats::{Activity, MemoryStats, StatsStore, RECENT_ACTIVITY, SALIENCE_BUCKETS};
+pub use topic_names::{SummaryVersion, TopicNameStore};
 pub use topics::{
     EdgeEnd, FieldVersion, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicDecay, TopicEdge,
     TopicStore,
@@ -197,6 +199,7 @@ pub trait Transaction:
     + JobStore
     + KeyStore
     + TopicStore
+    + TopicNameStore
 {
 }
 
@@ -209,6 +212,7 @@ impl<
             + JobStore
             + KeyStore
             + TopicStore
+            + TopicNameStore
             + ?Sized,
     > Transaction for T
 {

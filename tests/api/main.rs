@@ -21,6 +21,7 @@ mod mcp;
 mod migrate;
 mod openapi;
 mod persistence;
+mod placement;
 mod records;
 mod relevance;
 mod retrieve;

@@ -181,6 +181,11 @@ fn request(method: &str, path: &str, n: &Names, unique: usize) -> (String, Optio
             Some(json!({})),
             true,
         ),
+        ("POST", "/v1/topics/{id}/summary/history") => (
+            format!("/v1/topics/{topic}/summary/history"),
+            Some(json!({})),
+            true,
+        ),
         ("POST" | "DELETE", "/v1/topics/{id}/edges") => (
             format!("/v1/topics/{topic}/edges"),
             Some(json!({"to_topic_id": topic, "kind": "related"})),

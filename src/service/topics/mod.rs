@@ -78,6 +78,9 @@ pub struct Ingested {
     pub topic_id: String,
     /// The placement applied (`auto` resolved to one of the others).
     pub placement: Placement,
+    /// Why `auto` extended the topic it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<Matched>,
     pub applied: Vec<Applied>,
     pub edges_added: usize,
     pub similar_topic_ids: Vec<String>,

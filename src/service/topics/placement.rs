@@ -3,7 +3,9 @@
 //! writes it makes there; the topics most like it.
 
 use super::*;
-use crate::store::{ScoredKey, SharedWords};
+use crate::domain::resolution::{lookup_words, rarity, similarity, Name};
+use crate::domain::topic::OnAmbiguous;
+use crate::store::{KeyedTopic, ScoredKey, SharedWords, SummaryVersion};
 
 /// Places and stores a topics ingest: every check (placement, topic,
 /// edges) comes before the first write.
@@ -25,12 +27,13 @@ pub fn ingest(
         request.summary.as_deref().unwrap_or_default()
     );
     crate::service::check_embedding(tx, "embedding", request.embedding.as_ref())?;
-    let similar_topic_ids = if request.suggest_similar {
+    let mut similar_topic_ids = if request.suggest_similar {
         similar_ids(tx, caller, &text, request.embedding.as_ref())?
     } else {
         Vec::new()
     };
 
+    let mut matched = None;
     let (target, placement) = match request.placement {
         Placement::NewTopic => (None, Placement::NewTopic),
         Placement::ExtendTopic | Placement::VersionField => {
@@ -38,12 +41,31 @@ pub fn ingest(
             let found = load_topic(tx, caller, "topic_id", id)?;
             (Some(follow_merges(tx, caller, found)?), request.placement)
         }
-        Placement::Auto => {
-            match find_home(tx, caller, &request, scope.as_deref(), &text, settings)? {
-                Some(found) => (Some(found), Placement::ExtendTopic),
-                None => (None, Placement::NewTopic),
+        Placement::Auto => match find_home(tx, caller, &request, scope.as_deref(), settings)? {
+            Resolved::Home(key, topic, how) => {
+                if how.by == MatchedBy::Similar {
+                    tx.add_alias(key, request.title.as_deref().unwrap_or_default(), now)?;
+                }
+                matched = Some(how);
+                (Some((key, *topic)), Placement::ExtendTopic)
             }
-        }
+            Resolved::New { near } => {
+                if !near.is_empty() && request.on_ambiguous == OnAmbiguous::Fail {
+                    return Err(ServiceError::Ambiguous {
+                        message: format!(
+                            "title: {} topics could be the one this names; name one with \
+                             extend_topic, or place it with on_ambiguous new_topic",
+                            near.len()
+                        ),
+                        similar_topic_ids: near,
+                    });
+                }
+                similar_topic_ids.retain(|id| !near.contains(id));
+                similar_topic_ids.splice(0..0, near);
+                similar_topic_ids.truncate(MAX_SIMILAR);
+                (None, Placement::NewTopic)
+            }
+        },
     };
 
     let home = target.as_ref().map(|(key, _)| *key);
@@ -179,9 +201,33 @@ pub fn ingest(
 
     if fresh {
         tx.set_topic_words(key, &BTreeSet::new(), &index_words(&topic.text()))?;
+        if !topic.summary.is_empty() {
+            let first = SummaryVersion {
+                seq: 1,
+                summary: topic.summary.clone(),
+                valid_from: now,
+                source: request.source.clone(),
+                why_changed: request.why_changed.clone(),
+            };
+            tx.add_summary(key, &first)?;
+        }
     } else {
         if let Some(summary) = request.summary.as_ref().filter(|s| **s != topic.summary) {
             let old = index_words(&topic.text());
+            let last = tx.summaries(key)?.pop();
+            let next = SummaryVersion {
+                seq: last.as_ref().map_or(1, |last| last.seq + 1),
+                summary: summary.clone(),
+                valid_from: last.map_or(now, |last| last.valid_from.max(now)),
+                source: request.source.clone(),
+                why_changed: Some(
+                    request
+                        .why_changed
+                        .clone()
+                        .unwrap_or_else(|| format!("summary restated by {}", request.source)),
+                ),
+            };
+            tx.add_summary(key, &next)?;
             topic.summary.clone_from(summary);
             tx.set_topic_words(key, &old, &index_words(&topic.text()))?;
         }
@@ -199,6 +245,7 @@ pub fn ingest(
     Ok(Ingested {
         topic_id: topic.id,
         placement,
+        matched,
         applied,
         edges_added,
         similar_topic_ids,
@@ -289,50 +336,142 @@ pub(super) fn most_similar(offers: Vec<(i64, f64, String)>) -> Vec<String> {
         .collect()
 }
 
-/// Where `auto` puts an observation: a topic of the same scope the caller
-/// may see, with the same title, or else the most similar text at or
-/// above the threshold.
+/// How `auto` knew the topic an observation names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchedBy {
+    /// The same title (case, spacing, punctuation and a leading article
+    /// aside).
+    Title,
+    /// A title an earlier observation named the topic by.
+    Alias,
+    /// Titles alike enough (`domain::resolution`).
+    Similar,
+}
+
+/// Why `auto` extended the topic it did.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Matched {
+    pub topic_id: String,
+    pub by: MatchedBy,
+    /// How alike the titles are, in [0, 1]; 1 for a title or alias.
+    pub score: f64,
+}
+
+/// Where `auto` puts an observation.
+pub(super) enum Resolved {
+    /// The topic it names.
+    Home(i64, Box<Topic>, Matched),
+    /// None it clearly names: a new topic. `near` are the ids of the
+    /// topics it nearly named, best first; when there are any, the choice
+    /// was ambiguous.
+    New { near: Vec<String> },
+}
+
+/// How far below the best a second topic may score and still make the
+/// choice ambiguous.
+pub(super) const AMBIGUITY_MARGIN: f64 = 0.05;
+
+/// How far below the threshold a topic's score makes it a near one.
+pub(super) const NEAR_BAND: f64 = 0.3;
+
+/// Where `auto` puts an observation: among the topics of its scope the
+/// caller may see, of its kind when both have one, the one with its title
+/// (several with different kinds are ambiguous); else the one with it as
+/// an alias; else the one whose title is most alike at or above the
+/// threshold, unless another is nearly as alike; else a new topic.
 pub(super) fn find_home(
     tx: &mut dyn Transaction,
     caller: &Caller,
     request: &TopicIngest,
     scope: Option<&str>,
-    text: &str,
     settings: TopicSettings,
-) -> Result<Option<(i64, Topic)>, ServiceError> {
+) -> Result<Resolved, ServiceError> {
     let title = request.title.as_deref().unwrap_or_default();
-    if let Some(found) = tx
-        .topics_titled(title, scope)?
-        .into_iter()
-        .find(|found| visible(caller, &found.topic))
-    {
-        return Ok(Some((found.key, found.topic)));
+    let fits = |topic: &Topic| {
+        visible(caller, topic)
+            && match (&request.kind, &topic.kind) {
+                (Some(wanted), Some(kind)) => wanted == kind,
+                _ => true,
+            }
+    };
+    for (by, found) in [
+        (MatchedBy::Title, tx.topics_titled(title, scope)?),
+        (MatchedBy::Alias, tx.topics_aliased(title, scope)?),
+    ] {
+        let found: Vec<KeyedTopic> = found.into_iter().filter(|f| fits(&f.topic)).collect();
+        let Some(first) = found.first() else {
+            continue;
+        };
+        // Same-titled topics of one kind are duplicates the background
+        // merge joins into the oldest; of different kinds, different
+        // things.
+        if found.iter().any(|f| f.topic.kind != first.topic.kind) {
+            let near = found.into_iter().map(|f| f.topic.id).collect();
+            return Ok(Resolved::New { near });
+        }
+        let matched = Matched {
+            topic_id: first.topic.id.clone(),
+            by,
+            score: 1.0,
+        };
+        return Ok(Resolved::Home(
+            first.key,
+            Box::new(first.topic.clone()),
+            matched,
+        ));
     }
-    let threshold = settings.match_threshold;
-    let at_least = words_needed(threshold, index_words(text).len());
-    let similar = similar(tx, caller, text, at_least)?;
-    Ok(best_home(similar, threshold, scope))
-}
-
-/// How many words a topic must share with an observation of `words`
-/// words to be similar at `threshold` at all: their union is at least as
-/// large as the observation's words, so fewer shared words cannot reach
-/// it. At least one.
-pub(super) fn words_needed(threshold: f64, words: usize) -> usize {
-    ((threshold * words as f64).ceil() as usize).max(1)
-}
-
-/// The home `auto` picks among `similar` (most similar first): the first
-/// at or above `threshold`, of the observation's own scope.
-pub(super) fn best_home(
-    similar: Vec<(f64, i64, Topic)>,
-    threshold: f64,
-    scope: Option<&str>,
-) -> Option<(i64, Topic)> {
-    similar
+    let name = Name::parse(title);
+    let mut candidates = Vec::new();
+    for SharedWords { key, .. } in tx
+        .topics_sharing(&lookup_words(title), PER_WORD)?
         .into_iter()
-        .find(|(similarity, _, topic)| *similarity >= threshold && topic.scope.as_deref() == scope)
-        .map(|(_, key, topic)| (key, topic))
+        .take(MAX_CANDIDATES)
+    {
+        if let Some(topic) = tx.topic_by_key(key)? {
+            if !topic.archived && topic.scope.as_deref() == scope && fits(&topic) {
+                candidates.push((key, Name::parse(&topic.title), topic));
+            }
+        }
+    }
+    // How common a word is among the topics compared, the observation
+    // left out: a word it shares with one topic is not made to look
+    // common by its own use.
+    let names: Vec<&Name> = candidates.iter().map(|(_, n, _)| n).collect();
+    let weights = rarity(&names);
+    let scored: Vec<(f64, i64, Topic)> = candidates
+        .into_iter()
+        .map(|(key, theirs, topic)| (similarity(&name, &theirs, &weights), key, topic))
+        .collect();
+    Ok(choose(scored, settings.match_threshold))
+}
+
+/// The choice among `scored` topics (score, key, topic): the best at or
+/// above `threshold` unless another is within [`AMBIGUITY_MARGIN`] of it;
+/// else a new topic, with those within [`NEAR_BAND`] below the threshold
+/// (and the rivals) as near ones.
+pub(super) fn choose(mut scored: Vec<(f64, i64, Topic)>, threshold: f64) -> Resolved {
+    scored.retain(|(score, _, _)| *score > 0.0 && *score >= threshold - NEAR_BAND);
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    if let [(best, key, topic), rest @ ..] = scored.as_slice() {
+        let rivals = rest
+            .first()
+            .is_some_and(|(second, _, _)| *second >= best - AMBIGUITY_MARGIN);
+        if *best >= threshold && !rivals {
+            let matched = Matched {
+                topic_id: topic.id.clone(),
+                by: MatchedBy::Similar,
+                score: (best * 1000.0).round() / 1000.0,
+            };
+            return Resolved::Home(*key, Box::new(topic.clone()), matched);
+        }
+    }
+    let near = scored
+        .into_iter()
+        .take(MAX_SIMILAR)
+        .map(|(_, _, topic)| topic.id)
+        .collect();
+    Resolved::New { near }
 }
 
 /// [`ingest`] as a write job.
@@ -382,29 +521,49 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_similar_topic_shares_enough_words_to_reach_the_threshold() {
-        assert_eq!(words_needed(0.6, 5), 3);
-        assert_eq!(words_needed(0.6, 4), 3, "2.4 words round up");
-        assert_eq!(words_needed(1.0, 3), 3);
-        assert_eq!(words_needed(0.6, 0), 1, "never less than one word");
+    fn scored(scores: &[(f64, &str)]) -> Vec<(f64, i64, Topic)> {
+        scores
+            .iter()
+            .enumerate()
+            .map(|(key, (score, id))| (*score, key as i64, topic(id, None)))
+            .collect()
+    }
+
+    fn home(resolved: Resolved) -> Option<(String, f64)> {
+        match resolved {
+            Resolved::Home(_, topic, matched) => {
+                assert_eq!(topic.id, matched.topic_id);
+                Some((matched.topic_id, matched.score))
+            }
+            Resolved::New { .. } => None,
+        }
+    }
+
+    fn near(resolved: Resolved) -> Vec<String> {
+        match resolved {
+            Resolved::New { near } => near,
+            Resolved::Home(..) => panic!("a home was chosen"),
+        }
     }
 
     #[test]
-    fn auto_picks_the_most_similar_topic_of_its_scope_at_the_threshold() {
-        let similar = vec![
-            (0.9, 1, topic("other-scope", Some("b"))),
-            (0.7, 2, topic("home", Some("a"))),
-            (0.65, 3, topic("also", Some("a"))),
-        ];
-        let (key, home) = best_home(similar.clone(), 0.6, Some("a")).unwrap();
-        assert_eq!((key, home.id.as_str()), (2, "home"));
-        assert!(
-            best_home(similar.clone(), 0.8, Some("a")).is_none(),
-            "below it"
-        );
-        assert!(best_home(similar, 0.6, None).is_none(), "no unscoped topic");
-        assert!(best_home(Vec::new(), 0.0, None).is_none());
+    fn the_best_topic_at_the_threshold_is_chosen_when_no_other_is_as_good() {
+        let chosen = choose(scored(&[(0.9, "a"), (0.6, "b")]), 0.8);
+        assert_eq!(home(chosen), Some(("a".to_string(), 0.9)));
+        assert_eq!(home(choose(scored(&[(1.0, "a")]), 0.8)).unwrap().0, "a");
+    }
+
+    #[test]
+    fn two_nearly_as_good_are_not_guessed_between() {
+        let near = near(choose(scored(&[(0.9, "a"), (0.87, "b"), (0.2, "c")]), 0.8));
+        assert_eq!(near, ["a", "b"], "the far one is left out");
+    }
+
+    #[test]
+    fn a_best_just_short_of_the_threshold_makes_a_new_topic_with_it_as_near() {
+        assert_eq!(near(choose(scored(&[(0.6, "a")]), 0.8)), ["a"]);
+        assert!(near(choose(scored(&[(0.4, "a"), (0.0, "b")]), 0.8)).is_empty());
+        assert!(near(choose(Vec::new(), 0.8)).is_empty());
     }
 
     #[test]

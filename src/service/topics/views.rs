@@ -53,7 +53,18 @@ pub(super) fn view_of(
     reading: &Reading,
 ) -> Result<TopicView, ServiceError> {
     let as_of = reading.as_of;
-    let topic = topic.decayed(&reading.decay, reading.now);
+    let mut topic = topic.decayed(&reading.decay, reading.now);
+    if let Some(at) = as_of {
+        let summaries = tx.summaries(key)?;
+        if !summaries.is_empty() {
+            topic.summary = summaries
+                .into_iter()
+                .take_while(|version| version.valid_from <= at)
+                .last()
+                .map(|version| version.summary)
+                .unwrap_or_default();
+        }
+    }
     let mut fields = BTreeMap::new();
     let mut access = VersionAccess::new();
     for head in tx.field_heads(key, as_of)? {
@@ -137,5 +148,62 @@ impl Job for ArchiveOne {
 
     fn run(self, tx: &mut dyn Transaction) -> Result<Topic, ServiceError> {
         Ok(archive(tx, &self.caller, self.now, &self.id)?.decayed(&self.decay, self.now))
+    }
+}
+
+/// One summary a topic had.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SummaryView {
+    pub summary: String,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub valid_from: Timestamp,
+    /// When the next summary took over; `None` for the current one.
+    #[serde(with = "crate::domain::time::rfc3339_option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub valid_to: Option<Timestamp>,
+    pub source: String,
+    pub why_changed: Option<String>,
+}
+
+/// Every summary topic `id` has had, oldest first.
+pub fn summary_history(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    id: &str,
+) -> Result<Vec<SummaryView>, ServiceError> {
+    let (key, _) = load_topic(tx, caller, "", id)?;
+    let versions = tx.summaries(key)?;
+    let valid_to: Vec<Option<Timestamp>> = versions
+        .iter()
+        .skip(1)
+        .map(|next| Some(next.valid_from))
+        .chain([None])
+        .collect();
+    Ok(versions
+        .into_iter()
+        .zip(valid_to)
+        .map(|(version, valid_to)| SummaryView {
+            summary: version.summary,
+            valid_from: version.valid_from,
+            valid_to,
+            source: version.source,
+            why_changed: version.why_changed,
+        })
+        .collect())
+}
+
+/// [`summary_history`] as a read job.
+pub struct ReadSummaryHistory {
+    pub caller: Caller,
+    pub id: String,
+}
+
+impl Job for ReadSummaryHistory {
+    type Output = Vec<SummaryView>;
+    const NAME: &'static str = "read_summary_history";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<SummaryView>, ServiceError> {
+        summary_history(tx, &self.caller, &self.id)
     }
 }

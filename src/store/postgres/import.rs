@@ -43,6 +43,8 @@ pub const TABLES: &[&str] = &[
     "topic_edges",
     "topic_words",
     "topic_vectors",
+    "topic_aliases",
+    "topic_summaries",
 ];
 
 /// Tables whose integer key PostgreSQL numbers: its counter is moved past

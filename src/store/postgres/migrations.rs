@@ -56,6 +56,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0006_field_ends.sql"),
         backfill: None,
     },
+    Migration {
+        version: 7,
+        name: "topic_names",
+        sql: include_str!("../../../migrations/postgres/0007_topic_names.sql"),
+        backfill: Some(super::topic_names::renormalize_titles),
+    },
 ];
 
 pub fn latest_version() -> i64 {

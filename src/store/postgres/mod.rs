@@ -24,6 +24,7 @@ pub mod ranking;
 pub mod records;
 pub mod stats;
 pub mod tls;
+pub mod topic_names;
 pub mod topics;
 pub mod vectors;
 

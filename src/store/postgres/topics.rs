@@ -18,11 +18,12 @@ use crate::domain::vector::{Embedding, QueryVector};
 use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
 use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
-const COLUMNS: &str = "t.key, t.id, t.title, t.summary, t.kind, t.sensitivity, t.scope, \
+pub(super) const COLUMNS: &str =
+    "t.key, t.id, t.title, t.summary, t.kind, t.sensitivity, t.scope, \
                        t.tags_json, t.salience, t.archived, t.created_at, t.updated_at, \
                        t.anchor_salience, t.anchor_at";
 
-fn read_topic(row: &Row) -> Result<(i64, Topic), StoreError> {
+pub(super) fn read_topic(row: &Row) -> Result<(i64, Topic), StoreError> {
     let tags: String = row.try_get(7)?;
     Ok((
         row.try_get(0)?,

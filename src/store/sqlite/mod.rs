@@ -15,6 +15,7 @@ pub mod search;
 pub mod stats;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod topic_names;
 pub mod topics;
 pub mod vectors;
 

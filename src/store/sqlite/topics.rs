@@ -18,10 +18,11 @@ use crate::domain::vector::{Embedding, QueryVector};
 use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
 use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
-const COLUMNS: &str = "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
+pub(super) const COLUMNS: &str =
+    "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
                        archived, created_at, updated_at, anchor_salience, anchor_at";
 
-fn read_topic(row: &Row<'_>) -> rusqlite::Result<Result<(i64, Topic), StoreError>> {
+pub(super) fn read_topic(row: &Row<'_>) -> rusqlite::Result<Result<(i64, Topic), StoreError>> {
     let sensitivity: i64 = row.get(5)?;
     let tags: String = row.get(7)?;
     Ok((|| {
