@@ -207,6 +207,11 @@ class _Endpoints:
         return self._do("POST", f"/v1/topics/{id}/fields/{name}/history", _body({"trust": trust}),
                         _json(lambda d: d["versions"]))
 
+    def summary_history(self, id: str, trust: Optional[Json] = None) -> List[Json]:
+        """Every summary the topic has had, oldest first."""
+        return self._do("POST", f"/v1/topics/{id}/summary/history", _body({"trust": trust}),
+                        _json(lambda d: d["versions"]))
+
     def add_edge(self, id: str, to_topic_id: str, kind: str, trust: Optional[Json] = None) -> Json:
         body = _body({"to_topic_id": to_topic_id, "kind": kind, "trust": trust})
         return self._do("POST", f"/v1/topics/{id}/edges", body, _json(lambda d: d))

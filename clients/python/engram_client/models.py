@@ -220,9 +220,13 @@ class TopicIngested:
     applied: List[Json]
     edges_added: int
     similar_topic_ids: List[str]
+    #: Why `auto` extended the topic it did: ``{"topic_id", "by", "score"}``,
+    #: ``by`` one of ``title``, ``alias``, ``similar``.
+    matched: Optional[Json] = None
 
     @classmethod
     def from_json(cls, data: Json) -> "TopicIngested":
         return cls(topic_id=data["topic_id"], placement=data["placement"],
                    applied=list(data["applied"]), edges_added=data["edges_added"],
-                   similar_topic_ids=list(data["similar_topic_ids"]))
+                   similar_topic_ids=list(data["similar_topic_ids"]),
+                   matched=data.get("matched"))

@@ -83,12 +83,15 @@ def test_topics(engram):
     again = engram.topic_ingest("agent", title="Billing", trust=TRUST,
                                 fields=[{"name": "owner", "value": "team-c"}])
     assert again.topic_id == made.topic_id and again.applied[0]["op"] == "versioned"
+    assert again.matched == {"topic_id": made.topic_id, "by": "title", "score": 1.0}
     hits = engram.topic_query(TRUST, text="billing", include_history=True)
     assert hits[0].topic.id == made.topic_id
     view = engram.topic_view(made.topic_id, TRUST)
     assert view.fields["owner"]["value"] == "team-c"
     versions = engram.field_history(made.topic_id, "owner", TRUST)
     assert [v["value"] for v in versions] == ["team-a", "team-c"]
+    engram.topic_ingest("agent", title="Billing", summary="invoices", trust=TRUST)
+    assert [v["summary"] for v in engram.summary_history(made.topic_id, TRUST)] == ["invoices"]
     edge = engram.add_edge(made.topic_id, other.topic_id, "depends_on", TRUST)
     assert edge["added"] is True
     assert engram.remove_edge(made.topic_id, other.topic_id, "depends_on", TRUST) == {

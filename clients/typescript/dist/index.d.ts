@@ -149,6 +149,12 @@ export interface TopicHit {
 export interface TopicIngested {
     topic_id: string;
     placement: string;
+    /** Why `auto` extended the topic it did: `by` is `title`, `alias` or `similar`. */
+    matched?: {
+        topic_id: string;
+        by: "title" | "alias" | "similar";
+        score: number;
+    };
     applied: Json[];
     edges_added: number;
     similar_topic_ids: string[];
@@ -254,7 +260,7 @@ export declare class EngramClient {
     }): Promise<MemoryRecord>;
     reinforce(id: string, actor: string, rationale: string): Promise<MemoryRecord>;
     penalize(id: string, actor: string, rationale: string, amount: number): Promise<MemoryRecord>;
-    /** Fields: placement, topic_id, title, summary, kind, fields, edges, suggest_similar, sensitivity, scope, tags, trust, embedding. */
+    /** Fields: placement, topic_id, title, summary, why_changed, kind, fields, edges, suggest_similar, on_ambiguous, sensitivity, scope, tags, trust, embedding. */
     topicIngest(request: IngestBody): Promise<TopicIngested>;
     /** Fields: text, embedding, kind, limit, hops, as_of, include_history, trust. */
     topicQuery(request?: Json): Promise<TopicHit[]>;
@@ -263,6 +269,8 @@ export declare class EngramClient {
         as_of?: string;
     }): Promise<Topic>;
     fieldHistory(id: string, name: string, trust?: Trust): Promise<Json[]>;
+    /** Every summary the topic has had, oldest first. */
+    summaryHistory(id: string, trust?: Trust): Promise<Json[]>;
     addEdge(id: string, to_topic_id: string, kind: string, trust?: Trust): Promise<Json>;
     removeEdge(id: string, to_topic_id: string, kind: string, trust?: Trust): Promise<Json>;
     archiveTopic(id: string, trust?: Trust): Promise<Topic>;

@@ -203,7 +203,7 @@ export class EngramClient {
         return this.record(`/v1/records/${segment(id)}/penalize`, { actor, rationale, amount });
     }
     // Topics.
-    /** Fields: placement, topic_id, title, summary, kind, fields, edges, suggest_similar, sensitivity, scope, tags, trust, embedding. */
+    /** Fields: placement, topic_id, title, summary, why_changed, kind, fields, edges, suggest_similar, on_ambiguous, sensitivity, scope, tags, trust, embedding. */
     topicIngest(request) {
         return this.json("POST", "/v1/topics/ingest", request);
     }
@@ -217,6 +217,11 @@ export class EngramClient {
     }
     async fieldHistory(id, name, trust) {
         const path = `/v1/topics/${segment(id)}/fields/${segment(name)}/history`;
+        return (await this.json("POST", path, body({ trust }))).versions;
+    }
+    /** Every summary the topic has had, oldest first. */
+    async summaryHistory(id, trust) {
+        const path = `/v1/topics/${segment(id)}/summary/history`;
         return (await this.json("POST", path, body({ trust }))).versions;
     }
     addEdge(id, to_topic_id, kind, trust) {

@@ -159,6 +159,8 @@ export interface TopicHit {
 export interface TopicIngested {
   topic_id: string;
   placement: string;
+  /** Why `auto` extended the topic it did: `by` is `title`, `alias` or `similar`. */
+  matched?: { topic_id: string; by: "title" | "alias" | "similar"; score: number };
   applied: Json[];
   edges_added: number;
   similar_topic_ids: string[];
@@ -422,7 +424,7 @@ export class EngramClient {
 
   // Topics.
 
-  /** Fields: placement, topic_id, title, summary, kind, fields, edges, suggest_similar, sensitivity, scope, tags, trust, embedding. */
+  /** Fields: placement, topic_id, title, summary, why_changed, kind, fields, edges, suggest_similar, on_ambiguous, sensitivity, scope, tags, trust, embedding. */
   topicIngest(request: IngestBody): Promise<TopicIngested> {
     return this.json("POST", "/v1/topics/ingest", request);
   }
@@ -439,6 +441,12 @@ export class EngramClient {
 
   async fieldHistory(id: string, name: string, trust?: Trust): Promise<Json[]> {
     const path = `/v1/topics/${segment(id)}/fields/${segment(name)}/history`;
+    return (await this.json<{ versions: Json[] }>("POST", path, body({ trust }))).versions;
+  }
+
+  /** Every summary the topic has had, oldest first. */
+  async summaryHistory(id: string, trust?: Trust): Promise<Json[]> {
+    const path = `/v1/topics/${segment(id)}/summary/history`;
     return (await this.json<{ versions: Json[] }>("POST", path, body({ trust }))).versions;
   }
 

@@ -124,6 +124,10 @@ test("topics", async () => {
   assert.equal(view.fields.owner.value, "team-c");
   const versions = await engram.fieldHistory(made.topic_id, "owner", TRUST);
   assert.deepEqual(versions.map((v) => v.value), ["team-a", "team-c"]);
+  assert.deepEqual(again.matched, { topic_id: made.topic_id, by: "title", score: 1 });
+  await engram.topicIngest({ source: "agent", title: "Billing", summary: "invoices", trust: TRUST });
+  const summaries = await engram.summaryHistory(made.topic_id, TRUST);
+  assert.deepEqual(summaries.map((v) => v.summary), ["invoices"]);
   assert.equal((await engram.addEdge(made.topic_id, other.topic_id, "depends_on", TRUST)).added, true);
   assert.deepEqual(await engram.removeEdge(made.topic_id, other.topic_id, "depends_on", TRUST), { removed: true });
   assert.equal((await engram.archiveTopic(other.topic_id, TRUST)).archived, true);
