@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use driver::{LoadOptions, Scenario};
-use loadtests::recall;
+use loadtests::{placement, recall};
 
 const USAGE: &str = "\
 Usage: loadtests <command> [options]
@@ -52,6 +52,10 @@ Other commands:
   crash               SIGKILL/restart cycles against --engram PATH
   recall              loads --dataset FILE into engram, asks its queries
                       and prints recall@k, precision@k, MRR@k, NDCG@k
+  placement           runs the topic placement cases of --dataset FILE
+                      (default tests/data/placement.jsonl), each in a
+                      scope of its own, and prints accuracy, and precision
+                      and recall of attaching to a known topic
   tenants             loads --records records of dialogue over --scopes
                       scopes (from record --from), then times text
                       retrievals for callers that see everything, one
@@ -96,7 +100,7 @@ Options:
                           (default 0; a later run goes on growing)
   --caller NAME           tenants: time only this caller, e.g. 'one scope'
                           (repeatable)
-  --dataset FILE          recall: the JSONL dataset
+  --dataset FILE          recall, placement: the JSONL dataset
   --no-vectors            recall: leave the dataset's embeddings out
   --test-embedder         recall: records and queries without a vector get
                           one from the deterministic test embedder";
@@ -431,6 +435,35 @@ async fn run(args: Args) -> bool {
                 }
                 Err(e) => {
                     eprintln!("loadtests: recall: {e}");
+                    false
+                }
+            }
+        }
+        "placement" => {
+            let options = placement::PlacementOptions {
+                url: args.load.url,
+                dataset: args
+                    .dataset
+                    .unwrap_or_else(|| PathBuf::from("tests/data/placement.jsonl")),
+                headers: args.load.headers,
+            };
+            match placement::run(options).await {
+                Ok((tally, wrong)) => {
+                    for line in &wrong {
+                        println!("wrong {line}");
+                    }
+                    println!(
+                        "{} cases: accuracy {:.3}  attach precision {:.3}  attach recall {:.3}  wrong attaches across kinds {}",
+                        tally.cases,
+                        tally.accuracy(),
+                        tally.precision(),
+                        tally.recall(),
+                        tally.wrong_kind
+                    );
+                    true
+                }
+                Err(e) => {
+                    eprintln!("loadtests: placement: {e}");
                     false
                 }
             }

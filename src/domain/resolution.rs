@@ -96,7 +96,9 @@ impl Name {
                 continue;
             }
             let piece = piece.to_lowercase();
-            if piece.chars().any(|c| c.is_ascii_digit()) {
+            // An abbreviation with a digit (`k8s`) is a word like any other.
+            let abbreviation = SAME_WORD.iter().any(|(short, _)| *short == piece);
+            if !abbreviation && piece.chars().any(|c| c.is_ascii_digit()) {
                 // An identifier is one token: `us-east-1`, `v2.4`, `3`.
                 let token = piece
                     .strip_prefix('v')
@@ -299,6 +301,7 @@ mod tests {
     fn abbreviations_plurals_and_generic_words_do_not_tell_things_apart() {
         assert_eq!(score("Billing DB", "Billing database"), 1.0);
         assert_eq!(score("Auth svc", "authentication service"), 1.0);
+        assert_eq!(score("k8s cluster", "Kubernetes cluster"), 1.0);
         assert_eq!(score("Payments service", "Payment services"), 1.0);
         assert_eq!(score("Redis", "Redis cache"), 0.9);
         assert_eq!(score("Billing", "Billing database"), 0.9);

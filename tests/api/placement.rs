@@ -292,3 +292,23 @@ async fn a_summary_changed_by_an_observation_is_a_new_version() {
         "an unscoped low topic is seen: {body}"
     );
 }
+
+/// The project's placement set (tests/data/placement.jsonl: numbers,
+/// versions, regions and ids, people with shared first names,
+/// abbreviations, plurals, articles, near-duplicates that must merge,
+/// look-alikes that must not, kinds) through `loadtests placement`.
+#[actix_web::test]
+async fn the_project_placement_set_is_placed_right_with_no_attach_across_kinds() {
+    let app = spawn_app().await;
+    let (tally, wrong) = loadtests::placement::run(loadtests::placement::PlacementOptions {
+        url: app.address.clone(),
+        dataset: std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/placement.jsonl"),
+        headers: Vec::new(),
+    })
+    .await
+    .unwrap();
+    assert!(tally.cases >= 150, "{tally:?}");
+    assert!(tally.accuracy() >= 0.95, "{tally:?}: {wrong:#?}");
+    assert_eq!(tally.wrong_kind, 0, "{wrong:#?}");
+}
