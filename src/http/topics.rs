@@ -123,7 +123,7 @@ pub(super) struct IngestBody {
     tag = "topics",
     summary = "Place an observation: a new topic, an extension, a field version, or where it fits",
     request_body = IngestBody,
-    responses((status = 201, description = "Where it went and what it did", body = Ingested), (status = 404, description = "No such topic the caller may see", body = ErrorBody))
+    responses((status = 201, description = "Where it went and what it did", body = Ingested), (status = 404, description = "No such topic the caller may see", body = ErrorBody), (status = 409, description = "`auto` with `on_ambiguous` `fail` could not tell which topic the observation names; `error.similar_topic_ids` lists them", body = ErrorBody))
 )]
 async fn ingest(
     state: web::Data<AppState>,
