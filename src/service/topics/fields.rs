@@ -115,15 +115,7 @@ pub(super) fn history_of(
         )));
     }
     // An end shows as the end of the version before it.
-    let valid_to: Vec<Option<Timestamp>> = versions
-        .iter()
-        .skip(1)
-        .map(|next| Some(next.valid_from))
-        .chain([None])
-        .collect();
-    Ok(versions
-        .into_iter()
-        .zip(valid_to)
+    Ok(until_next(versions, |version| version.valid_from)
         .filter(|(version, _)| !version.ended)
         .map(|(version, valid_to)| VersionView {
             value: version.value,

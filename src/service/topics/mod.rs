@@ -188,6 +188,21 @@ fn latest_that(
     Ok(latest)
 }
 
+/// Each of `versions` (in order) with the instant the next one starts,
+/// `None` for the last.
+fn until_next<T>(
+    versions: Vec<T>,
+    start: impl Fn(&T) -> Timestamp,
+) -> impl Iterator<Item = (T, Option<Timestamp>)> {
+    let ends: Vec<Option<Timestamp>> = versions
+        .iter()
+        .skip(1)
+        .map(|next| Some(start(next)))
+        .chain([None])
+        .collect();
+    versions.into_iter().zip(ends)
+}
+
 /// Topic `id` if the caller may see it; `NotFound` naming `field`
 /// otherwise (the same for a missing topic).
 fn load_topic(

@@ -173,16 +173,7 @@ pub fn summary_history(
     id: &str,
 ) -> Result<Vec<SummaryView>, ServiceError> {
     let (key, _) = load_topic(tx, caller, "", id)?;
-    let versions = tx.summaries(key)?;
-    let valid_to: Vec<Option<Timestamp>> = versions
-        .iter()
-        .skip(1)
-        .map(|next| Some(next.valid_from))
-        .chain([None])
-        .collect();
-    Ok(versions
-        .into_iter()
-        .zip(valid_to)
+    Ok(until_next(tx.summaries(key)?, |version| version.valid_from)
         .map(|(version, valid_to)| SummaryView {
             summary: version.summary,
             valid_from: version.valid_from,
