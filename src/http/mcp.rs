@@ -434,7 +434,7 @@ const TOOLS: [Tool; 10] = [
     },
     Tool {
         name: "topic_ingest",
-        description: "Put an observation about a thing (a topic) with fields whose values change over time; every version is kept. placement \"auto\" (the default) finds the topic by title or similar text, or makes it.",
+        description: "Put an observation about a thing (a topic) with fields whose values change over time; every version is kept. placement \"auto\" (the default) finds the topic by its title, an alias, or a title alike enough (never across kinds, numbers or versions), or makes it; when two topics could be the one, it makes a new topic and lists them in similar_topic_ids (on_ambiguous \"fail\" refuses instead).",
         role: Role::Write,
         schema: "IngestBody",
     },
@@ -697,8 +697,11 @@ async fn run(
         }
         "topic_ingest" => {
             let done = ingested(state, access, arguments::<IngestBody>(args)?).await?;
+            let why = done.matched.as_ref().map_or(String::new(), |m| {
+                format!(", matched by {} at {:.2}", wire(m.by), m.score)
+            });
             let text = format!(
-                "Topic {} ({}): {}",
+                "Topic {} ({}{why}): {}",
                 done.topic_id,
                 wire(done.placement),
                 done.applied
