@@ -19,10 +19,11 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::requests::{GraphRequest, RetrieveRequest};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
+use crate::service::erasure::ListErasures;
 pub use crate::service::graph::Graph;
 use crate::service::graph::RankGraph;
 use crate::service::job::Job;
-pub use crate::service::retrieval::RetrieveResult;
+pub use crate::service::retrieval::{History, RetrieveResult};
 use crate::service::retrieval::{Rank, ReadHistory, ReadRecord};
 use crate::service::stats::{Ping as PingStore, ReadStats};
 use crate::service::topics::{
@@ -30,7 +31,7 @@ use crate::service::topics::{
 };
 pub use crate::service::topics::{QueryHit, SummaryView, TopicQuery, TopicView, VersionView};
 use crate::service::ServiceError;
-pub use crate::store::MemoryStats;
+pub use crate::store::{ErasureEntry, MemoryStats};
 
 /// The bound on reads in flight, shared by every retriever.
 #[derive(Clone)]
@@ -193,14 +194,14 @@ impl Handler<GetRecord> for Retriever {
 
 /// The supersession chain through a record.
 #[derive(Message)]
-#[rtype(result = "Result<Vec<MemoryRecord>, ServiceError>")]
+#[rtype(result = "Result<History, ServiceError>")]
 pub struct RecordHistory {
     pub caller: Caller,
     pub id: String,
 }
 
 impl Handler<RecordHistory> for Retriever {
-    type Result = ResponseFuture<Result<Vec<MemoryRecord>, ServiceError>>;
+    type Result = ResponseFuture<Result<History, ServiceError>>;
 
     #[tracing::instrument(name = "record_history", level = "debug", skip_all)]
     fn handle(&mut self, msg: RecordHistory, _: &mut Self::Context) -> Self::Result {
@@ -299,6 +300,26 @@ impl Handler<SummaryHistory> for Retriever {
     }
 }
 
+/// The newest erasures the caller's grant holds.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<ErasureEntry>, ServiceError>")]
+pub struct ErasureLog {
+    pub caller: Caller,
+    pub limit: usize,
+}
+
+impl Handler<ErasureLog> for Retriever {
+    type Result = ResponseFuture<Result<Vec<ErasureEntry>, ServiceError>>;
+
+    #[tracing::instrument(name = "erasure_log", level = "debug", skip_all)]
+    fn handle(&mut self, msg: ErasureLog, _: &mut Self::Context) -> Self::Result {
+        self.bounded_read(ListErasures {
+            caller: msg.caller,
+            limit: msg.limit,
+        })
+    }
+}
+
 /// Whether the database answers a query within `within` (readiness): not
 /// held to the bound on reads in flight, which is about load, not health.
 #[derive(Message)]
@@ -343,6 +364,7 @@ handles_in_request!(
     QueryTopics,
     FieldHistory,
     SummaryHistory,
+    ErasureLog,
     Ping,
     MemoryMetrics
 );

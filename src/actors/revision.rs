@@ -8,11 +8,14 @@ use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
 use super::storage::StorageWriter;
 use crate::clock::Clock;
+use crate::domain::erasure::Erasure;
 use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, MemoryRecord};
 use crate::domain::requests::RevisionRequest;
 use crate::domain::revision::NewRecordContext;
 use crate::domain::trust::Caller;
+use crate::service::erasure::EraseSelected;
+pub use crate::service::erasure::ErasureReport;
 use crate::service::revise::ApplyRevision;
 use crate::service::ServiceError;
 
@@ -73,4 +76,28 @@ impl Handler<Revise> for Reviser {
     }
 }
 
-handles_in_request!(Reviser => Revise);
+/// Erases what `erasure` selects within the caller's grant, in one writer
+/// job.
+#[derive(Message)]
+#[rtype(result = "Result<ErasureReport, ServiceError>")]
+pub struct Erase {
+    pub caller: Caller,
+    pub erasure: Erasure,
+}
+
+impl Handler<Erase> for Reviser {
+    type Result = ResponseFuture<Result<ErasureReport, ServiceError>>;
+
+    #[tracing::instrument(name = "erase", level = "debug", skip_all)]
+    fn handle(&mut self, msg: Erase, _: &mut Self::Context) -> Self::Result {
+        let writer = self.writer.clone();
+        let job = EraseSelected {
+            caller: msg.caller,
+            now: self.clock.now(),
+            erasure: msg.erasure,
+        };
+        Box::pin(async move { writer.write(job).await })
+    }
+}
+
+handles_in_request!(Reviser => Revise, Erase);

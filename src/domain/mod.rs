@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod builder;
 pub mod consolidation;
 pub mod decay;
+pub mod erasure;
 pub mod ingest;
 pub mod new_record;
 pub mod payload;

@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod body;
 pub mod disconnect;
+mod erasure;
 mod health;
 mod ingest;
 mod jobs;
@@ -118,6 +119,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         mcp::endpoints(),
         metrics::endpoints(),
         records::endpoints(),
+        erasure::endpoints(),
         retrieve::endpoints(),
         revisions::endpoints(),
         topics::endpoints(),

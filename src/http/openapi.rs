@@ -27,7 +27,9 @@ use crate::error::{ApiError, Code, ErrorBody};
 
 // The handlers' modules are private to `http`; their paths are named
 // through `super`.
-use super::{health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisions, topics};
+use super::{
+    erasure, health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisions, topics,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -67,6 +69,8 @@ use super::{health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisio
         revisions::retract,
         revisions::merge,
         revisions::contest,
+        erasure::erase,
+        erasure::erasures,
         topics::ingest,
         topics::query,
         topics::view,
@@ -87,6 +91,7 @@ use super::{health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisio
         (name = "topics", description = "Topics: versioned fields, typed edges, placement by the server"),
         (name = "jobs", description = "Maintenance jobs and their schedules"),
         (name = "keys", description = "API keys"),
+        (name = "erasure", description = "Content removed for good, and the log of it"),
         (name = "metrics", description = "Aggregates and Prometheus metrics"),
         (name = "mcp", description = "The Model Context Protocol endpoint: engram as tools"),
         (name = "meta", description = "This document"),

@@ -11,10 +11,10 @@ use super::revisions::revise;
 use super::{record_response, AppState, Endpoint, JsonBody};
 use crate::actors::ingestion::CreateRecord;
 use crate::actors::request::InRequest;
-use crate::actors::retrieval::RecordHistory;
+use crate::actors::retrieval::{History, RecordHistory};
 use crate::domain::access::{Access, Role};
 use crate::domain::new_record::NewRecord;
-use crate::domain::record::{Attribution, MemoryRecord};
+use crate::domain::record::Attribution;
 use crate::domain::requests::{
     PenalizeRequest, ReinforceRequest, RevisionRequest, TrustOnlyRequest,
 };
@@ -154,11 +154,6 @@ async fn penalize(
     revise(&state, access, request, StatusCode::OK).await
 }
 
-#[derive(serde::Serialize, utoipa::ToSchema)]
-struct ChainBody {
-    chain: Vec<MemoryRecord>,
-}
-
 #[utoipa::path(
     post,
     path = "/v1/records/{id}/history",
@@ -167,7 +162,7 @@ struct ChainBody {
     summary = "A record's revision chain, oldest first",
     params(("id" = String, Path, description = "The record's id")),
     request_body = TrustOnlyRequest,
-    responses((status = 200, description = "The chain", body = ChainBody), (status = 404, description = "No such record the caller may see", body = ErrorBody))
+    responses((status = 200, description = "The chain: `chain` the stored versions, `erased` what stays of erased ones", body = History), (status = 404, description = "No such record the caller may see", body = ErrorBody))
 )]
 async fn history(
     state: web::Data<AppState>,
@@ -176,12 +171,12 @@ async fn history(
     body: JsonBody<TrustOnlyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let id = record_id("id", id.into_inner())?;
-    let chain = state
+    let history = state
         .retriever
         .send(InRequest::new(RecordHistory {
             caller: access.reader(body.0.trust)?,
             id,
         }))
         .await??;
-    Ok(HttpResponse::Ok().json(ChainBody { chain }))
+    Ok(HttpResponse::Ok().json(history))
 }

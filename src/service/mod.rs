@@ -12,6 +12,7 @@
 pub mod consolidation;
 pub mod decay;
 pub mod embedding;
+pub mod erasure;
 pub mod graph;
 pub mod ingest;
 pub mod job;

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::job::Job;
 use super::{check_embedding, not_found, ServiceError};
-use crate::domain::record::MemoryRecord;
+use crate::domain::record::{MemoryRecord, MemoryType};
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Ranking, Retrieval};
 use crate::domain::selection::{select, Selection};
@@ -69,19 +69,101 @@ pub fn retrieve_by_id(
         .ok_or_else(|| not_found("", "record"))
 }
 
+/// A record's revision chain: the versions stored, and those erased.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct History {
+    /// The stored versions, oldest first.
+    pub chain: Vec<MemoryRecord>,
+    /// The erased versions, oldest first: what stays of each, and where it
+    /// stood.
+    pub erased: Vec<ErasedVersion>,
+}
+
+/// What stays of an erased version of a chain: no content, no subject.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ErasedVersion {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub memory_type: MemoryType,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub erased_at: Timestamp,
+    pub actor: String,
+    pub rationale: String,
+    /// The version it superseded, and the one that superseded it.
+    pub older_id: Option<String>,
+    pub newer_id: Option<String>,
+}
+
+/// Most erased versions a history walks across.
+const MAX_ERASED_HOPS: usize = 64;
+
 /// The supersession chain through a record the caller may see, oldest
-/// first; versions the caller may not see are left out.
+/// first, walked across erased versions; versions the caller may not see
+/// are left out, erased ones too.
 pub fn history(
     tx: &mut dyn Transaction,
     caller: &Caller,
     now: Timestamp,
     id: &str,
-) -> Result<Vec<MemoryRecord>, ServiceError> {
-    let chain = tx
+) -> Result<History, ServiceError> {
+    let mut chain = tx
         .supersession_chain(id, now)?
         .filter(|chain| chain.iter().any(|r| r.id == id && caller.may_see(r)))
         .ok_or_else(|| not_found("", "record"))?;
-    Ok(chain.into_iter().filter(|r| caller.may_see(r)).collect())
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    // Older: the tombstone each oldest version superseded, then what it
+    // superseded in turn.
+    let mut oldest = chain[0].id.clone();
+    for _ in 0..MAX_ERASED_HOPS {
+        let Some(tombstone) = tx.tombstone_next_to(None, Some(&oldest))? else {
+            break;
+        };
+        oldest.clone_from(&tombstone.id);
+        let older = tombstone.older_id.clone();
+        before.push(tombstone);
+        if let Some(older) = older {
+            if let Some(mut earlier) = tx.supersession_chain(&older, now)? {
+                oldest = earlier[0].id.clone();
+                earlier.append(&mut chain);
+                chain = earlier;
+            }
+        }
+    }
+    let mut newest = chain[chain.len() - 1].id.clone();
+    for _ in 0..MAX_ERASED_HOPS {
+        let Some(tombstone) = tx.tombstone_next_to(Some(&newest), None)? else {
+            break;
+        };
+        newest.clone_from(&tombstone.id);
+        let newer = tombstone.newer_id.clone();
+        after.push(tombstone);
+        if let Some(newer) = newer {
+            if let Some(later) = tx.supersession_chain(&newer, now)? {
+                newest = later[later.len() - 1].id.clone();
+                chain.extend(later);
+            }
+        }
+    }
+    before.reverse();
+    let erased = before
+        .into_iter()
+        .chain(after)
+        .filter(|t| caller.trust.allows_parts(t.sensitivity, t.scope.as_deref()))
+        .map(|t| ErasedVersion {
+            id: t.id,
+            memory_type: t.memory_type,
+            erased_at: t.erased_at,
+            actor: t.actor,
+            rationale: t.rationale,
+            older_id: t.older_id,
+            newer_id: t.newer_id,
+        })
+        .collect();
+    Ok(History {
+        chain: chain.into_iter().filter(|r| caller.may_see(r)).collect(),
+        erased,
+    })
 }
 
 /// [`retrieve`] as a read job.
@@ -133,10 +215,10 @@ pub struct ReadHistory {
 }
 
 impl Job for ReadHistory {
-    type Output = Vec<MemoryRecord>;
+    type Output = History;
     const NAME: &'static str = "read_history";
 
-    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<MemoryRecord>, ServiceError> {
+    fn run(self, tx: &mut dyn Transaction) -> Result<History, ServiceError> {
         history(tx, &self.caller, self.now, &self.id)
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod budget;
 mod consolidation;
+mod erasure;
 mod keys;
 mod maintenance;
 pub mod postgres;
@@ -29,6 +30,7 @@ mod topics;
 mod vectors;
 
 pub use consolidation::{ConsolidationStore, Episode, Sighting, Step};
+pub use erasure::{Erasable, ErasureEntry, ErasureStore, Tombstone};
 pub use keys::KeyStore;
 pub(crate) use keys::StoredKey;
 pub use maintenance::{
@@ -200,6 +202,7 @@ pub trait Transaction:
     + KeyStore
     + TopicStore
     + TopicNameStore
+    + ErasureStore
 {
 }
 
@@ -213,6 +216,7 @@ impl<
             + KeyStore
             + TopicStore
             + TopicNameStore
+            + ErasureStore
             + ?Sized,
     > Transaction for T
 {

@@ -6,6 +6,7 @@ mod backup;
 mod crash;
 mod docs;
 mod encryption;
+mod erasure;
 mod faults;
 mod fuzz;
 mod hardening;

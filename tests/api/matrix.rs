@@ -160,6 +160,7 @@ fn request(method: &str, path: &str, n: &Names, unique: usize) -> (String, Optio
             Some(by(json!({"id": record, "contesting_ref": "x"}))),
             true,
         ),
+        ("POST", "/v1/erase") => (path.into(), Some(by(json!({"ids": [record]}))), true),
         ("POST", "/v1/topics/ingest") => (
             path.into(),
             Some(

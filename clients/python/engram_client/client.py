@@ -256,6 +256,22 @@ class _Endpoints:
         return self._do("DELETE", f"/v1/keys/{name}", None,
                         _json(lambda d: ApiKey.from_json(d["key"])))
 
+    def erase(self, actor: str, rationale: str, ids: Optional[List[str]] = None,
+              scope: Optional[str] = None, source: Optional[str] = None,
+              subject: Optional[str] = None, dry_run: bool = False,
+              trust: Optional[Json] = None) -> Json:
+        """Erases records for good, with what was made from them: exactly one
+        of ids, scope, source, subject. Answers the report."""
+        body = _body({"ids": ids, "scope": scope, "source": source, "subject": subject,
+                      "actor": actor, "rationale": rationale, "dry_run": dry_run,
+                      "trust": trust})
+        return self._do("POST", "/v1/erase", body, _json(lambda d: d))
+
+    def erasures(self, limit: Optional[int] = None) -> List[Json]:
+        """The erasure log, newest first."""
+        path = "/v1/erasures" if limit is None else f"/v1/erasures?limit={limit}"
+        return self._do("GET", path, None, _json(lambda d: d["erasures"]))
+
     def metrics(self) -> Json:
         """Memory aggregates: counts by type, sensitivity and status, salience."""
         return self._do("GET", "/v1/metrics", None, _json(lambda d: d))

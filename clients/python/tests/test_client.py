@@ -112,6 +112,10 @@ def test_operations(engram, server):
     assert key.roles == ["read"] and secret
     assert "reader" in [k.name for k in engram.keys()]
     assert engram.revoke_key("reader").revoked_at is not None
+    doomed = engram.ingest_event("eraser-test", event_kind="user_input", ref="r", summary="gone")
+    assert engram.erase("dpo", "test", source="eraser-test", dry_run=True)["erased"] == 1
+    assert engram.erase("dpo", "test", ids=[doomed.id])["erased"] == 1
+    assert engram.erasures(10)[0]["selector"] == "ids"
     with Client(server[0], api_key=secret, http=tracked_http()) as revoked:
         with pytest.raises(EngramError) as refused:
             revoked.retrieve(TRUST)

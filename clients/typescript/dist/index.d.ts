@@ -293,6 +293,23 @@ export declare class EngramClient {
         secret: string;
     }>;
     revokeKey(name: string): Promise<ApiKey>;
+    /**
+     * Erases records for good, with what was made from them: exactly one of
+     * `ids`, `scope`, `source`, `subject`; `actor` and `rationale` required;
+     * `dry_run` to count only. Answers the report.
+     */
+    erase(request: {
+        ids?: string[];
+        scope?: string;
+        source?: string;
+        subject?: string;
+        actor: string;
+        rationale: string;
+        dry_run?: boolean;
+        trust?: Trust;
+    }): Promise<Json>;
+    /** The erasure log, newest first (`limit` 1 to 1,000, default 100). */
+    erasures(limit?: number): Promise<Json[]>;
     /** Memory aggregates: counts by type, sensitivity and status, salience. */
     metrics(): Promise<Json>;
     /** The Prometheus exposition text. */

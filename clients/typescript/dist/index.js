@@ -254,6 +254,19 @@ export class EngramClient {
     async revokeKey(name) {
         return (await this.json("DELETE", `/v1/keys/${segment(name)}`)).key;
     }
+    /**
+     * Erases records for good, with what was made from them: exactly one of
+     * `ids`, `scope`, `source`, `subject`; `actor` and `rationale` required;
+     * `dry_run` to count only. Answers the report.
+     */
+    erase(request) {
+        return this.json("POST", "/v1/erase", body(request));
+    }
+    /** The erasure log, newest first (`limit` 1 to 1,000, default 100). */
+    async erasures(limit) {
+        const query = limit === undefined ? "" : `?limit=${limit}`;
+        return (await this.json("GET", `/v1/erasures${query}`)).erasures;
+    }
     /** Memory aggregates: counts by type, sensitivity and status, salience. */
     metrics() {
         return this.json("GET", "/v1/metrics");

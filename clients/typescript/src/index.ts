@@ -496,6 +496,30 @@ export class EngramClient {
     return (await this.json<{ key: ApiKey }>("DELETE", `/v1/keys/${segment(name)}`)).key;
   }
 
+  /**
+   * Erases records for good, with what was made from them: exactly one of
+   * `ids`, `scope`, `source`, `subject`; `actor` and `rationale` required;
+   * `dry_run` to count only. Answers the report.
+   */
+  erase(request: {
+    ids?: string[];
+    scope?: string;
+    source?: string;
+    subject?: string;
+    actor: string;
+    rationale: string;
+    dry_run?: boolean;
+    trust?: Trust;
+  }): Promise<Json> {
+    return this.json("POST", "/v1/erase", body(request));
+  }
+
+  /** The erasure log, newest first (`limit` 1 to 1,000, default 100). */
+  async erasures(limit?: number): Promise<Json[]> {
+    const query = limit === undefined ? "" : `?limit=${limit}`;
+    return (await this.json<{ erasures: Json[] }>("GET", `/v1/erasures${query}`)).erasures;
+  }
+
   /** Memory aggregates: counts by type, sensitivity and status, salience. */
   metrics(): Promise<Json> {
     return this.json("GET", "/v1/metrics");

@@ -147,6 +147,11 @@ test("operations: jobs, keys, metrics, MCP", async () => {
   assert.equal(key.rate_is_default, true);
   assert.ok((await engram.keys()).some((k) => k.name === "reader"));
   assert.ok((await engram.revokeKey("reader")).revoked_at);
+  const doomed = await engram.ingestEvent({ source: "eraser-test", event_kind: "user_input", ref: "r", summary: "gone" });
+  const dry = await engram.erase({ source: "eraser-test", actor: "dpo", rationale: "test", dry_run: true });
+  assert.equal(dry.erased, 1);
+  assert.equal((await engram.erase({ ids: [doomed.id], actor: "dpo", rationale: "test" })).erased, 1);
+  assert.equal((await engram.erasures(10))[0].selector, "ids");
   const revoked = new EngramClient(server.url, { apiKey: secret, fetch: trackingFetch() });
   await assert.rejects(revoked.retrieve({ trust: TRUST }), (error) => {
     assert.ok(error instanceof EngramError);

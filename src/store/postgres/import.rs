@@ -45,6 +45,8 @@ pub const TABLES: &[&str] = &[
     "topic_vectors",
     "topic_aliases",
     "topic_summaries",
+    "erased_records",
+    "erasures",
 ];
 
 /// Tables whose integer key PostgreSQL numbers: its counter is moved past

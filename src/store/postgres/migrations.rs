@@ -62,6 +62,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0007_topic_names.sql"),
         backfill: Some(super::topic_names::renormalize_titles),
     },
+    Migration {
+        version: 8,
+        name: "erasure",
+        sql: include_str!("../../../migrations/postgres/0008_erasure.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {

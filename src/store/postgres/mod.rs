@@ -16,6 +16,7 @@
 //! audit entries are appended, never counted.
 
 pub mod consolidation;
+pub mod erasure;
 pub mod import;
 pub mod keys;
 pub mod maintenance;

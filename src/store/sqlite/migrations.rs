@@ -123,6 +123,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0017_topic_names.sql"),
         backfill: Some(super::topic_names::renormalize_titles),
     },
+    Migration {
+        version: 18,
+        name: "erasure",
+        sql: include_str!("../../../migrations/sqlite/0018_erasure.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -179,7 +185,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=17).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=18).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

@@ -225,8 +225,13 @@ fn queue(key: i64, indexed: &Indexed, fresh: bool) {
 
 /// Queues the removal of a deleted record's row.
 pub fn remove(key: i64) {
+    remove_from(Index::Records, key);
+}
+
+/// Queues the removal of the row of `key` in `index`.
+pub fn remove_from(index: Index, key: i64) {
     push(Queued {
-        index: Index::Records,
+        index,
         key,
         text: None,
         fresh: false,

@@ -1,0 +1,127 @@
+//! `/v1/erase` and `/v1/erasures`: content removed for good, by an admin,
+//! within its grant; and the log of what was erased.
+
+use crate::error::ErrorBody;
+use actix_web::http::Method;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+
+use super::{AppState, Endpoint, JsonBody};
+use crate::actors::request::InRequest;
+use crate::actors::retrieval::{ErasureEntry, ErasureLog};
+use crate::actors::revision::{Erase, ErasureReport};
+use crate::domain::access::{Access, Role};
+use crate::domain::erasure::{Erasure, Selector};
+use crate::domain::trust::{Caller, TrustContext};
+use crate::domain::validate::ValidationError;
+use crate::error::ApiError;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::new(Method::POST, "/v1/erase", Role::Admin, erase),
+        Endpoint::new(Method::GET, "/v1/erasures", Role::Admin, erasures),
+    ]
+}
+
+/// Whom an erasure or the log answers to: a key's grant (narrowed by
+/// `trust`); without keys, `trust` or else everything.
+fn caller(access: &Access, trust: Option<TrustContext>) -> Result<Caller, ValidationError> {
+    match (access, trust) {
+        (Access::Open, None) => Ok(Caller::unrestricted(None)),
+        (access, trust) => access.reader(trust),
+    }
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"scope": "tenant-a", "actor": "dpo", "rationale": "tenant left; contract clause 9", "dry_run": true}))]
+struct EraseBody {
+    /// Record ids (1 to 1,000).
+    #[serde(default)]
+    ids: Option<Vec<String>>,
+    #[serde(default)]
+    scope: Option<String>,
+    /// Records whose provenance names this creator.
+    #[serde(default)]
+    source: Option<String>,
+    /// Facts with this subject, and topics of this title.
+    #[serde(default)]
+    subject: Option<String>,
+    #[serde(default)]
+    actor: Option<String>,
+    #[serde(default)]
+    rationale: Option<String>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    trust: Option<TrustContext>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/erase",
+    operation_id = "eraseRecords",
+    tag = "erasure",
+    summary = "Erase records for good: by ids, scope, source or subject",
+    request_body = EraseBody,
+    responses((status = 200, description = "What was erased (or, dry, would be)", body = ErasureReport), (status = 404, description = "Nothing the caller may see is selected", body = ErrorBody))
+)]
+async fn erase(
+    state: web::Data<AppState>,
+    access: Access,
+    body: JsonBody<EraseBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let caller = caller(&access, body.trust)?;
+    let selector = Selector::checked(body.ids, body.scope, body.source, body.subject)?;
+    let erasure = Erasure::checked(selector, body.actor, body.rationale, body.dry_run)?;
+    let report = state
+        .reviser
+        .send(InRequest::new(Erase { caller, erasure }))
+        .await??;
+    Ok(HttpResponse::Ok().json(report))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+struct ErasuresQuery {
+    /// Most entries (default 100, at most 1,000).
+    limit: Option<usize>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"erasures": [{"id": "0190f5e0-7c1a-7000-8000-000000000001", "at": "2026-11-27T10:00:00Z", "actor": "dpo", "rationale": "tenant left", "selector": "scope", "name": "tenant-a", "ids": 0, "erased": 1200, "derived_erased": 14, "tombstones": 3, "tables": {"records": 1214, "search": 1214, "vectors": 1200, "topic_fields": 40, "edges": 310, "audit": 2510}, "took_ms": 840}]}))]
+struct ErasuresBody {
+    erasures: Vec<ErasureEntry>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/erasures",
+    operation_id = "listErasures",
+    tag = "erasure",
+    summary = "The erasure log, newest first: who, when, why, what by, how many",
+    params(ErasuresQuery),
+    responses((status = 200, description = "The erasures the caller's grant holds", body = ErasuresBody))
+)]
+async fn erasures(
+    state: web::Data<AppState>,
+    access: Access,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let query = web::Query::<ErasuresQuery>::from_query(request.query_string())
+        .map_err(|e| ValidationError::new("query", e.to_string()))?;
+    let limit = match query.limit {
+        None => 100,
+        Some(n @ 1..=1000) => n,
+        Some(_) => return Err(ValidationError::new("limit", "limit is 1 to 1000").into()),
+    };
+    let erasures = state
+        .retriever
+        .send(InRequest::new(ErasureLog {
+            caller: caller(&access, None)?,
+            limit,
+        }))
+        .await??;
+    Ok(HttpResponse::Ok().json(ErasuresBody { erasures }))
+}

@@ -1,0 +1,251 @@
+//! Erasure: records removed for good, with every row that holds their
+//! content and the records made from them; tombstones where they stood in
+//! a revision chain; a log entry that holds no content.
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::job::Job;
+use super::ServiceError;
+use crate::domain::erasure::{Erasure, Selector, TableCounts};
+use crate::domain::record::new_record_id;
+use crate::domain::time::Timestamp;
+use crate::domain::trust::{Caller, TrustContext};
+use crate::store::{Erasable, ErasureEntry, Tombstone, Transaction};
+
+/// What an erasure did, or, dry, would do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ErasureReport {
+    /// The erasure's id in the log; none for a dry run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub erasure_id: Option<String>,
+    pub dry_run: bool,
+    /// Records selected.
+    pub erased: u64,
+    /// Records made from them (consolidation, merges), erased with them.
+    pub derived_erased: u64,
+    /// Tombstones left in revision chains.
+    pub tombstones: u64,
+    pub tables: TableCounts,
+    pub took_ms: u64,
+}
+
+/// The records `selector` names that the caller may see; `NotFound` when
+/// there are none (or, for ids, when one is missing or hidden): a caller
+/// learns nothing of what lies outside its grant.
+fn selected(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    selector: &Selector,
+) -> Result<(Vec<Erasable>, Vec<i64>), ServiceError> {
+    let trust = &caller.trust;
+    let mut topics = Vec::new();
+    let found = match selector {
+        Selector::Ids(ids) => {
+            let found = tx.erasable_ids(ids)?;
+            for (i, id) in ids.iter().enumerate() {
+                let seen = found
+                    .iter()
+                    .any(|r| r.id == *id && trust.allows_parts(r.sensitivity, r.scope.as_deref()));
+                if !seen {
+                    // By index: a hidden record's id is not repeated back.
+                    return Err(ServiceError::NotFound(format!(
+                        "ids[{i}]: record not found"
+                    )));
+                }
+            }
+            found
+        }
+        Selector::Scope(scope) => tx.erasable_in_scope(scope, trust)?,
+        Selector::Source(source) => tx.erasable_by_source(source, trust)?,
+        Selector::Subject(subject) => {
+            let mut found = tx.erasable_about(subject, trust)?;
+            topics = tx.topics_titled_any_scope(subject, trust)?;
+            for &topic in &topics {
+                found.extend(
+                    tx.topic_field_records(topic)?
+                        .into_iter()
+                        .filter(|r| trust.allows_parts(r.sensitivity, r.scope.as_deref())),
+                );
+            }
+            found
+        }
+    };
+    if found.is_empty() && topics.is_empty() {
+        return Err(ServiceError::NotFound(format!(
+            "{}: nothing to erase",
+            selector.kind()
+        )));
+    }
+    Ok((found, topics))
+}
+
+/// Most rounds of records made from records made from the selected ones.
+const MAX_DERIVED_DEPTH: usize = 16;
+
+/// Erases what `erasure` selects (or, dry, counts it).
+pub fn erase(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    erasure: &Erasure,
+) -> Result<ErasureReport, ServiceError> {
+    let started = Instant::now();
+    let (selected, titled) = selected(tx, caller, &erasure.selector)?;
+    let mut chosen: BTreeSet<i64> = BTreeSet::new();
+    let mut records: Vec<Erasable> = Vec::new();
+    for record in selected {
+        if chosen.insert(record.key) {
+            records.push(record);
+        }
+    }
+    let erased = records.len() as u64;
+    // What was made from them may repeat what they said.
+    let mut frontier: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
+    for _ in 0..MAX_DERIVED_DEPTH {
+        if frontier.is_empty() {
+            break;
+        }
+        let made = tx.derived_from_any(&frontier)?;
+        frontier.clear();
+        for record in made {
+            let visible = caller
+                .trust
+                .allows_parts(record.sensitivity, record.scope.as_deref());
+            if visible && chosen.insert(record.key) {
+                frontier.push(record.id.clone());
+                records.push(record);
+            }
+        }
+    }
+    let derived_erased = records.len() as u64 - erased;
+    let keys: Vec<i64> = records.iter().map(|r| r.key).collect();
+
+    let mut tables = tx.erasure_counts(&keys)?;
+    let mut topics = tx.topics_of_records(&keys)?;
+    topics.extend(titled);
+    topics.sort_unstable();
+    topics.dedup();
+    // A topic goes when every version of every field goes.
+    let mut emptied = Vec::new();
+    for topic in topics {
+        let fields = tx.topic_field_records(topic)?;
+        if fields.iter().all(|f| chosen.contains(&f.key)) {
+            tables.edges += tx.edges_of(topic, None)?.len() as u64;
+            emptied.push(topic);
+        }
+    }
+    let mut tombstones = Vec::new();
+    for record in &records {
+        let (older_id, newer_id) = tx.chain_neighbours(record.key, &record.id)?;
+        if older_id.is_some() || newer_id.is_some() {
+            tombstones.push(Tombstone {
+                id: record.id.clone(),
+                memory_type: record.memory_type,
+                sensitivity: record.sensitivity,
+                scope: record.scope.clone(),
+                erased_at: now,
+                actor: erasure.actor.clone(),
+                rationale: erasure.rationale.clone(),
+                older_id,
+                newer_id,
+            });
+        }
+    }
+    let mut report = ErasureReport {
+        erasure_id: None,
+        dry_run: erasure.dry_run,
+        erased,
+        derived_erased,
+        tombstones: tombstones.len() as u64,
+        tables,
+        took_ms: 0,
+    };
+    if !erasure.dry_run {
+        for tombstone in &tombstones {
+            tx.add_tombstone(tombstone)?;
+        }
+        tx.erase_records(&keys)?;
+        tx.erase_empty_topics(&emptied)?;
+        let id = new_record_id();
+        report.took_ms = started.elapsed().as_millis() as u64;
+        let ids = match &erasure.selector {
+            Selector::Ids(ids) => ids.len() as u64,
+            _ => 0,
+        };
+        tx.log_erasure(&ErasureEntry {
+            id: id.clone(),
+            at: now,
+            actor: erasure.actor.clone(),
+            rationale: erasure.rationale.clone(),
+            selector: erasure.selector.kind().to_string(),
+            name: erasure.selector.logged().map(str::to_string),
+            ids,
+            erased: report.erased,
+            derived_erased: report.derived_erased,
+            tombstones: report.tombstones,
+            tables: report.tables.clone(),
+            took_ms: report.took_ms,
+            grant_scopes: limited(&caller.trust).then(|| caller.trust.scopes.clone()),
+            max_sensitivity: caller.trust.max_sensitivity,
+        })?;
+        report.erasure_id = Some(id);
+    }
+    report.took_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+/// [`erase`] as a write job.
+pub struct EraseSelected {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub erasure: Erasure,
+}
+
+impl Job for EraseSelected {
+    type Output = ErasureReport;
+    const NAME: &'static str = "erase";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<ErasureReport, ServiceError> {
+        erase(tx, &self.caller, self.now, &self.erasure)
+    }
+}
+
+/// Whether `trust` sees some scopes only.
+fn limited(trust: &TrustContext) -> bool {
+    !trust.scopes.is_empty() || trust.scopes_narrowed
+}
+
+/// Whether `trust` holds the grant an erasure was made within: every scope
+/// of it, and its sensitivity. An erasure made within every scope is read
+/// only by callers who see every scope.
+fn holds(trust: &TrustContext, entry: &ErasureEntry) -> bool {
+    let scopes = match &entry.grant_scopes {
+        None => !limited(trust),
+        Some(scopes) => scopes.iter().all(|s| trust.allows_scope(Some(s))),
+    };
+    scopes && entry.max_sensitivity <= trust.max_sensitivity
+}
+
+/// Most erasures one read lists.
+pub const MAX_LISTED: usize = 1000;
+
+/// The newest `limit` erasures whose grant the caller holds, newest first.
+pub struct ListErasures {
+    pub caller: Caller,
+    pub limit: usize,
+}
+
+impl Job for ListErasures {
+    type Output = Vec<ErasureEntry>;
+    const NAME: &'static str = "list_erasures";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<ErasureEntry>, ServiceError> {
+        let mut entries = tx.erasures(MAX_LISTED)?;
+        entries.retain(|entry| holds(&self.caller.trust, entry));
+        entries.truncate(self.limit.min(MAX_LISTED));
+        Ok(entries)
+    }
+}

@@ -1,0 +1,130 @@
+//! Erasure: finding what an erasure removes, removing it with every row
+//! that holds its content, the tombstones that keep revision chains
+//! explainable, and the erasure log.
+
+use crate::domain::erasure::TableCounts;
+use crate::domain::record::{MemoryType, Sensitivity};
+use crate::domain::time::Timestamp;
+use crate::domain::trust::TrustContext;
+
+use super::StoreError;
+
+/// A record an erasure selected: what decides who may see it, and its
+/// type (kept by its tombstone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Erasable {
+    pub key: i64,
+    pub id: String,
+    pub memory_type: MemoryType,
+    pub sensitivity: Sensitivity,
+    pub scope: Option<String>,
+}
+
+/// What stays of an erased record that was part of a revision chain: no
+/// content, no subject; where it stood in the chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tombstone {
+    pub id: String,
+    pub memory_type: MemoryType,
+    pub sensitivity: Sensitivity,
+    pub scope: Option<String>,
+    pub erased_at: Timestamp,
+    pub actor: String,
+    pub rationale: String,
+    /// The record it superseded, if any.
+    pub older_id: Option<String>,
+    /// The record that superseded it, if any.
+    pub newer_id: Option<String>,
+}
+
+/// One erasure as the log keeps it: never erased content.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct ErasureEntry {
+    pub id: String,
+    #[serde(with = "crate::domain::time::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    pub actor: String,
+    pub rationale: String,
+    /// `ids`, `scope`, `source` or `subject`.
+    pub selector: String,
+    /// The scope or source named; none for ids and subjects.
+    pub name: Option<String>,
+    /// How many ids were named (ids only; 0 otherwise).
+    pub ids: u64,
+    pub erased: u64,
+    pub derived_erased: u64,
+    pub tombstones: u64,
+    pub tables: TableCounts,
+    pub took_ms: u64,
+    /// The grant it erased within: its scopes (`None`: every scope) and
+    /// highest sensitivity. Only a caller whose grant holds it reads it.
+    #[serde(skip)]
+    pub grant_scopes: Option<Vec<String>>,
+    #[serde(skip)]
+    pub max_sensitivity: Sensitivity,
+}
+
+pub trait ErasureStore {
+    /// Records of `scope` that `trust` may see.
+    fn erasable_in_scope(
+        &mut self,
+        scope: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError>;
+    /// Records whose provenance names `source` as their creator, that
+    /// `trust` may see.
+    fn erasable_by_source(
+        &mut self,
+        source: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError>;
+    /// Facts whose subject is `subject`, that `trust` may see.
+    fn erasable_about(
+        &mut self,
+        subject: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError>;
+    /// The records of these ids that exist, whoever may see them.
+    fn erasable_ids(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError>;
+    /// Records made from any of `ids`: a `derived_from` relation to one,
+    /// or one as a provenance source; not the versions that superseded one
+    /// (a revision names the version it replaces as a source too).
+    fn derived_from_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError>;
+    /// The record record `key` superseded, and the one that superseded
+    /// record `id`, if any.
+    fn chain_neighbours(
+        &mut self,
+        key: i64,
+        id: &str,
+    ) -> Result<(Option<String>, Option<String>), StoreError>;
+    /// The topic fields of these records, their topics, by topic key.
+    fn topics_of_records(&mut self, keys: &[i64]) -> Result<Vec<i64>, StoreError>;
+    /// The rows that hold these records' content, counted.
+    fn erasure_counts(&mut self, keys: &[i64]) -> Result<TableCounts, StoreError>;
+    /// Deletes these records and every row that holds their content.
+    fn erase_records(&mut self, keys: &[i64]) -> Result<(), StoreError>;
+    /// Of these topics, those left with no field; deletes them with their
+    /// edges, names and index entries. Answers the edges deleted.
+    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<u64, StoreError>;
+    /// Topics titled `title` (normalised) that `trust` may see: their keys.
+    fn topics_titled_any_scope(
+        &mut self,
+        title: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<i64>, StoreError>;
+    /// The field records of topic `key`, every version.
+    fn topic_field_records(&mut self, key: i64) -> Result<Vec<Erasable>, StoreError>;
+    fn add_tombstone(&mut self, tombstone: &Tombstone) -> Result<(), StoreError>;
+    fn tombstone(&mut self, id: &str) -> Result<Option<Tombstone>, StoreError>;
+    /// The tombstone that `newer` superseded (`newer_id`), or that
+    /// superseded `older` (`older_id`).
+    fn tombstone_next_to(
+        &mut self,
+        older: Option<&str>,
+        newer: Option<&str>,
+    ) -> Result<Option<Tombstone>, StoreError>;
+    fn log_erasure(&mut self, entry: &ErasureEntry) -> Result<(), StoreError>;
+    /// The newest `limit` erasures, newest first.
+    fn erasures(&mut self, limit: usize) -> Result<Vec<ErasureEntry>, StoreError>;
+}

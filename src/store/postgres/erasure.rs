@@ -1,0 +1,391 @@
+//! Erasure on PostgreSQL (migration 0008): deleting records with every
+//! row that holds their content (the child tables go by `ON DELETE
+//! CASCADE`, incoming relations and the text totals by trigger, the search
+//! text with the row), topics left with no field, tombstones and the
+//! erasure log.
+
+use tokio_postgres::Row;
+
+use super::records::sensitivity_of;
+use super::Pg;
+use crate::domain::erasure::TableCounts;
+use crate::domain::record::MemoryType;
+use crate::domain::time::{from_micros, to_micros};
+use crate::domain::topic::normalize_title;
+use crate::domain::trust::TrustContext;
+use crate::store::{Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
+
+const ERASABLE: &str = "key, id, layer, sensitivity, scope";
+
+fn read_erasable(row: &Row) -> Result<Erasable, StoreError> {
+    let layer: i64 = row.try_get(2)?;
+    Ok(Erasable {
+        key: row.try_get(0)?,
+        id: row.try_get(1)?,
+        memory_type: MemoryType::from_layer(layer)
+            .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
+        sensitivity: sensitivity_of(row.try_get(3)?)?,
+        scope: row.try_get(4)?,
+    })
+}
+
+/// The records `sql` (selecting [`ERASABLE`], `$1` the value) finds, those
+/// `trust` may see.
+fn visible(
+    pg: &Pg,
+    sql: &str,
+    value: &str,
+    trust: &TrustContext,
+) -> Result<Vec<Erasable>, StoreError> {
+    let mut found = Vec::new();
+    for row in pg.query(sql, &[&value])? {
+        let record = read_erasable(&row)?;
+        if trust.allows_parts(record.sensitivity, record.scope.as_deref()) {
+            found.push(record);
+        }
+    }
+    Ok(found)
+}
+
+fn count(pg: &Pg, sql: &str, keys: &[i64]) -> Result<u64, StoreError> {
+    let n: i64 = pg.query_one(sql, &[&keys])?.try_get(0)?;
+    Ok(n as u64)
+}
+
+fn read_tombstone(row: &Row) -> Result<Tombstone, StoreError> {
+    let layer: i64 = row.try_get(1)?;
+    Ok(Tombstone {
+        id: row.try_get(0)?,
+        memory_type: MemoryType::from_layer(layer)
+            .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
+        sensitivity: sensitivity_of(row.try_get(2)?)?,
+        scope: row.try_get(3)?,
+        erased_at: from_micros(row.try_get(4)?),
+        actor: row.try_get(5)?,
+        rationale: row.try_get(6)?,
+        older_id: row.try_get(7)?,
+        newer_id: row.try_get(8)?,
+    })
+}
+
+const TOMBSTONE: &str =
+    "id, layer, sensitivity, scope, erased_at, actor, rationale, older_id, newer_id";
+
+impl ErasureStore for Pg {
+    fn erasable_in_scope(
+        &mut self,
+        scope: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!("SELECT {ERASABLE} FROM records WHERE scope = $1 ORDER BY key");
+        visible(self, &sql, scope, trust)
+    }
+
+    fn erasable_by_source(
+        &mut self,
+        source: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!("SELECT {ERASABLE} FROM records WHERE created_by = $1 ORDER BY key");
+        visible(self, &sql, source, trust)
+    }
+
+    fn erasable_about(
+        &mut self,
+        subject: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!(
+            "SELECT {ERASABLE} FROM records WHERE about = $1 AND layer = {} ORDER BY key",
+            MemoryType::Semantic.layer()
+        );
+        visible(self, &sql, subject, trust)
+    }
+
+    fn erasable_ids(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
+        self.query(
+            &format!("SELECT {ERASABLE} FROM records WHERE id = ANY($1) ORDER BY key"),
+            &[&ids],
+        )?
+        .iter()
+        .map(read_erasable)
+        .collect()
+    }
+
+    fn derived_from_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
+        self.query(
+            &format!(
+                "SELECT {ERASABLE} FROM records WHERE key IN (
+                     SELECT source_key FROM relations
+                     WHERE predicate = 'derived_from' AND target_id = ANY($1)
+                     UNION
+                     SELECT record_key FROM provenance_sources WHERE ref = ANY($1))
+                   AND key NOT IN (SELECT source_key FROM relations
+                                   WHERE predicate = 'supersedes' AND target_id = ANY($1))
+                 ORDER BY key"
+            ),
+            &[&ids],
+        )?
+        .iter()
+        .map(read_erasable)
+        .collect()
+    }
+
+    fn chain_neighbours(
+        &mut self,
+        key: i64,
+        id: &str,
+    ) -> Result<(Option<String>, Option<String>), StoreError> {
+        let older = self
+            .query_opt(
+                "SELECT target_id FROM relations WHERE source_key = $1 AND predicate = 'supersedes'
+                 ORDER BY id LIMIT 1",
+                &[&key],
+            )?
+            .map(|row| row.try_get(0))
+            .transpose()?;
+        let newer = self
+            .query_opt(
+                "SELECT r.id FROM relations rel JOIN records r ON r.key = rel.source_key
+                 WHERE rel.target_id = $1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
+                &[&id],
+            )?
+            .map(|row| row.try_get(0))
+            .transpose()?;
+        Ok((older, newer))
+    }
+
+    fn topics_of_records(&mut self, keys: &[i64]) -> Result<Vec<i64>, StoreError> {
+        self.query(
+            "SELECT DISTINCT topic_key FROM topic_versions WHERE record_key = ANY($1)
+             ORDER BY topic_key",
+            &[&keys],
+        )?
+        .iter()
+        .map(|row| Ok(row.try_get(0)?))
+        .collect()
+    }
+
+    fn erasure_counts(&mut self, keys: &[i64]) -> Result<TableCounts, StoreError> {
+        Ok(TableCounts {
+            records: count(
+                self,
+                "SELECT COUNT(*) FROM records WHERE key = ANY($1)",
+                keys,
+            )?,
+            search: count(
+                self,
+                "SELECT COUNT(*) FROM records WHERE key = ANY($1) AND search <> ''::tsvector",
+                keys,
+            )?,
+            vectors: count(
+                self,
+                "SELECT COUNT(*) FROM record_vectors WHERE record_key = ANY($1)",
+                keys,
+            )?,
+            topic_fields: count(
+                self,
+                "SELECT COUNT(*) FROM topic_versions WHERE record_key = ANY($1)",
+                keys,
+            )?,
+            edges: count(
+                self,
+                "SELECT COUNT(*) FROM relations WHERE source_key = ANY($1)
+                    OR target_id IN (SELECT id FROM records WHERE key = ANY($1))",
+                keys,
+            )?,
+            audit: count(
+                self,
+                "SELECT COUNT(*) FROM audit_log WHERE record_key = ANY($1)",
+                keys,
+            )?,
+        })
+    }
+
+    fn erase_records(&mut self, keys: &[i64]) -> Result<(), StoreError> {
+        self.execute("DELETE FROM records WHERE key = ANY($1)", &[&keys])?;
+        Ok(())
+    }
+
+    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<u64, StoreError> {
+        let empty: Vec<i64> = self
+            .query(
+                "SELECT key FROM topics t WHERE key = ANY($1)
+                   AND NOT EXISTS (SELECT 1 FROM topic_versions v WHERE v.topic_key = t.key)",
+                &[&keys],
+            )?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+        if empty.is_empty() {
+            return Ok(0);
+        }
+        let edges = self.execute(
+            "DELETE FROM topic_edges WHERE from_key = ANY($1) OR to_key = ANY($1)",
+            &[&empty],
+        )?;
+        for table in [
+            "topic_words",
+            "topic_vectors",
+            "topic_aliases",
+            "topic_summaries",
+            "topics_to_index",
+        ] {
+            self.execute(
+                &format!("DELETE FROM {table} WHERE topic_key = ANY($1)"),
+                &[&empty],
+            )?;
+        }
+        self.execute("DELETE FROM topics WHERE key = ANY($1)", &[&empty])?;
+        Ok(edges)
+    }
+
+    fn topics_titled_any_scope(
+        &mut self,
+        title: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut keys = Vec::new();
+        for row in self.query(
+            "SELECT key, sensitivity, scope FROM topics WHERE norm_title = $1",
+            &[&normalize_title(title)],
+        )? {
+            let scope: Option<String> = row.try_get(2)?;
+            if trust.allows_parts(sensitivity_of(row.try_get(1)?)?, scope.as_deref()) {
+                keys.push(row.try_get(0)?);
+            }
+        }
+        Ok(keys)
+    }
+
+    fn topic_field_records(&mut self, key: i64) -> Result<Vec<Erasable>, StoreError> {
+        self.query(
+            &format!(
+                "SELECT {ERASABLE} FROM records WHERE key IN (
+                     SELECT record_key FROM topic_versions WHERE topic_key = $1)
+                 ORDER BY key"
+            ),
+            &[&key],
+        )?
+        .iter()
+        .map(read_erasable)
+        .collect()
+    }
+
+    fn add_tombstone(&mut self, t: &Tombstone) -> Result<(), StoreError> {
+        self.execute(
+            &format!(
+                "INSERT INTO erased_records ({TOMBSTONE})
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 ON CONFLICT (id) DO UPDATE SET older_id = excluded.older_id,
+                                                newer_id = excluded.newer_id"
+            ),
+            &[
+                &t.id,
+                &(t.memory_type.layer() as i64),
+                &(t.sensitivity.rank() as i64),
+                &t.scope,
+                &to_micros(&t.erased_at),
+                &t.actor,
+                &t.rationale,
+                &t.older_id,
+                &t.newer_id,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn tombstone(&mut self, id: &str) -> Result<Option<Tombstone>, StoreError> {
+        self.query_opt(
+            &format!("SELECT {TOMBSTONE} FROM erased_records WHERE id = $1"),
+            &[&id],
+        )?
+        .map(|row| read_tombstone(&row))
+        .transpose()
+    }
+
+    fn tombstone_next_to(
+        &mut self,
+        older: Option<&str>,
+        newer: Option<&str>,
+    ) -> Result<Option<Tombstone>, StoreError> {
+        self.query_opt(
+            &format!(
+                "SELECT {TOMBSTONE} FROM erased_records
+                 WHERE ($1::text IS NOT NULL AND older_id = $1)
+                    OR ($2::text IS NOT NULL AND newer_id = $2)
+                 LIMIT 1"
+            ),
+            &[&older, &newer],
+        )?
+        .map(|row| read_tombstone(&row))
+        .transpose()
+    }
+
+    fn log_erasure(&mut self, e: &ErasureEntry) -> Result<(), StoreError> {
+        let tables = serde_json::to_string(&e.tables)
+            .map_err(|err| StoreError::Corrupt(format!("erasure counts: {err}")))?;
+        let grant = e
+            .grant_scopes
+            .as_ref()
+            .map(|scopes| serde_json::Value::from(scopes.clone()).to_string());
+        self.execute(
+            "INSERT INTO erasures (id, at, actor, rationale, selector, name, ids, erased,
+                                   derived_erased, tombstones, tables_json, took_ms,
+                                   grant_scopes, max_sensitivity)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            &[
+                &e.id,
+                &to_micros(&e.at),
+                &e.actor,
+                &e.rationale,
+                &e.selector,
+                &e.name,
+                &(e.ids as i64),
+                &(e.erased as i64),
+                &(e.derived_erased as i64),
+                &(e.tombstones as i64),
+                &tables,
+                &(e.took_ms as i64),
+                &grant,
+                &(e.max_sensitivity.rank() as i64),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn erasures(&mut self, limit: usize) -> Result<Vec<ErasureEntry>, StoreError> {
+        self.query(
+            "SELECT id, at, actor, rationale, selector, name, ids, erased, derived_erased,
+                    tombstones, tables_json, took_ms, grant_scopes, max_sensitivity
+             FROM erasures ORDER BY at DESC, id DESC LIMIT $1",
+            &[&(limit as i64)],
+        )?
+        .iter()
+        .map(|row| {
+            let tables: String = row.try_get(10)?;
+            let grant: Option<String> = row.try_get(12)?;
+            Ok(ErasureEntry {
+                id: row.try_get(0)?,
+                at: from_micros(row.try_get(1)?),
+                actor: row.try_get(2)?,
+                rationale: row.try_get(3)?,
+                selector: row.try_get(4)?,
+                name: row.try_get(5)?,
+                ids: row.try_get::<_, i64>(6)? as u64,
+                erased: row.try_get::<_, i64>(7)? as u64,
+                derived_erased: row.try_get::<_, i64>(8)? as u64,
+                tombstones: row.try_get::<_, i64>(9)? as u64,
+                tables: serde_json::from_str(&tables)
+                    .map_err(|err| StoreError::Corrupt(format!("erasure counts: {err}")))?,
+                took_ms: row.try_get::<_, i64>(11)? as u64,
+                grant_scopes: grant
+                    .map(|g| serde_json::from_str(&g))
+                    .transpose()
+                    .map_err(|err| StoreError::Corrupt(format!("erasure grant: {err}")))?,
+                max_sensitivity: sensitivity_of(row.try_get(13)?)?,
+            })
+        })
+        .collect()
+    }
+}

@@ -1,0 +1,447 @@
+//! Erasure on SQLite (migration 0018): deleting records with every row
+//! that holds their content (the child tables go by `ON DELETE CASCADE`,
+//! incoming relations by trigger, index rows through `search`), topics
+//! left with no field, tombstones and the erasure log.
+
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
+
+use super::records::sensitivity_of;
+use super::search::{self, Index};
+use crate::domain::erasure::TableCounts;
+use crate::domain::record::MemoryType;
+use crate::domain::time::{from_micros, to_micros};
+use crate::domain::topic::normalize_title;
+use crate::domain::trust::TrustContext;
+use crate::store::{Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
+
+const ERASABLE: &str = "key, id, layer, sensitivity, scope";
+
+fn read_erasable(row: &Row<'_>) -> rusqlite::Result<Result<Erasable, StoreError>> {
+    let (layer, sensitivity): (i64, i64) = (row.get(2)?, row.get(3)?);
+    let (key, id, scope) = (row.get(0)?, row.get(1)?, row.get(4)?);
+    Ok((|| {
+        Ok(Erasable {
+            key,
+            id,
+            memory_type: MemoryType::from_layer(layer)
+                .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
+            sensitivity: sensitivity_of(sensitivity)?,
+            scope,
+        })
+    })())
+}
+
+/// The records `sql` (selecting [`ERASABLE`]) finds, those `trust` may see.
+fn visible(
+    conn: &Connection,
+    sql: &str,
+    value: &str,
+    trust: &TrustContext,
+) -> Result<Vec<Erasable>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([value], read_erasable)?;
+    let mut found = Vec::new();
+    for row in rows {
+        let record = row??;
+        if trust.allows_parts(record.sensitivity, record.scope.as_deref()) {
+            found.push(record);
+        }
+    }
+    Ok(found)
+}
+
+/// `?1, ?2, …` for `n` parameters.
+fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Runs `sql` (holding `{in}` where the list goes) once per 500 of
+/// `values`, adding up the single count each answers.
+fn count_in<T: rusqlite::ToSql>(
+    conn: &Connection,
+    sql: &str,
+    values: &[T],
+) -> Result<u64, StoreError> {
+    let mut total = 0u64;
+    for chunk in values.chunks(500) {
+        let sql = sql.replace("{in}", &placeholders(chunk.len()));
+        let n: i64 = conn
+            .prepare_cached(&sql)?
+            .query_row(params_from_iter(chunk), |row| row.get(0))?;
+        total += n as u64;
+    }
+    Ok(total)
+}
+
+/// Runs `sql` (holding `{in}`) once per 500 of `values`, gathering its
+/// [`ERASABLE`] rows.
+fn erasable_in<T: rusqlite::ToSql>(
+    conn: &Connection,
+    sql: &str,
+    values: &[T],
+) -> Result<Vec<Erasable>, StoreError> {
+    let mut found = Vec::new();
+    for chunk in values.chunks(500) {
+        let sql = sql.replace("{in}", &placeholders(chunk.len()));
+        let mut stmt = conn.prepare_cached(&sql)?;
+        for row in stmt.query_map(params_from_iter(chunk), read_erasable)? {
+            found.push(row??);
+        }
+    }
+    Ok(found)
+}
+
+fn read_tombstone(row: &Row<'_>) -> rusqlite::Result<Result<Tombstone, StoreError>> {
+    let (layer, sensitivity): (i64, i64) = (row.get(1)?, row.get(2)?);
+    let tombstone = Tombstone {
+        id: row.get(0)?,
+        memory_type: MemoryType::Semantic,
+        sensitivity: crate::domain::record::Sensitivity::Public,
+        scope: row.get(3)?,
+        erased_at: from_micros(row.get(4)?),
+        actor: row.get(5)?,
+        rationale: row.get(6)?,
+        older_id: row.get(7)?,
+        newer_id: row.get(8)?,
+    };
+    Ok((|| {
+        Ok(Tombstone {
+            memory_type: MemoryType::from_layer(layer)
+                .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
+            sensitivity: sensitivity_of(sensitivity)?,
+            ..tombstone
+        })
+    })())
+}
+
+const TOMBSTONE: &str =
+    "id, layer, sensitivity, scope, erased_at, actor, rationale, older_id, newer_id";
+
+impl ErasureStore for Connection {
+    fn erasable_in_scope(
+        &mut self,
+        scope: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!("SELECT {ERASABLE} FROM records WHERE scope = ?1 ORDER BY key");
+        visible(self, &sql, scope, trust)
+    }
+
+    fn erasable_by_source(
+        &mut self,
+        source: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!("SELECT {ERASABLE} FROM records WHERE created_by = ?1 ORDER BY key");
+        visible(self, &sql, source, trust)
+    }
+
+    fn erasable_about(
+        &mut self,
+        subject: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!(
+            "SELECT {ERASABLE} FROM records WHERE about = ?1 AND layer = {} ORDER BY key",
+            MemoryType::Semantic.layer()
+        );
+        visible(self, &sql, subject, trust)
+    }
+
+    fn erasable_ids(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!("SELECT {ERASABLE} FROM records WHERE id IN ({{in}}) ORDER BY key");
+        erasable_in(self, &sql, ids)
+    }
+
+    fn derived_from_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!(
+            "SELECT {ERASABLE} FROM records WHERE key IN (
+                 SELECT source_key FROM relations
+                 WHERE predicate = 'derived_from' AND target_id IN ({{in}})
+                 UNION
+                 SELECT record_key FROM provenance_sources WHERE ref IN ({{in}}))
+               AND key NOT IN (SELECT source_key FROM relations
+                               WHERE predicate = 'supersedes' AND target_id IN ({{in}}))
+             ORDER BY key"
+        );
+        erasable_in(self, &sql, ids)
+    }
+
+    fn chain_neighbours(
+        &mut self,
+        key: i64,
+        id: &str,
+    ) -> Result<(Option<String>, Option<String>), StoreError> {
+        let older = self
+            .prepare_cached(
+                "SELECT target_id FROM relations WHERE source_key = ?1 AND predicate = 'supersedes'
+                 ORDER BY id LIMIT 1",
+            )?
+            .query_row([key], |row| row.get(0))
+            .optional()?;
+        let newer = self
+            .prepare_cached(
+                "SELECT r.id FROM relations rel JOIN records r ON r.key = rel.source_key
+                 WHERE rel.target_id = ?1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
+            )?
+            .query_row([id], |row| row.get(0))
+            .optional()?;
+        Ok((older, newer))
+    }
+
+    fn topics_of_records(&mut self, keys: &[i64]) -> Result<Vec<i64>, StoreError> {
+        let mut topics = Vec::new();
+        for chunk in keys.chunks(500) {
+            let sql = format!(
+                "SELECT DISTINCT topic_key FROM topic_versions WHERE record_key IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut stmt = self.prepare_cached(&sql)?;
+            for key in stmt.query_map(params_from_iter(chunk), |row| row.get(0))? {
+                topics.push(key?);
+            }
+        }
+        topics.sort_unstable();
+        topics.dedup();
+        Ok(topics)
+    }
+
+    fn erasure_counts(&mut self, keys: &[i64]) -> Result<TableCounts, StoreError> {
+        Ok(TableCounts {
+            records: count_in(
+                self,
+                "SELECT COUNT(*) FROM records WHERE key IN ({in})",
+                keys,
+            )?,
+            search: count_in(
+                self,
+                "SELECT COUNT(*) FROM record_search WHERE rowid IN ({in})",
+                keys,
+            )?,
+            vectors: count_in(
+                self,
+                "SELECT COUNT(*) FROM record_vectors WHERE record_key IN ({in})",
+                keys,
+            )?,
+            topic_fields: count_in(
+                self,
+                "SELECT COUNT(*) FROM topic_versions WHERE record_key IN ({in})",
+                keys,
+            )?,
+            edges: count_in(
+                self,
+                "SELECT COUNT(*) FROM relations WHERE source_key IN ({in})
+                    OR target_id IN (SELECT id FROM records WHERE key IN ({in}))",
+                keys,
+            )?,
+            audit: count_in(
+                self,
+                "SELECT COUNT(*) FROM audit_log WHERE record_key IN ({in})",
+                keys,
+            )?,
+        })
+    }
+
+    fn erase_records(&mut self, keys: &[i64]) -> Result<(), StoreError> {
+        let mut delete = self.prepare_cached("DELETE FROM records WHERE key = ?1")?;
+        for &key in keys {
+            let before = search::Counted::stored(self, key)?;
+            if delete.execute([key])? > 0 {
+                search::remove(key);
+                if let Some(before) = before {
+                    search::count(&before, -1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<u64, StoreError> {
+        let mut edges = 0;
+        for &key in keys {
+            let fields: i64 = self
+                .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
+                .query_row([key], |row| row.get(0))?;
+            if fields > 0 {
+                continue;
+            }
+            edges += self
+                .prepare_cached("DELETE FROM topic_edges WHERE from_key = ?1 OR to_key = ?1")?
+                .execute([key])? as u64;
+            for table in [
+                "topic_words",
+                "topic_vectors",
+                "topic_aliases",
+                "topic_summaries",
+                "topics_to_index",
+            ] {
+                self.prepare_cached(&format!("DELETE FROM {table} WHERE topic_key = ?1"))?
+                    .execute([key])?;
+            }
+            search::remove_from(Index::Topics, key);
+            self.prepare_cached("DELETE FROM topics WHERE key = ?1")?
+                .execute([key])?;
+        }
+        Ok(edges)
+    }
+
+    fn topics_titled_any_scope(
+        &mut self,
+        title: &str,
+        trust: &TrustContext,
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self
+            .prepare_cached("SELECT key, sensitivity, scope FROM topics WHERE norm_title = ?1")?;
+        let rows = stmt.query_map([normalize_title(title)], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, Option<String>>(2)?,
+            ))
+        })?;
+        let mut keys = Vec::new();
+        for row in rows {
+            let (key, sensitivity, scope) = row?;
+            if trust.allows_parts(sensitivity_of(sensitivity)?, scope.as_deref()) {
+                keys.push(key);
+            }
+        }
+        Ok(keys)
+    }
+
+    fn topic_field_records(&mut self, key: i64) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!(
+            "SELECT {ERASABLE} FROM records WHERE key IN (
+                 SELECT record_key FROM topic_versions WHERE topic_key = ?1)
+             ORDER BY key"
+        );
+        let mut stmt = self.prepare_cached(&sql)?;
+        let rows = stmt.query_map([key], read_erasable)?;
+        rows.map(|row| row?).collect()
+    }
+
+    fn add_tombstone(&mut self, t: &Tombstone) -> Result<(), StoreError> {
+        self.prepare_cached(&format!(
+            "INSERT OR REPLACE INTO erased_records ({TOMBSTONE})
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        ))?
+        .execute(params![
+            t.id,
+            t.memory_type.layer(),
+            t.sensitivity.rank(),
+            t.scope,
+            to_micros(&t.erased_at),
+            t.actor,
+            t.rationale,
+            t.older_id,
+            t.newer_id,
+        ])?;
+        Ok(())
+    }
+
+    fn tombstone(&mut self, id: &str) -> Result<Option<Tombstone>, StoreError> {
+        self.prepare_cached(&format!(
+            "SELECT {TOMBSTONE} FROM erased_records WHERE id = ?1"
+        ))?
+        .query_row([id], read_tombstone)
+        .optional()?
+        .transpose()
+    }
+
+    fn tombstone_next_to(
+        &mut self,
+        older: Option<&str>,
+        newer: Option<&str>,
+    ) -> Result<Option<Tombstone>, StoreError> {
+        self.prepare_cached(&format!(
+            "SELECT {TOMBSTONE} FROM erased_records
+             WHERE (?1 IS NOT NULL AND older_id = ?1) OR (?2 IS NOT NULL AND newer_id = ?2)
+             LIMIT 1"
+        ))?
+        .query_row(params![older, newer], read_tombstone)
+        .optional()?
+        .transpose()
+    }
+
+    fn log_erasure(&mut self, e: &ErasureEntry) -> Result<(), StoreError> {
+        let tables = serde_json::to_string(&e.tables)
+            .map_err(|err| StoreError::Corrupt(format!("erasure counts: {err}")))?;
+        let grant = e
+            .grant_scopes
+            .as_ref()
+            .map(|scopes| serde_json::Value::from(scopes.clone()).to_string());
+        self.prepare_cached(
+            "INSERT INTO erasures (id, at, actor, rationale, selector, name, ids, erased,
+                                   derived_erased, tombstones, tables_json, took_ms,
+                                   grant_scopes, max_sensitivity)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        )?
+        .execute(params![
+            e.id,
+            to_micros(&e.at),
+            e.actor,
+            e.rationale,
+            e.selector,
+            e.name,
+            e.ids as i64,
+            e.erased as i64,
+            e.derived_erased as i64,
+            e.tombstones as i64,
+            tables,
+            e.took_ms as i64,
+            grant,
+            e.max_sensitivity.rank(),
+        ])?;
+        Ok(())
+    }
+
+    fn erasures(&mut self, limit: usize) -> Result<Vec<ErasureEntry>, StoreError> {
+        let mut stmt = self.prepare_cached(
+            "SELECT id, at, actor, rationale, selector, name, ids, erased, derived_erased,
+                    tombstones, tables_json, took_ms, grant_scopes, max_sensitivity
+             FROM erasures ORDER BY at DESC, id DESC LIMIT ?1",
+        )?;
+        let rows = stmt.query_map([limit as i64], |row| {
+            let tables: String = row.get(10)?;
+            let grant: Option<String> = row.get(12)?;
+            let sensitivity: i64 = row.get(13)?;
+            Ok((
+                ErasureEntry {
+                    id: row.get(0)?,
+                    at: from_micros(row.get(1)?),
+                    actor: row.get(2)?,
+                    rationale: row.get(3)?,
+                    selector: row.get(4)?,
+                    name: row.get(5)?,
+                    ids: row.get::<_, i64>(6)? as u64,
+                    erased: row.get::<_, i64>(7)? as u64,
+                    derived_erased: row.get::<_, i64>(8)? as u64,
+                    tombstones: row.get::<_, i64>(9)? as u64,
+                    tables: TableCounts::default(),
+                    took_ms: row.get::<_, i64>(11)? as u64,
+                    grant_scopes: None,
+                    max_sensitivity: crate::domain::record::Sensitivity::Public,
+                },
+                tables,
+                grant,
+                sensitivity,
+            ))
+        })?;
+        let mut entries = Vec::new();
+        for row in rows {
+            let (mut entry, tables, grant, sensitivity) = row?;
+            entry.tables = serde_json::from_str(&tables)
+                .map_err(|err| StoreError::Corrupt(format!("erasure counts: {err}")))?;
+            entry.grant_scopes = grant
+                .map(|g| serde_json::from_str(&g))
+                .transpose()
+                .map_err(|err| StoreError::Corrupt(format!("erasure grant: {err}")))?;
+            entry.max_sensitivity = sensitivity_of(sensitivity)?;
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+}

@@ -1,0 +1,417 @@
+//! Erasure over HTTP: each selector, dry runs, records made from erased
+//! ones, tombstones in revision chains, the erasure log, and a scoped admin
+//! key held to its grant.
+
+use awc::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, create_id, spawn_app, trust, TestApp};
+
+fn hyper() -> Value {
+    trust("hyper", &[])
+}
+
+/// An episode holding `marker` in `scope`, made by `source`.
+async fn remember(app: &TestApp, marker: &str, scope: &str, source: &str) -> String {
+    let (status, body) = app
+        .post(
+            "/v1/ingest/event",
+            &json!({"source": source, "event_kind": "user_input", "ref": marker,
+                    "summary": format!("the user said {marker}"), "scope": scope}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["record"]["id"].as_str().unwrap().to_string()
+}
+
+fn fact(subject: &str, object: &str) -> Value {
+    json!({"type": "semantic", "sensitivity": "low",
+           "payload": {"kind": "semantic", "subject": subject, "predicate": "note", "object": object},
+           "provenance": {"sources": [{"kind": "observation", "ref": format!("notes-{object}"),
+                                       "timestamp": "2026-01-01T00:00:00Z"}]}})
+}
+
+async fn erase(app: &TestApp, body: Value) -> Value {
+    let (status, report) = app.post("/v1/erase", &body).await;
+    assert_eq!(status, StatusCode::OK, "{body}: {report}");
+    report
+}
+
+/// How many records a text retrieval for `text` finds.
+async fn found(app: &TestApp, text: &str) -> usize {
+    let (status, body) = app
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": hyper(), "task_descriptor": text, "limit": 50}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["records"].as_array().unwrap().len()
+}
+
+async fn exists(app: &TestApp, id: &str) -> bool {
+    let (status, _) = app
+        .post(&format!("/v1/retrieve/{id}"), &json!({"trust": hyper()}))
+        .await;
+    status == StatusCode::OK
+}
+
+/// A report without what differs between a dry run and the real one.
+fn counts(report: &Value) -> Value {
+    let mut report = report.clone();
+    for key in ["took_ms", "dry_run", "erasure_id"] {
+        report.as_object_mut().unwrap().remove(key);
+    }
+    report
+}
+
+#[actix_web::test]
+async fn a_scope_is_erased_after_a_dry_run_that_changed_nothing_and_said_the_same() {
+    let app = spawn_app().await;
+    let mut gone = Vec::new();
+    for n in 0..3 {
+        gone.push(remember(&app, &format!("zqtenant{n}"), "tenant-a", "agent").await);
+    }
+    let kept = remember(&app, "zqother", "tenant-b", "agent").await;
+    let body =
+        json!({"scope": "tenant-a", "actor": "dpo", "rationale": "tenant left", "dry_run": true});
+    let dry = erase(&app, body.clone()).await;
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["erased"], 3, "{dry}");
+    assert!(dry.get("erasure_id").is_none());
+    assert_eq!(
+        found(&app, "zqtenant0").await,
+        1,
+        "a dry run changes nothing"
+    );
+    let (_, log) = app.get("/v1/erasures").await;
+    assert_eq!(log["erasures"], json!([]), "a dry run is not logged");
+
+    let mut real = body;
+    real["dry_run"] = json!(false);
+    let done = erase(&app, real).await;
+    assert_eq!(counts(&done), counts(&dry), "{done} vs {dry}");
+    assert_eq!(done["tables"]["records"], 3);
+    assert_eq!(done["tables"]["search"], 3);
+    assert!(done["tables"]["audit"].as_u64().unwrap() >= 3, "{done}");
+    for id in &gone {
+        assert!(!exists(&app, id).await);
+    }
+    assert!(exists(&app, &kept).await);
+    assert_eq!(found(&app, "zqtenant1").await, 0);
+    assert_eq!(found(&app, "zqother").await, 1);
+
+    let (status, log) = app.get("/v1/erasures").await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    let entry = &log["erasures"][0];
+    assert_eq!(entry["id"], done["erasure_id"]);
+    assert_eq!(
+        (&entry["selector"], &entry["name"], &entry["erased"]),
+        (&json!("scope"), &json!("tenant-a"), &json!(3))
+    );
+    assert_eq!(entry["actor"], "dpo");
+    assert!(
+        !log.to_string().contains("zqtenant"),
+        "no content in the log"
+    );
+    // Nothing left to erase there: as for any scope with nothing in it.
+    let (status, body) = app
+        .post(
+            "/v1/erase",
+            &json!({"scope": "tenant-a", "actor": "dpo", "rationale": "again"}),
+        )
+        .await;
+    assert_error(&(status, body), StatusCode::NOT_FOUND, "not_found", "scope");
+}
+
+#[actix_web::test]
+async fn a_source_ids_and_a_subject_each_select_what_they_name() {
+    let app = spawn_app().await;
+    let by_bot = remember(&app, "zqbot", "s", "bot-x").await;
+    let by_agent = remember(&app, "zqagent", "s", "agent").await;
+    let report = erase(
+        &app,
+        json!({"source": "bot-x", "actor": "ops", "rationale": "garbage writer"}),
+    )
+    .await;
+    assert_eq!(report["erased"], 1, "{report}");
+    assert!(!exists(&app, &by_bot).await && exists(&app, &by_agent).await);
+
+    let a = remember(&app, "zqa", "s", "agent").await;
+    let b = remember(&app, "zqb", "s", "agent").await;
+    let (status, body) = app
+        .post(
+            "/v1/erase",
+            &json!({"ids": [a, "0190f5d2-0000-7000-8000-000000000000"], "actor": "ops", "rationale": "r"}),
+        )
+        .await;
+    assert_error(&(status, body), StatusCode::NOT_FOUND, "not_found", "ids");
+    assert!(
+        exists(&app, &a).await,
+        "nothing is erased when one id is missing"
+    );
+    let report = erase(
+        &app,
+        json!({"ids": [a, b], "actor": "ops", "rationale": "r"}),
+    )
+    .await;
+    assert_eq!(report["erased"], 2);
+    assert!(!exists(&app, &a).await && !exists(&app, &b).await);
+
+    let alice = create_id(&app, fact("Alice", "lives at 1 zqstreet")).await;
+    let bob = create_id(&app, fact("Bob", "zqbob likes tea")).await;
+    let (status, topic) = app
+        .post(
+            "/v1/topics/ingest",
+            &json!({"placement": "new_topic", "title": "Alice", "kind": "person", "source": "agent",
+                    "fields": [{"name": "phone", "value": "555 zqphone"}], "trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{topic}");
+    let topic_id = topic["topic_id"].as_str().unwrap().to_string();
+    let report = erase(
+        &app,
+        json!({"subject": "Alice", "actor": "dpo", "rationale": "right to erasure"}),
+    )
+    .await;
+    assert_eq!(
+        report["erased"], 2,
+        "the fact and the topic's field: {report}"
+    );
+    assert_eq!(report["tables"]["topic_fields"], 1);
+    assert!(!exists(&app, &alice).await && exists(&app, &bob).await);
+    let (status, _) = app
+        .post(
+            &format!("/v1/topics/{topic_id}/view"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "a topic with every field erased goes too"
+    );
+    let (_, log) = app.get("/v1/erasures").await;
+    assert!(
+        !log.to_string().contains("Alice"),
+        "a subject is not logged: {log}"
+    );
+    let (_, metrics) = app.get("/v1/metrics").await;
+    assert!(!metrics.to_string().contains("zq"), "{metrics}");
+}
+
+#[actix_web::test]
+async fn records_made_from_an_erased_one_are_erased_and_reported_apart() {
+    let app = spawn_app().await;
+    let source = remember(&app, "zqsource", "s", "agent").await;
+    let mut derived = fact("summary", "zqderived from the source");
+    derived["relations"] = json!([{"predicate": "derived_from", "target_id": source}]);
+    let derived = create_id(&app, derived).await;
+    let mut cited = fact("cited", "zqcited");
+    cited["provenance"]["sources"][0]["ref"] = json!(source);
+    let cited = create_id(&app, cited).await;
+    let unrelated = create_id(&app, fact("other", "zqunrelated")).await;
+    let report = erase(
+        &app,
+        json!({"ids": [source], "actor": "dpo", "rationale": "r"}),
+    )
+    .await;
+    assert_eq!(
+        (&report["erased"], &report["derived_erased"]),
+        (&json!(1), &json!(2)),
+        "{report}"
+    );
+    assert!(!exists(&app, &derived).await && !exists(&app, &cited).await);
+    assert!(exists(&app, &unrelated).await);
+}
+
+#[actix_web::test]
+async fn an_erased_middle_version_leaves_a_tombstone_and_the_newer_head() {
+    let app = spawn_app().await;
+    let first = create_id(&app, fact("go", "1.21 zqfirst")).await;
+    let supersede = |old: String, object: &'static str| {
+        let app = &app;
+        async move {
+            let (status, body) = app
+                .post(
+                    "/v1/revisions/supersede",
+                    &json!({"old_id": old, "new_record": fact("go", object), "actor": "u",
+                            "rationale": "newer"}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            body["record"]["id"].as_str().unwrap().to_string()
+        }
+    };
+    let middle = supersede(first.clone(), "1.22 zqmiddle").await;
+    let head = supersede(middle.clone(), "1.23 zqhead").await;
+    let report = erase(
+        &app,
+        json!({"ids": [middle], "actor": "dpo", "rationale": "held personal data"}),
+    )
+    .await;
+    assert_eq!(report["tombstones"], 1, "{report}");
+    let (status, history) = app
+        .post(
+            &format!("/v1/records/{head}/history"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{history}");
+    let chain: Vec<&str> = history["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(chain, [first.as_str(), head.as_str()], "{history}");
+    let erased = &history["erased"][0];
+    assert_eq!(erased["id"], middle.as_str());
+    assert_eq!(erased["older_id"], first.as_str());
+    assert_eq!(erased["newer_id"], head.as_str());
+    assert_eq!(erased["actor"], "dpo");
+    assert_eq!(erased["type"], "semantic");
+    assert!(!history.to_string().contains("zqmiddle"), "{history}");
+    // From the oldest version too.
+    let (_, from_first) = app
+        .post(
+            &format!("/v1/records/{first}/history"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_eq!(from_first["chain"], history["chain"]);
+}
+
+#[actix_web::test]
+async fn a_scoped_admin_key_erases_within_its_grant_only_and_reads_its_own_log() {
+    let app = spawn_app().await;
+    let root = app
+        .make_key(None, json!({"name": "root", "roles": ["admin", "write", "read"], "max_sensitivity": "hyper"}))
+        .await;
+    let tenant = app
+        .make_key(
+            Some(&root),
+            json!({"name": "tenant-admin", "roles": ["admin", "write", "read"], "scopes": ["tenant-a"],
+                   "max_sensitivity": "hyper"}),
+        )
+        .await;
+    let write = |scope: &'static str, marker: &'static str| {
+        let (app, root) = (&app, root.clone());
+        async move {
+            let (status, body, _) = app
+                .send(
+                    "POST",
+                    "/v1/ingest/event",
+                    Some(
+                        &json!({"source": "agent", "event_kind": "user_input", "ref": marker,
+                                 "summary": marker, "scope": scope}),
+                    ),
+                    Some(&root),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            body["record"]["id"].as_str().unwrap().to_string()
+        }
+    };
+    let mine = write("tenant-a", "zqmine").await;
+    let theirs = write("tenant-b", "zqtheirs").await;
+    let as_tenant = |body: Value| {
+        let (app, tenant) = (&app, tenant.clone());
+        async move {
+            let (status, body, _) = app
+                .send("POST", "/v1/erase", Some(&body), Some(&tenant))
+                .await;
+            (status, body)
+        }
+    };
+    for body in [
+        json!({"scope": "tenant-b", "actor": "a", "rationale": "r"}),
+        json!({"ids": [theirs], "actor": "a", "rationale": "r"}),
+        json!({"ids": [mine, theirs], "actor": "a", "rationale": "r"}),
+    ] {
+        let answer = as_tenant(body).await;
+        assert_error(&answer, StatusCode::NOT_FOUND, "not_found", "");
+    }
+    let (_, missing) =
+        as_tenant(json!({"scope": "tenant-c", "actor": "a", "rationale": "r"})).await;
+    let (_, hidden) = as_tenant(json!({"scope": "tenant-b", "actor": "a", "rationale": "r"})).await;
+    assert_eq!(
+        missing.to_string().replace("tenant-c", "X"),
+        hidden.to_string().replace("tenant-b", "X"),
+        "hidden answers as missing"
+    );
+    let (status, report) =
+        as_tenant(json!({"scope": "tenant-a", "actor": "a", "rationale": "r"})).await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["erased"], 1);
+    let (status, record, _) = app
+        .send(
+            "POST",
+            &format!("/v1/retrieve/{theirs}"),
+            Some(&json!({})),
+            Some(&root),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "theirs is untouched: {record}");
+
+    // The root's erasure is not the tenant's to read; the tenant's is the
+    // root's.
+    let (status, _, _) = app
+        .send(
+            "POST",
+            "/v1/erase",
+            Some(&json!({"scope": "tenant-b", "actor": "root", "rationale": "r"})),
+            Some(&root),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, tenant_log, _) = app.send("GET", "/v1/erasures", None, Some(&tenant)).await;
+    let (_, root_log, _) = app.send("GET", "/v1/erasures", None, Some(&root)).await;
+    assert_eq!(
+        tenant_log["erasures"].as_array().unwrap().len(),
+        1,
+        "{tenant_log}"
+    );
+    assert!(!tenant_log.to_string().contains("tenant-b"), "{tenant_log}");
+    assert_eq!(
+        root_log["erasures"].as_array().unwrap().len(),
+        2,
+        "{root_log}"
+    );
+}
+
+#[actix_web::test]
+async fn a_bad_erasure_is_refused_by_field_and_erases_nothing() {
+    let app = spawn_app().await;
+    let kept = remember(&app, "zqkept", "s", "agent").await;
+    for (body, field) in [
+        (json!({"actor": "a", "rationale": "r"}), "selector"),
+        (
+            json!({"scope": "s", "source": "agent", "actor": "a", "rationale": "r"}),
+            "selector",
+        ),
+        (json!({"scope": "s", "actor": "a"}), "rationale"),
+        (json!({"scope": "s", "rationale": "r"}), "actor"),
+        (json!({"ids": [], "actor": "a", "rationale": "r"}), "ids"),
+        (
+            json!({"scope": "", "actor": "a", "rationale": "r"}),
+            "scope",
+        ),
+    ] {
+        let (status, answer) = app.post("/v1/erase", &body).await;
+        assert_error(
+            &(status, answer),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            field,
+        );
+    }
+    let (status, answer) = app.get("/v1/erasures?limit=0").await;
+    assert_error(
+        &(status, answer),
+        StatusCode::BAD_REQUEST,
+        "invalid_argument",
+        "limit",
+    );
+    assert!(exists(&app, &kept).await);
+}
