@@ -1,7 +1,8 @@
 //! `engram [serve] [--config PATH]` runs the service; `engram jobs …`
 //! controls the maintenance jobs of a running one; `engram keys …` makes
-//! and revokes API keys; `engram backup` copies the database; `engram
-//! migrate` moves a SQLite database to PostgreSQL.
+//! and revokes API keys; `engram erase` erases records for good; `engram
+//! backup` copies the database; `engram migrate` moves a SQLite database to
+//! PostgreSQL.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,6 +21,8 @@ Usage:
                                    running service (engram jobs --help)
   engram keys create|list|revoke   make, list or revoke API keys
                                    (engram keys --help)
+  engram erase --scope|--source|--subject|--ids ... --rationale TEXT
+                                   erase records for good (engram erase --help)
   engram backup PATH               copy the database, while it serves
                                    (engram backup --help)
   engram migrate --from sqlite:PATH --to postgres://...
@@ -36,6 +39,7 @@ enum Command {
     Serve { config: Option<PathBuf> },
     Jobs(Vec<String>),
     Keys(Vec<String>),
+    Erase(Vec<String>),
     Backup(Vec<String>),
     Migrate(Vec<String>),
     Help,
@@ -56,6 +60,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
         Some("keys") => {
             args.next();
             return Ok(Command::Keys(args.collect()));
+        }
+        Some("erase") => {
+            args.next();
+            return Ok(Command::Erase(args.collect()));
         }
         Some("backup") => {
             args.next();
@@ -100,6 +108,15 @@ fn main() -> ExitCode {
         Ok(Command::Serve { config }) => config,
         Ok(Command::Jobs(args)) => return jobs(&args),
         Ok(Command::Keys(args)) => return keys(&args),
+        Ok(Command::Erase(args)) => {
+            return on_database(
+                "engram erase",
+                &args,
+                cli::erase::ERASE_USAGE,
+                cli::erase::parse_erase,
+                cli::erase::run_erase,
+            )
+        }
         Ok(Command::Backup(args)) => return backup(&args),
         Ok(Command::Migrate(args)) => return migrate(&args),
         Err(message) => {

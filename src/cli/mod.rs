@@ -1,8 +1,10 @@
 //! Operator commands: `engram jobs …` against a running server's job API,
-//! `engram keys …` (keys.rs), `engram backup …` (backup.rs) and `engram
-//! migrate …` (migrate.rs) on the database itself.
+//! `engram keys …` (keys.rs), `engram erase …` (erase.rs), `engram backup
+//! …` (backup.rs) and `engram migrate …` (migrate.rs) on the database
+//! itself.
 
 pub mod backup;
+pub mod erase;
 pub mod keys;
 pub mod migrate;
 

@@ -415,3 +415,41 @@ async fn a_bad_erasure_is_refused_by_field_and_erases_nothing() {
     );
     assert!(exists(&app, &kept).await);
 }
+
+/// `engram erase` on the running service's database: the same erasure.
+#[actix_web::test]
+async fn the_cli_erases_on_the_database_of_a_running_service() {
+    let app = spawn_app().await;
+    let doomed = remember(&app, "zqcli", "cli-scope", "agent").await;
+    let kept = remember(&app, "zqstays", "other", "agent").await;
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("erase")
+            .args(args)
+            .envs(app.database_env())
+            .env_remove("ENGRAM_CONFIG")
+            .output()
+            .expect("the engram binary runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            out.stderr,
+        )
+    };
+    let (code, _, stderr) = run(&["--scope", "cli-scope"]);
+    assert_eq!(
+        code,
+        Some(2),
+        "no rationale: {}",
+        String::from_utf8_lossy(&stderr)
+    );
+    let (code, dry, _) = run(&["--scope", "cli-scope", "--rationale", "test", "--dry-run"]);
+    assert_eq!(code, Some(0), "{dry}");
+    assert!(exists(&app, &doomed).await, "a dry run changes nothing");
+    let (code, out, _) = run(&["--scope", "cli-scope", "--rationale", "test"]);
+    assert_eq!(code, Some(0), "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["erased"], 1, "{report}");
+    assert!(!exists(&app, &doomed).await && exists(&app, &kept).await);
+    assert_eq!(found(&app, "zqcli").await, 0);
+}
