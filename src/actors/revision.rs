@@ -91,12 +91,20 @@ impl Handler<Erase> for Reviser {
     #[tracing::instrument(name = "erase", level = "debug", skip_all)]
     fn handle(&mut self, msg: Erase, _: &mut Self::Context) -> Self::Result {
         let writer = self.writer.clone();
+        let dry_run = msg.erasure.dry_run;
         let job = EraseSelected {
             caller: msg.caller,
             now: self.clock.now(),
             erasure: msg.erasure,
         };
-        Box::pin(async move { writer.write(job).await })
+        Box::pin(async move {
+            let report = writer.write(job).await?;
+            // No copy of what was deleted stays aside before the answer.
+            if !dry_run {
+                writer.scrub().await?;
+            }
+            Ok(report)
+        })
     }
 }
 

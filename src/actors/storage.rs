@@ -343,6 +343,8 @@ impl WriteJob for PendingInsert {
 
 enum WriterMessage {
     Job(Box<dyn WriteJob>),
+    /// Scrub the database once the transaction in hand commits.
+    Scrub(oneshot::Sender<Result<(), ServiceError>>),
     Shutdown,
 }
 
@@ -560,6 +562,25 @@ impl StorageWriter {
         within(self.timeout, answer, "write", "the writer has stopped").await
     }
 
+    /// Scrubs the first writer's database (`WriteConnection::scrub`) once
+    /// the writes queued before this call commit, so what they deleted
+    /// leaves no copy aside; answers once done, within the writer's
+    /// timeout.
+    pub async fn scrub(&self) -> Result<(), ServiceError> {
+        let (reply, done) = oneshot::channel();
+        let lane = &self.lanes[0];
+        match lane.queue.try_send(WriterMessage::Scrub(reply)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err(overloaded()),
+            Err(TrySendError::Disconnected(_)) => {
+                return Err(ServiceError::Unavailable(
+                    "the writer has stopped".to_string(),
+                ))
+            }
+        }
+        within(self.timeout, done, "scrub", "the writer has stopped").await
+    }
+
     /// Lets queued writes finish, flushes the backend, and stops the
     /// threads. Blocks; call it off the async executor or after the server
     /// stopped.
@@ -606,15 +627,35 @@ fn write_loop(
     max_per_transaction: usize,
 ) {
     let mut stopping = false;
+    let scrub = |conn: &mut Box<dyn WriteConnection>, reply: oneshot::Sender<_>| {
+        let scrubbed = conn.scrub().map_err(|e| {
+            tracing::error!(error = %e, "scrubbing after an erasure failed");
+            ServiceError::Unavailable(
+                "the erasure is committed, but its bytes may still be on disk: \
+                 the database could not be compacted; erase again to retry"
+                    .to_string(),
+            )
+        });
+        let _ = reply.send(scrubbed);
+    };
     while !stopping {
         let first = match inbox.recv() {
             Ok(WriterMessage::Job(job)) => job,
+            Ok(WriterMessage::Scrub(reply)) => {
+                scrub(&mut conn, reply);
+                continue;
+            }
             Ok(WriterMessage::Shutdown) | Err(_) => break,
         };
         let mut batch = vec![first];
+        let mut then_scrub = None;
         while batch.len() < max_per_transaction {
             match inbox.try_recv() {
                 Ok(WriterMessage::Job(job)) => batch.push(job),
+                Ok(WriterMessage::Scrub(reply)) => {
+                    then_scrub = Some(reply);
+                    break;
+                }
                 Ok(WriterMessage::Shutdown) => {
                     stopping = true;
                     break;
@@ -642,6 +683,9 @@ fn write_loop(
             job.finish(commit.clone());
         }
         counts.answered(writes);
+        if let Some(reply) = then_scrub {
+            scrub(&mut conn, reply);
+        }
     }
     if let Err(e) = conn.close() {
         tracing::warn!(error = %e, "closing the writer connection failed");

@@ -102,9 +102,13 @@ pub fn run_erase(erasure: Erasure, settings: &Settings) -> Result<String, String
     let mut conn = opened.writer;
     conn.begin().map_err(|e| e.to_string())?;
     let caller = Caller::unrestricted(Some(erasure.actor.clone()));
-    match erase(conn.transaction(), &caller, Utc::now(), &erasure) {
+    let erased = erase(conn.transaction(), &caller, Utc::now(), &erasure);
+    match erased {
         Ok(report) => {
             conn.commit().map_err(|e| e.to_string())?;
+            if !erasure.dry_run {
+                conn.scrub().map_err(|e| e.to_string())?;
+            }
             serde_json::to_string_pretty(&report)
                 .map(|json| format!("{json}\n"))
                 .map_err(|e| e.to_string())

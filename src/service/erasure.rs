@@ -129,12 +129,14 @@ pub fn erase(
     topics.sort_unstable();
     topics.dedup();
     // A topic goes when every version of every field goes.
-    let mut emptied = Vec::new();
+    let (mut emptied, mut kept) = (Vec::new(), Vec::new());
     for topic in topics {
         let fields = tx.topic_field_records(topic)?;
         if fields.iter().all(|f| chosen.contains(&f.key)) {
             tables.edges += tx.edges_of(topic, None)?.len() as u64;
             emptied.push(topic);
+        } else {
+            kept.push(topic);
         }
     }
     let mut tombstones = Vec::new();
@@ -169,6 +171,11 @@ pub fn erase(
         }
         tx.erase_records(&keys)?;
         tx.erase_empty_topics(&emptied)?;
+        // A topic's search text holds its fields' values: made again
+        // without the erased ones.
+        for topic in kept {
+            super::topics::reindex(tx, topic)?;
+        }
         let id = new_record_id();
         report.took_ms = started.elapsed().as_millis() as u64;
         let ids = match &erasure.selector {

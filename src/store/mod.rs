@@ -238,4 +238,10 @@ pub trait WriteConnection: Send {
     /// Called once when the writer stops: flush whatever the backend keeps
     /// aside (SQLite's WAL).
     fn close(&mut self) -> Result<(), StoreError>;
+    /// Outside a transaction, after an erasure: leaves no copy of what was
+    /// deleted where the backend keeps one aside — on SQLite, the
+    /// full-text indexes' older segments (merged) and the WAL (copied into
+    /// the database and truncated). Nothing on PostgreSQL, whose dead rows
+    /// wait for `VACUUM`.
+    fn scrub(&mut self) -> Result<(), StoreError>;
 }

@@ -453,3 +453,79 @@ async fn the_cli_erases_on_the_database_of_a_running_service() {
     assert!(!exists(&app, &doomed).await && exists(&app, &kept).await);
     assert_eq!(found(&app, "zqcli").await, 0);
 }
+
+/// Every file of the app's database directory that holds `needle`.
+fn files_holding(dir: &std::path::Path, needle: &[u8]) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_file())
+        .filter(|path| {
+            let bytes = std::fs::read(path).unwrap_or_default();
+            bytes.windows(needle.len()).any(|w| w == needle)
+        })
+        .map(|path| path.display().to_string())
+        .collect()
+}
+
+/// A byte scan of the SQLite database file, its WAL and the rest of its
+/// directory finds no erased text once the erasure answers — with the
+/// `sqlcipher` feature, on an encrypted database.
+#[actix_web::test]
+async fn no_byte_of_erased_text_is_left_in_the_database_files() {
+    if crate::helpers::sqlite_only("a byte scan of the SQLite files") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    #[cfg(feature = "sqlcipher")]
+    let keyed = |s: &mut engram::config::Settings| {
+        std::env::set_var("ENGRAM_TEST_ERASE_KEY", "erase me carefully");
+        s.storage.encryption_key_env = Some("ENGRAM_TEST_ERASE_KEY".to_string());
+    };
+    #[cfg(not(feature = "sqlcipher"))]
+    let keyed = |_: &mut engram::config::Settings| {};
+    let app = crate::helpers::spawn_app_in(dir, keyed).await;
+    let marker = "qxerasuremarker7731";
+    for n in 0..40 {
+        remember(&app, &format!("{marker} number {n}"), "scan", "agent").await;
+    }
+    let fact_id = create_id(&app, {
+        let mut f = fact("someone", &format!("{marker} as a fact"));
+        f["scope"] = json!("scan");
+        f
+    })
+    .await;
+    // Read, so salience updates rewrite the rows: older copies too must go.
+    app.post(
+        &format!("/v1/records/{fact_id}/reinforce"),
+        &json!({"actor": "a", "rationale": "r", "trust": hyper()}),
+    )
+    .await;
+    let (status, topic) = app
+        .post(
+            "/v1/topics/ingest",
+            &json!({"placement": "new_topic", "title": "Scan topic", "scope": "scan", "source": "agent",
+                    "fields": [{"name": "note", "value": format!("{marker} in a field")}], "trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{topic}");
+    let kept = remember(&app, "qxkeptmarker", "elsewhere", "agent").await;
+    let path = app.db_path();
+    let dir = path.parent().unwrap();
+    assert!(
+        !files_holding(dir, marker.as_bytes()).is_empty() || cfg!(feature = "sqlcipher"),
+        "the marker is on disk before the erasure"
+    );
+    let report = erase(
+        &app,
+        json!({"scope": "scan", "actor": "dpo", "rationale": "byte scan"}),
+    )
+    .await;
+    assert_eq!(report["erased"], 42, "{report}");
+    assert_eq!(
+        files_holding(dir, marker.as_bytes()),
+        Vec::<String>::new(),
+        "erased text left on disk"
+    );
+    assert!(exists(&app, &kept).await);
+}

@@ -1,7 +1,10 @@
 //! Erasure on SQLite (migration 0018): deleting records with every row
 //! that holds their content (the child tables go by `ON DELETE CASCADE`,
 //! incoming relations by trigger, index rows through `search`), topics
-//! left with no field, tombstones and the erasure log.
+//! left with no field, tombstones and the erasure log. Every connection
+//! overwrites what it deletes (`secure_delete`); once an erasure commits,
+//! the writer merges the full-text indexes (whose segments keep a deleted
+//! row's terms until then) and truncates the WAL (`WriteConnection::scrub`).
 
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
@@ -119,6 +122,36 @@ fn read_tombstone(row: &Row<'_>) -> rusqlite::Result<Result<Tombstone, StoreErro
 
 const TOMBSTONE: &str =
     "id, layer, sensitivity, scope, erased_at, actor, rationale, older_id, newer_id";
+
+/// [`ErasureStore::erase_empty_topics`].
+fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<u64, StoreError> {
+    let mut edges = 0;
+    for &key in keys {
+        let fields: i64 = conn
+            .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
+            .query_row([key], |row| row.get(0))?;
+        if fields > 0 {
+            continue;
+        }
+        edges += conn
+            .prepare_cached("DELETE FROM topic_edges WHERE from_key = ?1 OR to_key = ?1")?
+            .execute([key])? as u64;
+        for table in [
+            "topic_words",
+            "topic_vectors",
+            "topic_aliases",
+            "topic_summaries",
+            "topics_to_index",
+        ] {
+            conn.prepare_cached(&format!("DELETE FROM {table} WHERE topic_key = ?1"))?
+                .execute([key])?;
+        }
+        search::remove_from(Index::Topics, key);
+        conn.prepare_cached("DELETE FROM topics WHERE key = ?1")?
+            .execute([key])?;
+    }
+    Ok(edges)
+}
 
 impl ErasureStore for Connection {
     fn erasable_in_scope(
@@ -260,32 +293,7 @@ impl ErasureStore for Connection {
     }
 
     fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<u64, StoreError> {
-        let mut edges = 0;
-        for &key in keys {
-            let fields: i64 = self
-                .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
-                .query_row([key], |row| row.get(0))?;
-            if fields > 0 {
-                continue;
-            }
-            edges += self
-                .prepare_cached("DELETE FROM topic_edges WHERE from_key = ?1 OR to_key = ?1")?
-                .execute([key])? as u64;
-            for table in [
-                "topic_words",
-                "topic_vectors",
-                "topic_aliases",
-                "topic_summaries",
-                "topics_to_index",
-            ] {
-                self.prepare_cached(&format!("DELETE FROM {table} WHERE topic_key = ?1"))?
-                    .execute([key])?;
-            }
-            search::remove_from(Index::Topics, key);
-            self.prepare_cached("DELETE FROM topics WHERE key = ?1")?
-                .execute([key])?;
-        }
-        Ok(edges)
+        erase_empty_topics(self, keys)
     }
 
     fn topics_titled_any_scope(

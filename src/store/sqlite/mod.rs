@@ -74,6 +74,10 @@ fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqli
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "cache_size", -(options.cache_size_kib as i64))?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // Deleted and rewritten rows are overwritten with zeros, and freed
+    // pages too: an erased record's bytes, and the older copies of a row
+    // an update rewrote, do not stay in the file's free space.
+    conn.pragma_update(None, "secure_delete", "ON")?;
     // Pages read through the map are the OS page cache's own, shared by
     // every connection: no copy into each connection's cache, no read
     // call. SQLite caps it at its compiled maximum (2 GiB); SQLCipher
@@ -322,6 +326,19 @@ impl WriteConnection for SqliteWriter {
     }
 
     fn close(&mut self) -> Result<(), StoreError> {
+        Ok(self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?)
+    }
+
+    fn scrub(&mut self) -> Result<(), StoreError> {
+        // A deleted row's terms stay in the segments written before until
+        // they are merged; merged, their pages are freed and (with
+        // `secure_delete`) zeroed.
+        self.conn.execute_batch(
+            "BEGIN IMMEDIATE;
+             INSERT INTO record_search (record_search) VALUES ('optimize');
+             INSERT INTO topic_search (topic_search) VALUES ('optimize');
+             COMMIT;",
+        )?;
         Ok(self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?)
     }
 }
