@@ -41,6 +41,3 @@ CREATE TABLE erasures (
 );
 CREATE INDEX erasures_by_time ON erasures (at);
 
--- Erasure by source reads the records a creator made.
-CREATE INDEX idx_records_created_by ON records (created_by) WHERE created_by IS NOT NULL;
-

@@ -529,3 +529,85 @@ async fn no_byte_of_erased_text_is_left_in_the_database_files() {
     );
     assert!(exists(&app, &kept).await);
 }
+
+/// After an erasure, neither a vector query, a graph walk nor a topic's
+/// query or field history finds what was erased.
+#[actix_web::test]
+async fn vector_graph_and_topic_reads_find_nothing_erased() {
+    let app = spawn_app().await;
+    let (status, body) = app
+        .post(
+            "/v1/ingest/event",
+            &json!({"source": "agent", "event_kind": "user_input", "ref": "v", "scope": "gone",
+                    "summary": "zqvector", "embedding": [1.0, 0.0, 0.0, 0.0]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let vectored = body["record"]["id"].as_str().unwrap().to_string();
+    let (status, topic) = app
+        .post(
+            "/v1/topics/ingest",
+            &json!({"placement": "new_topic", "title": "Billing", "source": "agent", "scope": "keep",
+                    "fields": [{"name": "owner", "value": "zqowner"}, {"name": "note", "value": "zqnote"}],
+                    "trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{topic}");
+    let topic_id = topic["topic_id"].as_str().unwrap().to_string();
+    let owner = topic["applied"][0]["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    erase(
+        &app,
+        json!({"scope": "gone", "actor": "a", "rationale": "r"}),
+    )
+    .await;
+    erase(
+        &app,
+        json!({"ids": [owner], "actor": "a", "rationale": "r"}),
+    )
+    .await;
+
+    let (_, by_vector) = app
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": hyper(), "query_embedding": [1.0, 0.0, 0.0, 0.0]}),
+        )
+        .await;
+    assert!(!by_vector.to_string().contains(&vectored), "{by_vector}");
+    let (_, graph) = app
+        .post(
+            "/v1/retrieve/graph",
+            &json!({"trust": hyper(), "task_descriptor": "zqnote", "max_hops": 2}),
+        )
+        .await;
+    assert!(!graph.to_string().contains("zqowner"), "{graph}");
+    assert_eq!(graph["nodes"].as_array().unwrap().len(), 1, "{graph}");
+    let (_, found) = app
+        .post(
+            "/v1/topics/query",
+            &json!({"trust": hyper(), "text": "zqowner"}),
+        )
+        .await;
+    assert_eq!(
+        found["topics"],
+        json!([]),
+        "the topic's text lost the value: {found}"
+    );
+    let (_, view) = app
+        .post(
+            &format!("/v1/topics/{topic_id}/view"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert!(view["topic"]["fields"].get("owner").is_none(), "{view}");
+    assert_eq!(view["topic"]["fields"]["note"]["value"], "zqnote");
+    let (status, _) = app
+        .post(
+            &format!("/v1/topics/{topic_id}/fields/owner/history"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
