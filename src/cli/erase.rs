@@ -11,8 +11,6 @@ use crate::config::Settings;
 use crate::domain::erasure::{Erasure, Selector};
 use crate::domain::trust::Caller;
 use crate::service::erasure::erase;
-use crate::service::ServiceError;
-use crate::store;
 
 pub const ERASE_USAGE: &str = "\
 Usage:
@@ -93,13 +91,7 @@ pub fn run_erase(erasure: Erasure, settings: &Settings) -> Result<String, String
             storage.db_path.display()
         ));
     }
-    let opened = store::open(
-        storage,
-        settings.retrieval.embedding_dimensions(),
-        storage.encryption_key().map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| format!("cannot open {}: {e}", storage.database_name()))?;
-    let mut conn = opened.writer;
+    let mut conn = super::open_writer(settings)?;
     conn.begin().map_err(|e| e.to_string())?;
     let caller = Caller::unrestricted(Some(erasure.actor.clone()));
     let erased = erase(conn.transaction(), &caller, Utc::now(), &erasure);
@@ -115,10 +107,7 @@ pub fn run_erase(erasure: Erasure, settings: &Settings) -> Result<String, String
         }
         Err(e) => {
             conn.rollback();
-            Err(match e {
-                ServiceError::Invalid(v) => format!("{}: {}", v.field, v.message),
-                other => other.to_string(),
-            })
+            Err(super::refusal(e))
         }
     }
 }

@@ -12,8 +12,7 @@ use crate::domain::access::{Access, ApiKey, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::format_rfc3339;
 use crate::service::keys::{self, NewKey};
-use crate::service::ServiceError;
-use crate::store::{self, Transaction};
+use crate::store::Transaction;
 
 pub const KEYS_USAGE: &str = "\
 Usage:
@@ -134,13 +133,7 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
             used.push_str(" (new)");
         }
     }
-    let opened = store::open(
-        storage,
-        settings.retrieval.embedding_dimensions(),
-        storage.encryption_key().map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| format!("cannot open {}: {e}", storage.database_name()))?;
-    let mut conn = opened.writer;
+    let mut conn = super::open_writer(settings)?;
     let now = Utc::now();
     let default_rate = settings.auth.default_rate;
     let pepper = match &command {
@@ -178,10 +171,7 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
         }
         Err(e) => {
             conn.rollback();
-            Err(match e {
-                ServiceError::Invalid(v) => format!("{}: {}", v.field, v.message),
-                other => other.to_string(),
-            })
+            Err(super::refusal(e))
         }
     }
 }

@@ -10,7 +10,32 @@ pub mod migrate;
 
 use std::time::Duration;
 
+use crate::config::Settings;
+use crate::service::ServiceError;
+use crate::store::{self, WriteConnection};
+
 use serde_json::{json, Value};
+
+/// The write connection to the settings' database, as `engram serve`
+/// opens it (schema brought up to date).
+fn open_writer(settings: &Settings) -> Result<Box<dyn WriteConnection>, String> {
+    let storage = &settings.storage;
+    let opened = store::open(
+        storage,
+        settings.retrieval.embedding_dimensions(),
+        storage.encryption_key().map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("cannot open {}: {e}", storage.database_name()))?;
+    Ok(opened.writer)
+}
+
+/// A refused operation as a command prints it: the field, then why.
+fn refusal(error: ServiceError) -> String {
+    match error {
+        ServiceError::Invalid(v) => format!("{}: {}", v.field, v.message),
+        other => other.to_string(),
+    }
+}
 
 pub const JOBS_USAGE: &str = "\
 Usage:
