@@ -394,8 +394,13 @@ impl SharedState {
                 self.topics.clone(),
             )
             .start(),
-            reviser: Reviser::new(self.policy.clone(), self.writer.clone(), self.clock.clone())
-                .start(),
+            reviser: Reviser::new(
+                self.policy.clone(),
+                self.writer.clone(),
+                self.reader.clone(),
+                self.clock.clone(),
+            )
+            .start(),
             keys: KeyKeeper::new(
                 self.writer.clone(),
                 self.reader.clone(),

@@ -6,7 +6,7 @@
 use super::request::handles_in_request;
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
-use super::storage::StorageWriter;
+use super::storage::{Reader, StorageWriter};
 use crate::clock::Clock;
 use crate::domain::erasure::Erasure;
 use crate::domain::policy::Policy;
@@ -14,22 +14,25 @@ use crate::domain::record::{new_record_id, MemoryRecord};
 use crate::domain::requests::RevisionRequest;
 use crate::domain::revision::NewRecordContext;
 use crate::domain::trust::Caller;
-use crate::service::erasure::EraseSelected;
 pub use crate::service::erasure::ErasureReport;
+use crate::service::erasure::{EraseChunk, FinishErasure, PlanErasure, CHUNK};
 use crate::service::revise::ApplyRevision;
 use crate::service::ServiceError;
 
 pub struct Reviser {
     policy: Policy,
     writer: StorageWriter,
+    /// Erasures are planned on a read connection.
+    reader: Reader,
     clock: Clock,
 }
 
 impl Reviser {
-    pub fn new(policy: Policy, writer: StorageWriter, clock: Clock) -> Self {
+    pub fn new(policy: Policy, writer: StorageWriter, reader: Reader, clock: Clock) -> Self {
         Reviser {
             policy,
             writer,
+            reader,
             clock,
         }
     }
@@ -76,8 +79,10 @@ impl Handler<Revise> for Reviser {
     }
 }
 
-/// Erases what `erasure` selects within the caller's grant, in one writer
-/// job.
+/// Erases what `erasure` selects within the caller's grant: planned on a
+/// read connection, erased a chunk of records per writer job (ingests go
+/// on between them), finished (tombstones, topics, the log) in one more,
+/// then the database scrubbed before the answer.
 #[derive(Message)]
 #[rtype(result = "Result<ErasureReport, ServiceError>")]
 pub struct Erase {
@@ -90,19 +95,27 @@ impl Handler<Erase> for Reviser {
 
     #[tracing::instrument(name = "erase", level = "debug", skip_all)]
     fn handle(&mut self, msg: Erase, _: &mut Self::Context) -> Self::Result {
-        let writer = self.writer.clone();
-        let dry_run = msg.erasure.dry_run;
-        let job = EraseSelected {
+        let (reader, writer) = (self.reader.clone(), self.writer.clone());
+        let planned = PlanErasure {
             caller: msg.caller,
             now: self.clock.now(),
             erasure: msg.erasure,
         };
         Box::pin(async move {
-            let report = writer.write(job).await?;
-            // No copy of what was deleted stays aside before the answer.
-            if !dry_run {
-                writer.scrub().await?;
+            let plan = reader.read(planned).await?;
+            if plan.erasure.dry_run {
+                return Ok(plan.report);
             }
+            for chunk in plan.keys.chunks(CHUNK) {
+                writer
+                    .write(EraseChunk {
+                        keys: chunk.to_vec(),
+                    })
+                    .await?;
+            }
+            let report = writer.write(FinishErasure(plan)).await?;
+            // No copy of what was deleted stays aside before the answer.
+            writer.scrub().await?;
             Ok(report)
         })
     }

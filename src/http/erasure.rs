@@ -83,6 +83,7 @@ async fn erase(
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 struct ErasuresQuery {
     /// Most entries (default 100, at most 1,000).

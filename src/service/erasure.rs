@@ -85,13 +85,30 @@ fn selected(
 /// Most rounds of records made from records made from the selected ones.
 const MAX_DERIVED_DEPTH: usize = 16;
 
-/// Erases what `erasure` selects (or, dry, counts it).
-pub fn erase(
+/// What an erasure will do, read before anything changes: the records
+/// (selected, then derived), the topics left with no field and those
+/// whose search text is to be made again, the tombstones, the report.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub caller: Caller,
+    pub now: Timestamp,
+    pub erasure: Erasure,
+    pub keys: Vec<i64>,
+    pub emptied: Vec<i64>,
+    pub kept: Vec<i64>,
+    pub tombstones: Vec<Tombstone>,
+    pub report: ErasureReport,
+    started: Instant,
+}
+
+/// Plans the erasure `erasure` asks for; `NotFound` when it selects
+/// nothing the caller may see.
+pub fn plan(
     tx: &mut dyn Transaction,
     caller: &Caller,
     now: Timestamp,
     erasure: &Erasure,
-) -> Result<ErasureReport, ServiceError> {
+) -> Result<Plan, ServiceError> {
     let started = Instant::now();
     let (selected, titled) = selected(tx, caller, &erasure.selector)?;
     let mut chosen: BTreeSet<i64> = BTreeSet::new();
@@ -156,67 +173,142 @@ pub fn erase(
             });
         }
     }
-    let mut report = ErasureReport {
+    let report = ErasureReport {
         erasure_id: None,
         dry_run: erasure.dry_run,
         erased,
         derived_erased,
         tombstones: tombstones.len() as u64,
         tables,
-        took_ms: 0,
+        took_ms: started.elapsed().as_millis() as u64,
     };
-    if !erasure.dry_run {
-        for tombstone in &tombstones {
-            tx.add_tombstone(tombstone)?;
-        }
-        tx.erase_records(&keys)?;
-        tx.erase_empty_topics(&emptied)?;
-        // A topic's search text holds its fields' values: made again
-        // without the erased ones.
-        for topic in kept {
-            super::topics::reindex(tx, topic)?;
-        }
-        let id = new_record_id();
-        report.took_ms = started.elapsed().as_millis() as u64;
-        let ids = match &erasure.selector {
-            Selector::Ids(ids) => ids.len() as u64,
-            _ => 0,
-        };
-        tx.log_erasure(&ErasureEntry {
-            id: id.clone(),
-            at: now,
-            actor: erasure.actor.clone(),
-            rationale: erasure.rationale.clone(),
-            selector: erasure.selector.kind().to_string(),
-            name: erasure.selector.logged().map(str::to_string),
-            ids,
-            erased: report.erased,
-            derived_erased: report.derived_erased,
-            tombstones: report.tombstones,
-            tables: report.tables.clone(),
-            took_ms: report.took_ms,
-            grant_scopes: limited(&caller.trust).then(|| caller.trust.scopes.clone()),
-            max_sensitivity: caller.trust.max_sensitivity,
-        })?;
-        report.erasure_id = Some(id);
+    Ok(Plan {
+        caller: caller.clone(),
+        now,
+        erasure: erasure.clone(),
+        keys,
+        emptied,
+        kept,
+        tombstones,
+        report,
+        started,
+    })
+}
+
+/// Records erased per writer transaction, so ingests queued meanwhile are
+/// committed between them.
+pub const CHUNK: usize = 500;
+
+/// Erases the records of `keys` (a chunk of a plan's).
+pub fn erase_chunk(tx: &mut dyn Transaction, keys: &[i64]) -> Result<(), ServiceError> {
+    Ok(tx.erase_records(keys)?)
+}
+
+/// Ends an erasure whose records are erased: its tombstones, the topics
+/// left with no field, the search text of the others, the log entry.
+/// Answers the report.
+pub fn finish(tx: &mut dyn Transaction, plan: Plan) -> Result<ErasureReport, ServiceError> {
+    let Plan {
+        caller,
+        now,
+        erasure,
+        emptied,
+        kept,
+        tombstones,
+        mut report,
+        started,
+        ..
+    } = plan;
+    for tombstone in &tombstones {
+        tx.add_tombstone(tombstone)?;
     }
+    tx.erase_empty_topics(&emptied)?;
+    // A topic's search text holds its fields' values: made again without
+    // the erased ones.
+    for topic in kept {
+        super::topics::reindex(tx, topic)?;
+    }
+    let id = new_record_id();
     report.took_ms = started.elapsed().as_millis() as u64;
+    let ids = match &erasure.selector {
+        Selector::Ids(ids) => ids.len() as u64,
+        _ => 0,
+    };
+    tx.log_erasure(&ErasureEntry {
+        id: id.clone(),
+        at: now,
+        actor: erasure.actor.clone(),
+        rationale: erasure.rationale.clone(),
+        selector: erasure.selector.kind().to_string(),
+        name: erasure.selector.logged().map(str::to_string),
+        ids,
+        erased: report.erased,
+        derived_erased: report.derived_erased,
+        tombstones: report.tombstones,
+        tables: report.tables.clone(),
+        took_ms: report.took_ms,
+        grant_scopes: limited(&caller.trust).then(|| caller.trust.scopes.clone()),
+        max_sensitivity: caller.trust.max_sensitivity,
+    })?;
+    report.erasure_id = Some(id);
     Ok(report)
 }
 
-/// [`erase`] as a write job.
-pub struct EraseSelected {
+/// A whole erasure in one transaction (`engram erase`): planned, erased,
+/// finished; or, dry, planned only.
+pub fn erase(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    erasure: &Erasure,
+) -> Result<ErasureReport, ServiceError> {
+    let plan = plan(tx, caller, now, erasure)?;
+    if erasure.dry_run {
+        return Ok(plan.report);
+    }
+    erase_chunk(tx, &plan.keys)?;
+    finish(tx, plan)
+}
+
+/// [`plan`] as a read job.
+pub struct PlanErasure {
     pub caller: Caller,
     pub now: Timestamp,
     pub erasure: Erasure,
 }
 
-impl Job for EraseSelected {
+impl Job for PlanErasure {
+    type Output = Plan;
+    const NAME: &'static str = "plan_erasure";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<Plan, ServiceError> {
+        plan(tx, &self.caller, self.now, &self.erasure)
+    }
+}
+
+/// [`erase_chunk`] as a write job.
+pub struct EraseChunk {
+    pub keys: Vec<i64>,
+}
+
+impl Job for EraseChunk {
+    type Output = ();
+    const NAME: &'static str = "erase_chunk";
+
+    fn run(self, tx: &mut dyn Transaction) -> Result<(), ServiceError> {
+        erase_chunk(tx, &self.keys)
+    }
+}
+
+/// [`finish`] as a write job.
+pub struct FinishErasure(pub Plan);
+
+impl Job for FinishErasure {
     type Output = ErasureReport;
-    const NAME: &'static str = "erase";
+    const NAME: &'static str = "finish_erasure";
 
     fn run(self, tx: &mut dyn Transaction) -> Result<ErasureReport, ServiceError> {
-        erase(tx, &self.caller, self.now, &self.erasure)
+        finish(tx, self.0)
     }
 }
 

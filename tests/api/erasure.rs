@@ -611,3 +611,81 @@ async fn vector_graph_and_topic_reads_find_nothing_erased() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// An erasure of many records (several chunks) racing with ingests,
+/// revisions and the maintenance jobs: every record it did not select is
+/// still there afterwards, every one it selected is gone.
+#[actix_web::test]
+async fn an_erasure_racing_with_writes_and_jobs_loses_nothing_it_did_not_select() {
+    let app = spawn_app().await;
+    let batch = |scope: &'static str, from: usize| {
+        let items: Vec<Value> = (from..from + 100)
+            .map(|n| {
+                json!({"kind": "event", "source": "agent", "event_kind": "user_input",
+                       "ref": format!("r{n}"), "summary": format!("note {n} of {scope}"),
+                       "scope": scope})
+            })
+            .collect();
+        json!({"items": items})
+    };
+    for from in (0..1200).step_by(100) {
+        let (status, body) = app.post("/v1/ingest/batch", &batch("doomed", from)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let fact_id = create_id(&app, fact("racer", "v1")).await;
+    let erasing = {
+        let (client, address) = (app.client.clone(), app.address.clone());
+        actix_web::rt::spawn(async move {
+            let mut response = client
+                .post(format!("{address}/v1/erase"))
+                .send_json(&json!({"scope": "doomed", "actor": "dpo", "rationale": "race"}))
+                .await
+                .unwrap();
+            let status = response.status();
+            let body: Value = response.json().limit(1 << 20).await.unwrap();
+            (status, body)
+        })
+    };
+    let mut kept = Vec::new();
+    let mut head = fact_id;
+    for n in 0..30 {
+        kept.push(remember(&app, &format!("zqkept{n}"), "kept", "agent").await);
+        if n % 10 == 0 {
+            let (status, body) = app
+                .post(
+                    "/v1/revisions/supersede",
+                    &json!({"old_id": head, "new_record": fact("racer", &format!("v{n}")),
+                            "actor": "u", "rationale": "newer"}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            head = body["record"]["id"].as_str().unwrap().to_string();
+        }
+        if n == 15 {
+            app.run_job("decay").await;
+        }
+    }
+    let (status, report) = erasing.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["erased"], 1200, "{report}");
+    for id in kept.iter().chain([&head]) {
+        assert!(
+            exists(&app, id).await,
+            "{id} was not selected and must stay"
+        );
+    }
+    let (_, found) = app
+        .post(
+            "/v1/retrieve",
+            &json!({"trust": trust("hyper", &["doomed"]), "task_descriptor": "note", "limit": 50}),
+        )
+        .await;
+    assert!(
+        found["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["scope"] != "doomed"),
+        "{found}"
+    );
+}
