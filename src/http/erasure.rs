@@ -87,6 +87,7 @@ async fn erase(
 #[serde(deny_unknown_fields)]
 struct ErasuresQuery {
     /// Most entries (default 100, at most 1,000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
 }
 
@@ -103,15 +104,21 @@ struct ErasuresBody {
     tag = "erasure",
     summary = "The erasure log, newest first: who, when, why, what by, how many",
     params(ErasuresQuery),
-    responses((status = 200, description = "The erasures the caller's grant holds", body = ErasuresBody))
+    responses((status = 200, description = "The erasures the caller's grant holds", body = ErasuresBody), (status = 400, description = "A limit that is not 1 to 1,000", body = ErrorBody))
 )]
 async fn erasures(
     state: web::Data<AppState>,
     access: Access,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let query = web::Query::<ErasuresQuery>::from_query(request.query_string())
-        .map_err(|e| ValidationError::new("query", e.to_string()))?;
+    let query = web::Query::<ErasuresQuery>::from_query(request.query_string()).map_err(|e| {
+        let why = e.to_string();
+        if why.contains("unknown field") {
+            ValidationError::new("query", why)
+        } else {
+            ValidationError::new("limit", "limit is a whole number, 1 to 1000")
+        }
+    })?;
     let limit = match query.limit {
         None => 100,
         Some(n @ 1..=1000) => n,
