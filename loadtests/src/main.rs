@@ -8,6 +8,7 @@ mod baseline;
 mod baseline_pg;
 mod crash;
 mod driver;
+mod erase;
 mod targets;
 mod tenants;
 mod workload;
@@ -52,6 +53,10 @@ Other commands:
   crash               SIGKILL/restart cycles against --engram PATH
   recall              loads --dataset FILE into engram, asks its queries
                       and prints recall@k, precision@k, MRR@k, NDCG@k
+  erase               loads --records records over 10 scopes, then erases
+                      one scope (a tenth) while --clients clients ingest
+                      into another; prints how long the erasure took and
+                      the ingest latencies meanwhile
   placement           runs the topic placement cases of --dataset FILE
                       (default tests/data/placement.jsonl), each in a
                       scope of its own, and prints accuracy, and precision
@@ -435,6 +440,24 @@ async fn run(args: Args) -> bool {
                 }
                 Err(e) => {
                     eprintln!("loadtests: recall: {e}");
+                    false
+                }
+            }
+        }
+        "erase" => {
+            let options = erase::EraseOptions {
+                url: args.load.url,
+                headers: args.load.headers,
+                records: args.records,
+                clients: args.load.clients,
+            };
+            match erase::run(options).await {
+                Ok(text) => {
+                    print!("{text}");
+                    true
+                }
+                Err(e) => {
+                    eprintln!("loadtests: erase: {e}");
                     false
                 }
             }

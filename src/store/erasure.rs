@@ -87,9 +87,8 @@ pub trait ErasureStore {
     ) -> Result<Vec<Erasable>, StoreError>;
     /// The records of these ids that exist, whoever may see them.
     fn erasable_ids(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError>;
-    /// Records made from any of `ids`: a `derived_from` relation to one,
-    /// or one as a provenance source; not the versions that superseded one
-    /// (a revision names the version it replaces as a source too).
+    /// Records made from any of `ids`: with a `derived_from` relation to
+    /// one (consolidation's facts, skills and plans, merges, forks).
     fn derived_from_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError>;
     /// The record record `key` superseded, and the one that superseded
     /// record `id`, if any.

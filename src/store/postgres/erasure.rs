@@ -117,11 +117,7 @@ impl ErasureStore for Pg {
             &format!(
                 "SELECT {ERASABLE} FROM records WHERE key IN (
                      SELECT source_key FROM relations
-                     WHERE predicate = 'derived_from' AND target_id = ANY($1)
-                     UNION
-                     SELECT record_key FROM provenance_sources WHERE ref = ANY($1))
-                   AND key NOT IN (SELECT source_key FROM relations
-                                   WHERE predicate = 'supersedes' AND target_id = ANY($1))
+                     WHERE predicate = 'derived_from' AND target_id = ANY($1))
                  ORDER BY key"
             ),
             &[&ids],

@@ -193,11 +193,7 @@ impl ErasureStore for Connection {
         let sql = format!(
             "SELECT {ERASABLE} FROM records WHERE key IN (
                  SELECT source_key FROM relations
-                 WHERE predicate = 'derived_from' AND target_id IN ({{in}})
-                 UNION
-                 SELECT record_key FROM provenance_sources WHERE ref IN ({{in}}))
-               AND key NOT IN (SELECT source_key FROM relations
-                               WHERE predicate = 'supersedes' AND target_id IN ({{in}}))
+                 WHERE predicate = 'derived_from' AND target_id IN ({{in}}))
              ORDER BY key"
         );
         erasable_in(self, &sql, ids)
