@@ -690,3 +690,29 @@ async fn an_erasure_racing_with_writes_and_jobs_loses_nothing_it_did_not_select(
         "{found}"
     );
 }
+
+/// On PostgreSQL an erasure starts a `VACUUM` of the tables it deleted
+/// from, in the background.
+#[actix_web::test]
+async fn on_postgres_an_erasure_vacuums_what_it_deleted_from() {
+    if crate::helpers::postgres_only("VACUUM after an erasure") {
+        return;
+    }
+    let app = spawn_app().await;
+    remember(&app, "zqvacuum", "vacuumed", "agent").await;
+    erase(
+        &app,
+        json!({"scope": "vacuumed", "actor": "dpo", "rationale": "r"}),
+    )
+    .await;
+    let deadline = crate::helpers::Deadline::after(20, "the vacuum after an erasure");
+    while app.sql_number(
+        "SELECT COUNT(*) FROM pg_stat_user_tables WHERE relname = 'payloads' AND last_vacuum IS NOT NULL",
+        &[],
+    ) == 0
+    {
+        deadline.wait().await;
+        // Each look is a connection of its own: not too often.
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}

@@ -548,6 +548,12 @@ impl ThreadReads {
 /// A writer's connection: group-committed transactions, each job in a
 /// savepoint. Held for good, and made again once the server closed it
 /// (a restart, a terminated backend), so writes go on when it is back.
+/// The tables whose rows hold a record's content, vacuumed after an
+/// erasure.
+const ERASED_TABLES_VACUUM: &str = "VACUUM records, decay_profiles, payloads, tags, \
+     provenance_sources, relations, audit_log, record_vectors, topic_versions, topics, \
+     topic_words, topic_edges";
+
 struct PgWriter {
     pg: Pg,
     pool: Pool,
@@ -615,8 +621,26 @@ impl WriteConnection for PgWriter {
         Ok(())
     }
 
-    /// PostgreSQL's log is its own to recycle; dead rows wait for `VACUUM`.
+    /// Dead rows stay on disk until `VACUUM`: one runs on the tables an
+    /// erasure deletes from, in the background on a connection of its own
+    /// (it cannot run in a transaction, and the writer goes on meanwhile).
+    /// PostgreSQL's write-ahead log is its own to recycle.
     fn scrub(&mut self) -> Result<(), StoreError> {
+        let (pool, shared) = (self.pool.clone(), self.shared.clone());
+        let spawned = std::thread::Builder::new()
+            .name("engram-vacuum".to_string())
+            .spawn(move || {
+                let vacuumed = held(&pool, &shared.runtime).and_then(|client| {
+                    Pg::on(client, shared.runtime.clone()).batch(ERASED_TABLES_VACUUM)
+                });
+                match vacuumed {
+                    Ok(()) => tracing::info!("vacuumed the tables an erasure deleted from"),
+                    Err(e) => tracing::warn!(error = %e, "vacuum after an erasure failed"),
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "could not start the vacuum after an erasure");
+        }
         Ok(())
     }
 }
