@@ -227,66 +227,52 @@ impl Handler<IngestTopic> for Ingestor {
     }
 }
 
-/// A typed edge from one topic to another; answers it, and whether it is
-/// new.
-#[derive(Message)]
-#[rtype(result = "Result<(TopicEdge, bool), ServiceError>")]
-pub struct AddTopicEdge {
+/// An edge of `kind` from topic `from` to topic `to`, as `caller` names it.
+pub struct TopicLink {
     pub caller: Caller,
     pub from: String,
     pub to: String,
     pub kind: String,
 }
+
+impl Ingestor {
+    /// `link` as of now, for the edge jobs.
+    fn edge(&self, link: TopicLink) -> EdgeRequest {
+        EdgeRequest {
+            caller: link.caller,
+            now: self.clock.now(),
+            from: link.from,
+            to: link.to,
+            kind: link.kind,
+        }
+    }
+}
+
+/// Adds the edge; answers it, and whether it is new.
+#[derive(Message)]
+#[rtype(result = "Result<(TopicEdge, bool), ServiceError>")]
+pub struct AddTopicEdge(pub TopicLink);
 
 impl Handler<AddTopicEdge> for Ingestor {
     type Result = ResponseFuture<Result<(TopicEdge, bool), ServiceError>>;
 
     #[tracing::instrument(name = "add_topic_edge", level = "debug", skip_all)]
     fn handle(&mut self, msg: AddTopicEdge, _: &mut Self::Context) -> Self::Result {
-        let AddTopicEdge {
-            caller,
-            from,
-            to,
-            kind,
-        } = msg;
-        self.write(LinkTopics(EdgeRequest {
-            caller,
-            now: self.clock.now(),
-            from,
-            to,
-            kind,
-        }))
+        self.write(LinkTopics(self.edge(msg.0)))
     }
 }
 
-/// Ends the edge of `kind` from one topic to another.
+/// Ends the edge.
 #[derive(Message)]
 #[rtype(result = "Result<(), ServiceError>")]
-pub struct RemoveTopicEdge {
-    pub caller: Caller,
-    pub from: String,
-    pub to: String,
-    pub kind: String,
-}
+pub struct RemoveTopicEdge(pub TopicLink);
 
 impl Handler<RemoveTopicEdge> for Ingestor {
     type Result = ResponseFuture<Result<(), ServiceError>>;
 
     #[tracing::instrument(name = "remove_topic_edge", level = "debug", skip_all)]
     fn handle(&mut self, msg: RemoveTopicEdge, _: &mut Self::Context) -> Self::Result {
-        let RemoveTopicEdge {
-            caller,
-            from,
-            to,
-            kind,
-        } = msg;
-        self.write(UnlinkTopics(EdgeRequest {
-            caller,
-            now: self.clock.now(),
-            from,
-            to,
-            kind,
-        }))
+        self.write(UnlinkTopics(self.edge(msg.0)))
     }
 }
 

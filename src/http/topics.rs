@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{AppState, Endpoint, JsonBody};
 use crate::actors::consolidation::TopicsRead;
 use crate::actors::ingestion::{
-    AddTopicEdge, ArchiveTopic, IngestTopic, Ingested, RemoveTopicEdge, TopicEdge,
+    AddTopicEdge, ArchiveTopic, IngestTopic, Ingested, RemoveTopicEdge, TopicEdge, TopicLink,
 };
 use crate::actors::request::InRequest;
 use crate::actors::retrieval::{
@@ -427,12 +427,12 @@ async fn add_edge(
     let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
     let (edge, added) = state
         .ingestor
-        .send(InRequest::new(AddTopicEdge {
+        .send(InRequest::new(AddTopicEdge(TopicLink {
             caller: access.acting(body.0.trust)?,
             from,
             to,
             kind,
-        }))
+        })))
         .await??;
     Ok(HttpResponse::build(StatusCode::CREATED).json(EdgeAnswer { edge, added }))
 }
@@ -461,12 +461,12 @@ async fn remove_edge(
     let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
     state
         .ingestor
-        .send(InRequest::new(RemoveTopicEdge {
+        .send(InRequest::new(RemoveTopicEdge(TopicLink {
             caller: access.acting(body.0.trust)?,
             from,
             to,
             kind,
-        }))
+        })))
         .await??;
     Ok(HttpResponse::Ok().json(RemovedBody { removed: true }))
 }
