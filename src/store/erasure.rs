@@ -104,8 +104,8 @@ pub trait ErasureStore {
     /// Deletes these records and every row that holds their content.
     fn erase_records(&mut self, keys: &[i64]) -> Result<(), StoreError>;
     /// Of these topics, those left with no field; deletes them with their
-    /// edges, names and index entries. Answers the edges deleted.
-    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<u64, StoreError>;
+    /// edges, names and index entries.
+    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<(), StoreError>;
     /// Topics titled `title` (normalised) that `trust` may see: their keys.
     fn topics_titled_any_scope(
         &mut self,

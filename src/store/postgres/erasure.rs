@@ -203,7 +203,7 @@ impl ErasureStore for Pg {
         Ok(())
     }
 
-    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<u64, StoreError> {
+    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<(), StoreError> {
         let empty: Vec<i64> = self
             .query(
                 "SELECT key FROM topics t WHERE key = ANY($1)
@@ -214,9 +214,9 @@ impl ErasureStore for Pg {
             .map(|row| row.try_get(0))
             .collect::<Result<_, _>>()?;
         if empty.is_empty() {
-            return Ok(0);
+            return Ok(());
         }
-        let edges = self.execute(
+        self.execute(
             "DELETE FROM topic_edges WHERE from_key = ANY($1) OR to_key = ANY($1)",
             &[&empty],
         )?;
@@ -233,7 +233,7 @@ impl ErasureStore for Pg {
             )?;
         }
         self.execute("DELETE FROM topics WHERE key = ANY($1)", &[&empty])?;
-        Ok(edges)
+        Ok(())
     }
 
     fn topics_titled_any_scope(

@@ -124,8 +124,7 @@ const TOMBSTONE: &str =
     "id, layer, sensitivity, scope, erased_at, actor, rationale, older_id, newer_id";
 
 /// [`ErasureStore::erase_empty_topics`].
-fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<u64, StoreError> {
-    let mut edges = 0;
+fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<(), StoreError> {
     for &key in keys {
         let fields: i64 = conn
             .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
@@ -133,9 +132,8 @@ fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<u64, StoreError
         if fields > 0 {
             continue;
         }
-        edges += conn
-            .prepare_cached("DELETE FROM topic_edges WHERE from_key = ?1 OR to_key = ?1")?
-            .execute([key])? as u64;
+        conn.prepare_cached("DELETE FROM topic_edges WHERE from_key = ?1 OR to_key = ?1")?
+            .execute([key])?;
         for table in [
             "topic_words",
             "topic_vectors",
@@ -150,7 +148,7 @@ fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<u64, StoreError
         conn.prepare_cached("DELETE FROM topics WHERE key = ?1")?
             .execute([key])?;
     }
-    Ok(edges)
+    Ok(())
 }
 
 impl ErasureStore for Connection {
@@ -288,7 +286,7 @@ impl ErasureStore for Connection {
         Ok(())
     }
 
-    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<u64, StoreError> {
+    fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<(), StoreError> {
         erase_empty_topics(self, keys)
     }
 
