@@ -396,6 +396,47 @@ impl MemoryRecord {
         }
         Ok(())
     }
+
+    /// The records this one says it was made from besides its
+    /// `derived_from` links: ids in the form the service gives (a UUID)
+    /// named by a provenance source or a piece of evidence, once each. The
+    /// version it supersedes is not among them (a newer version replaces
+    /// what it names rather than repeating it), nor is itself. Erasure
+    /// follows these to what may repeat erased content.
+    pub fn citations(&self) -> Vec<&str> {
+        let linked = |id: &str| {
+            id == self.id
+                || self.relations.iter().any(|r| {
+                    r.target_id == id
+                        && (r.predicate == super::revision::SUPERSEDES
+                            || r.predicate == super::revision::DERIVED_FROM)
+                })
+        };
+        let evidence = match &self.payload {
+            Payload::Semantic(semantic) => semantic.evidence.as_slice(),
+            _ => &[],
+        };
+        let named = self
+            .provenance
+            .sources
+            .iter()
+            .map(|s| s.reference.as_str())
+            .chain(evidence.iter().map(|e| e.source_id.as_str()));
+        let mut cited: Vec<&str> = Vec::new();
+        for id in named {
+            if looks_like_record_id(id) && !cited.contains(&id) && !linked(id) {
+                cited.push(id);
+            }
+        }
+        cited
+    }
+}
+
+/// Whether `text` has the form of a record id the service gives: a
+/// hyphenated UUID. Other references (`run-42`, a file name) are an
+/// agent's own and name no record.
+fn looks_like_record_id(text: &str) -> bool {
+    text.len() == 36 && uuid::Uuid::try_parse(text).is_ok()
 }
 
 #[cfg(test)]
@@ -425,5 +466,48 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown variant `secret`"), "{err}");
+    }
+
+    #[test]
+    fn citations_are_record_ids_named_by_sources_or_evidence_other_than_a_supersession() {
+        let (a, b, c, d) = (
+            "0190a1b2-0000-7000-8000-000000000001",
+            "0190a1b2-0000-7000-8000-000000000002",
+            "0190a1b2-0000-7000-8000-000000000003",
+            "0190a1b2-0000-7000-8000-000000000004",
+        );
+        let at = "2026-01-01T00:00:00Z";
+        let new: crate::domain::new_record::NewRecord = serde_json::from_value(serde_json::json!({
+            "type": "semantic", "sensitivity": "low",
+            "payload": {"kind": "semantic", "subject": "s", "predicate": "p", "object": "o",
+                        "evidence": [{"source_type": "episodic", "source_id": a},
+                                     {"source_type": "run", "source_id": "run-42"},
+                                     {"source_type": "episodic", "source_id": c}]},
+            "provenance": {"sources": [
+                {"kind": "event", "ref": a, "timestamp": at},
+                {"kind": "artifact", "ref": b, "timestamp": at},
+                {"kind": "artifact", "ref": d, "timestamp": at},
+                {"kind": "artifact", "ref": "0190A1B2-not-a-uuid-at-all-000000000", "timestamp": at}]},
+            "relations": [{"predicate": "derived_from", "target_id": d, "weight": 1.0,
+                           "created_at": at}]
+        }))
+        .unwrap();
+        let mut record = new
+            .into_record(
+                &crate::domain::policy::Policy::default(),
+                &Attribution::new("t", "t"),
+                crate::domain::time::parse_rfc3339(at).unwrap(),
+                || c.into(),
+            )
+            .unwrap();
+        let now = record.created_at;
+        crate::domain::revision::link_to_superseded(
+            &mut record,
+            b,
+            &Attribution::new("t", "t"),
+            now,
+        );
+        // `b` is superseded, `d` linked already, `c` is the record itself.
+        assert_eq!(record.citations(), [a]);
     }
 }

@@ -88,7 +88,8 @@ pub trait ErasureStore {
     /// The records of these ids that exist, whoever may see them.
     fn erasable_ids(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError>;
     /// Records made from any of `ids`: with a `derived_from` relation to
-    /// one (consolidation's facts, skills and plans, merges, forks).
+    /// one (consolidation's facts, skills and plans, merges, forks), or
+    /// citing one as a provenance source or evidence.
     fn derived_from_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError>;
     /// The record record `key` superseded, and the one that superseded
     /// record `id`, if any.

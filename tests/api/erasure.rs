@@ -211,7 +211,26 @@ async fn records_made_from_an_erased_one_are_erased_and_reported_apart() {
     let mut twice = fact("summary of a summary", "zqtwice");
     twice["relations"] = json!([{"predicate": "derived_from", "target_id": derived}]);
     let twice = create_id(&app, twice).await;
+    // Citing it: as a provenance source, and as evidence.
+    let mut sourced = fact("sourced", "zqsourced");
+    sourced["provenance"]["sources"][0]["ref"] = json!(source);
+    let sourced = create_id(&app, sourced).await;
+    let mut evidenced = fact("evidenced", "zqevidenced");
+    evidenced["payload"]["evidence"] = json!([{"source_type": "episodic", "source_id": source}]);
+    let evidenced = create_id(&app, evidenced).await;
+    // Rewritten after it was stored: what it cites goes with the rewrite.
+    let (status, body) = app
+        .post(
+            &format!("/v1/records/{evidenced}/reinforce"),
+            &json!({"actor": "a", "rationale": "seen again"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Naming something else: an agent's own reference, another record.
     let unrelated = create_id(&app, fact("other", "zqunrelated")).await;
+    let mut elsewhere = fact("elsewhere", "zqelsewhere");
+    elsewhere["payload"]["evidence"] = json!([{"source_type": "episodic", "source_id": unrelated}]);
+    let elsewhere = create_id(&app, elsewhere).await;
     let report = erase(
         &app,
         json!({"ids": [source], "actor": "dpo", "rationale": "r"}),
@@ -219,11 +238,13 @@ async fn records_made_from_an_erased_one_are_erased_and_reported_apart() {
     .await;
     assert_eq!(
         (&report["erased"], &report["derived_erased"]),
-        (&json!(1), &json!(2)),
+        (&json!(1), &json!(4)),
         "{report}"
     );
-    assert!(!exists(&app, &derived).await && !exists(&app, &twice).await);
-    assert!(exists(&app, &unrelated).await);
+    for gone in [&derived, &twice, &sourced, &evidenced] {
+        assert!(!exists(&app, gone).await, "{gone}");
+    }
+    assert!(exists(&app, &unrelated).await && exists(&app, &elsewhere).await);
 }
 
 #[actix_web::test]

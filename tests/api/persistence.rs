@@ -73,11 +73,65 @@ async fn a_schema_one_database_is_migrated_and_its_records_keep_working() {
              VALUES (1, 'create', 'agent', 1767225600000000, 'stored by version 1');",
     )
     .unwrap();
+    // An episode, and two facts citing it: as evidence, as a source.
+    let episode = "0190a1b2-0000-7000-8000-00000000000a";
+    for (key, id, layer, payload) in [
+        (2, episode, 4, r#"{"kind":"episodic"}"#.to_string()),
+        (
+            3,
+            "by-evidence",
+            1,
+            format!(
+                r#"{{"kind":"semantic","subject":"a","predicate":"b","object":"c","evidence":[{{"source_type":"episodic","source_id":"{episode}"}},{{"source_type":"run","source_id":"run-42"}}]}}"#
+            ),
+        ),
+        (
+            4,
+            "by-source",
+            1,
+            r#"{"kind":"semantic","subject":"d","predicate":"e","object":"f"}"#.to_string(),
+        ),
+    ] {
+        conn.execute(
+            "INSERT INTO records (key, id, layer, sensitivity, confidence, salience, scope, status, created_by, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, 1, 0.7, 0.5, NULL, 'active', 'agent', 1767225600000000, 1767225600000000)",
+            rusqlite::params![key, id, layer],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience, reinforcement_gain, last_reinforced_at, pinned, deletion_policy)
+                 VALUES (?1, 'exponential', 3600, 0, 0.1, 1767225600000000, 1, 'auto_prune')",
+            [key],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO payloads VALUES (?1, ?2)",
+            rusqlite::params![key, payload],
+        )
+        .unwrap();
+    }
+    conn.execute(
+        "INSERT INTO provenance_sources (record_key, kind, ref, timestamp)
+             VALUES (4, 'event', ?1, 1767225600000000), (4, 'event', 'run-43', 1767225600000000)",
+        [episode],
+    )
+    .unwrap();
     drop(conn);
 
     let app = crate::helpers::spawn_app_in(dir, |_| {}).await;
     let record = app.get_record("old-fact").await;
     assert_eq!(record["salience"], 0.5, "{record}");
+    assert_eq!(
+        app.sql_number(
+            "SELECT COUNT(*) FROM record_citations WHERE cited_id = ?1",
+            &[&episode]
+        ),
+        2
+    );
+    assert_eq!(
+        app.sql_number("SELECT COUNT(*) FROM record_citations", &[]),
+        2
+    );
     assert_eq!(record["tags"], json!(["lang"]));
     assert_eq!(record["payload"]["object"], "1.21");
     assert_eq!(record["audit_log"][0]["rationale"], "stored by version 1");
@@ -105,7 +159,7 @@ async fn a_schema_one_database_is_migrated_and_its_records_keep_working() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(versions, (1..=18).collect::<Vec<i64>>());
+    assert_eq!(versions, (1..=19).collect::<Vec<i64>>());
 }
 
 /// Topics a schema change left to be indexed again get their search text
@@ -184,15 +238,27 @@ async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgra
                  FROM records;
                  INSERT INTO decay_bounds VALUES (1, 2592000, 0);
                  INSERT INTO payloads VALUES
-                     (1, '{\"kind\":\"semantic\",\"subject\":\"cache\",\"predicate\":\"holds\",\"object\":\"sessions\"}'),
+                     (1, '{\"kind\":\"semantic\",\"subject\":\"cache\",\"predicate\":\"holds\",\"object\":\"sessions\",\"evidence\":[{\"source_type\":\"episodic\",\"source_id\":\"0190a1b2-0000-7000-8000-00000000000a\"}]}'),
                      (3, '{\"kind\":\"semantic\",\"subject\":\"cache\",\"predicate\":\"held\",\"object\":\"tokens\"}'),
-                     (2, '{\"kind\":\"semantic\",\"subject\":\"go\",\"predicate\":\"version\",\"object\":\"1.21\"}');",
+                     (2, '{\"kind\":\"semantic\",\"subject\":\"go\",\"predicate\":\"version\",\"object\":\"1.21\"}');
+                 INSERT INTO provenance_sources (record_key, kind, ref, timestamp) VALUES
+                     (2, 'event', '0190a1b2-0000-7000-8000-00000000000a', 1767225600000000),
+                     (2, 'event', 'run-42', 1767225600000000);",
             )
             .await
             .unwrap();
     });
 
     let app = crate::helpers::spawn_app_in(dir, |_| {}).await;
+    // What the records stored cite, found by the upgrade.
+    assert_eq!(
+        app.sql_number(
+            "SELECT COUNT(*) FROM record_citations
+             WHERE cited_id = '0190a1b2-0000-7000-8000-00000000000a'",
+            &[]
+        ),
+        2
+    );
     let by_salience = json!({"trust": crate::helpers::trust("hyper", &["team"])});
     let (status, body) = app.post("/v1/retrieve", &by_salience).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -238,7 +304,7 @@ async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgra
     );
     assert_eq!(
         app.sql_number("SELECT MAX(version) FROM schema_migrations", &[]),
-        8
+        9
     );
     // Version 5: the search text is the analyser's terms, as SQLite has
     // them: "1.21" is `1` and `21` (the `english` parser kept `1.21`).

@@ -117,7 +117,9 @@ impl ErasureStore for Pg {
             &format!(
                 "SELECT {ERASABLE} FROM records WHERE key IN (
                      SELECT source_key FROM relations
-                     WHERE predicate = 'derived_from' AND target_id = ANY($1))
+                     WHERE predicate = 'derived_from' AND target_id = ANY($1)
+                     UNION
+                     SELECT record_key FROM record_citations WHERE cited_id = ANY($1))
                  ORDER BY key"
             ),
             &[&ids],

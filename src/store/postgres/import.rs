@@ -28,6 +28,7 @@ pub const TABLES: &[&str] = &[
     "tags",
     "provenance_sources",
     "relations",
+    "record_citations",
     "audit_log",
     "competence_stats",
     "job_settings",

@@ -68,6 +68,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0008_erasure.sql"),
         backfill: None,
     },
+    Migration {
+        version: 9,
+        name: "citations",
+        sql: include_str!("../../../migrations/postgres/0009_citations.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {

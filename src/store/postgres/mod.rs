@@ -545,15 +545,15 @@ impl ThreadReads {
     }
 }
 
-/// A writer's connection: group-committed transactions, each job in a
-/// savepoint. Held for good, and made again once the server closed it
-/// (a restart, a terminated backend), so writes go on when it is back.
 /// The tables whose rows hold a record's content, vacuumed after an
 /// erasure.
 const ERASED_TABLES_VACUUM: &str = "VACUUM records, decay_profiles, payloads, tags, \
-     provenance_sources, relations, audit_log, record_vectors, topic_versions, topics, \
-     topic_words, topic_edges";
+     provenance_sources, relations, record_citations, audit_log, record_vectors, \
+     topic_versions, topics, topic_words, topic_edges";
 
+/// A writer's connection: group-committed transactions, each job in a
+/// savepoint. Held for good, and made again once the server closed it
+/// (a restart, a terminated backend), so writes go on when it is back.
 struct PgWriter {
     pg: Pg,
     pool: Pool,

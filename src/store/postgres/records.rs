@@ -133,6 +133,7 @@ struct NewRows<'a> {
     source_of: Vec<i64>,
     sources: Children<'a>,
     relation_of: Vec<i64>,
+    citation_of: Vec<i64>,
     audit_of: Vec<i64>,
     audit: AuditColumns<'a>,
 }
@@ -182,6 +183,8 @@ impl<'a> NewRows<'a> {
                 .extend(std::iter::repeat_n(n, children.kinds.len()));
             rows.relation_of
                 .extend(std::iter::repeat_n(n, children.predicates.len()));
+            rows.citation_of
+                .extend(std::iter::repeat_n(n, children.citations.len()));
             rows.sources.append(children);
             let audit = AuditColumns::of(&record.audit_log);
             rows.audit_of
@@ -271,6 +274,11 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
                          $44::bool[]) WITH ORDINALITY AS u(i, a, b, t, r, m, n)
              JOIN s ON s.n = u.i
              ORDER BY u.n),
+         x AS (
+             INSERT INTO record_citations (cited_id, record_key)
+             SELECT u.c, s.key
+             FROM unnest($47::bigint[], $48::text[]) AS u(i, c)
+             JOIN s ON s.n = u.i),
          c AS (
              INSERT INTO competence_stats (record_key, success_count, failure_count)
              SELECT key, successes, failures FROM s WHERE successes IS NOT NULL)
@@ -322,6 +330,8 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
             &a.imported,
             &rows.search_lengths,
             &rows.search_repeats,
+            &rows.citation_of,
+            &c.citations,
         ],
     )?;
     let mut keys = vec![None; records.len()];
@@ -471,6 +481,7 @@ pub fn update_record(
         "DELETE FROM tags WHERE record_key = $1",
         "DELETE FROM provenance_sources WHERE record_key = $1",
         "DELETE FROM relations WHERE source_key = $1",
+        "DELETE FROM record_citations WHERE record_key = $1",
         "DELETE FROM competence_stats WHERE record_key = $1",
     ] {
         pg.execute(table, &[&key])?;
@@ -577,6 +588,7 @@ struct Children<'a> {
     targets: Vec<&'a str>,
     weights: Vec<f64>,
     relations_at: Vec<i64>,
+    citations: Vec<&'a str>,
     /// Successes and failures of a competence record that counts them.
     competence: Option<(i64, i64)>,
 }
@@ -595,6 +607,7 @@ impl<'a> Children<'a> {
             targets: relations.iter().map(|r| r.target_id.as_str()).collect(),
             weights: relations.iter().map(|r| r.weight).collect(),
             relations_at: relations.iter().map(|r| to_micros(&r.created_at)).collect(),
+            citations: record.citations(),
             competence: match &record.payload {
                 Payload::Competence(c) => c
                     .performance
@@ -605,7 +618,8 @@ impl<'a> Children<'a> {
         }
     }
 
-    /// Adds `more`'s provenance and relations (not its counters).
+    /// Adds `more`'s provenance, relations and citations (not its
+    /// counters).
     fn append(&mut self, more: Children<'a>) {
         self.kinds.extend(more.kinds);
         self.refs.extend(more.refs);
@@ -616,6 +630,7 @@ impl<'a> Children<'a> {
         self.targets.extend(more.targets);
         self.weights.extend(more.weights);
         self.relations_at.extend(more.relations_at);
+        self.citations.extend(more.citations);
     }
 }
 
@@ -649,8 +664,8 @@ impl<'a> AuditColumns<'a> {
     }
 }
 
-/// Tags, provenance, outgoing relations and competence counters of a
-/// rewritten record, one statement per table (arrays unnested).
+/// Tags, provenance, citations, outgoing relations and competence
+/// counters of a rewritten record, one statement per table (arrays unnested).
 fn insert_children(pg: &Pg, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
     let children = Children::of(record);
     if !record.tags.is_empty() {
@@ -691,6 +706,13 @@ fn insert_children(pg: &Pg, key: i64, record: &MemoryRecord) -> Result<(), Store
                 &children.weights,
                 &children.relations_at,
             ],
+        )?;
+    }
+    if !children.citations.is_empty() {
+        pg.execute(
+            "INSERT INTO record_citations (cited_id, record_key)
+             SELECT u.c, $1 FROM unnest($2::text[]) AS u(c)",
+            &[&key, &children.citations],
         )?;
     }
     if let Some((successes, failures)) = children.competence {

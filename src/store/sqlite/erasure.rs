@@ -191,7 +191,9 @@ impl ErasureStore for Connection {
         let sql = format!(
             "SELECT {ERASABLE} FROM records WHERE key IN (
                  SELECT source_key FROM relations
-                 WHERE predicate = 'derived_from' AND target_id IN ({{in}}))
+                 WHERE predicate = 'derived_from' AND target_id IN ({{in}})
+                 UNION
+                 SELECT record_key FROM record_citations WHERE cited_id IN ({{in}}))
              ORDER BY key"
         );
         erasable_in(self, &sql, ids)

@@ -129,6 +129,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0018_erasure.sql"),
         backfill: None,
     },
+    Migration {
+        version: 19,
+        name: "citations",
+        sql: include_str!("../../../migrations/sqlite/0019_citations.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -185,7 +191,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=18).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=19).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

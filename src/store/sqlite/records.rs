@@ -210,6 +210,7 @@ pub fn update_record(
         "DELETE FROM tags WHERE record_key = ?1",
         "DELETE FROM provenance_sources WHERE record_key = ?1",
         "DELETE FROM relations WHERE source_key = ?1",
+        "DELETE FROM record_citations WHERE record_key = ?1",
         "DELETE FROM competence_stats WHERE record_key = ?1",
     ] {
         conn.prepare_cached(table)?.execute([key])?;
@@ -302,7 +303,8 @@ fn write_lifecycle(
     Ok(())
 }
 
-/// Tags, provenance, outgoing relations and competence counters.
+/// Tags, provenance, citations, outgoing relations and competence
+/// counters.
 fn insert_children(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
     let mut tag =
         conn.prepare_cached("INSERT INTO tags (record_key, tag, position) VALUES (?1, ?2, ?3)")?;
@@ -322,6 +324,15 @@ fn insert_children(conn: &Connection, key: i64, record: &MemoryRecord) -> Result
             s.created_by,
             to_micros(&s.timestamp)
         ])?;
+    }
+    let citations = record.citations();
+    if !citations.is_empty() {
+        let mut cite = conn.prepare_cached(
+            "INSERT INTO record_citations (cited_id, record_key) VALUES (?1, ?2)",
+        )?;
+        for id in citations {
+            cite.execute(params![id, key])?;
+        }
     }
     let mut relation = conn.prepare_cached(
         "INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
