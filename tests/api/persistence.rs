@@ -124,7 +124,7 @@ async fn a_schema_one_database_is_migrated_and_its_records_keep_working() {
     assert_eq!(
         app.sql_number(
             "SELECT COUNT(*) FROM record_citations WHERE cited_id = ?1",
-            &[&episode]
+            &[episode]
         ),
         2
     );
