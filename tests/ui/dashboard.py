@@ -8,7 +8,9 @@ schedule (a bad one is refused with the server's reason, a good one is what
 GET /v1/jobs returns), disables and runs a job, reads the memory counts,
 searches records (each with its scores, a page at a time) and opens one with
 its tags, provenance, relations, audit log and revision chain, finds
-a topic and opens it with its fields, history and neighbours. Exits non-zero
+a topic and opens it with its fields, history and neighbours; then erases a
+customer's data and a version, and finds neither on any page, the version's
+place in its chain marked erased. Exits non-zero
 on the first thing that is not so; with SCREENSHOT_DIR, saves a picture of
 each page there.
 """
@@ -22,6 +24,7 @@ import urllib.request
 from playwright.sync_api import expect, sync_playwright
 
 TRUST = {"max_sensitivity": "hyper"}
+MARKER = "zqmarker4711"
 EXPECTED_REFUSAL = re.compile(r"^Failed to load resource: .* status of 40[01] ")
 
 
@@ -77,6 +80,13 @@ def seed(api):
     api("POST", "/v1/topics/ingest", {
         "placement": "version_field", "topic_id": service, "source": "deploy-agent",
         "fields": [{"name": "version", "value": "2.4.0", "why_changed": "rolled out"}], "trust": TRUST})
+    # Personal data that will be erased: a fact and a topic about one
+    # customer, both holding MARKER.
+    api("POST", "/v1/ingest/observation", {
+        "source": "crm-agent", "subject": "customer-4711", "predicate": "email", "object": f"{MARKER}@example.com"})
+    api("POST", "/v1/topics/ingest", {
+        "placement": "new_topic", "title": "customer-4711", "kind": "customer", "source": "crm-agent",
+        "fields": [{"name": "email", "value": f"{MARKER}@example.com"}], "trust": TRUST})
     return {"old": old["id"], "new": new["id"], "fork": fork["id"], "service": service, "database": database}
 
 
@@ -260,6 +270,48 @@ def topics(page, url, ids, shots):
     expect(page.locator("#neighbours")).to_contain_text("Billing service")
 
 
+def erased(page, url, api, ids, shots):
+    """After an erasure, no page shows what was erased; a chain shows where
+    an erased version stood."""
+    api("POST", "/v1/erase", {"subject": "customer-4711", "actor": "dpo", "rationale": "right to erasure"})
+    api("POST", "/v1/erase", {"ids": [ids["old"]], "actor": "dpo", "rationale": "wrong release noted"})
+
+    visit(page, url, "#/memory")
+    expect(page.locator("#total-records")).to_have_text(str(api("GET", "/v1/metrics")["total_records"]))
+    expect(page.locator("main")).not_to_contain_text(MARKER)
+
+    visit(page, url, "#/records")
+    page.fill("input[name=task]", f"{MARKER} customer email billing version")
+    page.check("input[name=include_retracted]")
+    page.click("form.search button[type=submit]")
+    drawn(page, "records/page-1")
+    results = page.locator("#results")
+    expect(results.get_by_role("link", name=ids["new"])).to_be_visible()
+    expect(results.get_by_role("link", name=ids["old"])).to_have_count(0)
+    expect(results).not_to_contain_text(MARKER)
+
+    visit(page, url, "#/topics")
+    page.fill("input[name=text]", "customer 4711")
+    page.click("form.search button[type=submit]")
+    drawn(page, "topics/search-1")
+    results = page.locator("#results")
+    expect(results).not_to_contain_text("customer-4711")
+    page.fill("input[name=text]", "billing")
+    page.click("form.search button[type=submit]")
+    drawn(page, "topics/search-2")
+    expect(results.get_by_role("link", name="Billing service")).to_be_visible()
+    expect(page.locator("main")).not_to_contain_text(MARKER)
+
+    visit(page, url, "#/records/" + ids["new"])
+    chain = page.locator("#chain tbody tr")
+    expect(chain).to_have_count(2)
+    expect(chain.first).to_contain_text(ids["old"])
+    expect(chain.first).to_contain_text("erased")
+    expect(chain.first).to_contain_text("wrong release noted")
+    expect(chain.first).not_to_contain_text("2.3.0")
+    expect(chain.last).to_contain_text("current")
+
+
 def main():
     url, secret = sys.argv[1], sys.argv[2]
     shots = sys.argv[3] if len(sys.argv) > 3 else None
@@ -283,6 +335,7 @@ def main():
         memory(page, url, api, shots)
         records(page, url, api, ids, shots)
         topics(page, url, ids, shots)
+        erased(page, url, api, ids, shots)
 
         # The site icon is served without a key, so no page logs its 401.
         assert urllib.request.urlopen(url + "/favicon.ico").status == 200

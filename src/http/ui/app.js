@@ -234,7 +234,7 @@ function target(id) {
 
 async function recordPage(id) {
   const { record } = await api("POST", "/v1/retrieve/" + encodeURIComponent(id), { trust: TRUST });
-  const { chain } = await api("POST", "/v1/records/" + encodeURIComponent(id) + "/history", { trust: TRUST });
+  const { chain, erased } = await api("POST", "/v1/records/" + encodeURIComponent(id) + "/history", { trust: TRUST });
   // The current version: the newest of the chain, unless it was retracted.
   const newest = chain[chain.length - 1];
   const current = newest && newest.status !== "retracted" ? newest.id : null;
@@ -260,15 +260,33 @@ async function recordPage(id) {
     el("h2", {}, "Audit log"),
     table(["when", "action", "actor", "rationale"], record.audit_log.map((a) => [when(a.timestamp), a.action, a.actor, a.rationale]), "audit"),
     el("h2", {}, "Revision chain"),
-    table(["", "id", "status", "what it says", ""], chain.map((r, i) =>
-      [String(i + 1), r.id === record.id ? el("strong", { class: "id" }, r.id) : recordLink(r.id), r.status, gist(r),
-        r.id === current ? el("span", { class: "badge" }, "current") : ""]), "chain"));
+    table(["", "id", "status", "what it says", ""], withErased(chain, erased).map((r, i) =>
+      r.erased_at
+        ? [String(i + 1), el("code", { class: "id" }, r.id), "erased",
+          el("span", { class: "muted" }, `erased ${when(r.erased_at)} by ${r.actor}: ${r.rationale}`), ""]
+        : [String(i + 1), r.id === record.id ? el("strong", { class: "id" }, r.id) : recordLink(r.id), r.status, gist(r),
+          r.id === current ? el("span", { class: "badge" }, "current") : ""]), "chain"));
+}
+
+// The chain with its erased versions where they stood: before the version
+// that superseded one, else after the one it superseded.
+function withErased(chain, erased) {
+  const versions = chain.slice();
+  for (const gone of erased || []) {
+    const newer = versions.findIndex((v) => v.id === gone.newer_id);
+    const older = versions.findIndex((v) => v.id === gone.older_id);
+    if (newer >= 0) versions.splice(newer, 0, gone);
+    else if (older >= 0) versions.splice(older + 1, 0, gone);
+    else versions.push(gone);
+  }
+  return versions;
 }
 
 // Topics: find one; its fields, each field's history, its neighbours.
 function topicsPage() {
   const results = el("div", { id: "results" });
   const text = el("input", { name: "text", placeholder: "words of a title, summary or value", size: 40 });
+  let searches = 0;
   const form = el("form", {
     class: "search",
     onsubmit: async (event) => {
@@ -281,6 +299,8 @@ function topicsPage() {
       } catch (e) {
         results.replaceChildren(el("p", { class: "error" }, e.message));
       }
+      searches += 1;
+      document.body.dataset.ready = "topics/search-" + searches;
     },
   }, el("label", {}, "text", text), el("div", {}, el("button", { class: "primary", type: "submit" }, "Find")));
   show(el("h1", {}, "Topics"), form, results);
