@@ -13,7 +13,7 @@ use crate::domain::erasure::{Erasure, Selector, TableCounts};
 use crate::domain::record::new_record_id;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::{Caller, TrustContext};
-use crate::store::{Erasable, ErasureEntry, Tombstone, Transaction};
+use crate::store::{EdgeEnd, Erasable, ErasureEntry, Tombstone, Transaction};
 
 /// What an erasure did, or, dry, would do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
@@ -147,15 +147,31 @@ pub fn plan(
     topics.dedup();
     // A topic goes when every version of every field goes.
     let (mut emptied, mut kept) = (Vec::new(), Vec::new());
+    // Edges between two emptied topics are met from both ends: counted once.
+    let mut edges = BTreeSet::new();
     for topic in topics {
         let fields = tx.topic_field_records(topic)?;
         if fields.iter().all(|f| chosen.contains(&f.key)) {
-            tables.edges += tx.edges_of(topic, None)?.len() as u64;
+            for EdgeEnd { other, edge } in tx.edges_of(topic, None)? {
+                // An edge with an end the caller may not see goes too, but
+                // is not counted: that the topic exists is not the
+                // caller's to learn.
+                let mut seen = true;
+                for end in [topic, other] {
+                    seen &= tx
+                        .topic_by_key(end)?
+                        .is_some_and(|t| super::topics::visible(caller, &t));
+                }
+                if seen {
+                    edges.insert((edge.from_topic_id, edge.to_topic_id, edge.kind));
+                }
+            }
             emptied.push(topic);
         } else {
             kept.push(topic);
         }
     }
+    tables.edges += edges.len() as u64;
     let mut tombstones = Vec::new();
     for record in &records {
         let (older_id, newer_id) = tx.chain_neighbours(record.key, &record.id)?;

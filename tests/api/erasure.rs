@@ -634,6 +634,62 @@ async fn vector_graph_and_topic_reads_find_nothing_erased() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
+/// Topics erased with their last field take their edges; the report counts
+/// an edge between two of them once, and none whose other end the caller
+/// may not see.
+#[actix_web::test]
+async fn an_erased_topics_edges_are_counted_once_and_only_within_the_grant() {
+    let app = spawn_app().await;
+    let topic = |title: &str, scope: &str, edges: Value| {
+        let body = json!({"placement": "new_topic", "title": title, "source": "agent",
+                          "scope": scope, "fields": [{"name": "note", "value": format!("zq {title}")}],
+                          "edges": edges, "trust": hyper()});
+        let app = &app;
+        async move {
+            let (status, made) = app.post("/v1/topics/ingest", &body).await;
+            assert_eq!(status, StatusCode::CREATED, "{made}");
+            made["topic_id"].as_str().unwrap().to_string()
+        }
+    };
+    let hidden = topic("Hidden ledger", "other", json!([])).await;
+    let seen = topic("Kept runbook", "mine", json!([])).await;
+    let first = topic(
+        "Gone alpha",
+        "mine",
+        json!([{"to_topic_id": hidden, "kind": "depends_on"},
+               {"to_topic_id": seen, "kind": "depends_on"}]),
+    )
+    .await;
+    topic(
+        "Gone beta",
+        "mine",
+        json!([{"to_topic_id": first, "kind": "depends_on"}]),
+    )
+    .await;
+    let mine = json!({"max_sensitivity": "hyper", "scopes": ["mine"]});
+    let report = erase(
+        &app,
+        json!({"subject": "Gone alpha", "actor": "a", "rationale": "r", "trust": mine, "dry_run": true}),
+    )
+    .await;
+    // alpha → runbook and beta → alpha; alpha → ledger is not the caller's.
+    assert_eq!(report["tables"]["edges"], 2, "{report}");
+    let report = erase(
+        &app,
+        json!({"scope": "mine", "actor": "a", "rationale": "r", "trust": mine}),
+    )
+    .await;
+    // Every topic of the scope goes, each edge met from both its ends.
+    assert_eq!(report["tables"]["edges"], 2, "{report}");
+    let (_, view) = app
+        .post(
+            &format!("/v1/topics/{hidden}/view"),
+            &json!({"trust": hyper()}),
+        )
+        .await;
+    assert_eq!(view["topic"]["edges"], json!([]), "{view}");
+}
+
 /// An erasure of many records (several chunks) racing with ingests,
 /// revisions and the maintenance jobs: every record it did not select is
 /// still there afterwards, every one it selected is gone.
