@@ -141,6 +141,16 @@ pub fn plan(
     let keys: Vec<i64> = records.iter().map(|r| r.key).collect();
 
     let mut tables = tx.erasure_counts(&keys)?;
+    // Relations to them from records that stay (they go too) are counted
+    // only when the caller may see where they come from.
+    let ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
+    tables.edges += tx
+        .linking_to_any(&ids)?
+        .iter()
+        .filter(|r| {
+            !chosen.contains(&r.key) && caller.trust.allows_parts(r.sensitivity, r.scope.as_deref())
+        })
+        .count() as u64;
     let mut topics = tx.topics_of_records(&keys)?;
     topics.extend(titled);
     topics.sort_unstable();

@@ -100,8 +100,11 @@ pub trait ErasureStore {
     ) -> Result<(Option<String>, Option<String>), StoreError>;
     /// The topic fields of these records, their topics, by topic key.
     fn topics_of_records(&mut self, keys: &[i64]) -> Result<Vec<i64>, StoreError>;
-    /// The rows that hold these records' content, counted.
+    /// The rows that hold these records' content, counted; `edges` their
+    /// own relations only (see [`ErasureStore::linking_to_any`]).
     fn erasure_counts(&mut self, keys: &[i64]) -> Result<TableCounts, StoreError>;
+    /// The records with a relation to any of `ids`, once per relation.
+    fn linking_to_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError>;
     /// Deletes these records and every row that holds their content.
     fn erase_records(&mut self, keys: &[i64]) -> Result<(), StoreError>;
     /// Of these topics, those left with no field; deletes them with their

@@ -337,6 +337,15 @@ async fn a_scoped_admin_key_erases_within_its_grant_only_and_reads_its_own_log()
     };
     let mine = write("tenant-a", "zqmine").await;
     let theirs = write("tenant-b", "zqtheirs").await;
+    // Another tenant's record pointing at the tenant's: it is not the
+    // tenant's to count.
+    let mut pointing = fact("elsewhere", "zqpointing");
+    pointing["scope"] = json!("tenant-b");
+    pointing["relations"] = json!([{"predicate": "supports", "target_id": mine}]);
+    let (status, body, _) = app
+        .send("POST", "/v1/records", Some(&pointing), Some(&root))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
     let as_tenant = |body: Value| {
         let (app, tenant) = (&app, tenant.clone());
         async move {
@@ -366,6 +375,7 @@ async fn a_scoped_admin_key_erases_within_its_grant_only_and_reads_its_own_log()
         as_tenant(json!({"scope": "tenant-a", "actor": "a", "rationale": "r"})).await;
     assert_eq!(status, StatusCode::OK, "{report}");
     assert_eq!(report["erased"], 1);
+    assert_eq!(report["tables"]["edges"], 0, "{report}");
     let (status, record, _) = app
         .send(
             "POST",

@@ -129,6 +129,20 @@ impl ErasureStore for Pg {
         .collect()
     }
 
+    fn linking_to_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
+        self.query(
+            &format!(
+                "SELECT {ERASABLE} FROM records
+                 JOIN (SELECT source_key FROM relations WHERE target_id = ANY($1)) l
+                   ON l.source_key = records.key"
+            ),
+            &[&ids],
+        )?
+        .iter()
+        .map(read_erasable)
+        .collect()
+    }
+
     fn chain_neighbours(
         &mut self,
         key: i64,
@@ -188,8 +202,7 @@ impl ErasureStore for Pg {
             )?,
             edges: count(
                 self,
-                "SELECT COUNT(*) FROM relations WHERE source_key = ANY($1)
-                    OR target_id IN (SELECT id FROM records WHERE key = ANY($1))",
+                "SELECT COUNT(*) FROM relations WHERE source_key = ANY($1)",
                 keys,
             )?,
             audit: count(

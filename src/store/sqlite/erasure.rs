@@ -199,6 +199,15 @@ impl ErasureStore for Connection {
         erasable_in(self, &sql, ids)
     }
 
+    fn linking_to_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
+        let sql = format!(
+            "SELECT {ERASABLE} FROM records
+             JOIN (SELECT source_key FROM relations WHERE target_id IN ({{in}})) l
+               ON l.source_key = records.key"
+        );
+        erasable_in(self, &sql, ids)
+    }
+
     fn chain_neighbours(
         &mut self,
         key: i64,
@@ -262,8 +271,7 @@ impl ErasureStore for Connection {
             )?,
             edges: count_in(
                 self,
-                "SELECT COUNT(*) FROM relations WHERE source_key IN ({in})
-                    OR target_id IN (SELECT id FROM records WHERE key IN ({in}))",
+                "SELECT COUNT(*) FROM relations WHERE source_key IN ({in})",
                 keys,
             )?,
             audit: count_in(
