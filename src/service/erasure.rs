@@ -2,7 +2,7 @@
 //! content and the records made from them; tombstones where they stood in
 //! a revision chain; a log entry that holds no content.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -13,7 +13,7 @@ use crate::domain::erasure::{Erasure, Selector, TableCounts};
 use crate::domain::record::new_record_id;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::{Caller, TrustContext};
-use crate::store::{EdgeEnd, Erasable, ErasureEntry, Tombstone, Transaction};
+use crate::store::{ChainNeighbours, EdgeEnd, Erasable, ErasureEntry, Tombstone, Transaction};
 
 /// What an erasure did, or, dry, would do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
@@ -185,10 +185,17 @@ pub fn plan(
         }
     }
     tables.edges += edges.len() as u64;
+    let mut chained: BTreeMap<i64, ChainNeighbours> = tx
+        .chain_neighbours(&keys)?
+        .into_iter()
+        .map(|c| (c.key, c))
+        .collect();
     let mut tombstones = Vec::new();
     for record in &records {
-        let (older_id, newer_id) = tx.chain_neighbours(record.key, &record.id)?;
-        if older_id.is_some() || newer_id.is_some() {
+        if let Some(ChainNeighbours {
+            older_id, newer_id, ..
+        }) = chained.remove(&record.key)
+        {
             tombstones.push(Tombstone {
                 id: record.id.clone(),
                 memory_type: record.memory_type,

@@ -20,6 +20,15 @@ pub struct Erasable {
     pub scope: Option<String>,
 }
 
+/// Where a record stands in a revision chain: the version it superseded
+/// and the one that superseded it (at least one of them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainNeighbours {
+    pub key: i64,
+    pub older_id: Option<String>,
+    pub newer_id: Option<String>,
+}
+
 /// What stays of an erased record that was part of a revision chain: no
 /// content, no subject; where it stood in the chain.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,13 +100,9 @@ pub trait ErasureStore {
     /// one (consolidation's facts, skills and plans, merges, forks), or
     /// citing one as a provenance source or evidence.
     fn derived_from_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError>;
-    /// The record record `key` superseded, and the one that superseded
-    /// record `id`, if any.
-    fn chain_neighbours(
-        &mut self,
-        key: i64,
-        id: &str,
-    ) -> Result<(Option<String>, Option<String>), StoreError>;
+    /// Of these records, those in a revision chain: the version each
+    /// superseded and the one that superseded it.
+    fn chain_neighbours(&mut self, keys: &[i64]) -> Result<Vec<ChainNeighbours>, StoreError>;
     /// The topic fields of these records, their topics, by topic key.
     fn topics_of_records(&mut self, keys: &[i64]) -> Result<Vec<i64>, StoreError>;
     /// The rows that hold these records' content, counted; `edges` their

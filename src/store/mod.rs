@@ -30,7 +30,7 @@ mod topics;
 mod vectors;
 
 pub use consolidation::{ConsolidationStore, Episode, Sighting, Step};
-pub use erasure::{Erasable, ErasureEntry, ErasureStore, Tombstone};
+pub use erasure::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, Tombstone};
 pub use keys::KeyStore;
 pub(crate) use keys::StoredKey;
 pub use maintenance::{

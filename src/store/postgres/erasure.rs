@@ -13,7 +13,7 @@ use crate::domain::record::MemoryType;
 use crate::domain::time::{from_micros, to_micros};
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
-use crate::store::{Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
+use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
 
 const ERASABLE: &str = "key, id, layer, sensitivity, scope";
 
@@ -143,28 +143,31 @@ impl ErasureStore for Pg {
         .collect()
     }
 
-    fn chain_neighbours(
-        &mut self,
-        key: i64,
-        id: &str,
-    ) -> Result<(Option<String>, Option<String>), StoreError> {
-        let older = self
-            .query_opt(
-                "SELECT target_id FROM relations WHERE source_key = $1 AND predicate = 'supersedes'
-                 ORDER BY id LIMIT 1",
-                &[&key],
-            )?
-            .map(|row| row.try_get(0))
-            .transpose()?;
-        let newer = self
-            .query_opt(
-                "SELECT r.id FROM relations rel JOIN records r ON r.key = rel.source_key
-                 WHERE rel.target_id = $1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
-                &[&id],
-            )?
-            .map(|row| row.try_get(0))
-            .transpose()?;
-        Ok((older, newer))
+    fn chain_neighbours(&mut self, keys: &[i64]) -> Result<Vec<ChainNeighbours>, StoreError> {
+        // One statement for all: a round trip per record would be most of
+        // a large erasure's time.
+        let mut found = Vec::new();
+        for row in self.query(
+            "SELECT * FROM (
+                 SELECT r.key,
+                     (SELECT target_id FROM relations
+                      WHERE source_key = r.key AND predicate = 'supersedes'
+                      ORDER BY id LIMIT 1),
+                     (SELECT n.id FROM relations l JOIN records n ON n.key = l.source_key
+                      WHERE l.target_id = r.id AND l.predicate = 'supersedes'
+                      ORDER BY l.id LIMIT 1)
+                 FROM records r WHERE r.key = ANY($1)) c (key, older_id, newer_id)
+             WHERE older_id IS NOT NULL OR newer_id IS NOT NULL
+             ORDER BY key",
+            &[&keys],
+        )? {
+            found.push(ChainNeighbours {
+                key: row.try_get(0)?,
+                older_id: row.try_get(1)?,
+                newer_id: row.try_get(2)?,
+            });
+        }
+        Ok(found)
     }
 
     fn topics_of_records(&mut self, keys: &[i64]) -> Result<Vec<i64>, StoreError> {

@@ -15,7 +15,7 @@ use crate::domain::record::MemoryType;
 use crate::domain::time::{from_micros, to_micros};
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
-use crate::store::{Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
+use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
 
 const ERASABLE: &str = "key, id, layer, sensitivity, scope";
 
@@ -208,26 +208,36 @@ impl ErasureStore for Connection {
         erasable_in(self, &sql, ids)
     }
 
-    fn chain_neighbours(
-        &mut self,
-        key: i64,
-        id: &str,
-    ) -> Result<(Option<String>, Option<String>), StoreError> {
-        let older = self
-            .prepare_cached(
-                "SELECT target_id FROM relations WHERE source_key = ?1 AND predicate = 'supersedes'
-                 ORDER BY id LIMIT 1",
-            )?
-            .query_row([key], |row| row.get(0))
-            .optional()?;
-        let newer = self
-            .prepare_cached(
-                "SELECT r.id FROM relations rel JOIN records r ON r.key = rel.source_key
-                 WHERE rel.target_id = ?1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
-            )?
-            .query_row([id], |row| row.get(0))
-            .optional()?;
-        Ok((older, newer))
+    fn chain_neighbours(&mut self, keys: &[i64]) -> Result<Vec<ChainNeighbours>, StoreError> {
+        let mut found = Vec::new();
+        for chunk in keys.chunks(500) {
+            let sql = format!(
+                "SELECT * FROM (
+                     SELECT r.key AS key,
+                         (SELECT target_id FROM relations
+                          WHERE source_key = r.key AND predicate = 'supersedes'
+                          ORDER BY id LIMIT 1) AS older_id,
+                         (SELECT n.id FROM relations l JOIN records n ON n.key = l.source_key
+                          WHERE l.target_id = r.id AND l.predicate = 'supersedes'
+                          ORDER BY l.id LIMIT 1) AS newer_id
+                     FROM records r WHERE r.key IN ({}))
+                 WHERE older_id IS NOT NULL OR newer_id IS NOT NULL
+                 ORDER BY key",
+                placeholders(chunk.len())
+            );
+            let mut stmt = self.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params_from_iter(chunk), |row| {
+                Ok(ChainNeighbours {
+                    key: row.get(0)?,
+                    older_id: row.get(1)?,
+                    newer_id: row.get(2)?,
+                })
+            })?;
+            for row in rows {
+                found.push(row?);
+            }
+        }
+        Ok(found)
     }
 
     fn topics_of_records(&mut self, keys: &[i64]) -> Result<Vec<i64>, StoreError> {
