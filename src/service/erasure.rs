@@ -185,6 +185,19 @@ pub fn plan(
         }
     }
     tables.edges += edges.len() as u64;
+    // A topic's vector came with an observation and may have been made
+    // from what is erased now: a topic that keeps other fields loses it
+    // too. Counted for the topics the caller may see.
+    let mut seen = Vec::new();
+    for &topic in emptied.iter().chain(&kept) {
+        if tx
+            .topic_by_key(topic)?
+            .is_some_and(|t| super::topics::visible(caller, &t))
+        {
+            seen.push(topic);
+        }
+    }
+    tables.vectors += tx.count_topic_vectors(&seen)?;
     let mut chained: BTreeMap<i64, ChainNeighbours> = tx
         .chain_neighbours(&keys)?
         .into_iter()
@@ -262,9 +275,10 @@ pub fn finish(tx: &mut dyn Transaction, plan: Plan) -> Result<ErasureReport, Ser
     tx.erase_empty_topics(&emptied)?;
     // A topic's search text holds its fields' values: made again without
     // the erased ones.
-    for topic in kept {
+    for &topic in &kept {
         super::topics::reindex(tx, topic)?;
     }
+    tx.drop_topic_vectors(&kept)?;
     let id = new_record_id();
     report.took_ms = started.elapsed().as_millis() as u64;
     let ids = match &erasure.selector {

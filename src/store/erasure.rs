@@ -115,6 +115,10 @@ pub trait ErasureStore {
     /// Of these topics, those left with no field; deletes them with their
     /// edges, names and index entries.
     fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<(), StoreError>;
+    /// How many of these topics have a vector.
+    fn count_topic_vectors(&mut self, keys: &[i64]) -> Result<u64, StoreError>;
+    /// Deletes these topics' vectors.
+    fn drop_topic_vectors(&mut self, keys: &[i64]) -> Result<(), StoreError>;
     /// Topics titled `title` (normalised) that `trust` may see: their keys.
     fn topics_titled_any_scope(
         &mut self,

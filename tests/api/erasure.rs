@@ -581,7 +581,7 @@ async fn vector_graph_and_topic_reads_find_nothing_erased() {
             "/v1/topics/ingest",
             &json!({"placement": "new_topic", "title": "Billing", "source": "agent", "scope": "keep",
                     "fields": [{"name": "owner", "value": "zqowner"}, {"name": "note", "value": "zqnote"}],
-                    "trust": hyper()}),
+                    "embedding": [0.0, 1.0, 0.0, 0.0], "trust": hyper()}),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{topic}");
@@ -595,11 +595,13 @@ async fn vector_graph_and_topic_reads_find_nothing_erased() {
         json!({"scope": "gone", "actor": "a", "rationale": "r"}),
     )
     .await;
-    erase(
+    let report = erase(
         &app,
         json!({"ids": [owner], "actor": "a", "rationale": "r"}),
     )
     .await;
+    // The topic's vector may have been made from the owner: it goes too.
+    assert_eq!(report["tables"]["vectors"], 1, "{report}");
 
     let (_, by_vector) = app
         .post(
@@ -634,6 +636,13 @@ async fn vector_graph_and_topic_reads_find_nothing_erased() {
         )
         .await;
     assert!(view["topic"]["fields"].get("owner").is_none(), "{view}");
+    let (_, nearest) = app
+        .post(
+            "/v1/topics/query",
+            &json!({"trust": hyper(), "embedding": [0.0, 1.0, 0.0, 0.0]}),
+        )
+        .await;
+    assert_eq!(nearest["topics"], json!([]), "{nearest}");
     assert_eq!(view["topic"]["fields"]["note"]["value"], "zqnote");
     let (status, _) = app
         .post(
@@ -653,7 +662,7 @@ async fn an_erased_topics_edges_are_counted_once_and_only_within_the_grant() {
     let topic = |title: &str, scope: &str, edges: Value| {
         let body = json!({"placement": "new_topic", "title": title, "source": "agent",
                           "scope": scope, "fields": [{"name": "note", "value": format!("zq {title}")}],
-                          "edges": edges, "trust": hyper()});
+                          "edges": edges, "embedding": [1.0, 0.5], "trust": hyper()});
         let app = &app;
         async move {
             let (status, made) = app.post("/v1/topics/ingest", &body).await;
@@ -689,8 +698,10 @@ async fn an_erased_topics_edges_are_counted_once_and_only_within_the_grant() {
         json!({"scope": "mine", "actor": "a", "rationale": "r", "trust": mine}),
     )
     .await;
-    // Every topic of the scope goes, each edge met from both its ends.
+    // Every topic of the scope goes, each edge met from both its ends,
+    // and the vector of each.
     assert_eq!(report["tables"]["edges"], 2, "{report}");
+    assert_eq!(report["tables"]["vectors"], 3, "{report}");
     let (_, view) = app
         .post(
             &format!("/v1/topics/{hidden}/view"),

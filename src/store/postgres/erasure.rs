@@ -221,6 +221,22 @@ impl ErasureStore for Pg {
         Ok(())
     }
 
+    fn count_topic_vectors(&mut self, keys: &[i64]) -> Result<u64, StoreError> {
+        count(
+            self,
+            "SELECT COUNT(*) FROM topic_vectors WHERE topic_key = ANY($1)",
+            keys,
+        )
+    }
+
+    fn drop_topic_vectors(&mut self, keys: &[i64]) -> Result<(), StoreError> {
+        self.execute(
+            "DELETE FROM topic_vectors WHERE topic_key = ANY($1)",
+            &[&keys],
+        )?;
+        Ok(())
+    }
+
     fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<(), StoreError> {
         let empty: Vec<i64> = self
             .query(

@@ -310,6 +310,22 @@ impl ErasureStore for Connection {
         erase_empty_topics(self, keys)
     }
 
+    fn count_topic_vectors(&mut self, keys: &[i64]) -> Result<u64, StoreError> {
+        count_in(
+            self,
+            "SELECT COUNT(*) FROM topic_vectors WHERE topic_key IN ({in})",
+            keys,
+        )
+    }
+
+    fn drop_topic_vectors(&mut self, keys: &[i64]) -> Result<(), StoreError> {
+        let mut delete = self.prepare_cached("DELETE FROM topic_vectors WHERE topic_key = ?1")?;
+        for &key in keys {
+            delete.execute([key])?;
+        }
+        Ok(())
+    }
+
     fn topics_titled_any_scope(
         &mut self,
         title: &str,
