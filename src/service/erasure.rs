@@ -85,6 +85,27 @@ fn selected(
     Ok((found, topics))
 }
 
+/// Which topics the caller may see, each looked up once however many
+/// edges meet it.
+#[derive(Default)]
+struct TopicSight(BTreeMap<i64, bool>);
+
+impl TopicSight {
+    fn topic(
+        &mut self,
+        tx: &mut dyn Transaction,
+        caller: &Caller,
+        key: i64,
+    ) -> Result<bool, ServiceError> {
+        if let Some(&seen) = self.0.get(&key) {
+            return Ok(seen);
+        }
+        let seen = super::topics::sees(tx, caller, key)?;
+        self.0.insert(key, seen);
+        Ok(seen)
+    }
+}
+
 /// Most rounds of records made from records made from the selected ones.
 const MAX_DERIVED_DEPTH: usize = 16;
 
@@ -162,6 +183,7 @@ pub fn plan(
     let (mut emptied, mut kept) = (Vec::new(), Vec::new());
     // Edges between two emptied topics are met from both ends: counted once.
     let mut edges = BTreeSet::new();
+    let mut sees = TopicSight::default();
     for topic in topics {
         let fields = tx.topic_field_records(topic)?;
         if fields.iter().all(|f| chosen.contains(&f.key)) {
@@ -169,13 +191,7 @@ pub fn plan(
                 // An edge with an end the caller may not see goes too, but
                 // is not counted: that the topic exists is not the
                 // caller's to learn.
-                let mut seen = true;
-                for end in [topic, other] {
-                    seen &= tx
-                        .topic_by_key(end)?
-                        .is_some_and(|t| super::topics::visible(caller, &t));
-                }
-                if seen {
+                if sees.topic(tx, caller, topic)? && sees.topic(tx, caller, other)? {
                     edges.insert((edge.from_topic_id, edge.to_topic_id, edge.kind));
                 }
             }
@@ -190,10 +206,7 @@ pub fn plan(
     // too. Counted for the topics the caller may see.
     let mut seen = Vec::new();
     for &topic in emptied.iter().chain(&kept) {
-        if tx
-            .topic_by_key(topic)?
-            .is_some_and(|t| super::topics::visible(caller, &t))
-        {
+        if sees.topic(tx, caller, topic)? {
             seen.push(topic);
         }
     }

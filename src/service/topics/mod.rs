@@ -92,6 +92,17 @@ pub(super) fn visible(caller: &Caller, topic: &Topic) -> bool {
         .allows_parts(topic.sensitivity, topic.scope.as_deref())
 }
 
+/// Whether topic `key` is stored and `caller` may see it.
+pub(super) fn sees(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    key: i64,
+) -> Result<bool, ServiceError> {
+    Ok(tx
+        .topic_by_key(key)?
+        .is_some_and(|topic| visible(caller, &topic)))
+}
+
 /// Who may see a field version: its record's sensitivity and scope. A
 /// version made through the revisions API may be more sensitive than its
 /// topic, or in another scope; one made by a topics ingest is the topic's.

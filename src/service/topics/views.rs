@@ -86,10 +86,7 @@ pub(super) fn view_of(
     }
     let mut edges = Vec::new();
     for EdgeEnd { other, edge } in tx.edges_of(key, as_of)? {
-        if tx
-            .topic_by_key(other)?
-            .is_some_and(|topic| visible(caller, &topic))
-        {
+        if sees(tx, caller, other)? {
             edges.push(edge);
         }
     }
