@@ -7,6 +7,7 @@ use crate::domain::record::{MemoryType, Sensitivity};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::TrustContext;
 
+use super::rows::Columns;
 use super::StoreError;
 
 /// A record an erasure selected: what decides who may see it, and its
@@ -18,6 +19,21 @@ pub struct Erasable {
     pub memory_type: MemoryType,
     pub sensitivity: Sensitivity,
     pub scope: Option<String>,
+}
+
+impl Erasable {
+    /// What [`Erasable::read`] reads, of `records`.
+    pub(crate) const COLUMNS: &'static str = "key, id, layer, sensitivity, scope";
+
+    pub(crate) fn read(row: &impl Columns) -> Result<Erasable, StoreError> {
+        Ok(Erasable {
+            key: row.at(0)?,
+            id: row.at(1)?,
+            memory_type: row.memory_type(2)?,
+            sensitivity: row.sensitivity(3)?,
+            scope: row.at(4)?,
+        })
+    }
 }
 
 /// Where a record stands in a revision chain: the version it superseded
@@ -44,6 +60,27 @@ pub struct Tombstone {
     pub older_id: Option<String>,
     /// The record that superseded it, if any.
     pub newer_id: Option<String>,
+}
+
+impl Tombstone {
+    /// The columns of `erased_records`, in the order [`Tombstone::read`]
+    /// reads them.
+    pub(crate) const COLUMNS: &'static str =
+        "id, layer, sensitivity, scope, erased_at, actor, rationale, older_id, newer_id";
+
+    pub(crate) fn read(row: &impl Columns) -> Result<Tombstone, StoreError> {
+        Ok(Tombstone {
+            id: row.at(0)?,
+            memory_type: row.memory_type(1)?,
+            sensitivity: row.sensitivity(2)?,
+            scope: row.at(3)?,
+            erased_at: row.time(4)?,
+            actor: row.at(5)?,
+            rationale: row.at(6)?,
+            older_id: row.at(7)?,
+            newer_id: row.at(8)?,
+        })
+    }
 }
 
 /// One erasure as the log keeps it: never erased content.

@@ -1,5 +1,6 @@
 //! API keys in storage ([`KeyStore`]).
 
+use super::rows::Columns;
 use super::StoreError;
 use crate::domain::access::ApiKey;
 use crate::domain::record::Sensitivity;
@@ -20,6 +21,24 @@ pub(crate) struct StoredKey {
 }
 
 impl StoredKey {
+    /// The columns of `api_keys` [`StoredKey::read`] reads, in its order.
+    pub const COLUMNS: &'static str =
+        "name, roles, max_sensitivity, scopes_json, rate, created_at, revoked_at";
+
+    /// The key of a row of [`StoredKey::COLUMNS`].
+    pub fn read(row: &impl Columns) -> Result<ApiKey, StoreError> {
+        StoredKey {
+            name: row.at(0)?,
+            roles: row.at(1)?,
+            max_sensitivity: row.at(2)?,
+            scopes_json: row.at(3)?,
+            rate: row.at(4)?,
+            created_at: row.at(5)?,
+            revoked_at: row.at(6)?,
+        }
+        .into_key()
+    }
+
     pub fn into_key(self) -> Result<ApiKey, StoreError> {
         let name = self.name;
         let corrupt = |what: &str| StoreError::Corrupt(format!("api key {name}: {what}"));

@@ -1,12 +1,14 @@
 //! Maintenance in storage: the decay sweep ([`DecayStore`]) and the jobs
 //! every instance shares ([`JobStore`]).
 
+use super::rows::Columns;
 use super::StoreError;
 use crate::domain::decay::Anchor;
 use crate::domain::record::DecayProfile;
 use crate::domain::record::DeletionPolicy;
 use crate::domain::record::Status;
 use crate::domain::time::Timestamp;
+
 /// What the decay sweep needs of one record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecayRow {
@@ -21,6 +23,28 @@ pub struct DecayRow {
     pub pinned: bool,
     pub deletion_policy: DeletionPolicy,
     pub anchor: Anchor,
+}
+
+impl DecayRow {
+    /// Columns in this order: key, row version, stored salience, status,
+    /// created at, the decay profile (five columns), pinned, deletion
+    /// policy, and the salience and time decay is measured from.
+    pub(crate) fn read(row: &impl Columns) -> Result<DecayRow, StoreError> {
+        Ok(DecayRow {
+            key: row.at(0)?,
+            version: row.at(1)?,
+            stored_salience: row.at(2)?,
+            status: row.parsed(3, Status::parse)?,
+            created_at: row.time(4)?,
+            profile: row.decay_profile(5)?,
+            pinned: row.at(10)?,
+            deletion_policy: row.parsed(11, DeletionPolicy::parse)?,
+            anchor: Anchor {
+                salience: row.at(12)?,
+                at: row.time(13)?,
+            },
+        })
+    }
 }
 
 /// A stored salience to move to its decayed value, or a record to prune,

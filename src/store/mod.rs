@@ -23,6 +23,7 @@ mod maintenance;
 pub mod postgres;
 mod ranking;
 mod records;
+pub(crate) mod rows;
 pub mod sqlite;
 mod stats;
 mod topic_names;

@@ -1,10 +1,15 @@
 //! Records as storage keeps them: what the service may ask of a backend
 //! about records ([`RecordStore`]), and the shapes of its answers.
 
+use super::rows::Columns;
 use super::StoreError;
-use crate::domain::record::AuditEntry;
+use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::record::MemoryRecord;
 use crate::domain::record::Sensitivity;
+use crate::domain::record::{
+    AuditAction, AuditEntry, DeletionPolicy, Lifecycle, Provenance, ProvenanceKind,
+    ProvenanceSource, Relation, Status,
+};
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::Cursor;
 use crate::domain::retrieval::RecordQuery;
@@ -165,4 +170,94 @@ pub trait RecordStore {
     ) -> Result<Option<Vec<MemoryRecord>>, StoreError>;
     /// A cheap query that proves the database answers.
     fn ping(&mut self) -> Result<(), StoreError>;
+}
+
+/// A record and its key from a row holding, in this order: key, id, layer,
+/// sensitivity, confidence, stored salience, scope, status, created by,
+/// created at, updated at, the decay profile (five columns), last
+/// reinforced, pinned, deletion policy, payload JSON, and the salience
+/// and time decay is measured from. Its salience is decayed to `now`; its
+/// tags, sources, relations and audit come from their own tables.
+pub(crate) fn read_record(
+    row: &impl Columns,
+    now: Timestamp,
+) -> Result<(i64, MemoryRecord), StoreError> {
+    let id: String = row.at(1)?;
+    let payload = row.json(19, &format!("payload of record {id}"))?;
+    let mut record = MemoryRecord {
+        id,
+        memory_type: row.memory_type(2)?,
+        sensitivity: row.sensitivity(3)?,
+        confidence: row.at(4)?,
+        salience: row.at(5)?,
+        scope: row.at(6)?,
+        tags: Vec::new(),
+        status: row.parsed(7, Status::parse)?,
+        created_at: row.time(9)?,
+        updated_at: row.time(10)?,
+        lifecycle: Lifecycle {
+            decay: row.decay_profile(11)?,
+            last_reinforced_at: row.time(16)?,
+            pinned: row.at(17)?,
+            deletion_policy: row.parsed(18, DeletionPolicy::parse)?,
+        },
+        provenance: Provenance {
+            sources: Vec::new(),
+            created_by: row.at(8)?,
+        },
+        relations: Vec::new(),
+        payload,
+        audit_log: Vec::new(),
+        embedding: None,
+        searchable: Default::default(),
+    };
+    let anchor = Anchor {
+        salience: row.at(20)?,
+        at: row.time(21)?,
+    };
+    record.salience = salience_at(
+        &DecayState {
+            anchor,
+            profile: &record.lifecycle.decay,
+            pinned: record.lifecycle.pinned,
+            created_at: record.created_at,
+        },
+        now,
+    );
+    Ok((row.at(0)?, record))
+}
+
+/// A provenance source from columns 1 on: kind, ref, hash, created by,
+/// timestamp (column 0 is its record's key).
+pub(crate) fn read_source(row: &impl Columns) -> Result<ProvenanceSource, StoreError> {
+    Ok(ProvenanceSource {
+        kind: row.parsed(1, ProvenanceKind::parse)?,
+        reference: row.at(2)?,
+        hash: row.at(3)?,
+        created_by: row.at(4)?,
+        timestamp: row.time(5)?,
+    })
+}
+
+/// A relation from columns 1 on: predicate, target, weight, created at
+/// (column 0 is its source record's key).
+pub(crate) fn read_relation(row: &impl Columns) -> Result<Relation, StoreError> {
+    Ok(Relation {
+        predicate: row.at(1)?,
+        target_id: row.at(2)?,
+        weight: row.at(3)?,
+        created_at: row.time(4)?,
+    })
+}
+
+/// An audit entry from columns 1 on: action, actor, timestamp, rationale,
+/// imported (column 0 is its record's key).
+pub(crate) fn read_audit(row: &impl Columns) -> Result<AuditEntry, StoreError> {
+    Ok(AuditEntry {
+        action: row.parsed(1, AuditAction::parse)?,
+        actor: row.at(2)?,
+        timestamp: row.time(3)?,
+        rationale: row.at(4)?,
+        imported: row.at(5)?,
+    })
 }

@@ -1,7 +1,9 @@
 //! Topics in storage ([`TopicStore`]): fields as versions, edges, words,
 //! vectors and salience.
 
+use super::rows::Columns;
 use super::StoreError;
+use crate::domain::decay::Anchor;
 use crate::domain::time::Timestamp;
 use crate::domain::topic::Topic;
 use crate::domain::trust::TrustContext;
@@ -211,4 +213,47 @@ pub trait TopicStore {
         anchor_at: Timestamp,
         salience: f64,
     ) -> Result<(), StoreError>;
+}
+
+/// A topic and its key from a row of the backends' topic `COLUMNS`: key,
+/// id, title, summary, kind, sensitivity, scope, tags JSON, salience,
+/// archived, created at, updated at, and the salience and time decay is
+/// measured from.
+pub(crate) fn read_topic(row: &impl Columns) -> Result<(i64, Topic), StoreError> {
+    Ok((
+        row.at(0)?,
+        Topic {
+            id: row.at(1)?,
+            title: row.at(2)?,
+            summary: row.at(3)?,
+            kind: row.at(4)?,
+            sensitivity: row.sensitivity(5)?,
+            scope: row.at(6)?,
+            tags: row.json(7, "topic tags")?,
+            salience: row.at(8)?,
+            archived: row.at(9)?,
+            created_at: row.time(10)?,
+            updated_at: row.time(11)?,
+            anchor: Anchor {
+                salience: row.at(12)?,
+                at: row.time(13)?,
+            },
+        },
+    ))
+}
+
+/// A field version from a row of: name, seq, record id, valid from, why
+/// changed, value JSON, source, retracted, ended.
+pub(crate) fn read_version(row: &impl Columns) -> Result<FieldVersion, StoreError> {
+    Ok(FieldVersion {
+        name: row.at(0)?,
+        seq: row.at(1)?,
+        record_id: row.at(2)?,
+        valid_from: row.time(3)?,
+        why_changed: row.at(4)?,
+        value: row.json(5, "field value")?,
+        source: row.at(6)?,
+        retracted: row.at(7)?,
+        ended: row.at(8)?,
+    })
 }

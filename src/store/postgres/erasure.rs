@@ -4,8 +4,6 @@
 //! text with the row), topics left with no field, tombstones and the
 //! erasure log.
 
-use tokio_postgres::Row;
-
 use super::records::sensitivity_of;
 use super::Pg;
 use crate::domain::erasure::TableCounts;
@@ -15,19 +13,7 @@ use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
 use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
 
-const ERASABLE: &str = "key, id, layer, sensitivity, scope";
-
-fn read_erasable(row: &Row) -> Result<Erasable, StoreError> {
-    let layer: i64 = row.try_get(2)?;
-    Ok(Erasable {
-        key: row.try_get(0)?,
-        id: row.try_get(1)?,
-        memory_type: MemoryType::from_layer(layer)
-            .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
-        sensitivity: sensitivity_of(row.try_get(3)?)?,
-        scope: row.try_get(4)?,
-    })
-}
+const ERASABLE: &str = Erasable::COLUMNS;
 
 /// The records `sql` (selecting [`ERASABLE`], `$1` the value) finds, those
 /// `trust` may see.
@@ -39,7 +25,7 @@ fn visible(
 ) -> Result<Vec<Erasable>, StoreError> {
     let mut found = Vec::new();
     for row in pg.query(sql, &[&value])? {
-        let record = read_erasable(&row)?;
+        let record = Erasable::read(&row)?;
         if trust.allows_parts(record.sensitivity, record.scope.as_deref()) {
             found.push(record);
         }
@@ -52,24 +38,7 @@ fn count(pg: &Pg, sql: &str, keys: &[i64]) -> Result<u64, StoreError> {
     Ok(n as u64)
 }
 
-fn read_tombstone(row: &Row) -> Result<Tombstone, StoreError> {
-    let layer: i64 = row.try_get(1)?;
-    Ok(Tombstone {
-        id: row.try_get(0)?,
-        memory_type: MemoryType::from_layer(layer)
-            .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
-        sensitivity: sensitivity_of(row.try_get(2)?)?,
-        scope: row.try_get(3)?,
-        erased_at: from_micros(row.try_get(4)?),
-        actor: row.try_get(5)?,
-        rationale: row.try_get(6)?,
-        older_id: row.try_get(7)?,
-        newer_id: row.try_get(8)?,
-    })
-}
-
-const TOMBSTONE: &str =
-    "id, layer, sensitivity, scope, erased_at, actor, rationale, older_id, newer_id";
+const TOMBSTONE: &str = Tombstone::COLUMNS;
 
 impl ErasureStore for Pg {
     fn erasable_in_scope(
@@ -108,7 +77,7 @@ impl ErasureStore for Pg {
             &[&ids],
         )?
         .iter()
-        .map(read_erasable)
+        .map(Erasable::read)
         .collect()
     }
 
@@ -125,7 +94,7 @@ impl ErasureStore for Pg {
             &[&ids],
         )?
         .iter()
-        .map(read_erasable)
+        .map(Erasable::read)
         .collect()
     }
 
@@ -139,7 +108,7 @@ impl ErasureStore for Pg {
             &[&ids],
         )?
         .iter()
-        .map(read_erasable)
+        .map(Erasable::read)
         .collect()
     }
 
@@ -298,7 +267,7 @@ impl ErasureStore for Pg {
             &[&key],
         )?
         .iter()
-        .map(read_erasable)
+        .map(Erasable::read)
         .collect()
     }
 
@@ -330,7 +299,7 @@ impl ErasureStore for Pg {
             &format!("SELECT {TOMBSTONE} FROM erased_records WHERE id = $1"),
             &[&id],
         )?
-        .map(|row| read_tombstone(&row))
+        .map(|row| Tombstone::read(&row))
         .transpose()
     }
 
@@ -348,7 +317,7 @@ impl ErasureStore for Pg {
             ),
             &[&older, &newer],
         )?
-        .map(|row| read_tombstone(&row))
+        .map(|row| Tombstone::read(&row))
         .transpose()
     }
 

@@ -2,15 +2,13 @@
 //! presented secret. A revocation is one committed row: every instance's
 //! next lookup of the key finds it revoked.
 
-use tokio_postgres::Row;
-
 use super::Pg;
 use crate::domain::access::ApiKey;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::KeyStore;
 use crate::store::{StoreError, StoredKey};
 
-const COLUMNS: &str = "name, roles, max_sensitivity, scopes_json, rate, created_at, revoked_at";
+const COLUMNS: &str = StoredKey::COLUMNS;
 
 pub fn insert_key(pg: &Pg, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
     let row = StoredKey::of(key)?;
@@ -48,7 +46,7 @@ pub fn list_keys(pg: &Pg) -> Result<Vec<ApiKey>, StoreError> {
         &[],
     )?
     .iter()
-    .map(read_key)
+    .map(StoredKey::read)
     .collect()
 }
 
@@ -57,7 +55,7 @@ pub fn active_key(pg: &Pg, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
         &format!("SELECT {COLUMNS} FROM api_keys WHERE hash = $1 AND revoked_at IS NULL"),
         &[&hash],
     )?
-    .map(|row| read_key(&row))
+    .map(|row| StoredKey::read(&row))
     .transpose()
 }
 
@@ -80,19 +78,6 @@ pub fn revoke_key(pg: &Pg, name: &str, now: Timestamp) -> Result<bool, StoreErro
     } else {
         Err(StoreError::NotFound(name.to_string()))
     }
-}
-
-fn read_key(row: &Row) -> Result<ApiKey, StoreError> {
-    StoredKey {
-        name: row.try_get(0)?,
-        roles: row.try_get(1)?,
-        max_sensitivity: row.try_get(2)?,
-        scopes_json: row.try_get(3)?,
-        rate: row.try_get(4)?,
-        created_at: row.try_get(5)?,
-        revoked_at: row.try_get(6)?,
-    }
-    .into_key()
 }
 
 impl KeyStore for Pg {

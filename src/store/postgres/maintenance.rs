@@ -1,12 +1,8 @@
 //! Decay and job state on PostgreSQL: the sweep's scan and conditional
 //! writes, job schedules and run history.
 
-use super::records::parse_enum;
 use super::Pg;
-use crate::domain::decay::Anchor;
-use crate::domain::record::{
-    AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
-};
+use crate::domain::record::{AuditAction, MemoryType, SCHEDULER_ACTOR};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::DecayStore;
 use crate::store::JobStore;
@@ -25,28 +21,7 @@ pub fn scan_for_decay(pg: &Pg, after_key: i64, limit: usize) -> Result<Vec<Decay
         &[&after_key, &(limit as i64)],
     )?
     .iter()
-    .map(|row| {
-        Ok(DecayRow {
-            key: row.try_get(0)?,
-            version: row.try_get(1)?,
-            stored_salience: row.try_get(2)?,
-            status: parse_enum(row, 3, Status::parse)?,
-            created_at: from_micros(row.try_get(4)?),
-            profile: DecayProfile {
-                curve: parse_enum(row, 5, DecayCurve::parse)?,
-                half_life_seconds: row.try_get(6)?,
-                min_salience: row.try_get(7)?,
-                max_age_seconds: row.try_get(8)?,
-                reinforcement_gain: row.try_get(9)?,
-            },
-            pinned: row.try_get(10)?,
-            deletion_policy: parse_enum(row, 11, DeletionPolicy::parse)?,
-            anchor: Anchor {
-                salience: row.try_get(12)?,
-                at: from_micros(row.try_get(13)?),
-            },
-        })
-    })
+    .map(DecayRow::read)
     .collect()
 }
 

@@ -96,6 +96,12 @@ impl From<tokio_postgres::Error> for StoreError {
     }
 }
 
+impl super::rows::Columns for tokio_postgres::Row {
+    fn at<T: super::rows::Value>(&self, column: usize) -> Result<T, StoreError> {
+        Ok(self.try_get(column)?)
+    }
+}
+
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(error: deadpool_postgres::PoolError) -> Self {
         // No connection to be had (a timeout, a refused connection): the

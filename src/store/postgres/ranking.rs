@@ -21,18 +21,16 @@
 use std::collections::HashMap;
 
 use tokio_postgres::types::ToSql;
-use tokio_postgres::Row;
 
-use super::records::{load_records, parse_enum, payload_sizes};
+use super::records::{load_records, payload_sizes};
 use super::Pg;
-use crate::domain::decay::{salience_at, Anchor, DecayState};
-use crate::domain::record::{DecayCurve, DecayProfile, MemoryRecord, MemoryType, Sensitivity};
+use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
-use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    Current, PageRow, Posting, RankingSource, Stored, Totals, VectorHit,
+    current_salience, Current, PageRow, Posting, RankingSource, Stored, Totals, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -154,15 +152,16 @@ impl RankingSource for Source<'_> {
         let mut page = Vec::new();
         for row in self.pg.query(&range.page, &params)? {
             let created_at: i64 = row.try_get(3)?;
+            let stored = Stored {
+                key: row.try_get(0)?,
+                layer: row.try_get(4)?,
+                salience: row.try_get(1)?,
+                decays_from: row.try_get(2)?,
+            };
             page.push(PageRow {
-                stored: Stored {
-                    key: row.try_get(0)?,
-                    layer: row.try_get(4)?,
-                    salience: row.try_get(1)?,
-                    decays_from: row.try_get(2)?,
-                },
+                stored,
                 created_at,
-                current: Some(current_salience(&row, 5, created_at, now)?),
+                current: Some(current_salience(&row, 5, stored.salience, created_at, now)?),
             });
         }
         Ok(page)
@@ -261,7 +260,7 @@ impl RankingSource for Source<'_> {
             any.join(" OR "),
         );
         for row in self.pg.query(&sql, &c.params())? {
-            let stored = stored(&row)?;
+            let stored = Stored::read(&row)?;
             let length: i64 = row.try_get(4)?;
             let repeats: Option<&str> = row.try_get(5)?;
             for (i, term) in terms.iter().enumerate() {
@@ -338,7 +337,7 @@ impl RankingSource for Source<'_> {
         );
         let mut hits = Vec::new();
         for row in self.pg.query(&sql, &c.params())? {
-            let stored = stored(&row)?;
+            let stored = Stored::read(&row)?;
             let norm: f64 = row.try_get(4)?;
             let bytes: &[u8] = row.try_get(5)?;
             hits.push(VectorHit {
@@ -376,7 +375,7 @@ impl RankingSource for Source<'_> {
         self.pg
             .query(&sql, &c.params())?
             .iter()
-            .map(stored)
+            .map(Stored::read)
             .collect()
     }
 
@@ -391,13 +390,14 @@ impl RankingSource for Source<'_> {
             &[&keys],
         )? {
             let created_at: i64 = row.try_get(2)?;
+            let stored = row.try_get(3)?;
             found.insert(
                 row.try_get(0)?,
                 Current {
                     layer: row.try_get(1)?,
                     created_at,
-                    stored: row.try_get(3)?,
-                    salience: current_salience(&row, 4, created_at, now)?,
+                    stored,
+                    salience: current_salience(&row, 4, stored, created_at, now)?,
                 },
             );
         }
@@ -411,16 +411,6 @@ impl RankingSource for Source<'_> {
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {
         load_records(self.pg, keys, now)
     }
-}
-
-/// Key, layer, stored salience and `decays_from` of a row.
-fn stored(row: &Row) -> Result<Stored, StoreError> {
-    Ok(Stored {
-        key: row.try_get(0)?,
-        layer: row.try_get(1)?,
-        salience: row.try_get(2)?,
-        decays_from: row.try_get(3)?,
-    })
 }
 
 /// What a posting reads of the records `m` (`m.key`) a statement found.
@@ -439,7 +429,7 @@ fn read_postings(
         .iter()
         .map(|row| {
             Ok(Posting::of(
-                stored(row)?,
+                Stored::read(row)?,
                 row.try_get(4)?,
                 row.try_get::<_, Option<&str>>(5)?,
                 term,
@@ -770,32 +760,6 @@ fn layers(query: &RecordQuery) -> Vec<i64> {
 /// The decay profile columns [`current_salience`] reads, from `d`.
 const PROFILE_COLUMNS: &str = "d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
      d.reinforcement_gain, d.pinned, d.anchor_salience, d.anchor_at";
-
-/// The salience now of a record whose profile columns start at `first`.
-fn current_salience(
-    row: &Row,
-    first: usize,
-    created_at: i64,
-    now: Timestamp,
-) -> Result<f64, StoreError> {
-    let profile = DecayProfile {
-        curve: parse_enum(row, first, DecayCurve::parse)?,
-        half_life_seconds: row.try_get(first + 1)?,
-        min_salience: row.try_get(first + 2)?,
-        max_age_seconds: row.try_get(first + 3)?,
-        reinforcement_gain: row.try_get(first + 4)?,
-    };
-    let state = DecayState {
-        anchor: Anchor {
-            salience: row.try_get(first + 6)?,
-            at: from_micros(row.try_get(first + 7)?),
-        },
-        profile: &profile,
-        pinned: row.try_get(first + 5)?,
-        created_at: from_micros(created_at),
-    };
-    Ok(salience_at(&state, now))
-}
 
 /// Keys of one epoch: `key >> EPOCH_BITS` (the `'E n'` and `'EV n v s'` facets of
 /// `engram_facets` in the schema).

@@ -9,15 +9,13 @@ use tokio_postgres::Row;
 
 use super::{Params, Pg};
 use crate::domain::analysis;
-use crate::domain::decay::{salience_at, Anchor, DecayState};
+use crate::domain::decay::Anchor;
 use crate::domain::payload::Payload;
-use crate::domain::record::{
-    AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
-    MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
-};
+use crate::domain::record::{AuditEntry, MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::search::{search_text, Searchable};
-use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::domain::time::{to_micros, Timestamp};
+use crate::store::records::{read_audit, read_record, read_relation, read_source};
 use crate::store::RecordPage;
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
 use crate::store::{RecordStore, Visibility};
@@ -876,21 +874,7 @@ pub fn load_records(
     };
     let mut records: HashMap<i64, MemoryRecord> = HashMap::with_capacity(keys.len());
     for row in rows {
-        let key: i64 = row.try_get(0)?;
-        let mut record = record_from_row(row)?;
-        let anchor = Anchor {
-            salience: row.try_get(20)?,
-            at: from_micros(row.try_get(21)?),
-        };
-        record.salience = salience_at(
-            &DecayState {
-                anchor,
-                profile: &record.lifecycle.decay,
-                pinned: record.lifecycle.pinned,
-                created_at: record.created_at,
-            },
-            now,
-        );
+        let (key, record) = read_record(row, now)?;
         records.insert(key, record);
     }
     for row in tags {
@@ -900,89 +884,20 @@ pub fn load_records(
     }
     for row in sources {
         if let Some(record) = records.get_mut(&row.try_get(0)?) {
-            record.provenance.sources.push(ProvenanceSource {
-                kind: parse_enum(row, 1, ProvenanceKind::parse)?,
-                reference: row.try_get(2)?,
-                hash: row.try_get(3)?,
-                created_by: row.try_get(4)?,
-                timestamp: from_micros(row.try_get(5)?),
-            });
+            record.provenance.sources.push(read_source(row)?);
         }
     }
     for row in relations {
         if let Some(record) = records.get_mut(&row.try_get(0)?) {
-            record.relations.push(Relation {
-                predicate: row.try_get(1)?,
-                target_id: row.try_get(2)?,
-                weight: row.try_get(3)?,
-                created_at: from_micros(row.try_get(4)?),
-            });
+            record.relations.push(read_relation(row)?);
         }
     }
     for row in audit {
         if let Some(record) = records.get_mut(&row.try_get(0)?) {
-            record.audit_log.push(AuditEntry {
-                action: parse_enum(row, 1, AuditAction::parse)?,
-                actor: row.try_get(2)?,
-                timestamp: from_micros(row.try_get(3)?),
-                rationale: row.try_get(4)?,
-                imported: row.try_get(5)?,
-            });
+            record.audit_log.push(read_audit(row)?);
         }
     }
     Ok(keys.iter().filter_map(|key| records.remove(key)).collect())
-}
-
-fn record_from_row(row: &Row) -> Result<MemoryRecord, StoreError> {
-    let id: String = row.try_get(1)?;
-    let layer: i64 = row.try_get(2)?;
-    let payload_json: String = row.try_get(19)?;
-    let payload: Payload = serde_json::from_str(&payload_json)
-        .map_err(|e| StoreError::Corrupt(format!("payload of record {id}: {e}")))?;
-    Ok(MemoryRecord {
-        memory_type: MemoryType::from_layer(layer)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown memory type layer {layer}")))?,
-        sensitivity: sensitivity_of(row.try_get(3)?)?,
-        confidence: row.try_get(4)?,
-        salience: row.try_get(5)?,
-        scope: row.try_get(6)?,
-        tags: Vec::new(),
-        status: parse_enum(row, 7, Status::parse)?,
-        created_at: from_micros(row.try_get(9)?),
-        updated_at: from_micros(row.try_get(10)?),
-        lifecycle: Lifecycle {
-            decay: DecayProfile {
-                curve: parse_enum(row, 11, DecayCurve::parse)?,
-                half_life_seconds: row.try_get(12)?,
-                min_salience: row.try_get(13)?,
-                max_age_seconds: row.try_get(14)?,
-                reinforcement_gain: row.try_get(15)?,
-            },
-            last_reinforced_at: from_micros(row.try_get(16)?),
-            pinned: row.try_get(17)?,
-            deletion_policy: parse_enum(row, 18, DeletionPolicy::parse)?,
-        },
-        provenance: Provenance {
-            sources: Vec::new(),
-            created_by: row.try_get(8)?,
-        },
-        relations: Vec::new(),
-        payload,
-        audit_log: Vec::new(),
-        embedding: None,
-        searchable: Default::default(),
-        id,
-    })
-}
-
-pub(super) fn parse_enum<T>(
-    row: &Row,
-    column: usize,
-    parse: fn(&str) -> Option<T>,
-) -> Result<T, StoreError> {
-    let text: String = row.try_get(column)?;
-    parse(&text)
-        .ok_or_else(|| StoreError::Corrupt(format!("unexpected value {text:?} in column {column}")))
 }
 
 /// The supersession chain through record `id`, oldest first.

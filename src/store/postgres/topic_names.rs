@@ -1,9 +1,10 @@
 //! Topic aliases and summary versions on PostgreSQL (migration 0007).
 
-use super::topics::{read_topic, COLUMNS};
+use super::topics::COLUMNS;
 use super::Pg;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::normalize_title;
+use crate::store::topics::read_topic;
 use crate::store::{KeyedTopic, StoreError, SummaryVersion, TopicNameStore};
 
 pub fn add_alias(pg: &Pg, key: i64, alias: &str, at: Timestamp) -> Result<bool, StoreError> {

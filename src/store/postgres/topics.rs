@@ -4,9 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tokio_postgres::Row;
-
-use super::records::sensitivity_of;
 use super::Pg;
 use crate::domain::analysis;
 use crate::domain::decay::Anchor;
@@ -15,6 +12,7 @@ use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{normalize_title, Topic};
 use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
+use crate::store::topics::{read_topic, read_version};
 use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
 use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
@@ -22,31 +20,6 @@ pub(super) const COLUMNS: &str =
     "t.key, t.id, t.title, t.summary, t.kind, t.sensitivity, t.scope, \
                        t.tags_json, t.salience, t.archived, t.created_at, t.updated_at, \
                        t.anchor_salience, t.anchor_at";
-
-pub(super) fn read_topic(row: &Row) -> Result<(i64, Topic), StoreError> {
-    let tags: String = row.try_get(7)?;
-    Ok((
-        row.try_get(0)?,
-        Topic {
-            id: row.try_get(1)?,
-            title: row.try_get(2)?,
-            summary: row.try_get(3)?,
-            kind: row.try_get(4)?,
-            sensitivity: sensitivity_of(row.try_get(5)?)?,
-            scope: row.try_get(6)?,
-            tags: serde_json::from_str(&tags)
-                .map_err(|e| StoreError::Corrupt(format!("topic tags: {e}")))?,
-            salience: row.try_get(8)?,
-            archived: row.try_get(9)?,
-            created_at: from_micros(row.try_get(10)?),
-            updated_at: from_micros(row.try_get(11)?),
-            anchor: Anchor {
-                salience: row.try_get(12)?,
-                at: from_micros(row.try_get(13)?),
-            },
-        },
-    ))
-}
 
 fn tags_json(topic: &Topic) -> Result<String, StoreError> {
     serde_json::to_string(&topic.tags).map_err(|e| StoreError::Corrupt(e.to_string()))
@@ -276,22 +249,6 @@ pub fn recent_topics(
     .iter()
     .map(read_topic)
     .collect()
-}
-
-fn read_version(row: &Row) -> Result<FieldVersion, StoreError> {
-    let value: String = row.try_get(5)?;
-    Ok(FieldVersion {
-        name: row.try_get(0)?,
-        seq: row.try_get(1)?,
-        record_id: row.try_get(2)?,
-        valid_from: from_micros(row.try_get(3)?),
-        why_changed: row.try_get(4)?,
-        value: serde_json::from_str(&value)
-            .map_err(|e| StoreError::Corrupt(format!("field value: {e}")))?,
-        source: row.try_get(6)?,
-        retracted: row.try_get(7)?,
-        ended: row.try_get(8)?,
-    })
 }
 
 pub fn field_heads(

@@ -9,10 +9,12 @@ use std::collections::HashMap;
 
 use super::DecayBound;
 use crate::domain::analysis::term_frequency;
+use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::record::MemoryRecord;
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
+use crate::store::rows::Columns;
 use crate::store::StoreError;
 
 /// A visible record as an index gives it: enough to bound what it can
@@ -26,6 +28,42 @@ pub(crate) struct Stored {
     /// it from there) and when that value was exact.
     pub salience: f64,
     pub decays_from: i64,
+}
+
+impl Stored {
+    /// Columns 0 to 3: key, layer, stored salience, `decays_from`.
+    pub fn read(row: &impl Columns) -> Result<Stored, StoreError> {
+        Ok(Stored {
+            key: row.at(0)?,
+            layer: row.at(1)?,
+            salience: row.at(2)?,
+            decays_from: row.at(3)?,
+        })
+    }
+}
+
+/// The salience now of a record whose decay profile columns start at
+/// `first`: curve, half-life, floor, maximum age, gain, pinned, and the
+/// salience and time decay is measured from; `stored` stands for that
+/// salience when the profile has none of its own.
+pub(crate) fn current_salience(
+    row: &impl Columns,
+    first: usize,
+    stored: f64,
+    created_at: i64,
+    now: Timestamp,
+) -> Result<f64, StoreError> {
+    let profile = row.decay_profile(first)?;
+    let state = DecayState {
+        anchor: Anchor {
+            salience: row.at::<Option<f64>>(first + 6)?.unwrap_or(stored),
+            at: row.time(first + 7)?,
+        },
+        profile: &profile,
+        pinned: row.at(first + 5)?,
+        created_at: crate::domain::time::from_micros(created_at),
+    };
+    Ok(salience_at(&state, now))
 }
 
 /// A row of a salience range, in range order.

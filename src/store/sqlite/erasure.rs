@@ -6,7 +6,7 @@
 //! the writer merges the full-text indexes (whose segments keep a deleted
 //! row's terms until then) and truncates the WAL (`WriteConnection::scrub`).
 
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use super::records::sensitivity_of;
 use super::search::{self, Index};
@@ -17,22 +17,7 @@ use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
 use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
 
-const ERASABLE: &str = "key, id, layer, sensitivity, scope";
-
-fn read_erasable(row: &Row<'_>) -> rusqlite::Result<Result<Erasable, StoreError>> {
-    let (layer, sensitivity): (i64, i64) = (row.get(2)?, row.get(3)?);
-    let (key, id, scope) = (row.get(0)?, row.get(1)?, row.get(4)?);
-    Ok((|| {
-        Ok(Erasable {
-            key,
-            id,
-            memory_type: MemoryType::from_layer(layer)
-                .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
-            sensitivity: sensitivity_of(sensitivity)?,
-            scope,
-        })
-    })())
-}
+const ERASABLE: &str = Erasable::COLUMNS;
 
 /// The records `sql` (selecting [`ERASABLE`]) finds, those `trust` may see.
 fn visible(
@@ -42,7 +27,7 @@ fn visible(
     trust: &TrustContext,
 ) -> Result<Vec<Erasable>, StoreError> {
     let mut stmt = conn.prepare_cached(sql)?;
-    let rows = stmt.query_map([value], read_erasable)?;
+    let rows = stmt.query_map([value], |row| Ok(Erasable::read(row)))?;
     let mut found = Vec::new();
     for row in rows {
         let record = row??;
@@ -90,38 +75,14 @@ fn erasable_in<T: rusqlite::ToSql>(
     for chunk in values.chunks(500) {
         let sql = sql.replace("{in}", &placeholders(chunk.len()));
         let mut stmt = conn.prepare_cached(&sql)?;
-        for row in stmt.query_map(params_from_iter(chunk), read_erasable)? {
+        for row in stmt.query_map(params_from_iter(chunk), |row| Ok(Erasable::read(row)))? {
             found.push(row??);
         }
     }
     Ok(found)
 }
 
-fn read_tombstone(row: &Row<'_>) -> rusqlite::Result<Result<Tombstone, StoreError>> {
-    let (layer, sensitivity): (i64, i64) = (row.get(1)?, row.get(2)?);
-    let tombstone = Tombstone {
-        id: row.get(0)?,
-        memory_type: MemoryType::Semantic,
-        sensitivity: crate::domain::record::Sensitivity::Public,
-        scope: row.get(3)?,
-        erased_at: from_micros(row.get(4)?),
-        actor: row.get(5)?,
-        rationale: row.get(6)?,
-        older_id: row.get(7)?,
-        newer_id: row.get(8)?,
-    };
-    Ok((|| {
-        Ok(Tombstone {
-            memory_type: MemoryType::from_layer(layer)
-                .ok_or_else(|| StoreError::Corrupt(format!("layer {layer}")))?,
-            sensitivity: sensitivity_of(sensitivity)?,
-            ..tombstone
-        })
-    })())
-}
-
-const TOMBSTONE: &str =
-    "id, layer, sensitivity, scope, erased_at, actor, rationale, older_id, newer_id";
+const TOMBSTONE: &str = Tombstone::COLUMNS;
 
 /// [`ErasureStore::erase_empty_topics`].
 fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<(), StoreError> {
@@ -357,7 +318,7 @@ impl ErasureStore for Connection {
              ORDER BY key"
         );
         let mut stmt = self.prepare_cached(&sql)?;
-        let rows = stmt.query_map([key], read_erasable)?;
+        let rows = stmt.query_map([key], |row| Ok(Erasable::read(row)))?;
         rows.map(|row| row?).collect()
     }
 
@@ -384,7 +345,7 @@ impl ErasureStore for Connection {
         self.prepare_cached(&format!(
             "SELECT {TOMBSTONE} FROM erased_records WHERE id = ?1"
         ))?
-        .query_row([id], read_tombstone)
+        .query_row([id], |row| Ok(Tombstone::read(row)))
         .optional()?
         .transpose()
     }
@@ -399,7 +360,7 @@ impl ErasureStore for Connection {
              WHERE (?1 IS NOT NULL AND older_id = ?1) OR (?2 IS NOT NULL AND newer_id = ?2)
              LIMIT 1"
         ))?
-        .query_row(params![older, newer], read_tombstone)
+        .query_row(params![older, newer], |row| Ok(Tombstone::read(row)))
         .optional()?
         .transpose()
     }

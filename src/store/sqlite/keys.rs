@@ -1,14 +1,14 @@
 //! API keys (migration 0009): made, listed, revoked, and found by the
 //! hash of a presented secret.
 
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use crate::domain::access::ApiKey;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::KeyStore;
 use crate::store::{StoreError, StoredKey};
 
-const COLUMNS: &str = "name, roles, max_sensitivity, scopes_json, rate, created_at, revoked_at";
+const COLUMNS: &str = StoredKey::COLUMNS;
 
 /// Stores a new key under the hash of its secret; `AlreadyExists` when
 /// the name was ever used.
@@ -51,7 +51,7 @@ pub fn any_key(conn: &Connection) -> Result<bool, StoreError> {
 /// Every key ever made, revoked ones too, by name.
 pub fn list_keys(conn: &Connection) -> Result<Vec<ApiKey>, StoreError> {
     let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM api_keys ORDER BY name"))?;
-    let rows = stmt.query_map([], read_key)?;
+    let rows = stmt.query_map([], |row| Ok(StoredKey::read(row)))?;
     rows.map(|row| row?).collect()
 }
 
@@ -60,7 +60,7 @@ pub fn active_key(conn: &Connection, hash: &[u8]) -> Result<Option<ApiKey>, Stor
     conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM api_keys WHERE hash = ?1 AND revoked_at IS NULL"
     ))?
-    .query_row([hash], read_key)
+    .query_row([hash], |row| Ok(StoredKey::read(row)))
     .optional()?
     .transpose()
 }
@@ -84,19 +84,6 @@ pub fn revoke_key(conn: &Connection, name: &str, now: Timestamp) -> Result<bool,
     } else {
         Err(StoreError::NotFound(name.to_string()))
     }
-}
-
-fn read_key(row: &Row) -> rusqlite::Result<Result<ApiKey, StoreError>> {
-    Ok(StoredKey {
-        name: row.get(0)?,
-        roles: row.get(1)?,
-        max_sensitivity: row.get(2)?,
-        scopes_json: row.get(3)?,
-        rate: row.get(4)?,
-        created_at: row.get(5)?,
-        revoked_at: row.get(6)?,
-    }
-    .into_key())
 }
 
 impl KeyStore for Connection {

@@ -4,10 +4,7 @@
 
 use rusqlite::{params, Connection};
 
-use crate::domain::decay::Anchor;
-use crate::domain::record::{
-    AuditAction, DecayCurve, DecayProfile, DeletionPolicy, MemoryType, Status, SCHEDULER_ACTOR,
-};
+use crate::domain::record::{AuditAction, MemoryType, SCHEDULER_ACTOR};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::DecayStore;
 use crate::store::JobStore;
@@ -32,32 +29,7 @@ pub fn scan_for_decay(
     let mut rows = stmt.query(params![after_key, limit as i64])?;
     let mut found = Vec::with_capacity(limit);
     while let Some(row) = rows.next()? {
-        let text = |i: usize| -> Result<String, StoreError> { Ok(row.get::<_, String>(i)?) };
-        let corrupt =
-            |what: &str, value: String| StoreError::Corrupt(format!("unexpected {what} {value:?}"));
-        found.push(DecayRow {
-            key: row.get(0)?,
-            version: row.get(1)?,
-            stored_salience: row.get(2)?,
-            status: Status::parse(&text(3)?)
-                .ok_or_else(|| corrupt("status", text(3).unwrap_or_default()))?,
-            created_at: from_micros(row.get(4)?),
-            profile: DecayProfile {
-                curve: DecayCurve::parse(&text(5)?)
-                    .ok_or_else(|| corrupt("curve", text(5).unwrap_or_default()))?,
-                half_life_seconds: row.get(6)?,
-                min_salience: row.get(7)?,
-                max_age_seconds: row.get(8)?,
-                reinforcement_gain: row.get(9)?,
-            },
-            pinned: row.get(10)?,
-            deletion_policy: DeletionPolicy::parse(&text(11)?)
-                .ok_or_else(|| corrupt("deletion policy", text(11).unwrap_or_default()))?,
-            anchor: Anchor {
-                salience: row.get(12)?,
-                at: from_micros(row.get(13)?),
-            },
-        });
+        found.push(DecayRow::read(row)?);
     }
     Ok(found)
 }

@@ -50,6 +50,12 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+impl super::rows::Columns for rusqlite::Row<'_> {
+    fn at<T: super::rows::Value>(&self, column: usize) -> Result<T, StoreError> {
+        Ok(self.get(column)?)
+    }
+}
+
 impl From<r2d2::Error> for StoreError {
     fn from(error: r2d2::Error) -> Self {
         StoreError::Pool(error.to_string())

@@ -22,16 +22,15 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, ToSql};
 
 use super::filters::FilterSql;
-use super::records::{key_array, load_records, parse_enum};
+use super::records::{key_array, load_records};
 use super::search::scope_facet;
-use crate::domain::decay::{salience_at, Anchor, DecayState};
-use crate::domain::record::{DecayCurve, DecayProfile, MemoryRecord, MemoryType, Sensitivity};
+use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::{Filters, RecordQuery};
-use crate::domain::time::{from_micros, Timestamp};
+use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    Current, PageRow, Posting, RankingSource, Stored, TermsIn, Totals, VectorHit,
+    current_salience, Current, PageRow, Posting, RankingSource, Stored, TermsIn, Totals, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -284,7 +283,7 @@ impl RankingSource for Source<'_> {
                 "record {key} has no decay profile"
             )));
         };
-        current_salience(profile, row.stored.salience, row.created_at, now)
+        current_salience(profile, 0, row.stored.salience, row.created_at, now)
     }
 
     fn postings(
@@ -311,7 +310,7 @@ impl RankingSource for Source<'_> {
         let mut found = Vec::new();
         while let Some(row) = rows.next()? {
             found.push(Posting::of(
-                stored(row)?,
+                Stored::read(row)?,
                 row.get(4)?,
                 text_at(row, 5)?,
                 term,
@@ -342,7 +341,7 @@ impl RankingSource for Source<'_> {
             if matched.is_empty() {
                 continue;
             }
-            let stored = stored(row)?;
+            let stored = Stored::read(row)?;
             let length: i64 = row.get(4)?;
             let repeats = text_at(row, 5)?;
             for i in matched {
@@ -433,7 +432,7 @@ impl RankingSource for Source<'_> {
         let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
         let mut found = Vec::new();
         while let Some(row) = rows.next()? {
-            found.push(stored(row)?);
+            found.push(Stored::read(row)?);
         }
         Ok(found)
     }
@@ -466,7 +465,7 @@ impl RankingSource for Source<'_> {
                     layer,
                     created_at,
                     stored,
-                    salience: current_salience(row, stored, created_at, now)?,
+                    salience: current_salience(row, 0, stored, created_at, now)?,
                 },
             );
         }
@@ -537,16 +536,6 @@ fn slice_sql(query: &RecordQuery, columns: &str, join: &str, values: &mut Vec<Sq
         }
     }
     ranges.join(" UNION ALL ")
-}
-
-/// The first four columns of a candidate statement.
-fn stored(row: &Row<'_>) -> Result<Stored, StoreError> {
-    Ok(Stored {
-        key: row.get(0)?,
-        layer: row.get(1)?,
-        salience: row.get(2)?,
-        decays_from: row.get(3)?,
-    })
 }
 
 /// The full-text query of one term among the records the caller may see:
@@ -659,7 +648,7 @@ fn similar(
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
     let mut found = Vec::new();
     while let Some(row) = rows.next()? {
-        let stored = stored(row)?;
+        let stored = Stored::read(row)?;
         let norm: f64 = row.get(4)?;
         let bytes = vector_bytes(row, 5, stored.key)?;
         found.push(VectorHit {
@@ -780,38 +769,12 @@ pub(super) const PROFILE_SQL: &str =
             pinned, anchor_salience, COALESCE(anchor_at, last_reinforced_at)
      FROM decay_profiles WHERE record_key = ?1";
 
-/// The salience now of a record, from its decay profile row; `stored` is
-/// its anchor when the profile has none of its own.
-pub(super) fn current_salience(
-    row: &Row<'_>,
-    stored: f64,
-    created_at: i64,
-    now: Timestamp,
-) -> Result<f64, StoreError> {
-    let profile = DecayProfile {
-        curve: parse_enum(row, 0, DecayCurve::parse)?,
-        half_life_seconds: row.get(1)?,
-        min_salience: row.get(2)?,
-        max_age_seconds: row.get(3)?,
-        reinforcement_gain: row.get(4)?,
-    };
-    let state = DecayState {
-        anchor: Anchor {
-            salience: row.get::<_, Option<f64>>(6)?.unwrap_or(stored),
-            at: from_micros(row.get(7)?),
-        },
-        profile: &profile,
-        pinned: row.get(5)?,
-        created_at: from_micros(created_at),
-    };
-    Ok(salience_at(&state, now))
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::records::{insert_record, record_key};
     use super::super::test_support::{conn, now, record};
     use super::*;
+    use crate::domain::decay::{salience_at, Anchor, DecayState};
     use crate::domain::record::{MemoryRecord, MemoryType, Status};
     use crate::domain::relevance::Weights;
     use crate::domain::retrieval::Filters;

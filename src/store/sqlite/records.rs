@@ -8,14 +8,12 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
 
 use super::search::{Counted, Indexed};
-use crate::domain::decay::{salience_at, Anchor, DecayState};
+use crate::domain::decay::Anchor;
 use crate::domain::payload::Payload;
-use crate::domain::record::{
-    AuditAction, AuditEntry, DecayCurve, DecayProfile, DeletionPolicy, Lifecycle, MemoryRecord,
-    MemoryType, Provenance, ProvenanceKind, ProvenanceSource, Relation, Sensitivity, Status,
-};
+use crate::domain::record::{AuditEntry, MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
-use crate::domain::time::{from_micros, to_micros, Timestamp};
+use crate::domain::time::{to_micros, Timestamp};
+use crate::store::records::{read_audit, read_record, read_relation, read_source};
 use crate::store::RecordPage;
 use crate::store::{Loaded, SalienceChange, StoreError, Version};
 use crate::store::{RecordStore, Visibility};
@@ -499,21 +497,7 @@ pub fn load_records(
         )?;
         let mut rows = stmt.query([key_list.clone()])?;
         while let Some(row) = rows.next()? {
-            let key: i64 = row.get(0)?;
-            let mut record = record_from_row(row)?;
-            let anchor = Anchor {
-                salience: row.get(20)?,
-                at: from_micros(row.get(21)?),
-            };
-            record.salience = salience_at(
-                &DecayState {
-                    anchor,
-                    profile: &record.lifecycle.decay,
-                    pinned: record.lifecycle.pinned,
-                    created_at: record.created_at,
-                },
-                now,
-            );
+            let (key, record) = read_record(row, now)?;
             records.insert(key, record);
         }
     }
@@ -535,13 +519,7 @@ pub fn load_records(
         key_list,
         &mut records,
         |record, row| {
-            record.provenance.sources.push(ProvenanceSource {
-                kind: parse_enum(row, 1, ProvenanceKind::parse)?,
-                reference: row.get(2)?,
-                hash: row.get(3)?,
-                created_by: row.get(4)?,
-                timestamp: from_micros(row.get(5)?),
-            });
+            record.provenance.sources.push(read_source(row)?);
             Ok(())
         },
     )?;
@@ -552,12 +530,7 @@ pub fn load_records(
         key_list,
         &mut records,
         |record, row| {
-            record.relations.push(Relation {
-                predicate: row.get(1)?,
-                target_id: row.get(2)?,
-                weight: row.get(3)?,
-                created_at: from_micros(row.get(4)?),
-            });
+            record.relations.push(read_relation(row)?);
             Ok(())
         },
     )?;
@@ -568,13 +541,7 @@ pub fn load_records(
         key_list,
         &mut records,
         |record, row| {
-            record.audit_log.push(AuditEntry {
-                action: parse_enum(row, 1, AuditAction::parse)?,
-                actor: row.get(2)?,
-                timestamp: from_micros(row.get(3)?),
-                rationale: row.get(4)?,
-                imported: row.get(5)?,
-            });
+            record.audit_log.push(read_audit(row)?);
             Ok(())
         },
     )?;
@@ -598,62 +565,6 @@ fn for_each_child(
         }
     }
     Ok(())
-}
-
-fn record_from_row(row: &Row<'_>) -> Result<MemoryRecord, StoreError> {
-    let layer: i64 = row.get(2)?;
-    let sensitivity: i64 = row.get(3)?;
-    let payload_json: String = row.get(19)?;
-    let payload: Payload = serde_json::from_str(&payload_json).map_err(|e| {
-        StoreError::Corrupt(format!(
-            "payload of record {}: {e}",
-            row.get::<_, String>(1).unwrap_or_default()
-        ))
-    })?;
-    Ok(MemoryRecord {
-        id: row.get(1)?,
-        memory_type: MemoryType::from_layer(layer)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown memory type layer {layer}")))?,
-        sensitivity: sensitivity_of(sensitivity)?,
-        confidence: row.get(4)?,
-        salience: row.get(5)?,
-        scope: row.get(6)?,
-        tags: Vec::new(),
-        status: parse_enum(row, 7, Status::parse)?,
-        created_at: from_micros(row.get(9)?),
-        updated_at: from_micros(row.get(10)?),
-        lifecycle: Lifecycle {
-            decay: DecayProfile {
-                curve: parse_enum(row, 11, DecayCurve::parse)?,
-                half_life_seconds: row.get(12)?,
-                min_salience: row.get(13)?,
-                max_age_seconds: row.get(14)?,
-                reinforcement_gain: row.get(15)?,
-            },
-            last_reinforced_at: from_micros(row.get(16)?),
-            pinned: row.get(17)?,
-            deletion_policy: parse_enum(row, 18, DeletionPolicy::parse)?,
-        },
-        provenance: Provenance {
-            sources: Vec::new(),
-            created_by: row.get(8)?,
-        },
-        relations: Vec::new(),
-        payload,
-        audit_log: Vec::new(),
-        embedding: None,
-        searchable: Default::default(),
-    })
-}
-
-pub(super) fn parse_enum<T>(
-    row: &Row<'_>,
-    column: usize,
-    parse: fn(&str) -> Option<T>,
-) -> Result<T, StoreError> {
-    let text: String = row.get(column)?;
-    parse(&text)
-        .ok_or_else(|| StoreError::Corrupt(format!("unexpected value {text:?} in column {column}")))
 }
 
 /// The supersession chain through record `id`, oldest first: follows
@@ -778,6 +689,7 @@ impl RecordStore for Connection {
 mod tests {
     use super::super::test_support::{conn, now, record};
     use super::*;
+    use crate::domain::record::AuditAction;
     use serde_json::json;
 
     #[test]

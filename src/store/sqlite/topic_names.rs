@@ -2,9 +2,10 @@
 
 use rusqlite::{params, Connection};
 
-use super::topics::{read_topic, COLUMNS};
+use super::topics::COLUMNS;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::normalize_title;
+use crate::store::topics::read_topic;
 use crate::store::{KeyedTopic, StoreError, SummaryVersion, TopicNameStore};
 
 pub fn add_alias(
@@ -32,7 +33,9 @@ pub fn topics_aliased(
              SELECT topic_key FROM topic_aliases WHERE norm_alias = ?1)
            AND scope IS ?2 AND archived = 0 ORDER BY key"
     ))?;
-    let rows = stmt.query_map(params![normalize_title(title), scope], read_topic)?;
+    let rows = stmt.query_map(params![normalize_title(title), scope], |row| {
+        Ok(read_topic(row))
+    })?;
     rows.map(|row| row?.map(|(key, topic)| KeyedTopic { key, topic }))
         .collect()
 }

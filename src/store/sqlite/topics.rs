@@ -4,9 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension};
 
-use super::records::sensitivity_of;
 use super::search::{self, Index};
 use crate::domain::decay::Anchor;
 use crate::domain::record::Sensitivity;
@@ -15,40 +14,13 @@ use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{index_words, normalize_title, Topic};
 use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
+use crate::store::topics::{read_topic, read_version};
 use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
 use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
 
 pub(super) const COLUMNS: &str =
     "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
                        archived, created_at, updated_at, anchor_salience, anchor_at";
-
-pub(super) fn read_topic(row: &Row<'_>) -> rusqlite::Result<Result<(i64, Topic), StoreError>> {
-    let sensitivity: i64 = row.get(5)?;
-    let tags: String = row.get(7)?;
-    Ok((|| {
-        Ok((
-            row.get(0)?,
-            Topic {
-                id: row.get(1)?,
-                title: row.get(2)?,
-                summary: row.get(3)?,
-                kind: row.get(4)?,
-                sensitivity: sensitivity_of(sensitivity)?,
-                scope: row.get(6)?,
-                tags: serde_json::from_str(&tags)
-                    .map_err(|e| StoreError::Corrupt(format!("topic tags: {e}")))?,
-                salience: row.get(8)?,
-                archived: row.get(9)?,
-                created_at: from_micros(row.get(10)?),
-                updated_at: from_micros(row.get(11)?),
-                anchor: Anchor {
-                    salience: row.get(12)?,
-                    at: from_micros(row.get(13)?),
-                },
-            },
-        ))
-    })())
-}
 
 fn tags_json(topic: &Topic) -> Result<String, StoreError> {
     serde_json::to_string(&topic.tags).map_err(|e| StoreError::Corrupt(e.to_string()))
@@ -183,14 +155,14 @@ pub fn backfill_words(conn: &Connection) -> Result<usize, StoreError> {
 
 pub fn topic_by_id(conn: &Connection, id: &str) -> Result<Option<(i64, Topic)>, StoreError> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM topics WHERE id = ?1"))?
-        .query_row([id], read_topic)
+        .query_row([id], |row| Ok(read_topic(row)))
         .optional()?
         .transpose()
 }
 
 pub fn topic_by_key(conn: &Connection, key: i64) -> Result<Option<Topic>, StoreError> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM topics WHERE key = ?1"))?
-        .query_row([key], read_topic)
+        .query_row([key], |row| Ok(read_topic(row)))
         .optional()?
         .transpose()
         .map(|found| found.map(|(_, topic)| topic))
@@ -206,7 +178,9 @@ pub fn topics_titled(
         "SELECT {COLUMNS} FROM topics
          WHERE norm_title = ?1 AND scope IS ?2 AND archived = 0 ORDER BY key"
     ))?;
-    let rows = stmt.query_map(params![normalize_title(title), scope], read_topic)?;
+    let rows = stmt.query_map(params![normalize_title(title), scope], |row| {
+        Ok(read_topic(row))
+    })?;
     rows.map(|row| row?).collect()
 }
 
@@ -242,7 +216,7 @@ pub fn search_topics(
         ],
         |row| {
             let rank: f64 = row.get(14)?;
-            Ok(read_topic(row)?.map(|(key, topic)| (key, topic, -rank)))
+            Ok(read_topic(row).map(|(key, topic)| (key, topic, -rank)))
         },
     )?;
     rows.map(|row| row?).collect()
@@ -297,27 +271,9 @@ pub fn recent_topics(
             visible.kind,
             limit as i64
         ],
-        read_topic,
+        |row| Ok(read_topic(row)),
     )?;
     rows.map(|row| row?).collect()
-}
-
-fn read_version(row: &Row<'_>) -> rusqlite::Result<Result<FieldVersion, StoreError>> {
-    let value: String = row.get(5)?;
-    Ok((|| {
-        Ok(FieldVersion {
-            name: row.get(0)?,
-            seq: row.get(1)?,
-            record_id: row.get(2)?,
-            valid_from: from_micros(row.get(3)?),
-            why_changed: row.get(4)?,
-            value: serde_json::from_str(&value)
-                .map_err(|e| StoreError::Corrupt(format!("field value: {e}")))?,
-            source: row.get(6)?,
-            retracted: row.get(7)?,
-            ended: row.get(8)?,
-        })
-    })())
 }
 
 /// The newest version of each field of topic `key` that was valid at `at`
@@ -337,7 +293,9 @@ pub fn field_heads(
                AND (?2 IS NULL OR w.valid_from <= ?2))
          ORDER BY v.name",
     )?;
-    let rows = stmt.query_map(params![key, at.as_ref().map(to_micros)], read_version)?;
+    let rows = stmt.query_map(params![key, at.as_ref().map(to_micros)], |row| {
+        Ok(read_version(row))
+    })?;
     rows.map(|row| row?).collect()
 }
 
@@ -353,7 +311,7 @@ pub fn field_versions(
          FROM topic_versions v JOIN records r ON r.key = v.record_key
          WHERE v.topic_key = ?1 AND v.name = ?2 ORDER BY v.seq",
     )?;
-    let rows = stmt.query_map(params![key, name], read_version)?;
+    let rows = stmt.query_map(params![key, name], |row| Ok(read_version(row)))?;
     rows.map(|row| row?).collect()
 }
 
