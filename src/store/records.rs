@@ -183,7 +183,9 @@ pub(crate) fn read_record(
     now: Timestamp,
 ) -> Result<(i64, MemoryRecord), StoreError> {
     let id: String = row.at(1)?;
-    let payload = row.json(19, &format!("payload of record {id}"))?;
+    let payload_json: String = row.at(19)?;
+    let payload = serde_json::from_str(&payload_json)
+        .map_err(|e| StoreError::Corrupt(format!("payload of record {id}: {e}")))?;
     let mut record = MemoryRecord {
         id,
         memory_type: row.memory_type(2)?,
