@@ -207,7 +207,12 @@ fn merge_into(
     if winner.summary.is_empty() && !loser.summary.is_empty() {
         let old = index_words(&winner.text());
         winner.summary.clone_from(&loser.summary);
-        tx.set_topic_words(winner_key, &old, &index_words(&winner.text()))?;
+        tx.set_topic_words(
+            winner_key,
+            winner.scope.as_deref(),
+            &old,
+            &index_words(&winner.text()),
+        )?;
     }
     for tag in &loser.tags {
         if !winner.tags.contains(tag) {

@@ -44,7 +44,7 @@ pub use stats::{Activity, MemoryStats, StatsStore, RECENT_ACTIVITY, SALIENCE_BUC
 pub use topic_names::{SummaryVersion, TopicNameStore};
 pub use topics::{
     EdgeEnd, FieldVersion, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicDecay, TopicEdge,
-    TopicStore,
+    TopicStore, WordReach,
 };
 pub use vectors::{Embedded, ToEmbed, VectorStore};
 

@@ -4,6 +4,7 @@
 use super::rows::Columns;
 use super::StoreError;
 use crate::domain::decay::Anchor;
+use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
 use crate::domain::topic::Topic;
 use crate::domain::trust::TrustContext;
@@ -80,6 +81,37 @@ pub struct SharedWords {
     pub shared: usize,
 }
 
+/// The topics a word lookup ([`TopicStore::topics_sharing`]) reads: not
+/// archived, at most `max_sensitivity`, and of `scopes` as the word index
+/// keeps them (`""` for unscoped topics; `None`: every scope).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WordReach {
+    pub scopes: Option<Vec<String>>,
+    pub max_sensitivity: Sensitivity,
+}
+
+impl WordReach {
+    /// The topics `trust` may see; with `only`, just those of that scope
+    /// (`Some(None)`: the unscoped ones), and none when `trust` may not
+    /// see it.
+    pub fn of(trust: &TrustContext, only: Option<Option<&str>>) -> WordReach {
+        let scopes = match only {
+            Some(scope) if trust.allows_scope(scope) => Some(vec![scope.unwrap_or("").to_string()]),
+            Some(_) => Some(Vec::new()),
+            None if trust.every_scope() => None,
+            None => Some(
+                std::iter::once(String::new())
+                    .chain(trust.scopes.iter().cloned())
+                    .collect(),
+            ),
+        };
+        WordReach {
+            scopes,
+            max_sensitivity: trust.max_sensitivity,
+        }
+    }
+}
+
 /// An edge of a topic, and the key of the topic at its other end.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EdgeEnd {
@@ -97,19 +129,22 @@ pub trait TopicStore {
     /// transaction commits.
     fn index_topic(&mut self, key: i64, text: String, fresh: bool) -> Result<(), StoreError>;
     /// Replaces words `old` of topic `key`'s title and summary in the word
-    /// index by `new`.
+    /// index by `new`; `scope` is the topic's.
     fn set_topic_words(
         &mut self,
         key: i64,
+        scope: Option<&str>,
         old: &BTreeSet<String>,
         new: &BTreeSet<String>,
     ) -> Result<(), StoreError>;
-    /// The topics whose title and summary have any of `words`, with how
-    /// many, most first (at most `per_word` topics per word, newest
-    /// first).
+    /// The topics within `reach` whose title and summary have any of
+    /// `words`, with how many, most first (at most `per_word` topics per
+    /// word and scope, newest first). Topics beyond `reach` are never read,
+    /// so they take no place among those found.
     fn topics_sharing(
         &mut self,
         words: &BTreeSet<String>,
+        reach: &WordReach,
         per_word: usize,
     ) -> Result<Vec<SharedWords>, StoreError>;
     fn topic_by_id(&mut self, id: &str) -> Result<Option<KeyedTopic>, StoreError>;
@@ -256,4 +291,48 @@ pub(crate) fn read_version(row: &impl Columns) -> Result<FieldVersion, StoreErro
         retracted: row.at(7)?,
         ended: row.at(8)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scopes(reach: WordReach) -> Option<Vec<String>> {
+        reach.scopes
+    }
+
+    #[test]
+    fn a_word_lookup_reaches_the_scopes_the_caller_may_see() {
+        let everything = TrustContext::stated(Sensitivity::High, &[]);
+        let two = TrustContext::stated(Sensitivity::Low, &["a", "b"]);
+        let mut narrowed = TrustContext::stated(Sensitivity::Low, &[]);
+        narrowed.scopes_narrowed = true;
+        assert_eq!(scopes(WordReach::of(&everything, None)), None);
+        assert_eq!(
+            WordReach::of(&everything, None).max_sensitivity,
+            Sensitivity::High
+        );
+        assert_eq!(
+            scopes(WordReach::of(&two, None)),
+            Some(vec![String::new(), "a".into(), "b".into()])
+        );
+        assert_eq!(
+            scopes(WordReach::of(&narrowed, None)),
+            Some(vec![String::new()])
+        );
+        // One scope: that one, if the caller may see it.
+        assert_eq!(
+            scopes(WordReach::of(&two, Some(Some("b")))),
+            Some(vec!["b".into()])
+        );
+        assert_eq!(
+            scopes(WordReach::of(&two, Some(None))),
+            Some(vec![String::new()])
+        );
+        assert_eq!(scopes(WordReach::of(&two, Some(Some("c")))), Some(vec![]));
+        assert_eq!(
+            scopes(WordReach::of(&everything, Some(Some("c")))),
+            Some(vec!["c".into()])
+        );
+    }
 }

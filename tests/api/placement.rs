@@ -312,3 +312,64 @@ async fn the_project_placement_set_is_placed_right_with_no_attach_across_kinds()
     assert!(tally.accuracy() >= 0.95, "{tally:?}: {wrong:#?}");
     assert_eq!(tally.wrong_kind, 0, "{wrong:#?}");
 }
+
+/// Topics of other scopes (or above the caller's sensitivity) share the
+/// word index with the caller's; however many of them there are, and
+/// however new, they take no place among the caller's candidates.
+#[actix_web::test]
+async fn other_tenants_topics_do_not_crowd_a_callers_own_out_of_placement() {
+    let app = spawn_app().await;
+    let ingest = |scope: &'static str, max: &'static str, body: Value| {
+        let app = &app;
+        async move {
+            let mut body = body;
+            body["source"] = json!("agent");
+            body["scope"] = json!(scope);
+            body["trust"] = trust(max, &[scope]);
+            let (status, answer) = app.post("/v1/topics/ingest", &body).await;
+            assert_eq!(status, StatusCode::CREATED, "{body}: {answer}");
+            answer
+        }
+    };
+    let own = ingest(
+        "tenant-a",
+        "low",
+        json!({"title": "Billing service", "kind": "service", "summary": "invoices"}),
+    )
+    .await;
+    // Newer topics with every word of it: another tenant's, and one in
+    // the same scope the caller may not see.
+    for n in 0..520 {
+        ingest(
+            "tenant-b",
+            "low",
+            json!({"placement": "new_topic", "title": format!("Billing service invoices {n}"),
+                   "kind": "service", "summary": "billing service invoices"}),
+        )
+        .await;
+    }
+    for n in 0..520 {
+        ingest(
+            "tenant-a",
+            "high",
+            json!({"placement": "new_topic", "sensitivity": "high",
+                   "title": format!("Billing service invoices {n}"),
+                   "kind": "service", "summary": "billing service invoices"}),
+        )
+        .await;
+    }
+    let placed = ingest(
+        "tenant-a",
+        "low",
+        json!({"title": "Billing svc", "kind": "service", "suggest_similar": true}),
+    )
+    .await;
+    assert_eq!(placed["placement"], "extend_topic", "{placed}");
+    assert_eq!(placed["topic_id"], own["topic_id"], "{placed}");
+    assert_eq!(placed["matched"]["by"], "similar", "{placed}");
+    assert_eq!(
+        placed["similar_topic_ids"],
+        json!([own["topic_id"]]),
+        "{placed}"
+    );
+}

@@ -5,7 +5,7 @@
 use super::*;
 use crate::domain::resolution::{lookup_words, rarity, similarity, Name};
 use crate::domain::topic::OnAmbiguous;
-use crate::store::{KeyedTopic, ScoredKey, SharedWords, SummaryVersion};
+use crate::store::{KeyedTopic, ScoredKey, SharedWords, SummaryVersion, WordReach};
 
 /// Places and stores a topics ingest: every check (placement, topic,
 /// edges) comes before the first write.
@@ -200,7 +200,12 @@ pub fn ingest(
     }
 
     if fresh {
-        tx.set_topic_words(key, &BTreeSet::new(), &index_words(&topic.text()))?;
+        tx.set_topic_words(
+            key,
+            topic.scope.as_deref(),
+            &BTreeSet::new(),
+            &index_words(&topic.text()),
+        )?;
         if !topic.summary.is_empty() {
             let first = SummaryVersion {
                 seq: 1,
@@ -229,7 +234,12 @@ pub fn ingest(
             };
             tx.add_summary(key, &next)?;
             topic.summary.clone_from(summary);
-            tx.set_topic_words(key, &old, &index_words(&topic.text()))?;
+            tx.set_topic_words(
+                key,
+                topic.scope.as_deref(),
+                &old,
+                &index_words(&topic.text()),
+            )?;
         }
         // An observation about a topic is a use of it.
         topic.reinforce(
@@ -273,7 +283,7 @@ pub(super) fn similar(
     }
     let mut found = Vec::new();
     for SharedWords { key, .. } in tx
-        .topics_sharing(&words, PER_WORD)?
+        .topics_sharing(&words, &WordReach::of(&caller.trust, None), PER_WORD)?
         .into_iter()
         .filter(|found| found.shared >= at_least)
         .take(MAX_CANDIDATES)
@@ -424,7 +434,11 @@ pub(super) fn find_home(
     let name = Name::parse(title);
     let mut candidates = Vec::new();
     for SharedWords { key, .. } in tx
-        .topics_sharing(&lookup_words(title), PER_WORD)?
+        .topics_sharing(
+            &lookup_words(title),
+            &WordReach::of(&caller.trust, Some(scope)),
+            PER_WORD,
+        )?
         .into_iter()
         .take(MAX_CANDIDATES)
     {

@@ -74,6 +74,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0009_citations.sql"),
         backfill: None,
     },
+    Migration {
+        version: 10,
+        name: "topic_words_by_scope",
+        sql: include_str!("../../../migrations/postgres/0010_topic_words_by_scope.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {

@@ -14,7 +14,7 @@ use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
 use crate::store::topics::{read_topic, read_version};
 use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
-use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
+use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge, WordReach};
 
 pub(super) const COLUMNS: &str =
     "t.key, t.id, t.title, t.summary, t.kind, t.sensitivity, t.scope, \
@@ -107,40 +107,64 @@ pub fn topics_indexed(pg: &Pg, keys: &[i64]) -> Result<(), StoreError> {
 pub fn set_topic_words(
     pg: &Pg,
     key: i64,
+    scope: Option<&str>,
     old: &BTreeSet<String>,
     new: &BTreeSet<String>,
 ) -> Result<(), StoreError> {
+    let scope = scope.unwrap_or("");
     let gone: Vec<&String> = old.difference(new).collect();
     if !gone.is_empty() {
         pg.execute(
-            "DELETE FROM topic_words WHERE topic_key = $1 AND word = ANY($2)",
-            &[&key, &gone],
+            "DELETE FROM topic_words WHERE topic_key = $1 AND scope = $2 AND word = ANY($3)",
+            &[&key, &scope, &gone],
         )?;
     }
     let added: Vec<&String> = new.difference(old).collect();
     if !added.is_empty() {
         pg.execute(
-            "INSERT INTO topic_words (word, topic_key) SELECT w, $1 FROM unnest($2::text[]) w
+            "INSERT INTO topic_words (word, scope, topic_key)
+             SELECT w, $2, $1 FROM unnest($3::text[]) w
              ON CONFLICT DO NOTHING",
-            &[&key, &added],
+            &[&key, &scope, &added],
         )?;
     }
     Ok(())
 }
 
+/// The topics within `reach` having any of `words`, each with how many of
+/// them it has, most first (at most `per_word` topics read per word and
+/// scope, newest first).
 pub fn topics_sharing(
     pg: &Pg,
     words: &BTreeSet<String>,
+    reach: &WordReach,
     per_word: usize,
 ) -> Result<Vec<(i64, usize)>, StoreError> {
+    const FOUND: &str =
+        "SELECT tw.topic_key FROM topic_words tw JOIN topics t ON t.key = tw.topic_key
+         WHERE tw.word = w AND t.sensitivity <= $2 AND NOT t.archived";
     let words: Vec<&String> = words.iter().collect();
+    let sensitivity = reach.max_sensitivity.rank() as i64;
+    let limit = per_word as i64;
+    let rows = match &reach.scopes {
+        Some(scopes) => pg.query(
+            &format!(
+                "SELECT k.topic_key FROM unnest($1::text[]) w CROSS JOIN unnest($4::text[]) s
+                 CROSS JOIN LATERAL ({FOUND} AND tw.scope = s
+                                     ORDER BY tw.topic_key DESC LIMIT $3) k"
+            ),
+            &[&words, &sensitivity, &limit, scopes],
+        )?,
+        None => pg.query(
+            &format!(
+                "SELECT k.topic_key FROM unnest($1::text[]) w
+                 CROSS JOIN LATERAL ({FOUND} ORDER BY tw.topic_key DESC LIMIT $3) k"
+            ),
+            &[&words, &sensitivity, &limit],
+        )?,
+    };
     let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
-    for row in pg.query(
-        "SELECT k.topic_key FROM unnest($1::text[]) w
-         CROSS JOIN LATERAL (SELECT topic_key FROM topic_words
-                             WHERE word = w ORDER BY topic_key DESC LIMIT $2) k",
-        &[&words, &(per_word as i64)],
-    )? {
+    for row in rows {
         *counts.entry(row.try_get(0)?).or_default() += 1;
     }
     let mut shared: Vec<(i64, usize)> = counts.into_iter().collect();
@@ -512,18 +536,20 @@ impl TopicStore for Pg {
     fn set_topic_words(
         &mut self,
         key: i64,
+        scope: Option<&str>,
         old: &BTreeSet<String>,
         new: &BTreeSet<String>,
     ) -> Result<(), StoreError> {
-        set_topic_words(self, key, old, new)
+        set_topic_words(self, key, scope, old, new)
     }
 
     fn topics_sharing(
         &mut self,
         words: &BTreeSet<String>,
+        reach: &WordReach,
         per_word: usize,
     ) -> Result<Vec<SharedWords>, StoreError> {
-        Ok(topics_sharing(self, words, per_word)?
+        Ok(topics_sharing(self, words, reach, per_word)?
             .into_iter()
             .map(|(key, shared)| SharedWords { key, shared })
             .collect())

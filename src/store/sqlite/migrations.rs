@@ -135,6 +135,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0019_citations.sql"),
         backfill: None,
     },
+    Migration {
+        version: 20,
+        name: "topic_words_by_scope",
+        sql: include_str!("../../../migrations/sqlite/0020_topic_words_by_scope.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -191,7 +197,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=19).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=20).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

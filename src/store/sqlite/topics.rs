@@ -16,7 +16,7 @@ use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
 use crate::store::topics::{read_topic, read_version};
 use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
-use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge};
+use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge, WordReach};
 
 pub(super) const COLUMNS: &str =
     "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \
@@ -99,40 +99,72 @@ pub fn topics_indexed(conn: &Connection, keys: &[i64]) -> Result<(), StoreError>
     Ok(())
 }
 
-/// Replaces words `old` of topic `key` in the word index by `new`.
+/// Replaces words `old` of topic `key` (of `scope`) in the word index by
+/// `new`.
 pub fn set_topic_words(
     conn: &Connection,
     key: i64,
+    scope: Option<&str>,
     old: &BTreeSet<String>,
     new: &BTreeSet<String>,
 ) -> Result<(), StoreError> {
-    let mut remove =
-        conn.prepare_cached("DELETE FROM topic_words WHERE word = ?1 AND topic_key = ?2")?;
+    let scope = scope.unwrap_or("");
+    let mut remove = conn.prepare_cached(
+        "DELETE FROM topic_words WHERE word = ?1 AND scope = ?2 AND topic_key = ?3",
+    )?;
     for word in old.difference(new) {
-        remove.execute(params![word, key])?;
+        remove.execute(params![word, scope, key])?;
     }
-    let mut add =
-        conn.prepare_cached("INSERT OR IGNORE INTO topic_words (word, topic_key) VALUES (?1, ?2)")?;
+    let mut add = conn.prepare_cached(
+        "INSERT OR IGNORE INTO topic_words (word, scope, topic_key) VALUES (?1, ?2, ?3)",
+    )?;
     for word in new.difference(old) {
-        add.execute(params![word, key])?;
+        add.execute(params![word, scope, key])?;
     }
     Ok(())
 }
 
-/// The topics having any of `words`, each with how many of them it has,
-/// most first (at most `per_word` topics read per word, newest first).
+/// The topics within `reach` having any of `words`, each with how many of
+/// them it has, most first (at most `per_word` topics read per word and
+/// scope, newest first).
 pub fn topics_sharing(
     conn: &Connection,
     words: &BTreeSet<String>,
+    reach: &WordReach,
     per_word: usize,
 ) -> Result<Vec<(i64, usize)>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT topic_key FROM topic_words WHERE word = ?1 ORDER BY topic_key DESC LIMIT ?2",
-    )?;
+    const FOUND: &str = "SELECT w.topic_key FROM topic_words w JOIN topics t ON t.key = w.topic_key
+         WHERE w.word = ?1 AND t.sensitivity <= ?2 AND t.archived = 0";
+    let sensitivity = reach.max_sensitivity.rank() as i64;
+    let limit = per_word as i64;
     let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
-    for word in words {
-        for key in stmt.query_map(params![word, per_word as i64], |row| row.get(0))? {
+    let mut count = |keys: &mut dyn Iterator<Item = rusqlite::Result<i64>>| {
+        for key in keys {
             *counts.entry(key?).or_default() += 1;
+        }
+        Ok::<_, StoreError>(())
+    };
+    match &reach.scopes {
+        Some(scopes) => {
+            let mut stmt = conn.prepare_cached(&format!(
+                "{FOUND} AND w.scope = ?3 ORDER BY w.topic_key DESC LIMIT ?4"
+            ))?;
+            for word in words {
+                for scope in scopes {
+                    count(
+                        &mut stmt.query_map(params![word, sensitivity, scope, limit], |row| {
+                            row.get(0)
+                        })?,
+                    )?;
+                }
+            }
+        }
+        None => {
+            let mut stmt =
+                conn.prepare_cached(&format!("{FOUND} ORDER BY w.topic_key DESC LIMIT ?3"))?;
+            for word in words {
+                count(&mut stmt.query_map(params![word, sensitivity, limit], |row| row.get(0))?)?;
+            }
         }
     }
     let mut shared: Vec<(i64, usize)> = counts.into_iter().collect();
@@ -147,8 +179,14 @@ pub fn backfill_words(conn: &Connection) -> Result<usize, StoreError> {
         .prepare("SELECT key, title || ' ' || summary FROM topics")?
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<Result<_, _>>()?;
+    // The word index as migration 0011 made it (no scope yet: migration
+    // 0020 adds it from the topics).
+    let mut add =
+        conn.prepare_cached("INSERT OR IGNORE INTO topic_words (word, topic_key) VALUES (?1, ?2)")?;
     for (key, text) in &topics {
-        set_topic_words(conn, *key, &BTreeSet::new(), &index_words(text))?;
+        for word in index_words(text) {
+            add.execute(params![word, key])?;
+        }
     }
     Ok(topics.len())
 }
@@ -573,18 +611,20 @@ impl TopicStore for Connection {
     fn set_topic_words(
         &mut self,
         key: i64,
+        scope: Option<&str>,
         old: &BTreeSet<String>,
         new: &BTreeSet<String>,
     ) -> Result<(), StoreError> {
-        set_topic_words(self, key, old, new)
+        set_topic_words(self, key, scope, old, new)
     }
 
     fn topics_sharing(
         &mut self,
         words: &BTreeSet<String>,
+        reach: &WordReach,
         per_word: usize,
     ) -> Result<Vec<SharedWords>, StoreError> {
-        Ok(topics_sharing(self, words, per_word)?
+        Ok(topics_sharing(self, words, reach, per_word)?
             .into_iter()
             .map(|(key, shared)| SharedWords { key, shared })
             .collect())
@@ -745,5 +785,119 @@ impl TopicStore for Connection {
         salience: f64,
     ) -> Result<(), StoreError> {
         set_topic_salience(self, key, anchor_at, salience)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{conn, now};
+    use super::*;
+    use crate::domain::record::Sensitivity;
+
+    fn topic(title: &str, scope: Option<&str>, sensitivity: Sensitivity) -> Topic {
+        let at = now();
+        Topic {
+            id: uuid::Uuid::now_v7().to_string(),
+            title: title.to_string(),
+            summary: String::new(),
+            kind: None,
+            sensitivity,
+            scope: scope.map(str::to_string),
+            tags: Vec::new(),
+            salience: 1.0,
+            archived: false,
+            created_at: at,
+            updated_at: at,
+            anchor: Anchor { salience: 1.0, at },
+        }
+    }
+
+    fn add(conn: &Connection, title: &str, scope: Option<&str>, sensitivity: Sensitivity) -> i64 {
+        let made = topic(title, scope, sensitivity);
+        let key = insert_topic(conn, &made).unwrap();
+        set_topic_words(conn, key, scope, &BTreeSet::new(), &index_words(title)).unwrap();
+        key
+    }
+
+    fn reach(scopes: Option<&[&str]>, max: Sensitivity) -> WordReach {
+        WordReach {
+            scopes: scopes.map(|s| s.iter().map(|s| s.to_string()).collect()),
+            max_sensitivity: max,
+        }
+    }
+
+    fn found(conn: &Connection, reach: &WordReach, per_word: usize) -> Vec<i64> {
+        let words = index_words("billing");
+        topics_sharing(conn, &words, reach, per_word)
+            .unwrap()
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect()
+    }
+
+    #[test]
+    fn a_word_lookup_reads_only_the_scopes_and_sensitivities_it_may() {
+        let conn = conn();
+        let own = add(&conn, "Billing", Some("a"), Sensitivity::Low);
+        let open = add(&conn, "Billing", None, Sensitivity::Low);
+        let others: Vec<i64> = (0..5)
+            .map(|_| add(&conn, "Billing", Some("b"), Sensitivity::Low))
+            .collect();
+        let secret = add(&conn, "Billing", Some("a"), Sensitivity::High);
+        // Newer topics beyond the reach do not take the one place there is.
+        assert_eq!(
+            found(&conn, &reach(Some(&["a"]), Sensitivity::Low), 1),
+            [own]
+        );
+        assert_eq!(
+            found(&conn, &reach(Some(&[""]), Sensitivity::Low), 1),
+            [open]
+        );
+        let mut both = found(&conn, &reach(Some(&["", "a"]), Sensitivity::Low), 1);
+        both.sort();
+        assert_eq!(both, [own, open]);
+        assert_eq!(
+            found(&conn, &reach(Some(&["a"]), Sensitivity::High), 1),
+            [secret]
+        );
+        assert!(found(&conn, &reach(Some(&[]), Sensitivity::Hyper), 10).is_empty());
+        // Every scope: the newest visible ones.
+        assert_eq!(
+            found(&conn, &reach(None, Sensitivity::Low), 2),
+            [others[4], others[3]]
+        );
+        // Archived topics are not found.
+        let mut archived = topic("Billing", Some("a"), Sensitivity::Low);
+        archived.archived = true;
+        update_topic(&conn, own, &archived).unwrap();
+        assert!(found(&conn, &reach(Some(&["a"]), Sensitivity::Low), 1).is_empty());
+    }
+
+    #[test]
+    fn migration_20_keys_the_stored_words_by_their_topics_scope() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let migrations = super::super::migrations::MIGRATIONS;
+        for m in &migrations[..19] {
+            conn.execute_batch(m.sql).unwrap();
+        }
+        let scoped = insert_topic(&conn, &topic("Ledger", Some("a"), Sensitivity::Low)).unwrap();
+        let open = insert_topic(&conn, &topic("Ledger", None, Sensitivity::Low)).unwrap();
+        conn.execute_batch(&format!(
+            "INSERT INTO topic_words (word, topic_key) VALUES ('ledger', {scoped}), ('ledger', {open})"
+        ))
+        .unwrap();
+        let tx = conn.transaction().unwrap();
+        tx.execute_batch(migrations[19].sql).unwrap();
+        tx.commit().unwrap();
+        let rows: Vec<(String, i64)> = conn
+            .prepare(
+                "SELECT scope, topic_key FROM topic_words WHERE word = 'ledger' ORDER BY scope",
+            )
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, [(String::new(), open), ("a".to_string(), scoped)]);
     }
 }
