@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::job::Job;
 use super::revision::{merge, supersede};
-use super::topics::{current_fields, index, TopicRules};
+use super::topics::{archive_topic, current_fields, index, TopicRules};
 use super::ServiceError;
 use crate::domain::ingest::IngestContext;
 use crate::domain::policy::Policy;
@@ -207,12 +207,7 @@ fn merge_into(
     if winner.summary.is_empty() && !loser.summary.is_empty() {
         let old = index_words(&winner.text());
         winner.summary.clone_from(&loser.summary);
-        tx.set_topic_words(
-            winner_key,
-            winner.scope.as_deref(),
-            &old,
-            &index_words(&winner.text()),
-        )?;
+        tx.set_topic_words(winner_key, winner, &old, &index_words(&winner.text()))?;
     }
     for tag in &loser.tags {
         if !winner.tags.contains(tag) {
@@ -227,9 +222,7 @@ fn merge_into(
     tx.update_topic(winner_key, winner)?;
     index(tx, winner_key, winner, heads.values(), false)?;
 
-    loser.archived = true;
-    loser.updated_at = now;
-    tx.update_topic(loser_key, &loser)?;
+    archive_topic(tx, loser_key, &mut loser, now)?;
     Ok(())
 }
 
@@ -253,9 +246,7 @@ pub fn archive_faded(
         let Some(mut topic) = tx.topic_by_key(key)? else {
             continue;
         };
-        topic.archived = true;
-        topic.updated_at = now;
-        tx.update_topic(key, &topic)?;
+        archive_topic(tx, key, &mut topic, now)?;
         archived += 1;
     }
     Ok(archived)

@@ -81,9 +81,10 @@ pub struct SharedWords {
     pub shared: usize,
 }
 
-/// The topics a word lookup ([`TopicStore::topics_sharing`]) reads: not
-/// archived, at most `max_sensitivity`, and of `scopes` as the word index
-/// keeps them (`""` for unscoped topics; `None`: every scope).
+/// The topics a word lookup ([`TopicStore::topics_sharing`]) reads: at
+/// most `max_sensitivity`, and of `scopes` as the word index keeps them
+/// (`""` for unscoped topics; `None`: every scope). Archived topics have
+/// no words there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WordReach {
     pub scopes: Option<Vec<String>>,
@@ -129,11 +130,11 @@ pub trait TopicStore {
     /// transaction commits.
     fn index_topic(&mut self, key: i64, text: String, fresh: bool) -> Result<(), StoreError>;
     /// Replaces words `old` of topic `key`'s title and summary in the word
-    /// index by `new`; `scope` is the topic's.
+    /// index by `new` (kept under `topic`'s scope and sensitivity).
     fn set_topic_words(
         &mut self,
         key: i64,
-        scope: Option<&str>,
+        topic: &Topic,
         old: &BTreeSet<String>,
         new: &BTreeSet<String>,
     ) -> Result<(), StoreError>;

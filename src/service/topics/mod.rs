@@ -86,6 +86,22 @@ pub struct Ingested {
     pub similar_topic_ids: Vec<String>,
 }
 
+/// Archives `topic` (key `key`): it stays readable by id; placement and
+/// topic search no longer find it, and its words leave the word index,
+/// since nothing looks an archived topic up by them.
+pub(crate) fn archive_topic(
+    tx: &mut dyn Transaction,
+    key: i64,
+    topic: &mut Topic,
+    now: Timestamp,
+) -> Result<(), ServiceError> {
+    topic.archived = true;
+    topic.updated_at = now;
+    tx.update_topic(key, topic)?;
+    tx.set_topic_words(key, topic, &index_words(&topic.text()), &BTreeSet::new())?;
+    Ok(())
+}
+
 pub(super) fn visible(caller: &Caller, topic: &Topic) -> bool {
     caller
         .trust

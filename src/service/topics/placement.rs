@@ -200,12 +200,7 @@ pub fn ingest(
     }
 
     if fresh {
-        tx.set_topic_words(
-            key,
-            topic.scope.as_deref(),
-            &BTreeSet::new(),
-            &index_words(&topic.text()),
-        )?;
+        tx.set_topic_words(key, &topic, &BTreeSet::new(), &index_words(&topic.text()))?;
         if !topic.summary.is_empty() {
             let first = SummaryVersion {
                 seq: 1,
@@ -234,12 +229,7 @@ pub fn ingest(
             };
             tx.add_summary(key, &next)?;
             topic.summary.clone_from(summary);
-            tx.set_topic_words(
-                key,
-                topic.scope.as_deref(),
-                &old,
-                &index_words(&topic.text()),
-            )?;
+            tx.set_topic_words(key, &topic, &old, &index_words(&topic.text()))?;
         }
         // An observation about a topic is a use of it.
         topic.reinforce(

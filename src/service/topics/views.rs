@@ -107,9 +107,7 @@ pub fn archive(
 ) -> Result<Topic, ServiceError> {
     let (key, mut topic) = load_topic(tx, caller, "", id)?;
     if !topic.archived {
-        topic.archived = true;
-        topic.updated_at = now;
-        tx.update_topic(key, &topic)?;
+        archive_topic(tx, key, &mut topic, now)?;
     }
     Ok(topic)
 }

@@ -107,11 +107,11 @@ pub fn topics_indexed(pg: &Pg, keys: &[i64]) -> Result<(), StoreError> {
 pub fn set_topic_words(
     pg: &Pg,
     key: i64,
-    scope: Option<&str>,
+    topic: &Topic,
     old: &BTreeSet<String>,
     new: &BTreeSet<String>,
 ) -> Result<(), StoreError> {
-    let scope = scope.unwrap_or("");
+    let scope = topic.scope.as_deref().unwrap_or("");
     let gone: Vec<&String> = old.difference(new).collect();
     if !gone.is_empty() {
         pg.execute(
@@ -122,10 +122,10 @@ pub fn set_topic_words(
     let added: Vec<&String> = new.difference(old).collect();
     if !added.is_empty() {
         pg.execute(
-            "INSERT INTO topic_words (word, scope, topic_key)
-             SELECT w, $2, $1 FROM unnest($3::text[]) w
+            "INSERT INTO topic_words (word, scope, topic_key, sensitivity)
+             SELECT w, $2, $1, $4 FROM unnest($3::text[]) w
              ON CONFLICT DO NOTHING",
-            &[&key, &scope, &added],
+            &[&key, &scope, &added, &(topic.sensitivity.rank() as i64)],
         )?;
     }
     Ok(())
@@ -140,26 +140,22 @@ pub fn topics_sharing(
     reach: &WordReach,
     per_word: usize,
 ) -> Result<Vec<(i64, usize)>, StoreError> {
-    const FOUND: &str =
-        "SELECT tw.topic_key FROM topic_words tw JOIN topics t ON t.key = tw.topic_key
-         WHERE tw.word = w AND t.sensitivity <= $2 AND NOT t.archived";
     let words: Vec<&String> = words.iter().collect();
     let sensitivity = reach.max_sensitivity.rank() as i64;
     let limit = per_word as i64;
     let rows = match &reach.scopes {
         Some(scopes) => pg.query(
-            &format!(
-                "SELECT k.topic_key FROM unnest($1::text[]) w CROSS JOIN unnest($4::text[]) s
-                 CROSS JOIN LATERAL ({FOUND} AND tw.scope = s
-                                     ORDER BY tw.topic_key DESC LIMIT $3) k"
-            ),
+            "SELECT k.topic_key FROM unnest($1::text[]) w CROSS JOIN unnest($4::text[]) s
+             CROSS JOIN LATERAL (SELECT topic_key FROM topic_words
+                                 WHERE word = w AND scope = s AND sensitivity <= $2
+                                 ORDER BY topic_key DESC LIMIT $3) k",
             &[&words, &sensitivity, &limit, scopes],
         )?,
         None => pg.query(
-            &format!(
-                "SELECT k.topic_key FROM unnest($1::text[]) w
-                 CROSS JOIN LATERAL ({FOUND} ORDER BY tw.topic_key DESC LIMIT $3) k"
-            ),
+            "SELECT k.topic_key FROM unnest($1::text[]) w
+             CROSS JOIN LATERAL (SELECT topic_key FROM topic_words
+                                 WHERE word = w AND sensitivity <= $2
+                                 ORDER BY topic_key DESC LIMIT $3) k",
             &[&words, &sensitivity, &limit],
         )?,
     };
@@ -536,11 +532,11 @@ impl TopicStore for Pg {
     fn set_topic_words(
         &mut self,
         key: i64,
-        scope: Option<&str>,
+        topic: &Topic,
         old: &BTreeSet<String>,
         new: &BTreeSet<String>,
     ) -> Result<(), StoreError> {
-        set_topic_words(self, key, scope, old, new)
+        set_topic_words(self, key, topic, old, new)
     }
 
     fn topics_sharing(

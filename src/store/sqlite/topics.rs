@@ -99,16 +99,15 @@ pub fn topics_indexed(conn: &Connection, keys: &[i64]) -> Result<(), StoreError>
     Ok(())
 }
 
-/// Replaces words `old` of topic `key` (of `scope`) in the word index by
-/// `new`.
+/// Replaces words `old` of topic `key` in the word index by `new`.
 pub fn set_topic_words(
     conn: &Connection,
     key: i64,
-    scope: Option<&str>,
+    topic: &Topic,
     old: &BTreeSet<String>,
     new: &BTreeSet<String>,
 ) -> Result<(), StoreError> {
-    let scope = scope.unwrap_or("");
+    let scope = topic.scope.as_deref().unwrap_or("");
     let mut remove = conn.prepare_cached(
         "DELETE FROM topic_words WHERE word = ?1 AND scope = ?2 AND topic_key = ?3",
     )?;
@@ -116,10 +115,11 @@ pub fn set_topic_words(
         remove.execute(params![word, scope, key])?;
     }
     let mut add = conn.prepare_cached(
-        "INSERT OR IGNORE INTO topic_words (word, scope, topic_key) VALUES (?1, ?2, ?3)",
+        "INSERT OR IGNORE INTO topic_words (word, scope, topic_key, sensitivity)
+         VALUES (?1, ?2, ?3, ?4)",
     )?;
     for word in new.difference(old) {
-        add.execute(params![word, scope, key])?;
+        add.execute(params![word, scope, key, topic.sensitivity.rank()])?;
     }
     Ok(())
 }
@@ -133,8 +133,6 @@ pub fn topics_sharing(
     reach: &WordReach,
     per_word: usize,
 ) -> Result<Vec<(i64, usize)>, StoreError> {
-    const FOUND: &str = "SELECT w.topic_key FROM topic_words w JOIN topics t ON t.key = w.topic_key
-         WHERE w.word = ?1 AND t.sensitivity <= ?2 AND t.archived = 0";
     let sensitivity = reach.max_sensitivity.rank() as i64;
     let limit = per_word as i64;
     let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
@@ -146,13 +144,15 @@ pub fn topics_sharing(
     };
     match &reach.scopes {
         Some(scopes) => {
-            let mut stmt = conn.prepare_cached(&format!(
-                "{FOUND} AND w.scope = ?3 ORDER BY w.topic_key DESC LIMIT ?4"
-            ))?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT topic_key FROM topic_words WHERE word = ?1 AND scope = ?2
+                   AND sensitivity <= ?3
+                 ORDER BY topic_key DESC LIMIT ?4",
+            )?;
             for word in words {
                 for scope in scopes {
                     count(
-                        &mut stmt.query_map(params![word, sensitivity, scope, limit], |row| {
+                        &mut stmt.query_map(params![word, scope, sensitivity, limit], |row| {
                             row.get(0)
                         })?,
                     )?;
@@ -160,8 +160,10 @@ pub fn topics_sharing(
             }
         }
         None => {
-            let mut stmt =
-                conn.prepare_cached(&format!("{FOUND} ORDER BY w.topic_key DESC LIMIT ?3"))?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT topic_key FROM topic_words WHERE word = ?1 AND sensitivity <= ?2
+                 ORDER BY topic_key DESC LIMIT ?3",
+            )?;
             for word in words {
                 count(&mut stmt.query_map(params![word, sensitivity, limit], |row| row.get(0))?)?;
             }
@@ -611,11 +613,11 @@ impl TopicStore for Connection {
     fn set_topic_words(
         &mut self,
         key: i64,
-        scope: Option<&str>,
+        topic: &Topic,
         old: &BTreeSet<String>,
         new: &BTreeSet<String>,
     ) -> Result<(), StoreError> {
-        set_topic_words(self, key, scope, old, new)
+        set_topic_words(self, key, topic, old, new)
     }
 
     fn topics_sharing(
@@ -815,7 +817,7 @@ mod tests {
     fn add(conn: &Connection, title: &str, scope: Option<&str>, sensitivity: Sensitivity) -> i64 {
         let made = topic(title, scope, sensitivity);
         let key = insert_topic(conn, &made).unwrap();
-        set_topic_words(conn, key, scope, &BTreeSet::new(), &index_words(title)).unwrap();
+        set_topic_words(conn, key, &made, &BTreeSet::new(), &index_words(title)).unwrap();
         key
     }
 
@@ -866,15 +868,14 @@ mod tests {
             found(&conn, &reach(None, Sensitivity::Low), 2),
             [others[4], others[3]]
         );
-        // Archived topics are not found.
-        let mut archived = topic("Billing", Some("a"), Sensitivity::Low);
-        archived.archived = true;
-        update_topic(&conn, own, &archived).unwrap();
+        // A topic's words leave the index (as when it is archived).
+        let gone = topic("Billing", Some("a"), Sensitivity::Low);
+        set_topic_words(&conn, own, &gone, &index_words("Billing"), &BTreeSet::new()).unwrap();
         assert!(found(&conn, &reach(Some(&["a"]), Sensitivity::Low), 1).is_empty());
     }
 
     #[test]
-    fn migration_20_keys_the_stored_words_by_their_topics_scope() {
+    fn migration_20_keys_the_stored_words_by_scope_and_leaves_archived_topics_out() {
         let mut conn = Connection::open_in_memory().unwrap();
         let migrations = super::super::migrations::MIGRATIONS;
         for m in &migrations[..19] {
@@ -882,22 +883,31 @@ mod tests {
         }
         let scoped = insert_topic(&conn, &topic("Ledger", Some("a"), Sensitivity::Low)).unwrap();
         let open = insert_topic(&conn, &topic("Ledger", None, Sensitivity::Low)).unwrap();
+        let mut faded = topic("Ledger", Some("b"), Sensitivity::Low);
+        faded.archived = true;
+        let faded = insert_topic(&conn, &faded).unwrap();
         conn.execute_batch(&format!(
-            "INSERT INTO topic_words (word, topic_key) VALUES ('ledger', {scoped}), ('ledger', {open})"
+            "INSERT INTO topic_words (word, topic_key)
+             VALUES ('ledger', {scoped}), ('ledger', {open}), ('ledger', {faded})"
         ))
         .unwrap();
         let tx = conn.transaction().unwrap();
         tx.execute_batch(migrations[19].sql).unwrap();
         tx.commit().unwrap();
-        let rows: Vec<(String, i64)> = conn
+        let rows: Vec<(String, i64, i64)> = conn
             .prepare(
-                "SELECT scope, topic_key FROM topic_words WHERE word = 'ledger' ORDER BY scope",
+                "SELECT scope, topic_key, sensitivity FROM topic_words
+                 WHERE word = 'ledger' ORDER BY scope",
             )
             .unwrap()
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(rows, [(String::new(), open), ("a".to_string(), scoped)]);
+        let low = Sensitivity::Low.rank() as i64;
+        assert_eq!(
+            rows,
+            [(String::new(), open, low), ("a".to_string(), scoped, low)]
+        );
     }
 }
