@@ -8,7 +8,7 @@
 
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
-use super::records::sensitivity_of;
+use super::records::{key_array, sensitivity_of};
 use super::search::{self, Index};
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;
@@ -84,31 +84,44 @@ fn erasable_in<T: rusqlite::ToSql>(
 
 const TOMBSTONE: &str = Tombstone::COLUMNS;
 
-/// [`ErasureStore::erase_empty_topics`].
+/// [`ErasureStore::erase_empty_topics`]. The tables keyed by word or by
+/// edge are cleared for all the empty topics at once: one pass each, not
+/// one per topic.
 fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<(), StoreError> {
+    let mut empty = Vec::new();
     for &key in keys {
         let fields: i64 = conn
             .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
             .query_row([key], |row| row.get(0))?;
-        if fields > 0 {
-            continue;
+        if fields == 0 {
+            empty.push(key);
         }
-        conn.prepare_cached("DELETE FROM topic_edges WHERE from_key = ?1 OR to_key = ?1")?
-            .execute([key])?;
-        for table in [
-            "topic_words",
-            "topic_vectors",
-            "topic_aliases",
-            "topic_summaries",
-            "topics_to_index",
-        ] {
-            conn.prepare_cached(&format!("DELETE FROM {table} WHERE topic_key = ?1"))?
-                .execute([key])?;
-        }
-        search::remove_from(Index::Topics, key);
-        conn.prepare_cached("DELETE FROM topics WHERE key = ?1")?
-            .execute([key])?;
     }
+    if empty.is_empty() {
+        return Ok(());
+    }
+    let list = key_array(&empty);
+    conn.prepare_cached(
+        "DELETE FROM topic_edges WHERE from_key IN rarray(?1) OR to_key IN rarray(?1)",
+    )?
+    .execute([list.clone()])?;
+    for table in [
+        "topic_words",
+        "topic_vectors",
+        "topic_aliases",
+        "topic_summaries",
+        "topics_to_index",
+    ] {
+        conn.prepare_cached(&format!(
+            "DELETE FROM {table} WHERE topic_key IN rarray(?1)"
+        ))?
+        .execute([list.clone()])?;
+    }
+    for &key in &empty {
+        search::remove_from(Index::Topics, key);
+    }
+    conn.prepare_cached("DELETE FROM topics WHERE key IN rarray(?1)")?
+        .execute([list])?;
     Ok(())
 }
 
