@@ -344,6 +344,26 @@ pub struct Topic {
 }
 
 impl Topic {
+    /// A low, unscoped-unless-told topic titled `title`, made at `at`,
+    /// with its id its title: for tests.
+    #[cfg(test)]
+    pub(crate) fn sample(title: &str, scope: Option<&str>, at: Timestamp) -> Topic {
+        Topic {
+            id: title.to_string(),
+            title: title.to_string(),
+            summary: String::new(),
+            kind: None,
+            sensitivity: crate::domain::record::Sensitivity::Low,
+            scope: scope.map(str::to_string),
+            tags: Vec::new(),
+            salience: 1.0,
+            archived: false,
+            created_at: at,
+            updated_at: at,
+            anchor: Anchor { salience: 1.0, at },
+        }
+    }
+
     /// What topic search indexes and similarity compares: title and
     /// summary.
     pub fn text(&self) -> String {

@@ -505,24 +505,10 @@ impl Job for PlaceObservation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::record::Sensitivity;
 
     fn topic(id: &str, scope: Option<&str>) -> Topic {
         let at = crate::domain::time::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
-        Topic {
-            id: id.to_string(),
-            title: id.to_string(),
-            summary: String::new(),
-            kind: None,
-            sensitivity: Sensitivity::Low,
-            scope: scope.map(str::to_string),
-            tags: Vec::new(),
-            salience: 1.0,
-            archived: false,
-            created_at: at,
-            updated_at: at,
-            anchor: Anchor { salience: 1.0, at },
-        }
+        Topic::sample(id, scope, at)
     }
 
     fn scored(scores: &[(f64, &str)]) -> Vec<(f64, i64, Topic)> {

@@ -797,20 +797,10 @@ mod tests {
     use crate::domain::record::Sensitivity;
 
     fn topic(title: &str, scope: Option<&str>, sensitivity: Sensitivity) -> Topic {
-        let at = now();
         Topic {
             id: uuid::Uuid::now_v7().to_string(),
-            title: title.to_string(),
-            summary: String::new(),
-            kind: None,
             sensitivity,
-            scope: scope.map(str::to_string),
-            tags: Vec::new(),
-            salience: 1.0,
-            archived: false,
-            created_at: at,
-            updated_at: at,
-            anchor: Anchor { salience: 1.0, at },
+            ..Topic::sample(title, scope, now())
         }
     }
 
