@@ -6,15 +6,19 @@
 //! the writer merges the full-text indexes (whose segments keep a deleted
 //! row's terms until then) and truncates the WAL (`WriteConnection::scrub`).
 
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
+use std::rc::Rc;
 
-use super::records::{key_array, sensitivity_of};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::records::{key_array, sensitivity_of, text_array};
 use super::search::{self, Index};
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;
 use crate::domain::time::{from_micros, to_micros};
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
+use crate::store::erasure::TOPIC_PARTS;
 use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
 
 const ERASABLE: &str = Erasable::COLUMNS;
@@ -38,48 +42,24 @@ fn visible(
     Ok(found)
 }
 
-/// `?1, ?2, …` for `n` parameters.
-fn placeholders(n: usize) -> String {
-    (1..=n)
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// The single count `sql` answers, `?1` bound to `list` (read in the
+/// statement as `rarray(?1)`).
+fn count_in(conn: &Connection, sql: &str, list: Rc<Vec<SqlValue>>) -> Result<u64, StoreError> {
+    let n: i64 = conn
+        .prepare_cached(sql)?
+        .query_row([list], |row| row.get(0))?;
+    Ok(n as u64)
 }
 
-/// Runs `sql` (holding `{in}` where the list goes) once per 500 of
-/// `values`, adding up the single count each answers.
-fn count_in<T: rusqlite::ToSql>(
+/// The [`ERASABLE`] rows `sql` answers, `?1` bound to `list`.
+fn erasable_in(
     conn: &Connection,
     sql: &str,
-    values: &[T],
-) -> Result<u64, StoreError> {
-    let mut total = 0u64;
-    for chunk in values.chunks(500) {
-        let sql = sql.replace("{in}", &placeholders(chunk.len()));
-        let n: i64 = conn
-            .prepare_cached(&sql)?
-            .query_row(params_from_iter(chunk), |row| row.get(0))?;
-        total += n as u64;
-    }
-    Ok(total)
-}
-
-/// Runs `sql` (holding `{in}`) once per 500 of `values`, gathering its
-/// [`ERASABLE`] rows.
-fn erasable_in<T: rusqlite::ToSql>(
-    conn: &Connection,
-    sql: &str,
-    values: &[T],
+    list: Rc<Vec<SqlValue>>,
 ) -> Result<Vec<Erasable>, StoreError> {
-    let mut found = Vec::new();
-    for chunk in values.chunks(500) {
-        let sql = sql.replace("{in}", &placeholders(chunk.len()));
-        let mut stmt = conn.prepare_cached(&sql)?;
-        for row in stmt.query_map(params_from_iter(chunk), |row| Ok(Erasable::read(row)))? {
-            found.push(row??);
-        }
-    }
-    Ok(found)
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([list], |row| Ok(Erasable::read(row)))?;
+    rows.map(|row| row?).collect()
 }
 
 const TOMBSTONE: &str = Tombstone::COLUMNS;
@@ -105,13 +85,7 @@ fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<(), StoreError>
         "DELETE FROM topic_edges WHERE from_key IN rarray(?1) OR to_key IN rarray(?1)",
     )?
     .execute([list.clone()])?;
-    for table in [
-        "topic_words",
-        "topic_vectors",
-        "topic_aliases",
-        "topic_summaries",
-        "topics_to_index",
-    ] {
+    for table in TOPIC_PARTS {
         conn.prepare_cached(&format!(
             "DELETE FROM {table} WHERE topic_key IN rarray(?1)"
         ))?
@@ -157,111 +131,95 @@ impl ErasureStore for Connection {
     }
 
     fn erasable_ids(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
-        let sql = format!("SELECT {ERASABLE} FROM records WHERE id IN ({{in}}) ORDER BY key");
-        erasable_in(self, &sql, ids)
+        let sql = format!("SELECT {ERASABLE} FROM records WHERE id IN rarray(?1) ORDER BY key");
+        erasable_in(self, &sql, text_array(ids))
     }
 
     fn derived_from_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
         let sql = format!(
             "SELECT {ERASABLE} FROM records WHERE key IN (
                  SELECT source_key FROM relations
-                 WHERE predicate = 'derived_from' AND target_id IN ({{in}})
+                 WHERE predicate = 'derived_from' AND target_id IN rarray(?1)
                  UNION
-                 SELECT record_key FROM record_citations WHERE cited_id IN ({{in}}))
+                 SELECT record_key FROM record_citations WHERE cited_id IN rarray(?1))
              ORDER BY key"
         );
-        erasable_in(self, &sql, ids)
+        erasable_in(self, &sql, text_array(ids))
     }
 
     fn linking_to_any(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {
         let sql = format!(
             "SELECT {ERASABLE} FROM records
-             JOIN (SELECT source_key FROM relations WHERE target_id IN ({{in}})) l
+             JOIN (SELECT source_key FROM relations WHERE target_id IN rarray(?1)) l
                ON l.source_key = records.key"
         );
-        erasable_in(self, &sql, ids)
+        erasable_in(self, &sql, text_array(ids))
     }
 
     fn chain_neighbours(&mut self, keys: &[i64]) -> Result<Vec<ChainNeighbours>, StoreError> {
-        let mut found = Vec::new();
-        for chunk in keys.chunks(500) {
-            let sql = format!(
-                "SELECT * FROM (
-                     SELECT r.key AS key,
-                         (SELECT target_id FROM relations
-                          WHERE source_key = r.key AND predicate = 'supersedes'
-                          ORDER BY id LIMIT 1) AS older_id,
-                         (SELECT n.id FROM relations l JOIN records n ON n.key = l.source_key
-                          WHERE l.target_id = r.id AND l.predicate = 'supersedes'
-                          ORDER BY l.id LIMIT 1) AS newer_id
-                     FROM records r WHERE r.key IN ({}))
-                 WHERE older_id IS NOT NULL OR newer_id IS NOT NULL
-                 ORDER BY key",
-                placeholders(chunk.len())
-            );
-            let mut stmt = self.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params_from_iter(chunk), |row| {
-                Ok(ChainNeighbours {
-                    key: row.get(0)?,
-                    older_id: row.get(1)?,
-                    newer_id: row.get(2)?,
-                })
-            })?;
-            for row in rows {
-                found.push(row?);
-            }
-        }
-        Ok(found)
+        let mut stmt = self.prepare_cached(
+            "SELECT * FROM (
+                 SELECT r.key AS key,
+                     (SELECT target_id FROM relations
+                      WHERE source_key = r.key AND predicate = 'supersedes'
+                      ORDER BY id LIMIT 1) AS older_id,
+                     (SELECT n.id FROM relations l JOIN records n ON n.key = l.source_key
+                      WHERE l.target_id = r.id AND l.predicate = 'supersedes'
+                      ORDER BY l.id LIMIT 1) AS newer_id
+                 FROM records r WHERE r.key IN rarray(?1))
+             WHERE older_id IS NOT NULL OR newer_id IS NOT NULL
+             ORDER BY key",
+        )?;
+        let rows = stmt.query_map([key_array(keys)], |row| {
+            Ok(ChainNeighbours {
+                key: row.get(0)?,
+                older_id: row.get(1)?,
+                newer_id: row.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn topics_of_records(&mut self, keys: &[i64]) -> Result<Vec<i64>, StoreError> {
-        let mut topics = Vec::new();
-        for chunk in keys.chunks(500) {
-            let sql = format!(
-                "SELECT DISTINCT topic_key FROM topic_versions WHERE record_key IN ({})",
-                placeholders(chunk.len())
-            );
-            let mut stmt = self.prepare_cached(&sql)?;
-            for key in stmt.query_map(params_from_iter(chunk), |row| row.get(0))? {
-                topics.push(key?);
-            }
-        }
-        topics.sort_unstable();
-        topics.dedup();
-        Ok(topics)
+        let mut stmt = self.prepare_cached(
+            "SELECT DISTINCT topic_key FROM topic_versions WHERE record_key IN rarray(?1)
+             ORDER BY topic_key",
+        )?;
+        let rows = stmt.query_map([key_array(keys)], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn erasure_counts(&mut self, keys: &[i64]) -> Result<TableCounts, StoreError> {
         Ok(TableCounts {
             records: count_in(
                 self,
-                "SELECT COUNT(*) FROM records WHERE key IN ({in})",
-                keys,
+                "SELECT COUNT(*) FROM records WHERE key IN rarray(?1)",
+                key_array(keys),
             )?,
             search: count_in(
                 self,
-                "SELECT COUNT(*) FROM record_search WHERE rowid IN ({in})",
-                keys,
+                "SELECT COUNT(*) FROM record_search WHERE rowid IN rarray(?1)",
+                key_array(keys),
             )?,
             vectors: count_in(
                 self,
-                "SELECT COUNT(*) FROM record_vectors WHERE record_key IN ({in})",
-                keys,
+                "SELECT COUNT(*) FROM record_vectors WHERE record_key IN rarray(?1)",
+                key_array(keys),
             )?,
             topic_fields: count_in(
                 self,
-                "SELECT COUNT(*) FROM topic_versions WHERE record_key IN ({in})",
-                keys,
+                "SELECT COUNT(*) FROM topic_versions WHERE record_key IN rarray(?1)",
+                key_array(keys),
             )?,
             edges: count_in(
                 self,
-                "SELECT COUNT(*) FROM relations WHERE source_key IN ({in})",
-                keys,
+                "SELECT COUNT(*) FROM relations WHERE source_key IN rarray(?1)",
+                key_array(keys),
             )?,
             audit: count_in(
                 self,
-                "SELECT COUNT(*) FROM audit_log WHERE record_key IN ({in})",
-                keys,
+                "SELECT COUNT(*) FROM audit_log WHERE record_key IN rarray(?1)",
+                key_array(keys),
             )?,
         })
     }
@@ -287,8 +245,8 @@ impl ErasureStore for Connection {
     fn count_topic_vectors(&mut self, keys: &[i64]) -> Result<u64, StoreError> {
         count_in(
             self,
-            "SELECT COUNT(*) FROM topic_vectors WHERE topic_key IN ({in})",
-            keys,
+            "SELECT COUNT(*) FROM topic_vectors WHERE topic_key IN rarray(?1)",
+            key_array(keys),
         )
     }
 

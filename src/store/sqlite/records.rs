@@ -469,6 +469,11 @@ pub(super) fn key_array(keys: &[i64]) -> Rc<Vec<SqlValue>> {
     Rc::new(keys.iter().map(|k| SqlValue::Integer(*k)).collect())
 }
 
+/// `texts` as one array parameter, for `rarray(?n)`.
+pub(super) fn text_array(texts: &[String]) -> Rc<Vec<SqlValue>> {
+    Rc::new(texts.iter().map(|t| SqlValue::Text(t.clone())).collect())
+}
+
 /// The records with these keys, in the order given, each with all its
 /// parts and its salience decayed to `now`. Child rows are read with one
 /// query per table for the whole set.
