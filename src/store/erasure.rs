@@ -10,6 +10,17 @@ use crate::domain::trust::TrustContext;
 use super::rows::Columns;
 use super::StoreError;
 
+/// The tables holding a topic's parts by `topic_key`, besides its field
+/// versions and edges: what goes with a topic an erasure leaves with no
+/// field.
+pub(crate) const TOPIC_PARTS: &[&str] = &[
+    "topic_words",
+    "topic_vectors",
+    "topic_aliases",
+    "topic_summaries",
+    "topics_to_index",
+];
+
 /// A record an erasure selected: what decides who may see it, and its
 /// type (kept by its tombstone).
 #[derive(Debug, Clone, PartialEq)]

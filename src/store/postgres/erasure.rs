@@ -11,6 +11,7 @@ use crate::domain::record::MemoryType;
 use crate::domain::time::{from_micros, to_micros};
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
+use crate::store::erasure::TOPIC_PARTS;
 use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
 
 const ERASABLE: &str = Erasable::COLUMNS;
@@ -223,13 +224,7 @@ impl ErasureStore for Pg {
             "DELETE FROM topic_edges WHERE from_key = ANY($1) OR to_key = ANY($1)",
             &[&empty],
         )?;
-        for table in [
-            "topic_words",
-            "topic_vectors",
-            "topic_aliases",
-            "topic_summaries",
-            "topics_to_index",
-        ] {
+        for table in TOPIC_PARTS {
             self.execute(
                 &format!("DELETE FROM {table} WHERE topic_key = ANY($1)"),
                 &[&empty],
