@@ -251,10 +251,8 @@ impl ErasureStore for Connection {
     }
 
     fn drop_topic_vectors(&mut self, keys: &[i64]) -> Result<(), StoreError> {
-        let mut delete = self.prepare_cached("DELETE FROM topic_vectors WHERE topic_key = ?1")?;
-        for &key in keys {
-            delete.execute([key])?;
-        }
+        self.prepare_cached("DELETE FROM topic_vectors WHERE topic_key IN rarray(?1)")?
+            .execute([key_array(keys)])?;
         Ok(())
     }
 
