@@ -510,11 +510,10 @@ impl Settings {
                 "must name an environment variable",
             );
         }
-        if !(self.auth.default_rate.is_finite() && self.auth.default_rate > 0.0) {
-            return invalid(
-                "auth.default_rate",
-                "must be a positive number of requests per second",
-            );
+        if let Err(e) =
+            crate::domain::access::check_rate("auth.default_rate", self.auth.default_rate)
+        {
+            return invalid("auth.default_rate", &e.message);
         }
         if self.auth.pepper_env.as_deref().is_some_and(str::is_empty) {
             return invalid("auth.pepper_env", "must name an environment variable");

@@ -233,6 +233,15 @@ impl Application {
             pepper,
             topics_touched: consolidator.clone().recipient(),
             topics_read: consolidator.recipient(),
+            request_limits: http::RequestLimits {
+                deadline: Duration::from_millis(
+                    settings
+                        .storage
+                        .read_timeout_ms
+                        .max(settings.storage.write_timeout_ms),
+                ),
+                max_answer_bytes: settings.retrieval.max_response_bytes,
+            },
         };
 
         let listener =
@@ -371,6 +380,7 @@ struct SharedState {
     pepper: Arc<Pepper>,
     topics_touched: Recipient<TopicsTouched>,
     topics_read: Recipient<TopicsRead>,
+    request_limits: http::RequestLimits,
 }
 
 impl SharedState {
@@ -419,6 +429,7 @@ impl SharedState {
             body_read_timeout: self.body_read_timeout,
             slow_request: self.slow_request,
             topics_read: self.topics_read.clone(),
+            request_limits: self.request_limits,
         }
     }
 }

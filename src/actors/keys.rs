@@ -43,6 +43,8 @@ impl Actor for KeyKeeper {
 pub struct CreateKey {
     pub by: Access,
     pub new: NewKey,
+    /// `auth.default_rate`: what `by` is held to without a rate of its own.
+    pub default_rate: f64,
 }
 
 impl Handler<CreateKey> for KeyKeeper {
@@ -52,11 +54,16 @@ impl Handler<CreateKey> for KeyKeeper {
     fn handle(&mut self, msg: CreateKey, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let writer = self.writer.clone();
-        let CreateKey { by, new } = msg;
+        let CreateKey {
+            by,
+            new,
+            default_rate,
+        } = msg;
         let job = MakeKey {
             by,
             pepper: self.pepper.clone(),
             new,
+            default_rate,
             now,
         };
         Box::pin(async move { writer.write(job).await })

@@ -18,6 +18,12 @@ pub async fn watched<F: Future>(waiter: Waiter, request: F) -> F::Output {
     budget::WAITER.scope(waiter, request).await
 }
 
+/// Whether the client of the request this task works for has closed its
+/// connection (false where nothing watches it).
+pub fn client_gone() -> bool {
+    budget::waiter().is_some_and(|waiter| waiter.gone())
+}
+
 pub struct InRequest<M> {
     message: M,
     waiter: Option<Waiter>,

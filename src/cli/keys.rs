@@ -145,7 +145,7 @@ pub fn run_keys(command: KeysCommand, settings: &Settings) -> Result<String, Str
     let output = match command {
         KeysCommand::Create(new) => {
             let pepper = pepper.expect("made above for create");
-            keys::create(tx, &Access::Open, &pepper, new, now).map(|(key, secret)| {
+            keys::create(tx, &Access::Open, &pepper, new, default_rate, now).map(|(key, secret)| {
                 format!(
                     "created key {}\n{}\nThe secret is shown once; engram keeps only its hash.\n{secret}\n",
                     key.name,

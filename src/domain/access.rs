@@ -93,6 +93,26 @@ pub struct ApiKey {
 /// Longest key name.
 pub const MAX_KEY_NAME: usize = 64;
 
+/// The fewest and the most requests per second a key may be held to: a
+/// rate is a finite number in this range, so the limiter's period (its
+/// inverse) is always a duration it can hold.
+pub const MIN_RATE: f64 = 0.001;
+pub const MAX_RATE: f64 = 1_000_000.0;
+
+/// A rate of requests per second (a key's, or `auth.default_rate`):
+/// finite and within [`MIN_RATE`]..=[`MAX_RATE`].
+pub fn check_rate(field: &str, rate: f64) -> Validated<()> {
+    if rate.is_finite() && (MIN_RATE..=MAX_RATE).contains(&rate) {
+        return Ok(());
+    }
+    Err(ValidationError::new(
+        field,
+        format!(
+            "must be a number of requests per second from {MIN_RATE} to {MAX_RATE}, got {rate}"
+        ),
+    ))
+}
+
 /// A key name: 1 to 64 letters, digits, `.`, `_`, `-` or `:` (it is shown
 /// in audit entries and logs, and typed on command lines), not starting
 /// with the prefix of the service's own actors.
@@ -218,6 +238,26 @@ impl Access {
         }
     }
 
+    /// The rate a new key gets when `asked` is asked for it (`None`: the
+    /// configured default, `default`): a key may give at most its own
+    /// rate; when none is asked, a key held to less than the default gives
+    /// its own, so no key it makes can outpace it. The error names the
+    /// field.
+    pub fn rate_to_give(&self, asked: Option<f64>, default: f64) -> Result<Option<f64>, String> {
+        let Access::Key(key) = self else {
+            return Ok(asked);
+        };
+        let own = key.rate.unwrap_or(default);
+        match asked {
+            Some(rate) if rate > own => Err(format!(
+                "rate: this key may give at most its own rate, {own} requests per second"
+            )),
+            Some(rate) => Ok(Some(rate)),
+            None if own < default => Ok(Some(own)),
+            None => Ok(None),
+        }
+    }
+
     /// Whether this caller may see and manage a key of `grant`: the keys
     /// it may give.
     pub fn manages(&self, grant: &Grant) -> bool {
@@ -289,6 +329,52 @@ mod tests {
 
     fn asked(max: Sensitivity, scopes: &[&str]) -> TrustContext {
         TrustContext::stated(max, scopes)
+    }
+
+    #[test]
+    fn a_rate_is_finite_and_in_range() {
+        for good in [MIN_RATE, 1.0, 2.5, MAX_RATE] {
+            assert!(check_rate("rate", good).is_ok(), "{good}");
+        }
+        for bad in [
+            0.0,
+            -1.0,
+            1e-19,
+            5e-324,
+            0.0009,
+            1e9,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            assert_eq!(check_rate("rate", bad).unwrap_err().field, "rate", "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_key_gives_no_rate_above_its_own() {
+        let key = |rate: Option<f64>| {
+            let Access::Key(mut made) = key(grant(Sensitivity::Low, &[], &[Role::Admin])) else {
+                unreachable!()
+            };
+            std::sync::Arc::make_mut(&mut made).rate = rate;
+            Access::Key(made)
+        };
+        assert_eq!(Access::Open.rate_to_give(Some(1e6), 100.0), Ok(Some(1e6)));
+        assert_eq!(Access::Open.rate_to_give(None, 100.0), Ok(None));
+        let slow = key(Some(2.0));
+        assert!(slow
+            .rate_to_give(Some(1e9), 100.0)
+            .unwrap_err()
+            .starts_with("rate:"));
+        assert_eq!(slow.rate_to_give(Some(2.0), 100.0), Ok(Some(2.0)));
+        assert_eq!(slow.rate_to_give(Some(0.5), 100.0), Ok(Some(0.5)));
+        // Without a rate asked, its own where the default is faster.
+        assert_eq!(slow.rate_to_give(None, 100.0), Ok(Some(2.0)));
+        assert_eq!(key(Some(1e6)).rate_to_give(None, 100.0), Ok(None));
+        let default = key(None);
+        assert_eq!(default.rate_to_give(None, 100.0), Ok(None));
+        assert_eq!(default.rate_to_give(Some(100.0), 100.0), Ok(Some(100.0)));
+        assert!(default.rate_to_give(Some(101.0), 100.0).is_err());
     }
 
     #[test]

@@ -21,8 +21,10 @@ fn micros_in_range(ts: &Timestamp) -> bool {
     ts.timestamp_micros() > i64::MIN && ts.timestamp_micros() < i64::MAX
 }
 
+/// The one form every answer gives a time in: UTC, `Z`, six fractional
+/// digits (what storage keeps), so string order is time order.
 pub fn format_rfc3339(ts: &Timestamp) -> String {
-    ts.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+    ts.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
 /// Storage form. Precision below a microsecond is not kept.
@@ -87,6 +89,27 @@ pub mod rfc3339_option {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_time_is_written_in_one_form_whose_order_is_time_order() {
+        let times = [
+            "2026-01-15T10:30:00Z",
+            "2026-01-15T10:30:00.1Z",
+            "2026-01-15T10:30:00.108Z",
+            "2026-01-15T10:30:00.108903Z",
+            "2026-01-15T11:30:00.5+01:00",
+        ];
+        let written: Vec<String> = times
+            .iter()
+            .map(|t| format_rfc3339(&parse_rfc3339(t).unwrap()))
+            .collect();
+        assert_eq!(written[0], "2026-01-15T10:30:00.000000Z");
+        assert_eq!(written[2], "2026-01-15T10:30:00.108000Z");
+        assert!(written.iter().all(|w| w.len() == 27 && w.ends_with('Z')));
+        let mut sorted = written.clone();
+        sorted.sort();
+        assert_eq!(sorted, written);
+    }
 
     #[test]
     fn rfc3339_round_trips_through_storage_micros() {

@@ -21,7 +21,7 @@ use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLim
 
 use crate::auth::keys::{KeyCheck, KEY_RECHECK};
 use crate::config::AuthMode;
-use crate::domain::access::{Access, ApiKey, Role};
+use crate::domain::access::{Access, ApiKey, Role, MAX_RATE, MIN_RATE};
 use crate::error::{ApiError, Code};
 
 /// Paths anyone may call: load balancers and orchestrators probe them. (The
@@ -157,20 +157,50 @@ impl Gatekeeper {
         }
     }
 
-    fn limit_key(&self, key: &ApiKey) -> Result<(), ApiError> {
-        let sharing = self.sharing();
-        let limiter = {
-            let mut limiters = self.per_key.lock().unwrap_or_else(|p| p.into_inner());
-            match limiters.get(&key.name) {
-                Some((made_for, limiter)) if *made_for == sharing => limiter.clone(),
-                _ => {
-                    let rate = key.rate.unwrap_or(self.default_rate) / sharing as f64;
-                    let limiter = Arc::new(RateLimiter::direct(quota(rate)));
-                    limiters.insert(key.name.clone(), (sharing, limiter.clone()));
-                    limiter
-                }
-            }
+    /// Counts `more` requests against the rate of `access`'s key, beyond
+    /// the one the gate counted: what one HTTP request carries (an MCP
+    /// batch's messages) costs what it would cost sent one by one. All or
+    /// none are counted; an open instance counts none.
+    pub fn charge(&self, access: &Access, more: usize) -> Result<(), ApiError> {
+        let Access::Key(key) = access else {
+            return Ok(());
         };
+        let Some(more) = u32::try_from(more).ok().and_then(NonZeroU32::new) else {
+            return Ok(());
+        };
+        match self.limiter(key).check_n(more) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(until)) => {
+                Err(self.rate_limited(until.wait_time_from(self.clock.now()), "key"))
+            }
+            Err(_) => Err(ApiError::new(
+                Code::RateLimited,
+                format!(
+                    "this request carries {} requests, more than this key's rate allows at once; send fewer together",
+                    u64::from(more.get()) + 1
+                ),
+            )
+            .retry_after(1)),
+        }
+    }
+
+    /// The limiter of `key`'s rate, for this process's share of it.
+    fn limiter(&self, key: &ApiKey) -> Arc<DefaultDirectRateLimiter> {
+        let sharing = self.sharing();
+        let mut limiters = self.per_key.lock().unwrap_or_else(|p| p.into_inner());
+        match limiters.get(&key.name) {
+            Some((made_for, limiter)) if *made_for == sharing => limiter.clone(),
+            _ => {
+                let rate = key.rate.unwrap_or(self.default_rate) / sharing as f64;
+                let limiter = Arc::new(RateLimiter::direct(quota(rate)));
+                limiters.insert(key.name.clone(), (sharing, limiter.clone()));
+                limiter
+            }
+        }
+    }
+
+    fn limit_key(&self, key: &ApiKey) -> Result<(), ApiError> {
+        let limiter = self.limiter(key);
         limiter
             .check()
             .map_err(|until| self.rate_limited(until.wait_time_from(self.clock.now()), "key"))
@@ -216,8 +246,13 @@ impl Gatekeeper {
 const MAX_TRACKED_ADDRESSES: usize = 10_000;
 
 /// A token bucket of `rate` requests a second that holds one second's
-/// worth (at least one request).
+/// worth (at least one request). Rates are checked where they are set
+/// (`check_rate`), but a rate shared among instances, or one stored by an
+/// older version, may lie outside that range: it is held within what a
+/// period can be, never a panic.
 fn quota(rate: f64) -> Quota {
+    let rate = if rate.is_nan() { MIN_RATE } else { rate };
+    let rate = rate.clamp(MIN_RATE / 1000.0, MAX_RATE * 1000.0);
     let period = Duration::from_secs_f64(1.0 / rate).max(Duration::from_nanos(1));
     let burst = NonZeroU32::new(rate.ceil().clamp(1.0, f64::from(u32::MAX)) as u32)
         .unwrap_or(NonZeroU32::MIN);
@@ -367,5 +402,22 @@ mod tests {
         assert!(slow.check().is_err());
         let fast = RateLimiter::direct(quota(1e12));
         assert!((0..1000).all(|_| fast.check().is_ok()));
+    }
+
+    #[test]
+    fn no_rate_makes_a_quota_panic() {
+        for rate in [
+            1e-19,
+            5e-324,
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e300,
+        ] {
+            let limiter = RateLimiter::direct(quota(rate));
+            let _ = limiter.check();
+        }
     }
 }

@@ -120,7 +120,11 @@ async fn create(
     };
     let (key, secret) = state
         .keys
-        .send(InRequest::new(CreateKey { by: access, new }))
+        .send(InRequest::new(CreateKey {
+            by: access,
+            new,
+            default_rate: gate.default_rate(),
+        }))
         .await??;
     gate.key_created();
     tracing::info!(key = %key.name, "API key created");

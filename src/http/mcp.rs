@@ -13,10 +13,12 @@
 use actix_web::http::{header, Method};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use utoipa::openapi::schema::{SchemaType, Type};
 use utoipa::openapi::ObjectBuilder;
 
+use super::auth::Gatekeeper;
 use super::ingest::ingest_item;
 use super::retrieve::{record_by_id, retrieved};
 use super::revisions::revised;
@@ -76,9 +78,10 @@ pub struct RpcRequest {
 pub struct RpcResponse {
     #[schema(value_type = String, example = "2.0")]
     jsonrpc: &'static str,
-    /// The request's id; `null` when the request could not be read.
+    /// The request's id, exactly as it was sent (a number keeps every
+    /// digit); `null` when the request could not be read.
     #[schema(schema_with = response_id)]
-    id: Value,
+    id: RpcId,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     result: Option<Value>,
@@ -120,6 +123,13 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+/// A request's id as its client wrote it; `None` where none could be read.
+type RpcId = Option<Box<RawValue>>;
+
+/// A message of a batch not run or not returned: the batch reached the
+/// deadline or the response size of one request (a server error in
+/// JSON-RPC's reserved range).
+const LIMIT_EXCEEDED: i64 = -32000;
 
 fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
     RpcError {
@@ -129,7 +139,7 @@ fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
 }
 
 impl RpcResponse {
-    fn new(id: Value, outcome: Result<Value, RpcError>) -> RpcResponse {
+    fn new(id: RpcId, outcome: Result<Value, RpcError>) -> RpcResponse {
         let (result, error) = match outcome {
             Ok(result) => (Some(result), None),
             Err(error) => (None, Some(error)),
@@ -142,7 +152,7 @@ impl RpcResponse {
         }
     }
 
-    fn failed(id: Value, code: i64, message: impl Into<String>) -> RpcResponse {
+    fn failed(id: RpcId, code: i64, message: impl Into<String>) -> RpcResponse {
         RpcResponse::new(id, Err(rpc_error(code, message)))
     }
 }
@@ -189,74 +199,149 @@ async fn mcp(
             }
         },
     };
-    let message: Value = match serde_json::from_slice(&body) {
+    // Read as raw JSON first: each message's id is echoed as it was sent.
+    let message: &RawValue = match serde_json::from_slice(&body) {
         Ok(message) => message,
         Err(e) => {
             let message = format!("parse error: the body is not JSON ({e})");
             return Ok(unreadable(PARSE_ERROR, message));
         }
     };
-    match message {
-        Value::Array(batch) => {
-            if !has_batches(version) {
-                let message = format!(
-                    "invalid request: JSON-RPC batches are not part of MCP {version}; send one message per request"
-                );
-                return Ok(unreadable(INVALID_REQUEST, message));
-            }
-            if batch.is_empty() {
-                return Ok(unreadable(
-                    INVALID_REQUEST,
-                    "invalid request: the batch is empty",
-                ));
-            }
-            let mut answers = Vec::new();
-            for message in batch {
-                if let Some(answer) = answer(&state, &access, message).await {
-                    answers.push(answer);
-                }
-            }
-            if answers.is_empty() {
-                return Ok(HttpResponse::Accepted().finish());
-            }
-            Ok(respond(stream, &answers))
-        }
-        message => match read_message(message, false) {
-            Err(refused) => Ok(bad_request(refused)),
-            Ok(None) => Ok(HttpResponse::Accepted().finish()),
+    if !message.get().starts_with('[') {
+        return Ok(match read_message(message, false) {
+            Err(refused) => bad_request(refused),
+            Ok(None) => HttpResponse::Accepted().finish(),
             Ok(Some((id, request))) => {
                 let answer = RpcResponse::new(id, run_method(&state, &access, request).await);
-                Ok(respond(stream, &answer))
+                respond(stream, &answer)
             }
-        },
+        });
     }
+    if !has_batches(version) {
+        let message = format!(
+            "invalid request: JSON-RPC batches are not part of MCP {version}; send one message per request"
+        );
+        return Ok(unreadable(INVALID_REQUEST, message));
+    }
+    let batch: Vec<&RawValue> =
+        serde_json::from_str(message.get()).expect("a JSON array is an array of values");
+    if batch.is_empty() {
+        return Ok(unreadable(
+            INVALID_REQUEST,
+            "invalid request: the batch is empty",
+        ));
+    }
+    if batch.len() > MAX_BATCH {
+        let message = format!(
+            "invalid request: a batch holds at most {MAX_BATCH} messages, got {}",
+            batch.len()
+        );
+        return Ok(unreadable(INVALID_REQUEST, message));
+    }
+    // Every message counts against the key's rate as a request would; the
+    // HTTP request that carries them was counted already.
+    let gate = req
+        .app_data::<web::Data<Gatekeeper>>()
+        .expect("the gatekeeper is registered");
+    gate.charge(&access, batch.len() - 1)?;
+    let answers = run_batch(&state, &access, batch).await;
+    if answers.is_empty() {
+        return Ok(HttpResponse::Accepted().finish());
+    }
+    Ok(respond(stream, &answers))
+}
+
+/// Most messages in one batch: a batch is one request, and its work must
+/// stay within what one request may take.
+pub const MAX_BATCH: usize = 32;
+
+/// Runs a batch's messages in order, within one request's deadline and
+/// response size (`AppState::request_limits`): a message that would start
+/// after the deadline, or whose answer would take the answers past the
+/// size, is answered with an error naming the limit instead of being run
+/// or returned. A batch whose client has gone stops where it is.
+async fn run_batch(state: &AppState, access: &Access, batch: Vec<&RawValue>) -> Vec<RpcResponse> {
+    let limits = state.request_limits;
+    let started = std::time::Instant::now();
+    let mut answers = Vec::new();
+    let mut bytes = 2;
+    for message in batch {
+        if crate::actors::request::client_gone() {
+            return Vec::new();
+        }
+        let (id, request) = match read_message(message, true) {
+            Err(refused) => {
+                answers.push(refused);
+                continue;
+            }
+            Ok(None) => continue,
+            Ok(Some(read)) => read,
+        };
+        let Some(left) = limits.deadline.checked_sub(started.elapsed()) else {
+            let why = format!(
+                "not run: the batch reached the deadline of one request ({} ms)",
+                limits.deadline.as_millis()
+            );
+            answers.push(RpcResponse::failed(id, LIMIT_EXCEEDED, why));
+            continue;
+        };
+        let outcome = actix_web::rt::time::timeout(left, run_method(state, access, request))
+            .await
+            .unwrap_or_else(|_| {
+                Err(rpc_error(
+                    LIMIT_EXCEEDED,
+                    format!(
+                        "stopped: the batch reached the deadline of one request ({} ms)",
+                        limits.deadline.as_millis()
+                    ),
+                ))
+            });
+        let mut answer = RpcResponse::new(id, outcome);
+        let size = serialized_len(&answer) + 1;
+        if bytes + size > limits.max_answer_bytes {
+            let why = format!(
+                "not returned: the batch's answers would exceed {} bytes; send fewer messages in one batch",
+                limits.max_answer_bytes
+            );
+            answer = RpcResponse::failed(answer.id, LIMIT_EXCEEDED, why);
+        }
+        bytes += serialized_len(&answer) + 1;
+        answers.push(answer);
+    }
+    answers
+}
+
+/// The length of `value` as JSON, without keeping the bytes.
+fn serialized_len(value: &impl Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).expect("JSON-RPC answers serialize");
+    count.0
 }
 
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
-/// What one message of a batch gets back: nothing for a notification or a
-/// response, an error for a message that is no request.
-async fn answer(state: &AppState, access: &Access, message: Value) -> Option<RpcResponse> {
-    match read_message(message, true) {
-        Err(refused) => Some(refused),
-        Ok(None) => None,
-        Ok(Some((id, request))) => Some(RpcResponse::new(
-            id,
-            run_method(state, access, request).await,
-        )),
-    }
-}
-
-/// A message read as JSON-RPC: a request with its id, `None` for what needs
-/// no answer (a notification, or a response to a request this server never
-/// sends), or the error answer for anything else.
+/// A message read as JSON-RPC: a request with its id (as sent), `None` for
+/// what needs no answer (a notification, or a response to a request this
+/// server never sends), or the error answer for anything else.
 fn read_message(
-    message: Value,
+    raw: &RawValue,
     in_batch: bool,
-) -> Result<Option<(Value, RpcRequest)>, RpcResponse> {
+) -> Result<Option<(RpcId, RpcRequest)>, RpcResponse> {
+    // Raw JSON that is no `Value` holds a number beyond what one can be.
+    let message: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
     let id = match message.get("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
-        _ => Value::Null,
+        Some(Value::String(_) | Value::Number(_)) => raw_id(raw),
+        _ => None,
     };
     let invalid = |why: String| {
         RpcResponse::failed(
@@ -296,6 +381,17 @@ fn read_message(
     Ok(Some((id, request)))
 }
 
+/// The `id` of a message object as its client wrote it.
+fn raw_id(message: &RawValue) -> RpcId {
+    #[derive(Deserialize)]
+    struct Id<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+    }
+    let id = serde_json::from_str::<Id>(message.get()).ok()?.id?;
+    Some(id.to_owned())
+}
+
 async fn run_method(
     state: &AppState,
     access: &Access,
@@ -305,7 +401,7 @@ async fn run_method(
     match request.method.as_str() {
         "initialize" => Ok(initialize(&params)),
         "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": tool_list()})),
+        "tools/list" => Ok(json!({"tools": tool_list().clone()})),
         "tools/call" => call(state, access.clone(), params).await,
         other => Err(rpc_error(
             METHOD_NOT_FOUND,
@@ -352,7 +448,7 @@ fn bad_request(answer: RpcResponse) -> HttpResponse {
 /// `400` with JSON-RPC error `code` for a request whose id could not be
 /// read (it is `null` in the answer).
 fn unreadable(code: i64, message: impl Into<String>) -> HttpResponse {
-    bad_request(RpcResponse::failed(Value::Null, code, message))
+    bad_request(RpcResponse::failed(None, code, message))
 }
 
 fn initialize(params: &Value) -> Value {
@@ -446,7 +542,15 @@ const TOOLS: [Tool; 10] = [
     },
 ];
 
-fn tool_list() -> Vec<Value> {
+/// The tools, built once from the API document (building it costs far more
+/// than answering it).
+fn tool_list() -> &'static Vec<Value> {
+    static TOOLS_LISTED: std::sync::LazyLock<Vec<Value>> =
+        std::sync::LazyLock::new(build_tool_list);
+    &TOOLS_LISTED
+}
+
+fn build_tool_list() -> Vec<Value> {
     let doc = serde_json::to_value(openapi::document()).expect("the document is JSON");
     let components = &doc["components"]["schemas"];
     TOOLS
@@ -831,7 +935,7 @@ mod tests {
     fn every_tool_has_a_standalone_object_schema() {
         let tools = tool_list();
         assert_eq!(tools.len(), TOOLS.len());
-        for tool in &tools {
+        for tool in tools {
             let schema = &tool["inputSchema"];
             assert_eq!(schema["type"], "object", "{}", tool["name"]);
             let text = schema.to_string();

@@ -67,6 +67,19 @@ pub struct AppState {
     pub slow_request: std::time::Duration,
     /// Where views and queries report the topics they returned.
     pub topics_read: actix::Recipient<crate::actors::consolidation::TopicsRead>,
+    /// What one request may take in all, however many messages it carries
+    /// (an MCP batch).
+    pub request_limits: RequestLimits,
+}
+
+/// The most one request may take, whatever it carries.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLimits {
+    /// The longer of the storage deadlines (`storage.read_timeout_ms`,
+    /// `storage.write_timeout_ms`).
+    pub deadline: std::time::Duration,
+    /// `retrieval.max_response_bytes`.
+    pub max_answer_bytes: usize,
 }
 
 /// One route of the API. The route table, the role checks and the API
@@ -325,7 +338,7 @@ impl FromRequest for JsonBytes {
 
 /// Whether the request declares a JSON body: `application/json` or another
 /// `application/…+json`, with any parameters.
-fn is_json(headers: &header::HeaderMap) -> bool {
+pub(super) fn is_json(headers: &header::HeaderMap) -> bool {
     let Some(value) = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

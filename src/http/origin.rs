@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::{header, Method};
+use actix_web::http::{header, Method, Version};
 use actix_web::middleware::Next;
 use actix_web::ResponseError;
 
@@ -49,25 +49,16 @@ impl OriginRules {
         })
     }
 
-    /// Whether `host` (a `Host` header's value) names this service.
-    fn host_allowed(&self, host: &str) -> bool {
+    /// Whether `host` (a well-formed `Host`) names this service.
+    fn host_allowed(&self, host: &HostName) -> bool {
         if !self.check_host {
             return true;
         }
-        let name = host_name(host).to_ascii_lowercase();
-        if name == "localhost" || name.ends_with(".localhost") {
-            return true;
+        match host {
+            HostName::Name(name) if name == "localhost" || name.ends_with(".localhost") => true,
+            HostName::Ip(ip) if ip.is_loopback() || *ip == self.listen => true,
+            other => self.allowed_hosts.contains(&other.to_string()),
         }
-        if let Ok(ip) = name
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-        {
-            if ip.is_loopback() || ip == self.listen {
-                return true;
-            }
-        }
-        self.allowed_hosts.contains(&name)
     }
 
     /// Whether a page of `origin` may make this request: the service's
@@ -83,32 +74,51 @@ impl OriginRules {
     }
 
     /// Why the request may not reach the API, if it may not.
-    fn refusal(
-        &self,
-        method: &Method,
-        path: &str,
-        headers: &header::HeaderMap,
-    ) -> Option<ApiError> {
-        if any_host(path) {
+    fn refusal(&self, req: &Request<'_>) -> Option<ApiError> {
+        if any_host(req.path) {
             return None;
         }
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-        if let Some(host) = host {
-            if !self.host_allowed(host) {
+        let raw_host = req.headers.get(header::HOST).map(|h| h.as_bytes());
+        // HTTP/2 names the host in the request's authority instead.
+        let raw_host = raw_host.or(req.authority.map(str::as_bytes));
+        match raw_host {
+            None if req.version != Version::HTTP_10 => {
                 return Some(ApiError::new(
-                    Code::MisdirectedRequest,
-                    format!(
-                        "Host: {:?} is not a name of this service; list it in server.allowed_hosts",
-                        host_name(host)
-                    ),
+                    Code::InvalidArgument,
+                    "Host: the header is required",
                 ));
             }
+            // HTTP/1.0 has no Host of its own; where names are checked, a
+            // request that names none is not for this service.
+            None if self.check_host => {
+                return Some(ApiError::new(
+                    Code::MisdirectedRequest,
+                    "Host: this service answers only requests that name it in Host",
+                ));
+            }
+            None => {}
+            Some(raw) => {
+                let named = HostName::parse(raw).is_some_and(|(name, _)| self.host_allowed(&name));
+                if !named {
+                    let shown = String::from_utf8_lossy(raw);
+                    return Some(ApiError::new(
+                        Code::MisdirectedRequest,
+                        format!(
+                            "Host: {shown:?} is not a name of this service; list it in server.allowed_hosts"
+                        ),
+                    ));
+                }
+            }
         }
-        let changes = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
-        if !(changes || path == "/mcp") {
+        if let Some(refused) = body_refusal(req) {
+            return Some(refused);
+        }
+        let changes = !matches!(*req.method, Method::GET | Method::HEAD | Method::OPTIONS);
+        if !(changes || req.path == "/mcp") {
             return None;
         }
-        let origin = headers.get(header::ORIGIN)?;
+        let origin = req.headers.get(header::ORIGIN)?;
+        let host = raw_host.and_then(|raw| std::str::from_utf8(raw).ok());
         let allowed = origin
             .to_str()
             .is_ok_and(|origin| self.origin_allowed(origin, host));
@@ -121,6 +131,104 @@ impl OriginRules {
     }
 }
 
+/// What the guard reads of a request.
+struct Request<'a> {
+    method: &'a Method,
+    path: &'a str,
+    version: Version,
+    /// The request target's authority (HTTP/2's `:authority`).
+    authority: Option<&'a str>,
+    headers: &'a header::HeaderMap,
+}
+
+/// A body not declared as JSON, on any route: `415`. A page of any site
+/// can post a form or `text/plain` without asking, so only JSON declared as
+/// such reaches a route, even one that reads no body (`POST
+/// /v1/jobs/{name}/run`). A request without a body needs no type.
+fn body_refusal(req: &Request<'_>) -> Option<ApiError> {
+    let declared = req.headers.get(header::CONTENT_TYPE).is_some();
+    let has_body = req.headers.contains_key(header::TRANSFER_ENCODING)
+        || req
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|len| len.as_bytes() != b"0");
+    if (declared || has_body) && !super::is_json(req.headers) {
+        return Some(ApiError::new(
+            Code::UnsupportedMediaType,
+            "Content-Type: the request body must be sent as application/json",
+        ));
+    }
+    None
+}
+
+/// A `Host` as the service compares it: a name (lowercase) or an address.
+#[derive(Debug, Clone, PartialEq)]
+enum HostName {
+    Name(String),
+    Ip(IpAddr),
+}
+
+impl std::fmt::Display for HostName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostName::Name(name) => f.write_str(name),
+            HostName::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]"),
+            HostName::Ip(ip) => write!(f, "{ip}"),
+        }
+    }
+}
+
+impl HostName {
+    /// A `Host` value as RFC 9110 has it, a name or an address with an
+    /// optional port, and nothing else: no trailing dot, no bytes after an
+    /// IPv6 literal, no number standing for an address (`2130706433`,
+    /// `127.1`, `0x7f000001`), no octets outside ASCII.
+    fn parse(raw: &[u8]) -> Option<(HostName, Option<u16>)> {
+        let text = std::str::from_utf8(raw).ok()?;
+        if let Some(rest) = text.strip_prefix('[') {
+            let (inside, after) = rest.split_once(']')?;
+            let ip: std::net::Ipv6Addr = inside.parse().ok()?;
+            let port = match after {
+                "" => None,
+                after => Some(port(after.strip_prefix(':')?)?),
+            };
+            return Some((HostName::Ip(IpAddr::V6(ip)), port));
+        }
+        let (name, port) = match text.split_once(':') {
+            Some((name, after)) => (name, Some(port(after)?)),
+            None => (text, None),
+        };
+        if let Ok(ip) = name.parse::<std::net::Ipv4Addr>() {
+            return Some((HostName::Ip(IpAddr::V4(ip)), port));
+        }
+        let label_ok = |label: &str| {
+            (1..=63).contains(&label.len())
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        };
+        let labels: Vec<&str> = name.split('.').collect();
+        let last = labels.last()?;
+        let well_formed = name.len() <= 253
+            && labels.iter().all(|l| label_ok(l))
+            // A last label of digits (or hex) would be read as an address
+            // by some clients: never a name.
+            && !last.bytes().all(|b| b.is_ascii_digit())
+            && !(last.starts_with("0x") || last.starts_with("0X"));
+        well_formed.then(|| (HostName::Name(name.to_ascii_lowercase()), port))
+    }
+}
+
+/// A port: one to five digits, at most 65535.
+fn port(text: &str) -> Option<u16> {
+    if text.is_empty() || text.len() > 5 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 /// Whether `path` answers whatever `Host` names: the health checks, which
 /// orchestrators probe however they reach the service, and which say
 /// nothing a page could use.
@@ -128,26 +236,23 @@ pub fn any_host(path: &str) -> bool {
     path == "/healthz" || path == "/readyz"
 }
 
-/// `host` without its port.
-fn host_name(host: &str) -> &str {
-    if let Some(end) = host.strip_prefix('[').and_then(|rest| rest.find(']')) {
-        return &host[..end + 2];
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    }
-}
-
-/// Refuses a request from a foreign `Host` (`421`) or from a page of a
-/// foreign `Origin` that would change something or speak MCP (`403`),
-/// before anything else looks at it.
+/// Refuses a request without a `Host` (`400`) or from a foreign or
+/// malformed one (`421`), with a body not declared as JSON (`415`), or
+/// from a page of a foreign `Origin` that would change something or speak
+/// MCP (`403`), before anything else looks at it.
 pub async fn guard(
     rules: Arc<OriginRules>,
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    match rules.refusal(req.method(), req.path(), req.headers()) {
+    let refusal = rules.refusal(&Request {
+        method: req.method(),
+        path: req.path(),
+        version: req.version(),
+        authority: req.uri().authority().map(|a| a.as_str()),
+        headers: req.headers(),
+    });
+    match refusal {
         None => next
             .call(req)
             .await
@@ -174,6 +279,16 @@ mod tests {
         path: &str,
         pairs: &[(&'static str, &str)],
     ) -> Option<Code> {
+        refused_in(rules, Version::HTTP_11, method, path, pairs)
+    }
+
+    fn refused_in(
+        rules: &OriginRules,
+        version: Version,
+        method: Method,
+        path: &str,
+        pairs: &[(&'static str, &str)],
+    ) -> Option<Code> {
         let mut headers = header::HeaderMap::new();
         for (name, value) in pairs {
             headers.insert(
@@ -181,15 +296,138 @@ mod tests {
                 HeaderValue::from_str(value).unwrap(),
             );
         }
-        rules.refusal(&method, path, &headers).map(|e| e.code)
+        let req = Request {
+            method: &method,
+            path,
+            version,
+            authority: None,
+            headers: &headers,
+        };
+        rules.refusal(&req).map(|e| e.code)
     }
 
     #[test]
-    fn hosts_without_their_port() {
-        assert_eq!(host_name("localhost:8080"), "localhost");
-        assert_eq!(host_name("[::1]:8080"), "[::1]");
-        assert_eq!(host_name("[::1]"), "[::1]");
-        assert_eq!(host_name("example.com"), "example.com");
+    fn hosts_are_names_or_addresses_with_an_optional_port() {
+        let name = |n: &str| HostName::Name(n.to_string());
+        let ip = |a: &str| HostName::Ip(a.parse().unwrap());
+        assert_eq!(
+            HostName::parse(b"localhost:8080"),
+            Some((name("localhost"), Some(8080)))
+        );
+        assert_eq!(
+            HostName::parse(b"Engram.Internal"),
+            Some((name("engram.internal"), None))
+        );
+        assert_eq!(
+            HostName::parse(b"[::1]:8080"),
+            Some((ip("::1"), Some(8080)))
+        );
+        assert_eq!(HostName::parse(b"[::1]"), Some((ip("::1"), None)));
+        assert_eq!(HostName::parse(b"127.0.0.1"), Some((ip("127.0.0.1"), None)));
+        assert_eq!(
+            HostName::parse(b"my_service:80"),
+            Some((name("my_service"), Some(80)))
+        );
+        for bad in [
+            &b"[::1]evil.com"[..],
+            b"[::1].evil.com",
+            b"[::1]:",
+            b"[::1",
+            b"localhost.",
+            b"localhost:",
+            b"localhost:99999",
+            b"localhost:+80",
+            b"localhost:80:80",
+            b"2130706433",
+            b"127.1",
+            b"0x7f000001",
+            b"0177.0.0.1",
+            b"",
+            b"a..b",
+            b"-a.com",
+            b"exa mple.com",
+            b"ex\xffample.com",
+            b"\xc3\xa9.com",
+            b"user@localhost",
+        ] {
+            assert_eq!(
+                HostName::parse(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_names_its_host() {
+        let local = rules("127.0.0.1:8080", &[], &[]);
+        let open = rules("0.0.0.0:8080", &[], &[]);
+        for r in [&local, &open] {
+            assert_eq!(
+                refused(r, Method::GET, "/v1/jobs", &[]),
+                Some(Code::InvalidArgument),
+                "HTTP/1.1 without Host"
+            );
+        }
+        assert_eq!(
+            refused_in(&local, Version::HTTP_10, Method::GET, "/v1/jobs", &[]),
+            Some(Code::MisdirectedRequest)
+        );
+        assert_eq!(
+            refused_in(&open, Version::HTTP_10, Method::GET, "/v1/jobs", &[]),
+            None
+        );
+        assert_eq!(
+            refused(&open, Method::GET, "/v1/jobs", &[("host", "[::1]evil.com")]),
+            Some(Code::MisdirectedRequest),
+            "malformed, even where any name is served"
+        );
+        assert_eq!(refused(&local, Method::GET, "/healthz", &[]), None);
+    }
+
+    #[test]
+    fn only_json_bodies_reach_a_route() {
+        let r = rules("127.0.0.1:8080", &[], &[]);
+        let host = ("host", "localhost:8080");
+        for pairs in [
+            &[
+                host,
+                ("content-type", "text/plain"),
+                ("content-length", "2"),
+            ][..],
+            &[host, ("content-type", "application/x-www-form-urlencoded")],
+            &[host, ("content-length", "5")],
+            &[host, ("transfer-encoding", "chunked")],
+        ] {
+            assert_eq!(
+                refused(&r, Method::POST, "/v1/jobs/decay/run", pairs),
+                Some(Code::UnsupportedMediaType),
+                "{pairs:?}"
+            );
+        }
+        for pairs in [
+            &[host][..],
+            &[host, ("content-length", "0")],
+            &[
+                host,
+                ("content-type", "application/json"),
+                ("content-length", "2"),
+            ],
+            &[
+                host,
+                (
+                    "content-type",
+                    "application/merge-patch+json; charset=utf-8",
+                ),
+            ],
+        ] {
+            assert_eq!(
+                refused(&r, Method::POST, "/v1/jobs/decay/run", pairs),
+                None,
+                "{pairs:?}"
+            );
+        }
     }
 
     #[test]

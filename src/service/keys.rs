@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::auth::secret::{new_secret, Pepper};
-use crate::domain::access::{check_key_name, Access, ApiKey, Grant, Role};
+use crate::domain::access::{check_key_name, check_rate, Access, ApiKey, Grant, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::MAX_TRUST_SCOPES;
@@ -49,27 +49,27 @@ impl NewKey {
             check_name(&field, scope)?;
         }
         if let Some(rate) = self.rate {
-            if !(rate.is_finite() && rate > 0.0) {
-                return Err(ValidationError::new(
-                    "rate",
-                    format!("must be a positive number of requests per second, got {rate}"),
-                ));
-            }
+            check_rate("rate", rate)?;
         }
         Ok(self)
     }
 }
 
-/// Makes a key for `by`, which may give only what its own grant holds;
-/// answers it and its secret, which is shown this once and never stored.
+/// Makes a key for `by`, which may give only what its own grant and rate
+/// hold (`default_rate`: the rate of keys without one); answers it and its
+/// secret, which is shown this once and never stored.
 pub fn create(
     tx: &mut dyn Transaction,
     by: &Access,
     pepper: &Pepper,
     new: NewKey,
+    default_rate: f64,
     now: Timestamp,
 ) -> Result<(ApiKey, String), ServiceError> {
     let new = new.checked()?;
+    let rate = by
+        .rate_to_give(new.rate, default_rate)
+        .map_err(ServiceError::PermissionDenied)?;
     let grant = Grant {
         max_sensitivity: new.max_sensitivity,
         scopes: new.scopes,
@@ -81,7 +81,7 @@ pub fn create(
     let key = ApiKey {
         name: new.name,
         grant,
-        rate: new.rate,
+        rate,
         created_at: now,
         revoked_at: None,
     };
@@ -140,6 +140,8 @@ pub struct MakeKey {
     pub by: Access,
     pub pepper: Arc<Pepper>,
     pub new: NewKey,
+    /// `auth.default_rate`.
+    pub default_rate: f64,
     pub now: Timestamp,
 }
 
@@ -148,7 +150,14 @@ impl Job for MakeKey {
     const NAME: &'static str = "make_key";
 
     fn run(self, tx: &mut dyn Transaction) -> Result<(ApiKey, String), ServiceError> {
-        create(tx, &self.by, &self.pepper, self.new, self.now)
+        create(
+            tx,
+            &self.by,
+            &self.pepper,
+            self.new,
+            self.default_rate,
+            self.now,
+        )
     }
 }
 
@@ -249,7 +258,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut w, pepper, now) = begun(&dir);
         let tx = w.transaction();
-        let (key, secret) = create(tx, &Access::Open, &pepper, new_key("reader"), now).unwrap();
+        let (key, secret) =
+            create(tx, &Access::Open, &pepper, new_key("reader"), 100.0, now).unwrap();
         assert_eq!(authenticate(tx, &pepper.hash(&secret)).unwrap(), Some(key));
         assert_eq!(
             authenticate(tx, &pepper.hash("engram_guess")).unwrap(),
@@ -258,7 +268,7 @@ mod tests {
         let other = Pepper::from_hex(&"22".repeat(32), "test").unwrap();
         assert_eq!(authenticate(tx, &other.hash(&secret)).unwrap(), None);
         assert!(matches!(
-            create(tx, &Access::Open, &pepper, new_key("reader"), now),
+            create(tx, &Access::Open, &pepper, new_key("reader"), 100.0, now),
             Err(ServiceError::Conflict(_))
         ));
         assert!(revoke(tx, &Access::Open, "reader", now).unwrap().1);
@@ -282,18 +292,18 @@ mod tests {
         wide.roles = [Role::Admin].into_iter().collect();
         wide.scopes.clear();
         wide.max_sensitivity = Sensitivity::Hyper;
-        create(tx, &Access::Open, &pepper, wide.clone(), now).unwrap();
+        create(tx, &Access::Open, &pepper, wide.clone(), 100.0, now).unwrap();
         let mut narrow = new_key("narrow");
         narrow.roles = [Role::Admin].into_iter().collect();
-        let (narrow, _) = create(tx, &Access::Open, &pepper, narrow, now).unwrap();
+        let (narrow, _) = create(tx, &Access::Open, &pepper, narrow, 100.0, now).unwrap();
         let by = Access::Key(std::sync::Arc::new(narrow));
         wide.name = "escalated".into();
         assert!(matches!(
-            create(tx, &by, &pepper, wide, now),
+            create(tx, &by, &pepper, wide, 100.0, now),
             Err(ServiceError::PermissionDenied(m)) if m.starts_with("max_sensitivity")
         ));
         // Made by the narrow key: its delegate can delegate no wider.
-        let (delegate, _) = create(tx, &by, &pepper, new_key("delegate"), now).unwrap();
+        let (delegate, _) = create(tx, &by, &pepper, new_key("delegate"), 100.0, now).unwrap();
         let names = |keys: Vec<ApiKey>| keys.into_iter().map(|k| k.name).collect::<Vec<_>>();
         assert_eq!(names(list(tx, &by).unwrap()), ["delegate", "narrow"]);
         assert!(matches!(

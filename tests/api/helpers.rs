@@ -25,6 +25,8 @@ fn numbered_placeholders(sql: &str) -> String {
 
 /// Where every test app's clock starts.
 pub const START: &str = "2026-01-01T00:00:00Z";
+/// `START` as answers write it.
+pub const START_AT: &str = "2026-01-01T00:00:00.000000Z";
 
 pub struct TestApp {
     pub address: String,

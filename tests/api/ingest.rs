@@ -1,7 +1,7 @@
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, event, spawn_app, trust, START};
+use crate::helpers::{assert_error, event, spawn_app, trust};
 
 #[actix_web::test]
 async fn an_event_becomes_an_episodic_record_with_policy_and_provenance() {
@@ -26,18 +26,18 @@ async fn an_event_becomes_an_episodic_record_with_policy_and_provenance() {
     assert_eq!(record["scope"], "project");
     assert_eq!(record["status"], "active");
     assert_eq!(record["tags"], json!(["refactor", "auth"]));
-    assert_eq!(record["created_at"], START);
+    assert_eq!(record["created_at"], crate::helpers::START_AT);
     assert_eq!(record["lifecycle"]["decay"]["curve"], "exponential");
     assert_eq!(record["lifecycle"]["decay"]["half_life_seconds"], 3600);
     assert_eq!(record["lifecycle"]["deletion_policy"], "auto_prune");
     assert_eq!(record["lifecycle"]["pinned"], false);
     let source = &record["provenance"]["sources"][0];
     assert_eq!(source["kind"], "event");
-    assert_eq!(source["timestamp"], "2025-01-15T10:30:00Z");
+    assert_eq!(source["timestamp"], "2025-01-15T10:30:00.000000Z");
     assert_eq!(source["created_by"], "coding-agent");
     let timeline = &record["payload"]["timeline"][0];
     assert_eq!(record["payload"]["kind"], "episodic");
-    assert_eq!(timeline["t"], "2025-01-15T10:30:00Z");
+    assert_eq!(timeline["t"], "2025-01-15T10:30:00.000000Z");
     assert_eq!(timeline["event_kind"], "user_input");
     assert_eq!(timeline["ref"], "msg-001");
     assert_eq!(record["audit_log"][0]["action"], "create");
@@ -141,7 +141,7 @@ async fn an_outcome_updates_the_episodic_record_with_provenance_and_audit() {
     let record = &body["record"];
     assert_eq!(record["payload"]["outcome"], "success");
     assert_eq!(record["confidence"], 0.8, "confidence is left as it was");
-    assert_eq!(record["updated_at"], "2026-01-01T00:00:05Z");
+    assert_eq!(record["updated_at"], "2026-01-01T00:00:05.000000Z");
     let sources = record["provenance"]["sources"].as_array().unwrap();
     assert_eq!(sources.len(), 2);
     assert_eq!(sources[1]["kind"], "outcome");

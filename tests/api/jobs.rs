@@ -31,11 +31,11 @@ async fn jobs_list_their_configured_schedules() {
     let decay = job(&list, "decay");
     assert_eq!(decay["schedule"], "0 0 * * * *");
     assert_eq!(decay["enabled"], true);
-    assert_eq!(decay["next_run"], "2026-01-01T01:00:00Z");
+    assert_eq!(decay["next_run"], "2026-01-01T01:00:00.000000Z");
     assert_eq!(decay["last_run"], Value::Null);
     let consolidation = job(&list, "consolidation");
     assert_eq!(consolidation["schedule"], "0 0 */6 * * *");
-    assert_eq!(consolidation["next_run"], "2026-01-01T06:00:00Z");
+    assert_eq!(consolidation["next_run"], "2026-01-01T06:00:00.000000Z");
 }
 
 #[actix_web::test]
@@ -46,7 +46,7 @@ async fn a_schedule_change_applies_at_once_and_survives_a_restart() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["job"]["schedule"], "0 */5 * * * *");
-    assert_eq!(body["job"]["next_run"], "2026-01-01T00:05:00Z");
+    assert_eq!(body["job"]["next_run"], "2026-01-01T00:05:00.000000Z");
     let (_, body) = app
         .put("/v1/jobs/consolidation", &json!({"enabled": false}))
         .await;
@@ -150,7 +150,7 @@ async fn a_disabled_job_still_runs_on_demand() {
         body["result"],
         json!({"scanned": 0, "decayed": 0, "pruned": 0, "chunks": 0, "topics_decayed": 0})
     );
-    assert_eq!(body["started_at"], "2026-01-01T00:00:00Z");
+    assert_eq!(body["started_at"], "2026-01-01T00:00:00.000000Z");
     let (_, list) = app.get("/v1/jobs").await;
     assert_eq!(job(&list, "decay")["last_run"]["result"], body["result"]);
 }

@@ -3,6 +3,7 @@
 
 mod auth;
 mod backup;
+mod bounds;
 mod crash;
 mod docs;
 mod encryption;

@@ -110,7 +110,7 @@ async fn a_decay_change_is_audited_once_per_stretch_of_decay() {
         record["audit_log"]
     );
     assert_eq!(decays[0]["actor"], "engram:scheduler");
-    assert_eq!(decays[0]["timestamp"], "2026-01-01T01:00:00Z");
+    assert_eq!(decays[0]["timestamp"], "2026-01-01T01:00:00.000000Z");
     // Another action in between starts a new decay entry.
     let (status, _) = app
         .post(
@@ -613,7 +613,7 @@ async fn a_tool_graph_of_three_or_more_calls_becomes_a_plan_once() {
     );
     assert_eq!(
         plan["relations"][0],
-        json!({"predicate": "derived_from", "target_id": "long", "weight": 1.0, "created_at": NOW})
+        json!({"predicate": "derived_from", "target_id": "long", "weight": 1.0, "created_at": crate::helpers::START_AT})
     );
     assert_eq!(plan["sensitivity"], "medium");
     assert_eq!(

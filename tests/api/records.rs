@@ -1,7 +1,7 @@
 use awc::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, START};
+use crate::helpers::{assert_error, spawn_app};
 
 fn competence() -> Value {
     json!({
@@ -38,7 +38,7 @@ async fn a_whole_record_keeps_what_was_given_and_gets_policy_defaults() {
         "type default"
     );
     assert_eq!(record["lifecycle"]["decay"]["curve"], "exponential");
-    assert_eq!(record["updated_at"], START);
+    assert_eq!(record["updated_at"], crate::helpers::START_AT);
     assert_eq!(record["status"], "active");
     assert_eq!(record["payload"]["performance"]["success_rate"], 0.857);
     let audit = record["audit_log"].as_array().unwrap();

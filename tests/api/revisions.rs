@@ -66,7 +66,7 @@ async fn supersede_retracts_the_old_record_and_links_the_new_one() {
     assert_eq!(old["status"], "retracted");
     assert_eq!(old["payload"]["revision"]["status"], "retracted");
     assert_eq!(old["payload"]["revision"]["superseded_by"], new_id);
-    assert_eq!(old["updated_at"], "2026-01-01T00:00:10Z");
+    assert_eq!(old["updated_at"], "2026-01-01T00:00:10.000000Z");
     let audit = last_audit(&old);
     assert_eq!(audit["action"], "revise");
     assert_eq!(audit["actor"], "updater");
@@ -660,7 +660,7 @@ async fn reinforce_and_penalize_move_salience_within_bounds() {
     assert!((body["record"]["salience"].as_f64().unwrap() - 0.95).abs() < 1e-9);
     assert_eq!(
         body["record"]["lifecycle"]["last_reinforced_at"],
-        "2026-01-01T01:00:00Z"
+        "2026-01-01T01:00:00.000000Z"
     );
     assert_eq!(last_audit(&body["record"])["action"], "reinforce");
     let (_, body) = app
