@@ -24,8 +24,8 @@ use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::auth;
 use crate::auth::gate::{self, Protection, Unprotected};
 use crate::auth::keys::KeyCheck;
-use crate::auth::secret::Pepper;
 use crate::auth::secret::SecretError;
+use crate::auth::secret::{Pepper, Sealer};
 use crate::clock::Clock;
 use crate::config::{Backend, Settings};
 use crate::domain::policy::Policy;
@@ -230,6 +230,7 @@ impl Application {
             body_read_timeout: Duration::from_millis(settings.server.body_read_timeout_ms),
             slow_request: Duration::from_millis(settings.telemetry.slow_request_ms),
             topics: topic_rules,
+            sealer: Arc::new(pepper.sealer()),
             pepper,
             topics_touched: consolidator.clone().recipient(),
             topics_read: consolidator.recipient(),
@@ -378,6 +379,8 @@ struct SharedState {
     topics: TopicRules,
     /// What new keys' secrets are hashed with.
     pepper: Arc<Pepper>,
+    /// What cursors are sealed with (derived from the pepper).
+    sealer: Arc<Sealer>,
     topics_touched: Recipient<TopicsTouched>,
     topics_read: Recipient<TopicsRead>,
     request_limits: http::RequestLimits,
@@ -398,6 +401,7 @@ impl SharedState {
             .start(),
             retriever: Retriever::new(
                 self.reader.clone(),
+                self.sealer.clone(),
                 self.clock.clone(),
                 self.read_gate.clone(),
                 self.read_settings,

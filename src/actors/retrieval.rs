@@ -10,7 +10,9 @@ use std::sync::Arc;
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::domain::retrieval::Ranking;
+use crate::auth::secret::Sealer;
+use crate::domain::retrieval::{Cursor, Ranking};
+use crate::domain::validate::ValidationError;
 
 use super::storage::Reader;
 use crate::clock::Clock;
@@ -70,6 +72,8 @@ pub struct ReadSettings {
 
 pub struct Retriever {
     reader: Reader,
+    /// Seals the cursors it hands out, and opens those sent back.
+    sealer: Arc<Sealer>,
     clock: Clock,
     gate: ReadGate,
     settings: ReadSettings,
@@ -80,6 +84,7 @@ pub struct Retriever {
 impl Retriever {
     pub fn new(
         reader: Reader,
+        sealer: Arc<Sealer>,
         clock: Clock,
         gate: ReadGate,
         settings: ReadSettings,
@@ -87,6 +92,7 @@ impl Retriever {
     ) -> Self {
         Retriever {
             reader,
+            sealer,
             clock,
             gate,
             settings,
@@ -122,12 +128,24 @@ impl Handler<Retrieve> for Retriever {
 
     #[tracing::instrument(name = "retrieve", level = "debug", skip_all)]
     fn handle(&mut self, msg: Retrieve, _: &mut Self::Context) -> Self::Result {
-        let (caller, retrieval) = match msg
-            .request
-            .into_retrieval(&msg.access, self.settings.max_limit)
-        {
+        let Retrieve {
+            access,
+            mut request,
+        } = msg;
+        let token = request.cursor.take();
+        let checked = request
+            .into_retrieval(&access, self.settings.max_limit)
+            .map_err(ServiceError::from)
+            .and_then(|(caller, mut retrieval)| {
+                let bound = retrieval.binding(&caller);
+                if let Some(token) = token {
+                    retrieval.cursor = Some(self.open_cursor(&token, &bound)?);
+                }
+                Ok((caller, retrieval, bound))
+            });
+        let (caller, retrieval, bound) = match checked {
             Ok(checked) => checked,
-            Err(e) => return Box::pin(async move { Err(e.into()) }),
+            Err(e) => return Box::pin(async move { Err(e) }),
         };
         tracing::debug!(
             actor_id = caller.trust.actor_id.as_deref().unwrap_or(""),
@@ -135,13 +153,39 @@ impl Handler<Retrieve> for Retriever {
             task_descriptor = retrieval.task_descriptor.as_deref().unwrap_or(""),
             "retrieve"
         );
-        self.bounded_read(Rank {
+        let read = self.bounded_read(Rank {
             caller,
             now: self.clock.now(),
             retrieval,
             selection_threshold: self.settings.selection_threshold,
             ranking: self.settings.ranking,
+        });
+        let sealer = self.sealer.clone();
+        Box::pin(async move {
+            let mut result = read.await?;
+            result.next_cursor = result
+                .next
+                .map(|next| sealer.seal(&next.to_bytes(), &bound));
+            Ok(result)
         })
+    }
+}
+
+impl Retriever {
+    /// The place a cursor continues from, if this service sealed it for
+    /// this caller and this query (`bound`); otherwise `400` naming
+    /// `cursor`.
+    fn open_cursor(&self, token: &str, bound: &[u8]) -> Result<Cursor, ServiceError> {
+        self.sealer
+            .open(token, bound)
+            .and_then(|bytes| Cursor::from_bytes(&bytes))
+            .ok_or_else(|| {
+                ValidationError::new(
+                    "cursor",
+                    "not a cursor this service issued for this caller and this query; send next_cursor as it came, with the request it came with",
+                )
+                .into()
+            })
     }
 }
 

@@ -11,8 +11,8 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
+use ring::{aead, hmac};
 
 /// What every secret starts with, so a leaked one is recognisable (and
 /// found by secret scanners).
@@ -82,6 +82,97 @@ impl Pepper {
     pub fn hash(&self, secret: &str) -> Vec<u8> {
         hmac::sign(&self.0, secret.as_bytes()).as_ref().to_vec()
     }
+
+    /// The sealer of this instance's tokens (cursors), derived from the
+    /// pepper: instances that share a pepper open each other's tokens, and
+    /// no one without it can read or make one.
+    pub fn sealer(&self) -> Sealer {
+        let derived = hmac::sign(&self.0, b"engram token sealing key v1");
+        let key = aead::UnboundKey::new(&aead::CHACHA20_POLY1305, &derived.as_ref()[..32])
+            .expect("a 32-byte key is a ChaCha20-Poly1305 key");
+        Sealer(aead::LessSafeKey::new(key))
+    }
+}
+
+/// Seals what the service hands a client to give back later (a cursor):
+/// encrypted, so the client learns nothing of what is inside, and
+/// authenticated together with what it was issued for (`bound`: the
+/// caller and the query), so a token altered, forged, or sent by another
+/// caller or with another query does not open.
+pub struct Sealer(aead::LessSafeKey);
+
+impl Sealer {
+    pub fn seal(&self, plain: &[u8], bound: &[u8]) -> String {
+        let mut nonce = [0u8; aead::NONCE_LEN];
+        // Without randomness a fixed nonce would still authenticate; it
+        // would only let equal cursors be seen as equal.
+        let _ = SystemRandom::new().fill(&mut nonce);
+        let mut sealed = plain.to_vec();
+        self.0
+            .seal_in_place_append_tag(
+                aead::Nonce::assume_unique_for_key(nonce),
+                aead::Aad::from(bound),
+                &mut sealed,
+            )
+            .expect("a token is far below the cipher's limit");
+        let mut token = nonce.to_vec();
+        token.extend_from_slice(&sealed);
+        to_base64url(&token)
+    }
+
+    /// What `token` holds, if this service sealed it for `bound`.
+    pub fn open(&self, token: &str, bound: &[u8]) -> Option<Vec<u8>> {
+        let bytes = from_base64url(token)?;
+        if bytes.len() < aead::NONCE_LEN + aead::CHACHA20_POLY1305.tag_len() {
+            return None;
+        }
+        let (nonce, sealed) = bytes.split_at(aead::NONCE_LEN);
+        let nonce = aead::Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let mut sealed = sealed.to_vec();
+        let plain = self
+            .0
+            .open_in_place(nonce, aead::Aad::from(bound), &mut sealed)
+            .ok()?;
+        Some(plain.to_vec())
+    }
+}
+
+const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Base64url without padding: tokens travel in JSON and URLs as they are.
+fn to_base64url(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(BASE64URL[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+fn from_base64url(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    for chunk in text.as_bytes().chunks(4) {
+        let mut n = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            let value = BASE64URL.iter().position(|b| b == c)? as u32;
+            n |= value << (18 - 6 * i);
+        }
+        let bytes = chunk.len() - 1;
+        out.extend((0..bytes).map(|i| (n >> (16 - 8 * i)) as u8));
+        // The bits past the last byte must be zero: one token, one text.
+        if (n << (8 * bytes)) & 0xff_ffff != 0 {
+            return None;
+        }
+    }
+    Some(out)
 }
 
 /// A new secret: the prefix and 256 random bits in hex.
@@ -115,6 +206,43 @@ fn from_hex(text: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn base64url_round_trips_and_has_one_text_per_value() {
+        for len in 0..40 {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let text = to_base64url(&bytes);
+            assert!(!text.contains('='));
+            assert_eq!(from_base64url(&text), Some(bytes), "{text}");
+        }
+        assert_eq!(to_base64url(b"\xfb\xff"), "-_8");
+        assert_eq!(from_base64url("AB"), None, "bits set past the last byte");
+        assert_eq!(from_base64url("A"), None);
+        assert_eq!(from_base64url("A+"), None);
+    }
+
+    #[test]
+    fn a_sealed_token_opens_only_as_issued() {
+        let pepper = Pepper::from_hex(&"ab".repeat(32), "test").unwrap();
+        let sealer = pepper.sealer();
+        let token = sealer.seal(b"place 42", b"caller a, query q");
+        assert!(!token.contains("42"));
+        assert_eq!(
+            sealer.open(&token, b"caller a, query q").as_deref(),
+            Some(&b"place 42"[..])
+        );
+        assert_eq!(sealer.open(&token, b"caller b, query q"), None);
+        assert_eq!(sealer.open(&token, b"caller a, query r"), None);
+        let other = Pepper::from_hex(&"cd".repeat(32), "test").unwrap().sealer();
+        assert_eq!(other.open(&token, b"caller a, query q"), None);
+        let mut altered = token.clone().into_bytes();
+        altered[20] = if altered[20] == b'A' { b'B' } else { b'A' };
+        let altered = String::from_utf8(altered).unwrap();
+        assert_eq!(sealer.open(&altered, b"caller a, query q"), None);
+        for junk in ["", "+", "1.2.3", &"A".repeat(200)] {
+            assert_eq!(sealer.open(junk, b"caller a, query q"), None, "{junk}");
+        }
+    }
 
     #[test]
     fn secrets_are_random_prefixed_and_256_bits() {

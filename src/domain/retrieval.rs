@@ -7,7 +7,7 @@ use super::record::{MemoryRecord, MemoryType, Sensitivity};
 use super::relevance::Weights;
 use super::search::TextQuery;
 use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
-use super::trust::TrustContext;
+use super::trust::{Caller, TrustContext};
 use super::validate::{
     check_name, check_non_negative, normalize_tags, optional_string, Validated, ValidationError,
 };
@@ -194,49 +194,40 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    const VERSION: &'static str = "1";
+    const LEN: usize = 48;
 
-    /// An opaque token for clients.
-    pub fn encode(&self) -> String {
-        format!(
-            "{}.{}.{:016x}.{}.{}.{}.{}",
-            Self::VERSION,
-            self.as_of,
-            self.salience.to_bits(),
-            self.layer,
-            self.created_at,
-            self.key,
-            self.remaining
-        )
+    /// The cursor as bytes, for the service to seal before a client sees
+    /// it (it names a row's internal key).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(Self::LEN);
+        bytes.extend_from_slice(&self.as_of.to_be_bytes());
+        bytes.extend_from_slice(&self.salience.to_bits().to_be_bytes());
+        bytes.extend_from_slice(&self.layer.to_be_bytes());
+        bytes.extend_from_slice(&self.created_at.to_be_bytes());
+        bytes.extend_from_slice(&self.key.to_be_bytes());
+        bytes.extend_from_slice(&(self.remaining as u64).to_be_bytes());
+        bytes
     }
 
-    pub fn parse(field: &str, token: &str) -> Validated<Cursor> {
-        let invalid = || {
-            ValidationError::new(
-                field,
-                "not a cursor this service gave out; send next_cursor as it came",
-            )
-        };
-        let parts: Vec<&str> = token.split('.').collect();
-        let [version, as_of, salience, layer, created_at, key, remaining] = parts[..] else {
-            return Err(invalid());
-        };
-        if version != Self::VERSION {
-            return Err(invalid());
+    /// The cursor of [`Cursor::to_bytes`]; `None` for any other bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Cursor> {
+        if bytes.len() != Self::LEN {
+            return None;
         }
-        let salience = f64::from_bits(u64::from_str_radix(salience, 16).map_err(|_| invalid())?);
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+            w
+        };
         let cursor = Cursor {
-            as_of: as_of.parse().map_err(|_| invalid())?,
-            salience,
-            layer: layer.parse().map_err(|_| invalid())?,
-            created_at: created_at.parse().map_err(|_| invalid())?,
-            key: key.parse().map_err(|_| invalid())?,
-            remaining: remaining.parse().map_err(|_| invalid())?,
+            as_of: i64::from_be_bytes(word(0)),
+            salience: f64::from_bits(u64::from_be_bytes(word(1))),
+            layer: i64::from_be_bytes(word(2)),
+            created_at: i64::from_be_bytes(word(3)),
+            key: i64::from_be_bytes(word(4)),
+            remaining: usize::try_from(u64::from_be_bytes(word(5))).ok()?,
         };
-        if !cursor.salience.is_finite() || cursor.remaining == 0 {
-            return Err(invalid());
-        }
-        Ok(cursor)
+        (cursor.salience.is_finite() && cursor.remaining > 0).then_some(cursor)
     }
 }
 
@@ -359,14 +350,15 @@ impl Retrieval {
         })
     }
 
-    /// The same retrieval, continuing an earlier answer at `cursor` (its
-    /// `next_cursor`; absent or empty: from the start).
-    pub fn continuing(self, cursor: Option<String>) -> Validated<Retrieval> {
-        let cursor = cursor
-            .filter(|c| !c.is_empty())
-            .map(|c| Cursor::parse("cursor", &c))
-            .transpose()?;
-        Ok(Retrieval { cursor, ..self })
+    /// What a cursor for this retrieval is bound to: the caller and every
+    /// part of the query but the cursor itself. A cursor sealed with it
+    /// opens only for the same caller asking the same thing.
+    pub fn binding(&self, caller: &Caller) -> Vec<u8> {
+        let query = Retrieval {
+            cursor: None,
+            ..self.clone()
+        };
+        format!("retrieve|{caller:?}|{query:?}").into_bytes()
     }
 
     /// The same retrieval, in answers of at most `page_size` records

@@ -7,7 +7,7 @@ use super::job::Job;
 use super::{check_embedding, not_found, ServiceError};
 use crate::domain::record::{MemoryRecord, MemoryType};
 use crate::domain::relevance::Score;
-use crate::domain::retrieval::{Ranking, Retrieval};
+use crate::domain::retrieval::{Cursor, Ranking, Retrieval};
 use crate::domain::selection::{select, Selection};
 use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
@@ -20,9 +20,14 @@ pub struct RetrieveResult {
     /// One per record, in the same order: why each is where it is.
     pub scores: Vec<Score>,
     /// Present when the answer was cut short by the response size budget:
-    /// the same request with this `cursor` continues it.
+    /// the same request with this `cursor` continues it. Opaque: `next`,
+    /// sealed for the caller and the query by whoever answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Where the answer continues, as storage knows it; never sent.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub next: Option<Cursor>,
 }
 
 /// The records the caller may see, best first, and the ranking of the
@@ -52,7 +57,8 @@ pub fn retrieve(
         records,
         selection,
         scores: page.scores,
-        next_cursor: page.next.map(|c| c.encode()),
+        next_cursor: None,
+        next: page.next,
     })
 }
 

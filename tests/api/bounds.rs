@@ -366,3 +366,91 @@ fn collect_times(value: &Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+#[actix_web::test]
+async fn a_cursor_is_opaque_and_opens_only_for_its_caller_and_query() {
+    let app = spawn_app().await;
+    let admin = app
+        .make_key(
+            None,
+            json!({"name": "root", "roles": ["admin"], "max_sensitivity": "hyper"}),
+        )
+        .await;
+    let team = app
+        .make_key(
+            Some(&admin),
+            json!({"name": "team", "roles": ["read", "write"], "scopes": ["t"]}),
+        )
+        .await;
+    for i in 0..6 {
+        let fact = json!({"source": "s", "subject": "billing", "predicate": "fact",
+            "object": format!("billing fact {i}"), "scope": "t"});
+        let (status, body, _) = app
+            .send("POST", "/v1/ingest/observation", Some(&fact), Some(&team))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let query = json!({"task_descriptor": "billing fact", "page_size": 2});
+    let (status, first, _) = app
+        .send("POST", "/v1/retrieve", Some(&query), Some(&team))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let cursor = first["next_cursor"].as_str().unwrap().to_string();
+    // Nothing inside can be read: no row key, no count, no time.
+    assert!(
+        cursor
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+        "{cursor}"
+    );
+    assert!(!cursor.contains('.'), "{cursor}");
+    let mut next = query.clone();
+    next["cursor"] = json!(cursor);
+    let (status, second, _) = app
+        .send("POST", "/v1/retrieve", Some(&next), Some(&team))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!(crate::helpers::ids(&second).len(), 2);
+
+    let refused = |answer: (StatusCode, Value, awc::http::header::HeaderMap)| {
+        assert_error(
+            &(answer.0, answer.1),
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "cursor",
+        );
+    };
+    // Another caller, another query, or a cursor the service never issued.
+    refused(
+        app.send("POST", "/v1/retrieve", Some(&next), Some(&admin))
+            .await,
+    );
+    let mut other = next.clone();
+    other["task_descriptor"] = json!("billing");
+    refused(
+        app.send("POST", "/v1/retrieve", Some(&other), Some(&team))
+            .await,
+    );
+    let mut bigger = next.clone();
+    bigger["page_size"] = json!(3);
+    refused(
+        app.send("POST", "/v1/retrieve", Some(&bigger), Some(&team))
+            .await,
+    );
+    let mut tampered = cursor.clone().into_bytes();
+    let last = tampered.len() - 5;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    for forged in [
+        String::from_utf8(tampered).unwrap(),
+        "1.1764288000000000.3ff0000000000000.0.0.0.5".to_string(),
+        String::new(),
+        "+".to_string(),
+    ] {
+        let mut bad = query.clone();
+        bad["cursor"] = json!(forged);
+        refused(
+            app.send("POST", "/v1/retrieve", Some(&bad), Some(&team))
+                .await,
+        );
+    }
+}

@@ -514,7 +514,7 @@ async fn a_large_answer_comes_in_pages_within_the_size_budget() {
         &app.post("/v1/retrieve", &bad).await,
         StatusCode::BAD_REQUEST,
         "invalid_argument",
-        "cursor: not a cursor",
+        "cursor: not a cursor this service issued",
     );
 }
 

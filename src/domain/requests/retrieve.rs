@@ -57,7 +57,9 @@ pub struct RetrieveRequest {
 }
 
 impl RetrieveRequest {
-    /// The trust the request presents, and the retrieval it asks for.
+    /// The trust the request presents, and the retrieval it asks for
+    /// (from the start: its `cursor` is opened by the service, which
+    /// sealed it).
     pub fn into_retrieval(
         self,
         access: &Access,
@@ -73,7 +75,6 @@ impl RetrieveRequest {
             self.context,
             self.include_retracted.unwrap_or(false),
         )?
-        .continuing(self.cursor)?
         .paged(self.page_size, max_limit)?
         .filtered(Filters::new(FilterFields {
             tags: self.tags,
