@@ -33,6 +33,7 @@ use crate::service::topics::{
 };
 pub use crate::service::topics::{QueryHit, SummaryView, TopicQuery, TopicView, VersionView};
 use crate::service::ServiceError;
+use crate::store::LogPlace;
 pub use crate::store::{ErasureEntry, MemoryStats};
 
 /// The bound on reads in flight, shared by every retriever.
@@ -346,20 +347,75 @@ impl Handler<SummaryHistory> for Retriever {
 
 /// The newest erasures the caller's grant holds.
 #[derive(Message)]
-#[rtype(result = "Result<Vec<ErasureEntry>, ServiceError>")]
+#[rtype(result = "Result<ErasureLogPage, ServiceError>")]
 pub struct ErasureLog {
     pub caller: Caller,
     pub limit: usize,
+    /// `next_cursor` of the page before.
+    pub cursor: Option<String>,
+}
+
+/// A page of the erasure log and the cursor of the next, sealed.
+#[derive(Debug, Clone)]
+pub struct ErasureLogPage {
+    pub entries: Vec<ErasureEntry>,
+    pub next_cursor: Option<String>,
 }
 
 impl Handler<ErasureLog> for Retriever {
-    type Result = ResponseFuture<Result<Vec<ErasureEntry>, ServiceError>>;
+    type Result = ResponseFuture<Result<ErasureLogPage, ServiceError>>;
 
     #[tracing::instrument(name = "erasure_log", level = "debug", skip_all)]
     fn handle(&mut self, msg: ErasureLog, _: &mut Self::Context) -> Self::Result {
-        self.bounded_read(ListErasures {
-            caller: msg.caller,
-            limit: msg.limit,
+        let ErasureLog {
+            caller,
+            limit,
+            cursor,
+        } = msg;
+        let bound = format!("erasures|{caller:?}|{limit}").into_bytes();
+        let after = match cursor.map(|token| self.open_log_place(&token, &bound)) {
+            None => None,
+            Some(Ok(place)) => Some(place),
+            Some(Err(e)) => return Box::pin(async move { Err(e) }),
+        };
+        let read = self.bounded_read(ListErasures {
+            caller,
+            after,
+            limit,
+        });
+        let sealer = self.sealer.clone();
+        Box::pin(async move {
+            let page = read.await?;
+            let next_cursor = page.next.map(|next| {
+                let mut bytes = next.at.to_be_bytes().to_vec();
+                bytes.extend_from_slice(next.id.as_bytes());
+                sealer.seal(&bytes, &bound)
+            });
+            Ok(ErasureLogPage {
+                entries: page.entries,
+                next_cursor,
+            })
+        })
+    }
+}
+
+impl Retriever {
+    /// The place in the erasure log a cursor continues from, if this
+    /// service sealed it for this caller and page size.
+    fn open_log_place(&self, token: &str, bound: &[u8]) -> Result<LogPlace, ServiceError> {
+        let place = self.sealer.open(token, bound).and_then(|bytes| {
+            let (at, id) = bytes.split_at_checked(8)?;
+            Some(LogPlace {
+                at: i64::from_be_bytes(at.try_into().ok()?),
+                id: String::from_utf8(id.to_vec()).ok()?,
+            })
+        });
+        place.ok_or_else(|| {
+            ValidationError::new(
+                "cursor",
+                "not a cursor this service issued for this caller and this limit; send next_cursor as it came",
+            )
+            .into()
         })
     }
 }

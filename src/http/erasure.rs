@@ -89,12 +89,18 @@ struct ErasuresQuery {
     /// Most entries (default 100, at most 1,000).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
+    /// `next_cursor` of the page before, with the same `limit`.
+    cursor: Option<String>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(example = json!({"erasures": [{"id": "0190f5e0-7c1a-7000-8000-000000000001", "at": "2026-11-27T10:00:00Z", "actor": "dpo", "rationale": "tenant left", "selector": "scope", "name": "tenant-a", "ids": 0, "erased": 1200, "derived_erased": 14, "tombstones": 3, "tables": {"records": 1214, "search": 1214, "vectors": 1200, "topic_fields": 40, "edges": 310, "audit": 2510}, "took_ms": 840}]}))]
 struct ErasuresBody {
     erasures: Vec<ErasureEntry>,
+    /// Present when older entries follow: the same request with this
+    /// `cursor` reads them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
 }
 
 #[utoipa::path(
@@ -124,12 +130,16 @@ async fn erasures(
         Some(n @ 1..=1000) => n,
         Some(_) => return Err(ValidationError::new("limit", "limit is 1 to 1000").into()),
     };
-    let erasures = state
+    let page = state
         .retriever
         .send(InRequest::new(ErasureLog {
             caller: caller(&access, None)?,
             limit,
+            cursor: query.into_inner().cursor,
         }))
         .await??;
-    Ok(HttpResponse::Ok().json(ErasuresBody { erasures }))
+    Ok(HttpResponse::Ok().json(ErasuresBody {
+        erasures: page.entries,
+        next_cursor: page.next_cursor,
+    }))
 }

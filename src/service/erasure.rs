@@ -11,9 +11,11 @@ use super::job::Job;
 use super::ServiceError;
 use crate::domain::erasure::{Erasure, Selector, TableCounts};
 use crate::domain::record::new_record_id;
-use crate::domain::time::Timestamp;
+use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::trust::{Caller, TrustContext};
-use crate::store::{ChainNeighbours, EdgeEnd, Erasable, ErasureEntry, Tombstone, Transaction};
+use crate::store::{
+    ChainNeighbours, EdgeEnd, Erasable, ErasureEntry, LogPlace, LogReach, Tombstone, Transaction,
+};
 
 /// What an erasure did, or, dry, would do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
@@ -381,34 +383,55 @@ fn limited(trust: &TrustContext) -> bool {
     !trust.scopes.is_empty() || trust.scopes_narrowed
 }
 
-/// Whether `trust` holds the grant an erasure was made within: every scope
-/// of it, and its sensitivity. An erasure made within every scope is read
-/// only by callers who see every scope.
-fn holds(trust: &TrustContext, entry: &ErasureEntry) -> bool {
-    let scopes = match &entry.grant_scopes {
-        None => !limited(trust),
-        Some(scopes) => scopes.iter().all(|s| trust.allows_scope(Some(s))),
-    };
-    scopes && entry.max_sensitivity <= trust.max_sensitivity
+/// The part of the erasure log `trust` may read: entries made within
+/// every scope by callers who see every scope; otherwise those made
+/// within its own scopes (and unscoped records, `''`). Within its ceiling
+/// either way.
+fn reach(trust: &TrustContext) -> LogReach {
+    LogReach {
+        max_sensitivity: trust.max_sensitivity,
+        scopes: limited(trust).then(|| {
+            let mut scopes = trust.scopes.clone();
+            scopes.push(String::new());
+            scopes
+        }),
+    }
 }
 
 /// Most erasures one read lists.
 pub const MAX_LISTED: usize = 1000;
 
-/// The newest `limit` erasures whose grant the caller holds, newest first.
+/// A page of the erasure log, and where the next one starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErasurePage {
+    pub entries: Vec<ErasureEntry>,
+    pub next: Option<LogPlace>,
+}
+
+/// The newest `limit` erasures whose grant the caller holds after `after`,
+/// newest first.
 pub struct ListErasures {
     pub caller: Caller,
+    pub after: Option<LogPlace>,
     pub limit: usize,
 }
 
 impl Job for ListErasures {
-    type Output = Vec<ErasureEntry>;
+    type Output = ErasurePage;
     const NAME: &'static str = "list_erasures";
 
-    fn run(self, tx: &mut dyn Transaction) -> Result<Vec<ErasureEntry>, ServiceError> {
-        let mut entries = tx.erasures(MAX_LISTED)?;
-        entries.retain(|entry| holds(&self.caller.trust, entry));
-        entries.truncate(self.limit.min(MAX_LISTED));
-        Ok(entries)
+    fn run(self, tx: &mut dyn Transaction) -> Result<ErasurePage, ServiceError> {
+        let limit = self.limit.clamp(1, MAX_LISTED);
+        let after = self.after.unwrap_or_else(LogPlace::start);
+        let mut entries = tx.erasures(&reach(&self.caller.trust), &after, limit + 1)?;
+        let next = (entries.len() > limit).then(|| {
+            entries.truncate(limit);
+            let last = entries.last().expect("a page of at least one");
+            LogPlace {
+                at: to_micros(&last.at),
+                id: last.id.clone(),
+            }
+        });
+        Ok(ErasurePage { entries, next })
     }
 }

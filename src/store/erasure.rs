@@ -122,6 +122,77 @@ pub struct ErasureEntry {
     pub max_sensitivity: Sensitivity,
 }
 
+impl ErasureEntry {
+    /// An entry from the columns of [`ERASURE_COLUMNS`].
+    pub(crate) fn read(row: &impl Columns) -> Result<ErasureEntry, StoreError> {
+        let grant: Option<String> = row.at(12)?;
+        Ok(ErasureEntry {
+            id: row.at(0)?,
+            at: row.time(1)?,
+            actor: row.at(2)?,
+            rationale: row.at(3)?,
+            selector: row.at(4)?,
+            name: row.at(5)?,
+            ids: row.at::<i64>(6)? as u64,
+            erased: row.at::<i64>(7)? as u64,
+            derived_erased: row.at::<i64>(8)? as u64,
+            tombstones: row.at::<i64>(9)? as u64,
+            tables: row.json(10, "erasure counts")?,
+            took_ms: row.at::<i64>(11)? as u64,
+            grant_scopes: grant
+                .map(|g| serde_json::from_str(&g))
+                .transpose()
+                .map_err(|err| StoreError::Corrupt(format!("erasure grant: {err}")))?,
+            max_sensitivity: row.sensitivity(13)?,
+        })
+    }
+
+    /// The rows of `erasure_scopes` that stand for this entry's grant:
+    /// one per scope, `''` alone for a grant of unscoped records only,
+    /// none for a grant of every scope.
+    pub fn scope_rows(&self) -> Vec<String> {
+        match &self.grant_scopes {
+            None => Vec::new(),
+            Some(scopes) if scopes.is_empty() => vec![String::new()],
+            Some(scopes) => scopes.clone(),
+        }
+    }
+}
+
+/// The columns [`ErasureEntry::read`] decodes, in its order.
+pub const ERASURE_COLUMNS: &str = "e.id, e.at, e.actor, e.rationale, e.selector, e.name, e.ids,
+    e.erased, e.derived_erased, e.tombstones, e.tables_json, e.took_ms, e.grant_scopes,
+    e.max_sensitivity";
+
+/// Which entries of the erasure log a reader may read: those made within
+/// its grant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogReach {
+    pub max_sensitivity: Sensitivity,
+    /// `None`: the reader sees every scope, and reads every entry within
+    /// its ceiling. Otherwise the scopes it sees, `''` (unscoped) among
+    /// them: it reads the entries made within these alone.
+    pub scopes: Option<Vec<String>>,
+}
+
+/// Where a page of the erasure log continues: after this entry (newest
+/// first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogPlace {
+    pub at: i64,
+    pub id: String,
+}
+
+impl LogPlace {
+    /// Before every entry.
+    pub fn start() -> LogPlace {
+        LogPlace {
+            at: i64::MAX,
+            id: String::new(),
+        }
+    }
+}
+
 pub trait ErasureStore {
     /// Records of `scope` that `trust` may see.
     fn erasable_in_scope(
@@ -185,6 +256,13 @@ pub trait ErasureStore {
         newer: Option<&str>,
     ) -> Result<Option<Tombstone>, StoreError>;
     fn log_erasure(&mut self, entry: &ErasureEntry) -> Result<(), StoreError>;
-    /// The newest `limit` erasures, newest first.
-    fn erasures(&mut self, limit: usize) -> Result<Vec<ErasureEntry>, StoreError>;
+    /// The newest `limit` erasures `reach` may read after `after`, newest
+    /// first: filtered as they are read, so what others erased never takes
+    /// a reader's place.
+    fn erasures(
+        &mut self,
+        reach: &LogReach,
+        after: &LogPlace,
+        limit: usize,
+    ) -> Result<Vec<ErasureEntry>, StoreError>;
 }

@@ -31,7 +31,9 @@ mod topics;
 mod vectors;
 
 pub use consolidation::{ConsolidationStore, Episode, Sighting, Step};
-pub use erasure::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, Tombstone};
+pub use erasure::{
+    ChainNeighbours, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
+};
 pub use keys::KeyStore;
 pub(crate) use keys::StoredKey;
 pub use maintenance::{

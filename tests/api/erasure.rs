@@ -814,3 +814,119 @@ async fn on_postgres_an_erasure_vacuums_what_it_deleted_from() {
         actix_web::rt::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+#[actix_web::test]
+async fn another_tenants_erasures_never_push_a_callers_own_out_of_the_log() {
+    let app = spawn_app().await;
+    let root = app
+        .make_key(
+            None,
+            json!({"name": "root", "roles": ["admin"], "max_sensitivity": "hyper"}),
+        )
+        .await;
+    let admin_of = |scope: &str| {
+        json!({"name": format!("admin-{scope}"), "roles": ["admin", "write", "read"],
+               "scopes": [scope], "max_sensitivity": "hyper"})
+    };
+    let a = app.make_key(Some(&root), admin_of("a")).await;
+    let b = app.make_key(Some(&root), admin_of("b")).await;
+    let erase_as = |key: &str, scope: &'static str, marker: &'static str| {
+        let (app, key) = (&app, key.to_string());
+        async move {
+            let event = json!({"source": "agent", "event_kind": "user_input", "ref": marker,
+                               "summary": marker, "scope": scope});
+            let (status, body, _) = app
+                .send("POST", "/v1/ingest/event", Some(&event), Some(&key))
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            let id = body["record"]["id"].as_str().unwrap().to_string();
+            let erasure = json!({"ids": [id], "actor": scope, "rationale": "asked"});
+            let (status, body, _) = app
+                .send("POST", "/v1/erase", Some(&erasure), Some(&key))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    for marker in ["zqone", "zqtwo", "zqthree"] {
+        erase_as(&a, "a", marker).await;
+    }
+    erase_as(&b, "b", "zqb").await;
+    // Team b's one erasure, made 1,200 times over, all newer than a's
+    // (written directly: 1,200 erasures over HTTP take minutes).
+    app.sql_execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200)
+         INSERT INTO erasures (id, at, actor, rationale, selector, name, ids, erased,
+                               derived_erased, tombstones, tables_json, took_ms,
+                               grant_scopes, max_sensitivity)
+         SELECT 'b-' || i, at + 1000000 + i, actor, rationale, selector, name, ids, erased,
+                derived_erased, tombstones, tables_json, took_ms, grant_scopes, max_sensitivity
+         FROM erasures, n WHERE actor = 'b';
+         INSERT INTO erasure_scopes (scope, at, erasure_id)
+         SELECT 'b', at, id FROM erasures WHERE id LIKE 'b-%';",
+    );
+    let log = |key: &str, query: String| {
+        let (app, key) = (&app, key.to_string());
+        async move {
+            let (status, body, _) = app
+                .send("GET", &format!("/v1/erasures{query}"), None, Some(&key))
+                .await;
+            (status, body)
+        }
+    };
+    let (status, body) = log(&a, "?limit=1000".into()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let actors: Vec<&str> = body["erasures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["actor"].as_str().unwrap())
+        .collect();
+    assert_eq!(actors, ["a", "a", "a"], "{body}");
+    assert!(body.get("next_cursor").is_none());
+
+    // Page by page, newest first, each entry once.
+    let mut pages = Vec::new();
+    let mut query = "?limit=1".to_string();
+    loop {
+        let (status, body) = log(&a, query.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        pages.push(body["erasures"][0]["id"].as_str().unwrap().to_string());
+        match body["next_cursor"].as_str() {
+            Some(cursor) => query = format!("?limit=1&cursor={cursor}"),
+            None => break,
+        }
+        assert!(pages.len() <= 3, "{pages:?}");
+    }
+    let (_, whole) = log(&a, String::new()).await;
+    let ids: Vec<String> = whole["erasures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(pages, ids);
+
+    // A cursor is the caller's own, for its own page size.
+    let (_, first) = log(&a, "?limit=1".into()).await;
+    let cursor = first["next_cursor"].as_str().unwrap();
+    for (key, query) in [
+        (&b, format!("?limit=1&cursor={cursor}")),
+        (&root, format!("?limit=1&cursor={cursor}")),
+        (&a, format!("?limit=2&cursor={cursor}")),
+        (&a, "?limit=1&cursor=1.2.3".to_string()),
+    ] {
+        assert_error(
+            &log(key, query).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "cursor",
+        );
+    }
+    // Team b reads its own; the root reads everything.
+    let (_, theirs) = log(&b, "?limit=1000".into()).await;
+    assert_eq!(theirs["erasures"].as_array().unwrap().len(), 1000);
+    assert!(!theirs.to_string().contains("\"actor\":\"a\""));
+    let (_, all) = log(&root, "?limit=5".into()).await;
+    assert_eq!(all["erasures"].as_array().unwrap().len(), 5);
+    assert!(all["next_cursor"].is_string());
+}

@@ -8,10 +8,10 @@ use super::records::sensitivity_of;
 use super::Pg;
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;
-use crate::domain::time::{from_micros, to_micros};
+use crate::domain::time::to_micros;
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
-use crate::store::erasure::TOPIC_PARTS;
+use crate::store::erasure::{LogPlace, LogReach, ERASURE_COLUMNS, TOPIC_PARTS};
 use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
 
 const ERASABLE: &str = Erasable::COLUMNS;
@@ -323,6 +323,7 @@ impl ErasureStore for Pg {
             .grant_scopes
             .as_ref()
             .map(|scopes| serde_json::Value::from(scopes.clone()).to_string());
+        let at = to_micros(&e.at);
         self.execute(
             "INSERT INTO erasures (id, at, actor, rationale, selector, name, ids, erased,
                                    derived_erased, tombstones, tables_json, took_ms,
@@ -330,7 +331,7 @@ impl ErasureStore for Pg {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             &[
                 &e.id,
-                &to_micros(&e.at),
+                &at,
                 &e.actor,
                 &e.rationale,
                 &e.selector,
@@ -345,41 +346,47 @@ impl ErasureStore for Pg {
                 &(e.max_sensitivity.rank() as i64),
             ],
         )?;
+        self.execute(
+            "INSERT INTO erasure_scopes (scope, at, erasure_id)
+             SELECT DISTINCT s, $2::bigint, $3::text FROM unnest($1::text[]) AS s
+             ON CONFLICT DO NOTHING",
+            &[&e.scope_rows(), &at, &e.id],
+        )?;
         Ok(())
     }
 
-    fn erasures(&mut self, limit: usize) -> Result<Vec<ErasureEntry>, StoreError> {
-        self.query(
-            "SELECT id, at, actor, rationale, selector, name, ids, erased, derived_erased,
-                    tombstones, tables_json, took_ms, grant_scopes, max_sensitivity
-             FROM erasures ORDER BY at DESC, id DESC LIMIT $1",
-            &[&(limit as i64)],
-        )?
-        .iter()
-        .map(|row| {
-            let tables: String = row.try_get(10)?;
-            let grant: Option<String> = row.try_get(12)?;
-            Ok(ErasureEntry {
-                id: row.try_get(0)?,
-                at: from_micros(row.try_get(1)?),
-                actor: row.try_get(2)?,
-                rationale: row.try_get(3)?,
-                selector: row.try_get(4)?,
-                name: row.try_get(5)?,
-                ids: row.try_get::<_, i64>(6)? as u64,
-                erased: row.try_get::<_, i64>(7)? as u64,
-                derived_erased: row.try_get::<_, i64>(8)? as u64,
-                tombstones: row.try_get::<_, i64>(9)? as u64,
-                tables: serde_json::from_str(&tables)
-                    .map_err(|err| StoreError::Corrupt(format!("erasure counts: {err}")))?,
-                took_ms: row.try_get::<_, i64>(11)? as u64,
-                grant_scopes: grant
-                    .map(|g| serde_json::from_str(&g))
-                    .transpose()
-                    .map_err(|err| StoreError::Corrupt(format!("erasure grant: {err}")))?,
-                max_sensitivity: sensitivity_of(row.try_get(13)?)?,
-            })
-        })
-        .collect()
+    fn erasures(
+        &mut self,
+        reach: &LogReach,
+        after: &LogPlace,
+        limit: usize,
+    ) -> Result<Vec<ErasureEntry>, StoreError> {
+        let rank = reach.max_sensitivity.rank() as i64;
+        let rows = match &reach.scopes {
+            None => self.query(
+                &format!(
+                    "SELECT {ERASURE_COLUMNS} FROM erasures e
+                     WHERE (e.at, e.id) < ($1, $2) AND e.max_sensitivity <= $3
+                     ORDER BY e.at DESC, e.id DESC LIMIT $4"
+                ),
+                &[&after.at, &after.id, &rank, &(limit as i64)],
+            )?,
+            // The reader's scopes' entries (through the index led by the
+            // scope), less those made within a scope beyond them.
+            Some(scopes) => self.query(
+                &format!(
+                    "SELECT {ERASURE_COLUMNS} FROM erasures e
+                     WHERE e.id IN (SELECT erasure_id FROM erasure_scopes
+                                    WHERE scope = ANY($1) AND (at, erasure_id) < ($2, $3))
+                       AND e.max_sensitivity <= $4
+                       AND NOT EXISTS (SELECT 1 FROM erasure_scopes o
+                                       WHERE o.erasure_id = e.id
+                                         AND NOT (o.scope = ANY($1)))
+                     ORDER BY e.at DESC, e.id DESC LIMIT $5"
+                ),
+                &[scopes, &after.at, &after.id, &rank, &(limit as i64)],
+            )?,
+        };
+        rows.iter().map(ErasureEntry::read).collect()
     }
 }

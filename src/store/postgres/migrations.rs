@@ -80,6 +80,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0010_topic_words_by_scope.sql"),
         backfill: None,
     },
+    Migration {
+        version: 11,
+        name: "erasure_log_by_scope",
+        sql: include_str!("../../../migrations/postgres/0011_erasure_log_by_scope.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {

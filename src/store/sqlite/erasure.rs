@@ -15,10 +15,11 @@ use super::records::{key_array, sensitivity_of, text_array};
 use super::search::{self, Index};
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;
-use crate::domain::time::{from_micros, to_micros};
+use crate::domain::time::to_micros;
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
 use crate::store::erasure::TOPIC_PARTS;
+use crate::store::erasure::{LogPlace, LogReach, ERASURE_COLUMNS};
 use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
 
 const ERASABLE: &str = Erasable::COLUMNS;
@@ -341,6 +342,7 @@ impl ErasureStore for Connection {
             .grant_scopes
             .as_ref()
             .map(|scopes| serde_json::Value::from(scopes.clone()).to_string());
+        let at = to_micros(&e.at);
         self.prepare_cached(
             "INSERT INTO erasures (id, at, actor, rationale, selector, name, ids, erased,
                                    derived_erased, tombstones, tables_json, took_ms,
@@ -349,7 +351,7 @@ impl ErasureStore for Connection {
         )?
         .execute(params![
             e.id,
-            to_micros(&e.at),
+            at,
             e.actor,
             e.rationale,
             e.selector,
@@ -363,53 +365,55 @@ impl ErasureStore for Connection {
             grant,
             e.max_sensitivity.rank(),
         ])?;
+        let mut scope = self.prepare_cached(
+            "INSERT OR IGNORE INTO erasure_scopes (scope, at, erasure_id) VALUES (?1, ?2, ?3)",
+        )?;
+        for name in e.scope_rows() {
+            scope.execute(params![name, at, e.id])?;
+        }
         Ok(())
     }
 
-    fn erasures(&mut self, limit: usize) -> Result<Vec<ErasureEntry>, StoreError> {
-        let mut stmt = self.prepare_cached(
-            "SELECT id, at, actor, rationale, selector, name, ids, erased, derived_erased,
-                    tombstones, tables_json, took_ms, grant_scopes, max_sensitivity
-             FROM erasures ORDER BY at DESC, id DESC LIMIT ?1",
-        )?;
-        let rows = stmt.query_map([limit as i64], |row| {
-            let tables: String = row.get(10)?;
-            let grant: Option<String> = row.get(12)?;
-            let sensitivity: i64 = row.get(13)?;
-            Ok((
-                ErasureEntry {
-                    id: row.get(0)?,
-                    at: from_micros(row.get(1)?),
-                    actor: row.get(2)?,
-                    rationale: row.get(3)?,
-                    selector: row.get(4)?,
-                    name: row.get(5)?,
-                    ids: row.get::<_, i64>(6)? as u64,
-                    erased: row.get::<_, i64>(7)? as u64,
-                    derived_erased: row.get::<_, i64>(8)? as u64,
-                    tombstones: row.get::<_, i64>(9)? as u64,
-                    tables: TableCounts::default(),
-                    took_ms: row.get::<_, i64>(11)? as u64,
-                    grant_scopes: None,
-                    max_sensitivity: crate::domain::record::Sensitivity::Public,
-                },
-                tables,
-                grant,
-                sensitivity,
-            ))
-        })?;
-        let mut entries = Vec::new();
-        for row in rows {
-            let (mut entry, tables, grant, sensitivity) = row?;
-            entry.tables = serde_json::from_str(&tables)
-                .map_err(|err| StoreError::Corrupt(format!("erasure counts: {err}")))?;
-            entry.grant_scopes = grant
-                .map(|g| serde_json::from_str(&g))
-                .transpose()
-                .map_err(|err| StoreError::Corrupt(format!("erasure grant: {err}")))?;
-            entry.max_sensitivity = sensitivity_of(sensitivity)?;
-            entries.push(entry);
-        }
-        Ok(entries)
+    fn erasures(
+        &mut self,
+        reach: &LogReach,
+        after: &LogPlace,
+        limit: usize,
+    ) -> Result<Vec<ErasureEntry>, StoreError> {
+        let rank = reach.max_sensitivity.rank();
+        let read = |row: &rusqlite::Row<'_>| Ok(ErasureEntry::read(row));
+        let rows: Vec<Result<ErasureEntry, StoreError>> = match &reach.scopes {
+            None => {
+                let sql = format!(
+                    "SELECT {ERASURE_COLUMNS} FROM erasures e
+                     WHERE (e.at, e.id) < (?1, ?2) AND e.max_sensitivity <= ?3
+                     ORDER BY e.at DESC, e.id DESC LIMIT ?4"
+                );
+                self.prepare_cached(&sql)?
+                    .query_map(params![after.at, after.id, rank, limit as i64], read)?
+                    .collect::<Result<_, _>>()?
+            }
+            // The reader's scopes' entries (through the index led by the
+            // scope), less those made within a scope beyond them.
+            Some(scopes) => {
+                let sql = format!(
+                    "SELECT {ERASURE_COLUMNS} FROM erasures e
+                     WHERE e.id IN (SELECT erasure_id FROM erasure_scopes
+                                    WHERE scope IN rarray(?1) AND (at, erasure_id) < (?2, ?3))
+                       AND e.max_sensitivity <= ?4
+                       AND NOT EXISTS (SELECT 1 FROM erasure_scopes o
+                                       WHERE o.erasure_id = e.id
+                                         AND o.scope NOT IN rarray(?1))
+                     ORDER BY e.at DESC, e.id DESC LIMIT ?5"
+                );
+                self.prepare_cached(&sql)?
+                    .query_map(
+                        params![text_array(scopes), after.at, after.id, rank, limit as i64],
+                        read,
+                    )?
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        rows.into_iter().collect()
     }
 }

@@ -141,6 +141,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0020_topic_words_by_scope.sql"),
         backfill: None,
     },
+    Migration {
+        version: 21,
+        name: "erasure_log_by_scope",
+        sql: include_str!("../../../migrations/sqlite/0021_erasure_log_by_scope.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
