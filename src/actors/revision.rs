@@ -106,14 +106,22 @@ impl Handler<Erase> for Reviser {
             if plan.erasure.dry_run {
                 return Ok(plan.report);
             }
-            for chunk in plan.keys.chunks(CHUNK) {
-                writer
+            let stamp = plan.stamp();
+            let mut tombstones = 0;
+            for chunk in plan.records.chunks(CHUNK) {
+                let planned = chunk
+                    .iter()
+                    .filter_map(|r| plan.chained.get(&r.key).map(|c| (r.key, c.clone())))
+                    .collect();
+                tombstones += writer
                     .write(EraseChunk {
-                        keys: chunk.to_vec(),
+                        records: chunk.to_vec(),
+                        planned,
+                        stamp: stamp.clone(),
                     })
                     .await?;
             }
-            let report = writer.write(FinishErasure(plan)).await?;
+            let report = writer.write(FinishErasure { plan, tombstones }).await?;
             // No copy of what was deleted stays aside before the answer.
             writer.scrub().await?;
             Ok(report)

@@ -119,10 +119,12 @@ pub struct Plan {
     pub caller: Caller,
     pub now: Timestamp,
     pub erasure: Erasure,
-    pub keys: Vec<i64>,
+    /// The records to erase, selected then derived.
+    pub records: Vec<Erasable>,
+    /// Where each of them stood in a revision chain when planned, by key.
+    pub chained: BTreeMap<i64, ChainNeighbours>,
     pub emptied: Vec<i64>,
     pub kept: Vec<i64>,
-    pub tombstones: Vec<Tombstone>,
     pub report: ErasureReport,
     started: Instant,
 }
@@ -165,6 +167,11 @@ pub fn plan(
     }
     let derived_erased = records.len() as u64 - erased;
     let keys: Vec<i64> = records.iter().map(|r| r.key).collect();
+    let chained: BTreeMap<i64, ChainNeighbours> = tx
+        .chain_neighbours(&keys)?
+        .into_iter()
+        .map(|c| (c.key, c))
+        .collect();
 
     let mut tables = tx.erasure_counts(&keys)?;
     // Relations to them from records that stay (they go too) are counted
@@ -213,36 +220,12 @@ pub fn plan(
         }
     }
     tables.vectors += tx.count_topic_vectors(&seen)?;
-    let mut chained: BTreeMap<i64, ChainNeighbours> = tx
-        .chain_neighbours(&keys)?
-        .into_iter()
-        .map(|c| (c.key, c))
-        .collect();
-    let mut tombstones = Vec::new();
-    for record in &records {
-        if let Some(ChainNeighbours {
-            older_id, newer_id, ..
-        }) = chained.remove(&record.key)
-        {
-            tombstones.push(Tombstone {
-                id: record.id.clone(),
-                memory_type: record.memory_type,
-                sensitivity: record.sensitivity,
-                scope: record.scope.clone(),
-                erased_at: now,
-                actor: erasure.actor.clone(),
-                rationale: erasure.rationale.clone(),
-                older_id,
-                newer_id,
-            });
-        }
-    }
     let report = ErasureReport {
         erasure_id: None,
         dry_run: erasure.dry_run,
         erased,
         derived_erased,
-        tombstones: tombstones.len() as u64,
+        tombstones: chained.len() as u64,
         tables,
         took_ms: started.elapsed().as_millis() as u64,
     };
@@ -250,10 +233,10 @@ pub fn plan(
         caller: caller.clone(),
         now,
         erasure: erasure.clone(),
-        keys,
+        records,
+        chained,
         emptied,
         kept,
-        tombstones,
         report,
         started,
     })
@@ -264,29 +247,81 @@ pub fn plan(
 /// ingest p99 under 40 ms, `loadtests erase`).
 pub const CHUNK: usize = 250;
 
-/// Erases the records of `keys` (a chunk of a plan's).
-pub fn erase_chunk(tx: &mut dyn Transaction, keys: &[i64]) -> Result<(), ServiceError> {
-    Ok(tx.erase_records(keys)?)
+/// Who erased, when and why: what a tombstone says.
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    pub now: Timestamp,
+    pub actor: String,
+    pub rationale: String,
 }
 
-/// Ends an erasure whose records are erased: its tombstones, the topics
-/// left with no field, the search text of the others, the log entry.
-/// Answers the report.
-pub fn finish(tx: &mut dyn Transaction, plan: Plan) -> Result<ErasureReport, ServiceError> {
+/// Erases `records` (a chunk of a plan's), each leaving a tombstone where
+/// it stands in a revision chain: where it stands now, in this write
+/// transaction (a supersede may have made it part of a chain since the
+/// plan was read), or, for a neighbour erased already, where it stood
+/// when planned (`planned`). Answers how many tombstones it left.
+pub fn erase_chunk(
+    tx: &mut dyn Transaction,
+    records: &[Erasable],
+    planned: &BTreeMap<i64, ChainNeighbours>,
+    stamp: &Stamp,
+) -> Result<u64, ServiceError> {
+    let keys: Vec<i64> = records.iter().map(|r| r.key).collect();
+    let mut now: BTreeMap<i64, ChainNeighbours> = tx
+        .chain_neighbours(&keys)?
+        .into_iter()
+        .map(|c| (c.key, c))
+        .collect();
+    let mut tombstones = 0;
+    for record in records {
+        let current = now.remove(&record.key);
+        let before = planned.get(&record.key);
+        let older_id = current
+            .as_ref()
+            .and_then(|c| c.older_id.clone())
+            .or_else(|| before.and_then(|c| c.older_id.clone()));
+        let newer_id = current
+            .and_then(|c| c.newer_id)
+            .or_else(|| before.and_then(|c| c.newer_id.clone()));
+        if older_id.is_none() && newer_id.is_none() {
+            continue;
+        }
+        tx.add_tombstone(&Tombstone {
+            id: record.id.clone(),
+            memory_type: record.memory_type,
+            sensitivity: record.sensitivity,
+            scope: record.scope.clone(),
+            erased_at: stamp.now,
+            actor: stamp.actor.clone(),
+            rationale: stamp.rationale.clone(),
+            older_id,
+            newer_id,
+        })?;
+        tombstones += 1;
+    }
+    tx.erase_records(&keys)?;
+    Ok(tombstones)
+}
+
+/// Ends an erasure whose records are erased, leaving `tombstones`: the
+/// topics left with no field, the search text of the others, the log
+/// entry. Answers the report.
+pub fn finish(
+    tx: &mut dyn Transaction,
+    plan: Plan,
+    tombstones: u64,
+) -> Result<ErasureReport, ServiceError> {
     let Plan {
         caller,
         now,
         erasure,
         emptied,
         kept,
-        tombstones,
         mut report,
         started,
         ..
     } = plan;
-    for tombstone in &tombstones {
-        tx.add_tombstone(tombstone)?;
-    }
+    report.tombstones = tombstones;
     tx.erase_empty_topics(&emptied)?;
     // A topic's search text holds its fields' values: made again without
     // the erased ones.
@@ -332,8 +367,19 @@ pub fn erase(
     if erasure.dry_run {
         return Ok(plan.report);
     }
-    erase_chunk(tx, &plan.keys)?;
-    finish(tx, plan)
+    let tombstones = erase_chunk(tx, &plan.records, &plan.chained, &plan.stamp())?;
+    finish(tx, plan, tombstones)
+}
+
+impl Plan {
+    /// What its tombstones say of it.
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            now: self.now,
+            actor: self.erasure.actor.clone(),
+            rationale: self.erasure.rationale.clone(),
+        }
+    }
 }
 
 /// [`plan`] as a read job.
@@ -354,27 +400,33 @@ impl Job for PlanErasure {
 
 /// [`erase_chunk`] as a write job.
 pub struct EraseChunk {
-    pub keys: Vec<i64>,
+    pub records: Vec<Erasable>,
+    /// The plan's chain places of these records.
+    pub planned: BTreeMap<i64, ChainNeighbours>,
+    pub stamp: Stamp,
 }
 
 impl Job for EraseChunk {
-    type Output = ();
+    type Output = u64;
     const NAME: &'static str = "erase_chunk";
 
-    fn run(self, tx: &mut dyn Transaction) -> Result<(), ServiceError> {
-        erase_chunk(tx, &self.keys)
+    fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
+        erase_chunk(tx, &self.records, &self.planned, &self.stamp)
     }
 }
 
 /// [`finish`] as a write job.
-pub struct FinishErasure(pub Plan);
+pub struct FinishErasure {
+    pub plan: Plan,
+    pub tombstones: u64,
+}
 
 impl Job for FinishErasure {
     type Output = ErasureReport;
     const NAME: &'static str = "finish_erasure";
 
     fn run(self, tx: &mut dyn Transaction) -> Result<ErasureReport, ServiceError> {
-        finish(tx, self.0)
+        finish(tx, self.plan, self.tombstones)
     }
 }
 

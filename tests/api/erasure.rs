@@ -930,3 +930,85 @@ async fn another_tenants_erasures_never_push_a_callers_own_out_of_the_log() {
     assert_eq!(all["erasures"].as_array().unwrap().len(), 5);
     assert!(all["next_cursor"].is_string());
 }
+
+/// A supersede that commits while a scope is being erased, chunk by chunk:
+/// an erased version still leaves its tombstone in the new version's
+/// history, whichever of the two wrote first.
+#[actix_web::test]
+async fn supersedes_racing_a_scope_erasure_never_lose_a_tombstone() {
+    let app = spawn_app().await;
+    let mut ids = Vec::new();
+    for batch in 0..20 {
+        let items: Vec<Value> = (0..100)
+            .map(|i| {
+                json!({"kind": "observation", "source": "agent", "subject": format!("s{batch}-{i}"),
+                       "predicate": "is", "object": format!("zqrace {batch} {i}"), "scope": "doomed"})
+            })
+            .collect();
+        let (status, body) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        ids.extend(
+            body["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_string()),
+        );
+    }
+    // Every tenth record, newest first (the erasure reaches them last),
+    // superseded into a scope that stays while the erasure runs.
+    let raced: Vec<String> = ids.iter().rev().step_by(10).cloned().collect();
+    let erasure = async {
+        erase(
+            &app,
+            json!({"scope": "doomed", "actor": "dpo", "rationale": "race"}),
+        )
+        .await
+    };
+    let supersedes = async {
+        let mut made = Vec::new();
+        for old in &raced {
+            let mut new = fact("race", "zqnew");
+            new["scope"] = json!("kept");
+            let (status, body) = app
+                .post(
+                    "/v1/revisions/supersede",
+                    &json!({"old_id": old, "new_record": new, "actor": "u", "rationale": "newer"}),
+                )
+                .await;
+            if status == StatusCode::CREATED {
+                made.push((
+                    old.clone(),
+                    body["record"]["id"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+        made
+    };
+    let (report, made) = futures_util::future::join(erasure, supersedes).await;
+    let mut lost = Vec::new();
+    for (old, new) in &made {
+        let (status, history) = app
+            .post(
+                &format!("/v1/records/{new}/history"),
+                &json!({"trust": hyper()}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{history}");
+        let still = history["chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == old.as_str());
+        let tombstone = history["erased"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == old.as_str() && t["newer_id"] == new.as_str());
+        if !(still || tombstone) {
+            lost.push(old.clone());
+        }
+    }
+    assert!(lost.is_empty(), "no tombstone for {lost:?}; {report}");
+    assert!(!made.is_empty());
+}
