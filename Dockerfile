@@ -5,8 +5,10 @@ WORKDIR /src
 # Dependencies first, against placeholder sources: this layer is rebuilt
 # only when the manifests or the lock file change, not on every source edit.
 COPY Cargo.toml Cargo.lock ./
-# Build options of the bundled SQLite (see the file).
+# Build options of the bundled SQLite (see the file), and the SQLite it
+# builds (vendor/README.md).
 COPY .cargo ./.cargo
+COPY vendor ./vendor
 # A workspace member; its manifest must be there for the workspace to load.
 COPY loadtests/Cargo.toml ./loadtests/Cargo.toml
 RUN mkdir -p src loadtests/src \

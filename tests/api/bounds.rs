@@ -133,12 +133,7 @@ async fn a_batch_answers_within_the_response_size_of_one_request() {
 #[actix_web::test]
 async fn each_message_of_a_batch_counts_against_the_keys_rate() {
     let app = spawn_app().await;
-    let admin = app
-        .make_key(
-            None,
-            json!({"name": "root", "roles": ["admin"], "max_sensitivity": "hyper"}),
-        )
-        .await;
+    let admin = app.root_key().await;
     let slow = app
         .make_key(
             Some(&admin),
@@ -370,12 +365,7 @@ fn collect_times(value: &Value, out: &mut Vec<String>) {
 #[actix_web::test]
 async fn a_cursor_is_opaque_and_opens_only_for_its_caller_and_query() {
     let app = spawn_app().await;
-    let admin = app
-        .make_key(
-            None,
-            json!({"name": "root", "roles": ["admin"], "max_sensitivity": "hyper"}),
-        )
-        .await;
+    let admin = app.root_key().await;
     let team = app
         .make_key(
             Some(&admin),

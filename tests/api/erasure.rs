@@ -818,12 +818,7 @@ async fn on_postgres_an_erasure_vacuums_what_it_deleted_from() {
 #[actix_web::test]
 async fn another_tenants_erasures_never_push_a_callers_own_out_of_the_log() {
     let app = spawn_app().await;
-    let root = app
-        .make_key(
-            None,
-            json!({"name": "root", "roles": ["admin"], "max_sensitivity": "hyper"}),
-        )
-        .await;
+    let root = app.root_key().await;
     let admin_of = |scope: &str| {
         json!({"name": format!("admin-{scope}"), "roles": ["admin", "write", "read"],
                "scopes": [scope], "max_sensitivity": "hyper"})
@@ -1011,4 +1006,156 @@ async fn supersedes_racing_a_scope_erasure_never_lose_a_tombstone() {
     }
     assert!(lost.is_empty(), "no tombstone for {lost:?}; {report}");
     assert!(!made.is_empty());
+}
+
+/// The numbers of every `qxm#####q` marker in `bytes`.
+fn markers_in(bytes: &[u8], found: &mut std::collections::BTreeSet<u32>) {
+    for at in memchr::memmem::find_iter(bytes, b"qxm") {
+        let Some(rest) = bytes.get(at + 3..at + 9) else {
+            continue;
+        };
+        if rest[5] == b'q' && rest[..5].iter().all(u8::is_ascii_digit) {
+            found.insert(std::str::from_utf8(&rest[..5]).unwrap().parse().unwrap());
+        }
+    }
+}
+
+/// Every marker in the database as SQLite reads its pages (decrypted,
+/// with the `sqlcipher` feature): each page whole, free space, free pages
+/// and the WAL's latest versions included.
+fn markers_in_pages(db: &std::path::Path, key: Option<&str>) -> std::collections::BTreeSet<u32> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    if let Some(key) = key {
+        conn.pragma_update(None, "key", key).unwrap();
+    }
+    let mut found = std::collections::BTreeSet::new();
+    let mut stmt = conn.prepare("SELECT data FROM sqlite_dbpage").unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    while let Some(row) = rows.next().unwrap() {
+        let page: Vec<u8> = row.get(0).unwrap();
+        markers_in(&page, &mut found);
+    }
+    found
+}
+
+/// Every marker in the files of the database's directory, as bytes on
+/// disk.
+fn markers_in_files(dir: &std::path::Path) -> std::collections::BTreeSet<u32> {
+    let mut found = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            markers_in(&std::fs::read(&path).unwrap_or_default(), &mut found);
+        }
+    }
+    found
+}
+
+/// At a size where B-tree pages split and rebalance (12,000 records, 1,000
+/// supersedes, erasures by id and of a scope of 10,000): no erased marker
+/// is anywhere in the database, neither in the files' bytes nor in any
+/// page as SQLite (or SQLCipher) reads it, free space included; the kept
+/// ones are.
+#[actix_web::test]
+async fn erasure_at_scale_leaves_no_byte_in_any_page() {
+    if crate::helpers::sqlite_only("a scan of the SQLite pages") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let key = cfg!(feature = "sqlcipher").then_some("erase at scale");
+    let keyed = move |s: &mut engram::config::Settings| {
+        if let Some(key) = key {
+            std::env::set_var("ENGRAM_TEST_SCALE_KEY", key);
+            s.storage.encryption_key_env = Some("ENGRAM_TEST_SCALE_KEY".to_string());
+        }
+    };
+    let app = crate::helpers::spawn_app_in(dir, keyed).await;
+    let marker = |n: u32| format!("qxm{n:05}q");
+    let mut ids: Vec<String> = Vec::new();
+    for batch in 0..120u32 {
+        let items: Vec<Value> = (0..100)
+            .map(|i| {
+                let n = batch * 100 + i;
+                let scope = if n < 2000 { "keep" } else { "gone" };
+                json!({"kind": "observation", "source": "agent", "subject": format!("thing {n}"),
+                       "predicate": "note", "scope": scope,
+                       "object": format!("{} with {} words of filler {}", marker(n), n % 97,
+                                         "lorem ".repeat((n % 40) as usize))})
+            })
+            .collect();
+        let (status, body) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        ids.extend(
+            body["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_string()),
+        );
+    }
+    // 1,000 of the kept ones superseded, each by a version with a marker
+    // of its own (20,000 and up).
+    let mut newer = Vec::new();
+    for n in 0..1000u32 {
+        let mut new = fact(
+            &format!("thing {n}"),
+            &format!(
+                "revised {} {}",
+                marker(20_000 + n),
+                "ipsum ".repeat((n % 30) as usize)
+            ),
+        );
+        new["scope"] = json!("keep");
+        let (status, body) = app
+            .post(
+                "/v1/revisions/supersede",
+                &json!({"old_id": ids[n as usize], "new_record": new, "actor": "u", "rationale": "newer"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        newer.push(body["record"]["id"].as_str().unwrap().to_string());
+    }
+    // By id: 100 superseded versions, 100 of their successors, 100 never
+    // revised.
+    let mut erased: Vec<u32> = Vec::new();
+    let chosen: Vec<(String, u32)> = (0..100u32)
+        .map(|n| (ids[(n * 3) as usize].clone(), n * 3))
+        .chain((0..100u32).map(|n| (newer[(n * 3 + 1) as usize].clone(), 20_000 + n * 3 + 1)))
+        .chain((0..100u32).map(|n| (ids[(1000 + n * 7) as usize].clone(), 1000 + n * 7)))
+        .collect();
+    for part in chosen.chunks(100) {
+        let ids: Vec<&String> = part.iter().map(|(id, _)| id).collect();
+        erase(
+            &app,
+            json!({"ids": ids, "actor": "dpo", "rationale": "asked"}),
+        )
+        .await;
+        erased.extend(part.iter().map(|(_, n)| *n));
+    }
+    let report = erase(
+        &app,
+        json!({"scope": "gone", "actor": "dpo", "rationale": "tenant left"}),
+    )
+    .await;
+    assert_eq!(report["erased"], 10_000, "{report}");
+    erased.extend(2000..12_000);
+
+    let db = app.db_path();
+    let on_pages = markers_in_pages(&db, key);
+    let in_files = markers_in_files(db.parent().unwrap());
+    let left: Vec<u32> = erased
+        .iter()
+        .copied()
+        .filter(|n| on_pages.contains(n) || in_files.contains(n))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "{} erased markers left, e.g. {:?}",
+        left.len(),
+        &left[..left.len().min(10)]
+    );
+    // The scan sees what is there: every kept marker is on a page.
+    for kept in [1, 2, 4, 1999, 20_000, 20_999] {
+        assert!(on_pages.contains(&kept), "kept marker {kept} not found");
+    }
 }

@@ -373,6 +373,16 @@ impl TestApp {
         body["secret"].as_str().expect("a secret").to_string()
     }
 
+    /// Makes the first key, `root`: an admin of every scope and
+    /// sensitivity (after it, keys are needed); answers its secret.
+    pub async fn root_key(&self) -> String {
+        self.make_key(
+            None,
+            json!({"name": "root", "roles": ["admin"], "max_sensitivity": "hyper"}),
+        )
+        .await
+    }
+
     /// Runs a maintenance job now and answers its result.
     pub async fn run_job(&self, name: &str) -> Value {
         let (status, body) = self

@@ -56,12 +56,7 @@ async fn every_request_example_in_the_document_is_a_valid_request() {
     let app = spawn_app().await;
     // The example of `POST /v1/keys` makes a key, after which keys are
     // needed: every example is sent with an admin's.
-    let admin = app
-        .make_key(
-            None,
-            json!({"name": "root", "roles": ["admin"], "max_sensitivity": "hyper"}),
-        )
-        .await;
+    let admin = app.root_key().await;
     let (_, doc, _) = app.send("GET", "/openapi.json", None, None).await;
     let mut sent = 0;
     let mut accepted = 0;

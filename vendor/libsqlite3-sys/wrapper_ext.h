@@ -1,0 +1,2 @@
+#include "sqlite3ext.h"
+
