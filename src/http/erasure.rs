@@ -110,7 +110,7 @@ struct ErasuresBody {
     tag = "erasure",
     summary = "The erasure log, newest first: who, when, why, what by, how many",
     params(ErasuresQuery),
-    responses((status = 200, description = "The erasures the caller's grant holds", body = ErasuresBody), (status = 400, description = "A limit that is not 1 to 1,000", body = ErrorBody))
+    responses((status = 200, description = "The erasures the caller's grant holds", body = ErasuresBody), (status = 400, description = "A limit that is not 1 to 1,000, or a cursor not issued to this caller for this limit", body = ErrorBody))
 )]
 async fn erasures(
     state: web::Data<AppState>,
