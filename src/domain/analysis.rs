@@ -90,6 +90,32 @@ pub struct Analysed {
     pub distinct: String,
 }
 
+/// The terms of a text analysed into `distinct` and `repeats` (as
+/// [`Analysed`] keeps them), each as often as the text has it, in term
+/// order: the same terms as its `text`, in another order.
+pub fn terms_text(distinct: &str, repeats: Option<&str>) -> String {
+    let extra: std::collections::BTreeMap<&str, usize> = repeats
+        .map(|r| {
+            let words: Vec<&str> = r.split(' ').collect();
+            words
+                .chunks(2)
+                .filter_map(|pair| match pair {
+                    [term, n] => Some((*term, n.parse::<usize>().ok()?.saturating_sub(1))),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut terms = Vec::new();
+    for term in distinct.split(' ').filter(|t| !t.is_empty()) {
+        terms.push(term);
+        for _ in 0..extra.get(term).copied().unwrap_or(0) {
+            terms.push(term);
+        }
+    }
+    terms.join(" ")
+}
+
 pub fn analyse(text: &str) -> Analysed {
     let terms = terms(text);
     let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
@@ -124,6 +150,32 @@ pub fn term_frequency(repeats: Option<&str>, term: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_terms_kept_apart_make_the_texts_terms_again() {
+        for text in [
+            "",
+            "one",
+            "the run ran and the walk ran running",
+            "a a a b b c 1.21 1.21",
+        ] {
+            let a = analyse(text);
+            let mut again: Vec<String> = terms_text(&a.distinct, a.repeats.as_deref())
+                .split(' ')
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect();
+            let mut original: Vec<String> = a
+                .text
+                .split(' ')
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect();
+            again.sort();
+            original.sort();
+            assert_eq!(again, original, "{text:?}");
+        }
+    }
 
     #[test]
     fn forms_of_a_word_are_one_term() {

@@ -242,9 +242,8 @@ pub trait WriteConnection: Send {
     /// aside (SQLite's WAL).
     fn close(&mut self) -> Result<(), StoreError>;
     /// Outside a transaction, after an erasure: leaves no copy of what was
-    /// deleted where the backend keeps one aside — on SQLite, the
-    /// full-text indexes' older segments (merged) and the WAL (copied into
-    /// the database and truncated). Nothing on PostgreSQL, whose dead rows
-    /// wait for `VACUUM`.
+    /// deleted where the backend keeps one aside — on SQLite, the WAL
+    /// (copied into the database and truncated). Nothing on PostgreSQL,
+    /// whose dead rows wait for `VACUUM`.
     fn scrub(&mut self) -> Result<(), StoreError>;
 }

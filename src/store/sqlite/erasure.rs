@@ -93,7 +93,7 @@ fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<(), StoreError>
         .execute([list.clone()])?;
     }
     for &key in &empty {
-        search::remove_from(Index::Topics, key);
+        search::remove_from(Index::Topics, key, search::stored_topic(conn, key)?);
     }
     conn.prepare_cached("DELETE FROM topics WHERE key IN rarray(?1)")?
         .execute([list])?;
@@ -229,8 +229,9 @@ impl ErasureStore for Connection {
         let mut delete = self.prepare_cached("DELETE FROM records WHERE key = ?1")?;
         for &key in keys {
             let before = search::Counted::stored(self, key)?;
+            let stored = search::stored_record(self, key)?;
             if delete.execute([key])? > 0 {
-                search::remove(key);
+                search::remove(key, stored);
                 if let Some(before) = before {
                     search::count(&before, -1);
                 }

@@ -107,6 +107,7 @@ pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, Sto
     let mut deleted = 0;
     for candidate in candidates {
         let before = super::search::Counted::stored(conn, candidate.key)?;
+        let stored = super::search::stored_record(conn, candidate.key)?;
         let gone = delete.execute(params![
             candidate.key,
             candidate.version,
@@ -114,7 +115,7 @@ pub fn prune(conn: &Connection, candidates: &[DecayChange]) -> Result<usize, Sto
             Step::Compressed.as_str()
         ])?;
         if gone > 0 {
-            super::search::remove(candidate.key);
+            super::search::remove(candidate.key, stored);
             if let Some(before) = before {
                 super::search::count(&before, -1);
             }

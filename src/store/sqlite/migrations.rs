@@ -147,6 +147,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0021_erasure_log_by_scope.sql"),
         backfill: None,
     },
+    Migration {
+        version: 22,
+        name: "secure_search",
+        sql: include_str!("../../../migrations/sqlite/0022_secure_search.sql"),
+        backfill: Some(super::search::reindex_all),
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -203,7 +209,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=21).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=22).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

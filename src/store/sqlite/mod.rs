@@ -336,15 +336,11 @@ impl WriteConnection for SqliteWriter {
     }
 
     fn scrub(&mut self) -> Result<(), StoreError> {
-        // A deleted row's terms stay in the segments written before until
-        // they are merged; merged, their pages are freed and (with
-        // `secure_delete`) zeroed.
-        self.conn.execute_batch(
-            "BEGIN IMMEDIATE;
-             INSERT INTO record_search (record_search) VALUES ('optimize');
-             INSERT INTO topic_search (topic_search) VALUES ('optimize');
-             COMMIT;",
-        )?;
+        // The deleting transactions overwrote what they deleted, in the
+        // tables (`secure_delete`) and in the full-text indexes
+        // (`secure-delete`, migration 0022); the write-ahead log still
+        // holds the pages as they were until it is copied into the
+        // database and cut back to nothing.
         Ok(self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?)
     }
 }

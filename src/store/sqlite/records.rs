@@ -156,6 +156,7 @@ pub fn update_record(
     };
     let indexed = Indexed::of(record);
     let before = Counted::stored(conn, key)?;
+    let stored = super::search::stored_record(conn, key)?;
     let updated = conn
         .prepare_cached(
             "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5,
@@ -199,7 +200,7 @@ pub fn update_record(
     write_lifecycle(conn, key, record, Write::Update(anchor))?;
     conn.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
         .execute(params![key, payload_json(&record.payload)?])?;
-    super::search::reindex(key, &indexed);
+    super::search::reindex(key, &indexed, stored);
     if let Some(before) = before {
         super::search::recount(&before, &Counted::of(record, indexed.analysed.length));
     }

@@ -47,13 +47,61 @@ impl Index {
 }
 
 /// A change to a row of `index`: `text` is its new search text and
-/// facets (`None`: the row goes), `fresh` that it has no row yet (none to
-/// remove).
+/// facets (`None`: the row goes), `stored` what the row held before the
+/// change (`None`: there was none).
 struct Queued {
     index: Index,
     key: i64,
     text: Option<(String, Option<String>)>,
-    fresh: bool,
+    stored: Option<Stored>,
+}
+
+/// What a row of an index holds, as FTS5's `delete` command must be told
+/// it to take the row's terms out of the index (`secure-delete`, migration
+/// 0022): its terms, in any order, and for a record its facets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    text: String,
+    facets: Option<String>,
+}
+
+/// The row of record `key` in the index, as the record's row says it was
+/// indexed (`None`: no such record).
+pub fn stored_record(conn: &Connection, key: i64) -> Result<Option<Stored>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT search_terms, search_repeats, scope, layer, sensitivity
+             FROM records WHERE key = ?1",
+        )?
+        .query_row([key], |row| {
+            let terms: String = row.get(0)?;
+            let repeats: Option<String> = row.get(1)?;
+            let scope: Option<String> = row.get(2)?;
+            Ok(Stored {
+                text: analysis::terms_text(&terms, repeats.as_deref()),
+                facets: Some(facets(scope.as_deref(), row.get(3)?, row.get(4)?)),
+            })
+        })
+        .optional()?)
+}
+
+/// The row of topic `key` in the index (`None`: it has none).
+pub fn stored_topic(conn: &Connection, key: i64) -> Result<Option<Stored>, StoreError> {
+    let text: Option<Option<String>> = conn
+        .prepare_cached("SELECT search_text FROM topics WHERE key = ?1")?
+        .query_row([key], |row| row.get(0))
+        .optional()?;
+    Ok(text.flatten().map(|text| Stored { text, facets: None }))
+}
+
+/// Whether two texts of analysed terms hold the same terms, as often.
+fn same_terms(a: &str, b: &str) -> bool {
+    fn sorted(text: &str) -> Vec<&str> {
+        let mut terms: Vec<&str> = text.split(' ').filter(|t| !t.is_empty()).collect();
+        terms.sort_unstable();
+        terms
+    }
+    sorted(a) == sorted(b)
 }
 
 #[derive(Default)]
@@ -206,46 +254,49 @@ pub fn scope_facet(scope: Option<&str>, sensitivity: i64) -> String {
 
 /// Queues the indexing of a new record stored under `key`.
 pub fn index(key: i64, indexed: &Indexed) {
-    queue(key, indexed, true)
+    queue(key, indexed, None)
 }
 
-/// Queues the re-indexing of a record rewritten under `key`.
-pub fn reindex(key: i64, indexed: &Indexed) {
-    queue(key, indexed, false)
+/// Queues the re-indexing of a record rewritten under `key`, whose row
+/// held `stored` before ([`stored_record`], read before the rewrite).
+pub fn reindex(key: i64, indexed: &Indexed, stored: Option<Stored>) {
+    queue(key, indexed, stored)
 }
 
-fn queue(key: i64, indexed: &Indexed, fresh: bool) {
+fn queue(key: i64, indexed: &Indexed, stored: Option<Stored>) {
     push(Queued {
         index: Index::Records,
         key,
         text: Some((indexed.analysed.text.clone(), Some(indexed.facets.clone()))),
-        fresh,
+        stored,
     });
 }
 
-/// Queues the removal of a deleted record's row.
-pub fn remove(key: i64) {
-    remove_from(Index::Records, key);
+/// Queues the removal of a deleted record's row, which held `stored`
+/// ([`stored_record`], read before the deletion).
+pub fn remove(key: i64, stored: Option<Stored>) {
+    remove_from(Index::Records, key, stored);
 }
 
-/// Queues the removal of the row of `key` in `index`.
-pub fn remove_from(index: Index, key: i64) {
+/// Queues the removal of the row of `key` in `index`, which held
+/// `stored`.
+pub fn remove_from(index: Index, key: i64, stored: Option<Stored>) {
     push(Queued {
         index,
         key,
         text: None,
-        fresh: false,
+        stored,
     });
 }
 
-/// Queues `text` as the row of `key` in `index` (`fresh`: it has none
-/// yet).
-pub fn set(index: Index, key: i64, text: &str, fresh: bool) {
+/// Queues `analysed` (terms as `analysis::indexed` makes them) as the row
+/// of topic `key`, which held `stored` ([`stored_topic`]).
+pub fn set_topic(key: i64, analysed: String, stored: Option<Stored>) {
     push(Queued {
-        index,
+        index: Index::Topics,
         key,
-        text: Some((analysis::indexed(text), None)),
-        fresh,
+        text: Some((analysed, None)),
+        stored,
     });
 }
 
@@ -268,21 +319,41 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
     items.sort_by_key(|item| (item.index, item.key));
     for rows in items.chunk_by(|a, b| a.index == b.index) {
         let table = rows[0].index.table();
-        let mut remove = conn.prepare_cached(&format!("DELETE FROM {table} WHERE rowid = ?1"))?;
-        let mut insert = conn.prepare_cached(&match rows[0].index {
-            Index::Records => {
-                format!("INSERT INTO {table} (rowid, text, facets) VALUES (?1, ?2, ?3)")
-            }
-            Index::Topics => format!("INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"),
-        })?;
+        // A row goes with the terms it was indexed with: `secure-delete`
+        // takes them out of the index's segments at once.
+        let (mut forget, mut insert) = match rows[0].index {
+            Index::Records => (
+                conn.prepare_cached(&format!(
+                    "INSERT INTO {table} ({table}, rowid, text, facets) VALUES ('delete', ?1, ?2, ?3)"
+                ))?,
+                conn.prepare_cached(&format!(
+                    "INSERT INTO {table} (rowid, text, facets) VALUES (?1, ?2, ?3)"
+                ))?,
+            ),
+            Index::Topics => (
+                conn.prepare_cached(&format!(
+                    "INSERT INTO {table} ({table}, rowid, text) VALUES ('delete', ?1, ?2)"
+                ))?,
+                conn.prepare_cached(&format!("INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"))?,
+            ),
+        };
         for group in rows.chunk_by(|a, b| a.key == b.key) {
             let (first, last) = (&group[0], &group[group.len() - 1]);
-            if !first.fresh {
-                remove.execute([first.key])?;
+            let key = first.key;
+            if let (Some(old), Some((text, facets))) = (&first.stored, &last.text) {
+                if old.facets == *facets && same_terms(&old.text, text) {
+                    continue;
+                }
+            }
+            if let Some(old) = &first.stored {
+                match &old.facets {
+                    Some(facets) => forget.execute(params![key, old.text, facets])?,
+                    None => forget.execute(params![key, old.text])?,
+                };
             }
             match &last.text {
-                Some((text, Some(facets))) => insert.execute(params![last.key, text, facets])?,
-                Some((text, None)) => insert.execute(params![last.key, text])?,
+                Some((text, Some(facets))) => insert.execute(params![key, text, facets])?,
+                Some((text, None)) => insert.execute(params![key, text])?,
                 None => 0,
             };
         }
@@ -335,6 +406,31 @@ fn flush_totals(conn: &Connection, totals: Vec<(Counted, i64)>) -> Result<(), St
 
 /// Records per backfill step.
 const BACKFILL_CHUNK: usize = 1000;
+
+/// Indexes every stored record again from the terms its row keeps (the
+/// index was made anew by migration 0022); answers how many.
+pub fn reindex_all(conn: &Connection) -> Result<usize, StoreError> {
+    let mut after = 0i64;
+    let mut indexed = 0;
+    let mut insert =
+        conn.prepare("INSERT INTO record_search (rowid, text, facets) VALUES (?1, ?2, ?3)")?;
+    let mut rows = conn.prepare("SELECT key FROM records WHERE key > ?1 ORDER BY key LIMIT ?2")?;
+    loop {
+        let keys: Vec<i64> = rows
+            .query_map(params![after, BACKFILL_CHUNK as i64], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        let Some(last) = keys.last() else {
+            return Ok(indexed);
+        };
+        after = *last;
+        for key in keys {
+            if let Some(stored) = stored_record(conn, key)? {
+                insert.execute(params![key, stored.text, stored.facets])?;
+                indexed += 1;
+            }
+        }
+    }
+}
 
 /// Indexes every stored record, sets the length and repeated terms of its
 /// text and counts it in the text totals: run when migration 0014 made
@@ -439,9 +535,10 @@ mod tests {
         update_record(&conn, &loaded.version, &changed, SalienceChange::Unchanged).unwrap();
         assert_eq!(matches(&conn, "tea"), Vec::<i64>::new());
         assert_eq!(matches(&conn, "coffee"), vec![b]);
+        let stored = stored_record(&conn, a).unwrap();
         conn.execute("DELETE FROM records WHERE key = ?1", [a])
             .unwrap();
-        remove(a);
+        remove(a, stored);
         assert!(matches(&conn, "marathon").is_empty());
         assert_eq!(index_rows(&conn), 1);
     }
@@ -510,12 +607,12 @@ mod tests {
         conn.execute_batch("BEGIN").unwrap();
         // Inserted and deleted in one transaction: no row at all.
         let b = insert_record(&conn, &fact("b", "fencing")).unwrap();
-        job(&conn, true, || remove(b));
+        job(&conn, true, || remove(b, stored_record(&conn, b).unwrap()));
         // Rewritten twice: the last text is the one indexed.
         rewrite(&conn, "a", "sculling");
         rewrite(&conn, "a", "canoeing");
         // A removal whose job failed leaves the row where it was.
-        job(&conn, false, || remove(a));
+        job(&conn, false, || remove(a, stored_record(&conn, a).unwrap()));
         flush(&conn).unwrap();
         conn.execute_batch("COMMIT").unwrap();
         assert!(matches(&conn, "fencing").is_empty());
@@ -679,9 +776,65 @@ mod tests {
         let conn = conn();
         insert_record(&conn, &fact("a", "sailing")).unwrap();
         flush(&conn).unwrap();
-        conn.execute_batch("DELETE FROM record_search").unwrap();
+        conn.execute_batch("INSERT INTO record_search (record_search) VALUES ('delete-all')")
+            .unwrap();
         assert!(matches(&conn, "sail").is_empty());
         assert_eq!(backfill(&conn).unwrap(), 1);
         assert_eq!(matches(&conn, "sail").len(), 1);
+        // Made anew from the terms the records' rows keep (migration 0022).
+        conn.execute_batch("INSERT INTO record_search (record_search) VALUES ('delete-all')")
+            .unwrap();
+        assert_eq!(reindex_all(&conn).unwrap(), 1);
+        assert_eq!(matches(&conn, "sail").len(), 1);
+    }
+
+    /// A deleted record's terms leave the index's pages with it: no merge
+    /// of the index is needed for them to be gone from the file.
+    #[test]
+    fn a_deleted_records_terms_leave_the_index_at_once() {
+        let conn = conn();
+        conn.pragma_update(None, "secure_delete", "ON").unwrap();
+        let keys: Vec<i64> = (0..300)
+            .map(|i| {
+                insert_record(
+                    &conn,
+                    &fact(&format!("s{i}"), &format!("zqword{i:04}x common")),
+                )
+                .unwrap()
+            })
+            .collect();
+        flush(&conn).unwrap();
+        for &key in keys.iter().step_by(3) {
+            let stored = stored_record(&conn, key).unwrap();
+            conn.execute("DELETE FROM records WHERE key = ?1", [key])
+                .unwrap();
+            remove(key, stored);
+        }
+        flush(&conn).unwrap();
+        conn.execute_batch("INSERT INTO record_search (record_search) VALUES ('integrity-check')")
+            .unwrap();
+        // The index's own pages (its segments and their index).
+        let pages: Vec<Vec<u8>> = conn
+            .prepare(
+                "SELECT data FROM sqlite_dbpage WHERE pgno IN
+                     (SELECT pageno FROM dbstat WHERE name LIKE 'record_search%')",
+            )
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let held = |i: usize| {
+            let needle = format!("zqword{i:04}x");
+            pages
+                .iter()
+                .any(|p| p.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        };
+        assert!(
+            (0..300).step_by(3).all(|i| !held(i)),
+            "a deleted term stayed"
+        );
+        assert!(held(1) && held(299), "the others are there");
+        assert_eq!(matches(&conn, "common").len(), 200);
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::search::{self, Index};
+use super::search;
 use crate::domain::decay::Anchor;
 use crate::domain::record::Sensitivity;
 use crate::domain::search::TextQuery;
@@ -77,10 +77,24 @@ pub fn update_topic(conn: &Connection, key: i64, topic: &Topic) -> Result<(), St
     Ok(())
 }
 
-/// Queues the search text of topic `key` (see `search`; `fresh`: the
-/// topic has no row yet).
-pub fn index_topic(_: &Connection, key: i64, text: String, fresh: bool) -> Result<(), StoreError> {
-    search::set(Index::Topics, key, &text, fresh);
+/// Queues the search text of topic `key` (see `search`), and keeps its
+/// terms in the topic's row, which the index's row is deleted with later
+/// (`fresh`: the topic has no row in the index yet).
+pub fn index_topic(
+    conn: &Connection,
+    key: i64,
+    text: String,
+    fresh: bool,
+) -> Result<(), StoreError> {
+    let stored = if fresh {
+        None
+    } else {
+        search::stored_topic(conn, key)?
+    };
+    let analysed = crate::domain::analysis::indexed(&text);
+    conn.prepare_cached("UPDATE topics SET search_text = ?2 WHERE key = ?1")?
+        .execute(params![key, analysed])?;
+    search::set_topic(key, analysed, stored);
     Ok(())
 }
 
