@@ -1,8 +1,10 @@
-//! `loadtests erase`: erasing one tenant of a shared memory while the
-//! others go on writing. Loads `--records` records, a tenth of them in the
-//! scope to erase, then erases that scope through `POST /v1/erase` while
-//! `--clients` clients ingest single records into other scopes; prints how
-//! long the erasure took and the ingest latencies while it ran.
+//! `loadtests erase`: erasing one tenant of a shared memory, and then
+//! single records, while the others go on writing. Loads `--records`
+//! records, a tenth of them in the scope to erase; while `--clients`
+//! clients ingest single records into another scope, measures their
+//! latency alone for 3 s, then erases that scope through `POST /v1/erase`,
+//! then 20 records of another scope one request each; prints how long each
+//! took and the ingest latencies of each phase.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -58,20 +60,77 @@ async fn load(options: &EraseOptions, http: &awc::Client) -> Result<(), String> 
     Ok(())
 }
 
+/// What the writers are measuring: ingests alone, then during the scope's
+/// erasure, then during the erasures of one record each.
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Baseline = 0,
+    Scope = 1,
+    Singles = 2,
+    Done = 3,
+}
+
+/// How many records are erased one by one, each by its own request.
+const SINGLES: usize = 20;
+
+fn histogram() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap()
+}
+
+/// p50, p99 and max of `h`, in ms.
+fn summary(h: &Histogram<u64>) -> String {
+    let ms = |v: u64| v as f64 / 1000.0;
+    format!(
+        "{} ingests, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        h.len(),
+        ms(h.value_at_quantile(0.5)),
+        ms(h.value_at_quantile(0.99)),
+        ms(h.max())
+    )
+}
+
+/// The ids of `count` records of `scope`.
+async fn ids_in(
+    http: &awc::Client,
+    url: &str,
+    scope: &str,
+    count: usize,
+) -> Result<Vec<String>, String> {
+    let query = json!({"trust": {"max_sensitivity": "hyper", "scopes": [scope]}, "limit": count});
+    let (status, answer) = post(http, &format!("{url}/v1/retrieve"), &query).await?;
+    if status != 200 {
+        return Err(format!("a retrieval answered {status}: {answer}"));
+    }
+    Ok(answer["records"]
+        .as_array()
+        .map(|records| {
+            records
+                .iter()
+                .filter_map(|r| r["id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
 pub async fn run(options: EraseOptions) -> Result<String, String> {
     let http = client(&options.headers);
     let started = Instant::now();
     load(&options, &http).await?;
     let loaded = started.elapsed();
-    let erasing = Rc::new(Cell::new(true));
+    let singles = ids_in(&http, &options.url, "tenant-1", SINGLES).await?;
+    let phase = Rc::new(Cell::new(Phase::Baseline));
     let mut writers = Vec::new();
     for c in 0..options.clients {
-        let (http, erasing) = (http.clone(), erasing.clone());
+        let (http, phase) = (http.clone(), phase.clone());
         let url = format!("{}/v1/ingest/event", options.url);
         writers.push(actix_rt::spawn(async move {
-            let mut latency = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+            let mut latency = [histogram(), histogram(), histogram()];
             let mut n = 0u64;
-            while erasing.get() {
+            loop {
+                let now = phase.get();
+                if now == Phase::Done {
+                    break;
+                }
                 let body = json!({"source": "loadtests", "event_kind": "user_input",
                                   "ref": format!("w{c}-{n}"), "scope": "tenant-live",
                                   "summary": "written while a tenant is erased"});
@@ -80,7 +139,7 @@ pub async fn run(options: EraseOptions) -> Result<String, String> {
                 if status != 201 {
                     return Err(format!("an ingest answered {status}: {answer}"));
                 }
-                latency
+                latency[now as usize]
                     .record(sent.elapsed().as_micros().max(1) as u64)
                     .ok();
                 n += 1;
@@ -88,8 +147,9 @@ pub async fn run(options: EraseOptions) -> Result<String, String> {
             Ok::<_, String>(latency)
         }));
     }
-    // The writers are going before the erasure starts.
-    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    // Ingest alone first: the baseline the rest is compared with.
+    actix_rt::time::sleep(Duration::from_secs(3)).await;
+    phase.set(Phase::Scope);
     let erase_started = Instant::now();
     let (status, report) = post(
         &http,
@@ -98,31 +158,61 @@ pub async fn run(options: EraseOptions) -> Result<String, String> {
     )
     .await?;
     let took = erase_started.elapsed();
-    erasing.set(false);
     if status != 200 {
+        phase.set(Phase::Done);
         return Err(format!("the erasure answered {status}: {report}"));
     }
-    let mut latency = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
-    for writer in writers {
-        latency
-            .add(writer.await.map_err(|e| e.to_string())??)
-            .map_err(|e| e.to_string())?;
+    // Then one record at a time, each its own erasure.
+    phase.set(Phase::Singles);
+    let mut single = histogram();
+    let mut single_server = histogram();
+    for id in &singles {
+        let sent = Instant::now();
+        let (status, answer) = post(
+            &http,
+            &format!("{}/v1/erase", options.url),
+            &json!({"ids": [id], "actor": "loadtests", "rationale": "asked to forget"}),
+        )
+        .await?;
+        if status != 200 {
+            phase.set(Phase::Done);
+            return Err(format!("an erasure of one record answered {status}: {answer}"));
+        }
+        single.record(sent.elapsed().as_micros().max(1) as u64).ok();
+        single_server
+            .record(answer["took_ms"].as_u64().unwrap_or(0).max(1) * 1000)
+            .ok();
     }
-    let ms = |q: f64| latency.value_at_quantile(q) as f64 / 1000.0;
+    phase.set(Phase::Done);
+    let mut latency = [histogram(), histogram(), histogram()];
+    for writer in writers {
+        let theirs = writer.await.map_err(|e| e.to_string())??;
+        for (all, one) in latency.iter_mut().zip(theirs.iter()) {
+            all.add(one).map_err(|e| e.to_string())?;
+        }
+    }
+    let ms = |v: u64| v as f64 / 1000.0;
     Ok(format!(
         "loaded {} records in {:.1} s\n\
+         ingests alone (3 s, {} clients): {}\n\
          erased {} (+{} derived) of scope tenant-0 in {:.2} s (server: {} ms)\n\
-         ingests meanwhile: {} at {} clients, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
+         ingests meanwhile: {}\n\
+         erased {} records one at a time: each p50 {:.2} ms, max {:.2} ms (server's took_ms: p50 {:.0}, max {:.0})\n\
+         ingests meanwhile: {}\n",
         options.records,
         loaded.as_secs_f64(),
+        options.clients,
+        summary(&latency[0]),
         report["erased"],
         report["derived_erased"],
         took.as_secs_f64(),
         report["took_ms"],
-        latency.len(),
-        options.clients,
-        ms(0.5),
-        ms(0.99),
-        latency.max() as f64 / 1000.0
+        summary(&latency[1]),
+        single.len(),
+        ms(single.value_at_quantile(0.5)),
+        ms(single.max()),
+        ms(single_server.value_at_quantile(0.5)),
+        ms(single_server.max()),
+        summary(&latency[2]),
     ))
 }

@@ -53,10 +53,11 @@ Other commands:
   crash               SIGKILL/restart cycles against --engram PATH
   recall              loads --dataset FILE into engram, asks its queries
                       and prints recall@k, precision@k, MRR@k, NDCG@k
-  erase               loads --records records over 10 scopes, then erases
-                      one scope (a tenth) while --clients clients ingest
-                      into another; prints how long the erasure took and
-                      the ingest latencies meanwhile
+  erase               loads --records records over 10 scopes; while
+                      --clients clients ingest into another scope, erases
+                      one scope (a tenth), then 20 records one at a time;
+                      prints how long each took and the ingest latencies
+                      alone and meanwhile
   placement           runs the topic placement cases of --dataset FILE
                       (default tests/data/placement.jsonl), each in a
                       scope of its own, and prints accuracy, and precision

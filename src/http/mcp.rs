@@ -84,9 +84,18 @@ pub struct RpcResponse {
     id: RpcId,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
-    result: Option<Value>,
+    result: Option<Answer>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<RpcError>,
+}
+
+/// A method's result: a value made for the request, or JSON written once
+/// and sent as it is (the tool list).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Answer {
+    Made(Value),
+    Written(&'static RawValue),
 }
 
 fn id_schema(types: &[Type], description: &str) -> utoipa::openapi::Object {
@@ -139,7 +148,7 @@ fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
 }
 
 impl RpcResponse {
-    fn new(id: RpcId, outcome: Result<Value, RpcError>) -> RpcResponse {
+    fn new(id: RpcId, outcome: Result<Answer, RpcError>) -> RpcResponse {
         let (result, error) = match outcome {
             Ok(result) => (Some(result), None),
             Err(error) => (None, Some(error)),
@@ -396,13 +405,13 @@ async fn run_method(
     state: &AppState,
     access: &Access,
     request: RpcRequest,
-) -> Result<Value, RpcError> {
+) -> Result<Answer, RpcError> {
     let params = request.params.unwrap_or(Value::Null);
     match request.method.as_str() {
-        "initialize" => Ok(initialize(&params)),
-        "ping" => Ok(json!({})),
-        "tools/list" => Ok(json!({"tools": tool_list().clone()})),
-        "tools/call" => call(state, access.clone(), params).await,
+        "initialize" => Ok(Answer::Made(initialize(&params))),
+        "ping" => Ok(Answer::Made(json!({}))),
+        "tools/list" => Ok(Answer::Written(tools_listed())),
+        "tools/call" => call(state, access.clone(), params).await.map(Answer::Made),
         other => Err(rpc_error(
             METHOD_NOT_FOUND,
             format!("unknown method {other:?}"),
@@ -542,12 +551,20 @@ const TOOLS: [Tool; 10] = [
     },
 ];
 
-/// The tools, built once from the API document (building it costs far more
-/// than answering it).
-fn tool_list() -> &'static Vec<Value> {
-    static TOOLS_LISTED: std::sync::LazyLock<Vec<Value>> =
-        std::sync::LazyLock::new(build_tool_list);
+/// The answer to `tools/list`, built from the API document and written
+/// as JSON once: building it costs far more than sending it.
+fn tools_listed() -> &'static RawValue {
+    static TOOLS_LISTED: std::sync::LazyLock<Box<RawValue>> = std::sync::LazyLock::new(|| {
+        let listed = json!({"tools": build_tool_list()});
+        serde_json::value::to_raw_value(&listed).expect("the tool list is JSON")
+    });
     &TOOLS_LISTED
+}
+
+#[cfg(test)]
+fn tool_list() -> Vec<Value> {
+    let listed: Value = serde_json::from_str(tools_listed().get()).unwrap();
+    listed["tools"].as_array().unwrap().clone()
 }
 
 fn build_tool_list() -> Vec<Value> {
@@ -935,7 +952,7 @@ mod tests {
     fn every_tool_has_a_standalone_object_schema() {
         let tools = tool_list();
         assert_eq!(tools.len(), TOOLS.len());
-        for tool in tools {
+        for tool in &tools {
             let schema = &tool["inputSchema"];
             assert_eq!(schema["type"], "object", "{}", tool["name"]);
             let text = schema.to_string();

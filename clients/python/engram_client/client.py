@@ -269,8 +269,15 @@ class _Endpoints:
 
     def erasures(self, limit: Optional[int] = None) -> List[Json]:
         """The erasure log, newest first."""
-        path = "/v1/erasures" if limit is None else f"/v1/erasures?limit={limit}"
-        return self._do("GET", path, None, _json(lambda d: d["erasures"]))
+        return self.erasure_log(limit)["erasures"]
+
+    def erasure_log(self, limit: Optional[int] = None, cursor: Optional[str] = None) -> Json:
+        """A page of the erasure log, newest first: {"erasures", "next_cursor"?};
+        pass next_cursor back, with the same limit, for the page after."""
+        query = "&".join(f"{name}={value}" for name, value in
+                         (("limit", limit), ("cursor", cursor)) if value is not None)
+        path = "/v1/erasures" + (f"?{query}" if query else "")
+        return self._do("GET", path, None, _json(lambda d: d))
 
     def metrics(self) -> Json:
         """Memory aggregates: counts by type, sensitivity and status, salience."""

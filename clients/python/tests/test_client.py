@@ -116,6 +116,11 @@ def test_operations(engram, server):
     assert engram.erase("dpo", "test", source="eraser-test", dry_run=True)["erased"] == 1
     assert engram.erase("dpo", "test", ids=[doomed.id])["erased"] == 1
     assert engram.erasures(10)[0]["selector"] == "ids"
+    second = engram.ingest_event("eraser-test", event_kind="user_input", ref="s", summary="gone")
+    engram.erase("dpo", "test", ids=[second.id])
+    first_page = engram.erasure_log(limit=1)
+    next_page = engram.erasure_log(limit=1, cursor=first_page["next_cursor"])
+    assert first_page["erasures"][0]["id"] != next_page["erasures"][0]["id"]
     with Client(server[0], api_key=secret, http=tracked_http()) as revoked:
         with pytest.raises(EngramError) as refused:
             revoked.retrieve(TRUST)

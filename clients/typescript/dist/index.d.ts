@@ -310,6 +310,14 @@ export declare class EngramClient {
     }): Promise<Json>;
     /** The erasure log, newest first (`limit` 1 to 1,000, default 100). */
     erasures(limit?: number): Promise<Json[]>;
+    /**
+     * A page of the erasure log, newest first; pass `next_cursor` back, with
+     * the same `limit`, for the page after.
+     */
+    erasureLog(limit?: number, cursor?: string): Promise<{
+        erasures: Json[];
+        next_cursor?: string;
+    }>;
     /** Memory aggregates: counts by type, sensitivity and status, salience. */
     metrics(): Promise<Json>;
     /** The Prometheus exposition text. */

@@ -516,8 +516,19 @@ export class EngramClient {
 
   /** The erasure log, newest first (`limit` 1 to 1,000, default 100). */
   async erasures(limit?: number): Promise<Json[]> {
-    const query = limit === undefined ? "" : `?limit=${limit}`;
-    return (await this.json<{ erasures: Json[] }>("GET", `/v1/erasures${query}`)).erasures;
+    return (await this.erasureLog(limit)).erasures;
+  }
+
+  /**
+   * A page of the erasure log, newest first; pass `next_cursor` back, with
+   * the same `limit`, for the page after.
+   */
+  erasureLog(limit?: number, cursor?: string): Promise<{ erasures: Json[]; next_cursor?: string }> {
+    const query = new URLSearchParams();
+    if (limit !== undefined) query.set("limit", String(limit));
+    if (cursor !== undefined) query.set("cursor", cursor);
+    const text = query.toString();
+    return this.json("GET", `/v1/erasures${text ? `?${text}` : ""}`);
   }
 
   /** Memory aggregates: counts by type, sensitivity and status, salience. */

@@ -152,6 +152,11 @@ test("operations: jobs, keys, metrics, MCP", async () => {
   assert.equal(dry.erased, 1);
   assert.equal((await engram.erase({ ids: [doomed.id], actor: "dpo", rationale: "test" })).erased, 1);
   assert.equal((await engram.erasures(10))[0].selector, "ids");
+  const second = await engram.ingestEvent({ source: "eraser-test", event_kind: "user_input", ref: "s", summary: "gone" });
+  await engram.erase({ ids: [second.id], actor: "dpo", rationale: "test" });
+  const firstPage = await engram.erasureLog(1);
+  const nextPage = await engram.erasureLog(1, firstPage.next_cursor);
+  assert.notEqual(firstPage.erasures[0].id, nextPage.erasures[0].id);
   const revoked = new EngramClient(server.url, { apiKey: secret, fetch: trackingFetch() });
   await assert.rejects(revoked.retrieve({ trust: TRUST }), (error) => {
     assert.ok(error instanceof EngramError);
