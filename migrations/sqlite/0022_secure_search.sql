@@ -32,3 +32,9 @@ INSERT INTO topic_search (topic_search, rank) VALUES ('secure-delete', 1);
 
 ALTER TABLE topics ADD COLUMN search_text TEXT;
 INSERT OR IGNORE INTO topics_to_index (topic_key) SELECT key FROM topics;
+
+-- An erasure of many records deletes their index rows the plain way
+-- (cheaper per row than `secure-delete` when there are thousands) and
+-- leaves this mark in the same transaction: the next scrub merges the
+-- index, which takes the deleted terms out, and clears it.
+CREATE TABLE search_merge_due (index_name TEXT PRIMARY KEY);

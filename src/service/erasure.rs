@@ -14,7 +14,7 @@ use crate::domain::record::new_record_id;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::trust::{Caller, TrustContext};
 use crate::store::{
-    ChainNeighbours, EdgeEnd, Erasable, ErasureEntry, LogPlace, LogReach, Tombstone, Transaction,
+    ChainNeighbours, BULK_ERASURE, EdgeEnd, Erasable, ErasureEntry, LogPlace, LogReach, Tombstone, Transaction,
 };
 
 /// What an erasure did, or, dry, would do.
@@ -247,12 +247,14 @@ pub fn plan(
 /// ingest p99 under 40 ms, `loadtests erase`).
 pub const CHUNK: usize = 250;
 
-/// Who erased, when and why: what a tombstone says.
+/// Who erased, when and why: what a tombstone says; and how many records
+/// the whole erasure takes.
 #[derive(Debug, Clone)]
 pub struct Stamp {
     pub now: Timestamp,
     pub actor: String,
     pub rationale: String,
+    pub records: usize,
 }
 
 /// Erases `records` (a chunk of a plan's), each leaving a tombstone where
@@ -266,6 +268,7 @@ pub fn erase_chunk(
     planned: &BTreeMap<i64, ChainNeighbours>,
     stamp: &Stamp,
 ) -> Result<u64, ServiceError> {
+    let bulk = stamp.records >= BULK_ERASURE;
     let keys: Vec<i64> = records.iter().map(|r| r.key).collect();
     let mut now: BTreeMap<i64, ChainNeighbours> = tx
         .chain_neighbours(&keys)?
@@ -299,7 +302,7 @@ pub fn erase_chunk(
         })?;
         tombstones += 1;
     }
-    tx.erase_records(&keys)?;
+    tx.erase_records(&keys, bulk)?;
     Ok(tombstones)
 }
 
@@ -378,6 +381,7 @@ impl Plan {
             now: self.now,
             actor: self.erasure.actor.clone(),
             rationale: self.erasure.rationale.clone(),
+            records: self.records.len(),
         }
     }
 }

@@ -32,7 +32,7 @@ mod vectors;
 
 pub use consolidation::{ConsolidationStore, Episode, Sighting, Step};
 pub use erasure::{
-    ChainNeighbours, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
+    ChainNeighbours, BULK_ERASURE, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
 };
 pub use keys::KeyStore;
 pub(crate) use keys::StoredKey;

@@ -186,7 +186,7 @@ impl ErasureStore for Pg {
         })
     }
 
-    fn erase_records(&mut self, keys: &[i64]) -> Result<(), StoreError> {
+    fn erase_records(&mut self, keys: &[i64], _bulk: bool) -> Result<(), StoreError> {
         self.execute("DELETE FROM records WHERE key = ANY($1)", &[&keys])?;
         Ok(())
     }

@@ -225,13 +225,17 @@ impl ErasureStore for Connection {
         })
     }
 
-    fn erase_records(&mut self, keys: &[i64]) -> Result<(), StoreError> {
+    fn erase_records(&mut self, keys: &[i64], bulk: bool) -> Result<(), StoreError> {
         let mut delete = self.prepare_cached("DELETE FROM records WHERE key = ?1")?;
         for &key in keys {
             let before = search::Counted::stored(self, key)?;
             let stored = search::stored_record(self, key)?;
             if delete.execute([key])? > 0 {
-                search::remove(key, stored);
+                if bulk {
+                    search::remove_in_bulk(key, stored);
+                } else {
+                    search::remove(key, stored);
+                }
                 if let Some(before) = before {
                     search::count(&before, -1);
                 }

@@ -338,9 +338,27 @@ impl WriteConnection for SqliteWriter {
     fn scrub(&mut self) -> Result<(), StoreError> {
         // The deleting transactions overwrote what they deleted, in the
         // tables (`secure_delete`) and in the full-text indexes
-        // (`secure-delete`, migration 0022); the write-ahead log still
-        // holds the pages as they were until it is copied into the
-        // database and cut back to nothing.
+        // (`secure-delete`, migration 0022), except the terms an erasure of
+        // many left in the index's segments: a merge takes them out.
+        let due: Vec<String> = self
+            .conn
+            .prepare("SELECT index_name FROM search_merge_due")?
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        if !due.is_empty() {
+            let mut merge = String::from("BEGIN IMMEDIATE;");
+            for table in &due {
+                if table == "record_search" || table == "topic_search" {
+                    merge.push_str(&format!(
+                        "INSERT INTO {table} ({table}) VALUES ('optimize');"
+                    ));
+                }
+            }
+            merge.push_str("DELETE FROM search_merge_due; COMMIT;");
+            self.conn.execute_batch(&merge)?;
+        }
+        // The write-ahead log still holds the pages as they were until it
+        // is copied into the database and cut back to nothing.
         Ok(self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?)
     }
 }

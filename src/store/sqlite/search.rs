@@ -54,6 +54,9 @@ struct Queued {
     key: i64,
     text: Option<(String, Option<String>)>,
     stored: Option<Stored>,
+    /// A removal that is part of an erasure of many: its terms leave the
+    /// index at the merge that ends the erasure, not one by one.
+    bulk: bool,
 }
 
 /// What a row of an index holds, as FTS5's `delete` command must be told
@@ -269,6 +272,7 @@ fn queue(key: i64, indexed: &Indexed, stored: Option<Stored>) {
         key,
         text: Some((indexed.analysed.text.clone(), Some(indexed.facets.clone()))),
         stored,
+        bulk: false,
     });
 }
 
@@ -286,6 +290,20 @@ pub fn remove_from(index: Index, key: i64, stored: Option<Stored>) {
         key,
         text: None,
         stored,
+        bulk: false,
+    });
+}
+
+/// [`remove`] for a record of an erasure of many: its row goes the plain
+/// way (a deletion mark, its terms left in the segments), and the index is
+/// marked for the merge the erasure's scrub makes.
+pub fn remove_in_bulk(key: i64, stored: Option<Stored>) {
+    push(Queued {
+        index: Index::Records,
+        key,
+        text: None,
+        stored,
+        bulk: true,
     });
 }
 
@@ -297,6 +315,7 @@ pub fn set_topic(key: i64, analysed: String, stored: Option<Stored>) {
         key,
         text: Some((analysed, None)),
         stored,
+        bulk: false,
     });
 }
 
@@ -337,7 +356,31 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
                 conn.prepare_cached(&format!("INSERT INTO {table} (rowid, text) VALUES (?1, ?2)"))?,
             ),
         };
-        for group in rows.chunk_by(|a, b| a.key == b.key) {
+        let groups: Vec<&[Queued]> = rows.chunk_by(|a, b| a.key == b.key).collect();
+        fn in_bulk(group: &[Queued]) -> bool {
+            let last = &group[group.len() - 1];
+            last.bulk && last.text.is_none()
+        }
+        // Removals of an erasure of many: plain deletion marks, and the
+        // index marked for the merge that ends the erasure.
+        if groups.iter().any(|g| in_bulk(g)) {
+            conn.prepare_cached(&format!(
+                "INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 0)"
+            ))?
+            .execute([])?;
+            for group in groups.iter().filter(|g| in_bulk(g)) {
+                if let Some(old) = &group[0].stored {
+                    forget.execute(params![group[0].key, old.text, old.facets])?;
+                }
+            }
+            conn.prepare_cached(&format!(
+                "INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1)"
+            ))?
+            .execute([])?;
+            conn.prepare_cached("INSERT OR IGNORE INTO search_merge_due (index_name) VALUES (?1)")?
+                .execute([table])?;
+        }
+        for group in groups.iter().filter(|g| !in_bulk(g)) {
             let (first, last) = (&group[0], &group[group.len() - 1]);
             let key = first.key;
             if let (Some(old), Some((text, facets))) = (&first.stored, &last.text) {
