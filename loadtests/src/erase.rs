@@ -176,7 +176,9 @@ pub async fn run(options: EraseOptions) -> Result<String, String> {
         .await?;
         if status != 200 {
             phase.set(Phase::Done);
-            return Err(format!("an erasure of one record answered {status}: {answer}"));
+            return Err(format!(
+                "an erasure of one record answered {status}: {answer}"
+            ));
         }
         single.record(sent.elapsed().as_micros().max(1) as u64).ok();
         single_server

@@ -14,7 +14,8 @@ use crate::domain::record::new_record_id;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::trust::{Caller, TrustContext};
 use crate::store::{
-    ChainNeighbours, BULK_ERASURE, EdgeEnd, Erasable, ErasureEntry, LogPlace, LogReach, Tombstone, Transaction,
+    ChainNeighbours, EdgeEnd, Erasable, ErasureEntry, LogPlace, LogReach, Tombstone, Transaction,
+    BULK_ERASURE,
 };
 
 /// What an erasure did, or, dry, would do.

@@ -32,7 +32,8 @@ mod vectors;
 
 pub use consolidation::{ConsolidationStore, Episode, Sighting, Step};
 pub use erasure::{
-    ChainNeighbours, BULK_ERASURE, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
+    ChainNeighbours, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
+    BULK_ERASURE,
 };
 pub use keys::KeyStore;
 pub(crate) use keys::StoredKey;
