@@ -18,6 +18,11 @@ fn parsed(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
+/// POSTs `body` to `/mcp` as an open client on loopback.
+async fn mcp(app: &crate::helpers::TestApp, body: &str) -> (u16, String) {
+    raw(app, "POST", "/mcp", &[LOCAL, JSON], body).await
+}
+
 /// `count` JSON-RPC requests of `method` as one batch.
 fn batch(count: usize, method: &str, params: Value) -> String {
     let messages: Vec<Value> = (0..count)
@@ -77,26 +82,12 @@ async fn an_mcp_batch_is_bounded_like_one_request() {
     assert!(grown_mb < 256, "anonymous memory grew by {grown_mb} MB");
 
     // A batch within the bound runs whole, the tool list built once.
-    let (status, body) = raw(
-        &app,
-        "POST",
-        "/mcp",
-        &[LOCAL, JSON],
-        &batch(32, "tools/list", json!({})),
-    )
-    .await;
+    let (status, body) = mcp(&app, &batch(32, "tools/list", json!({}))).await;
     assert_eq!(status, 200, "{body:.300}");
     let answers = parsed(&body);
     assert_eq!(answers.as_array().unwrap().len(), 32);
     assert_eq!(answers[0]["result"], answers[31]["result"]);
-    let (status, body) = raw(
-        &app,
-        "POST",
-        "/mcp",
-        &[LOCAL, JSON],
-        &batch(33, "ping", json!({})),
-    )
-    .await;
+    let (status, body) = mcp(&app, &batch(33, "ping", json!({}))).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(parsed(&body)["error"]["code"], -32600);
 }
@@ -104,14 +95,7 @@ async fn an_mcp_batch_is_bounded_like_one_request() {
 #[actix_web::test]
 async fn a_batch_answers_within_the_response_size_of_one_request() {
     let app = spawn_app_with(|s| s.retrieval.max_response_bytes = 65536).await;
-    let (status, body) = raw(
-        &app,
-        "POST",
-        "/mcp",
-        &[LOCAL, JSON],
-        &batch(32, "tools/list", json!({})),
-    )
-    .await;
+    let (status, body) = mcp(&app, &batch(32, "tools/list", json!({}))).await;
     assert_eq!(status, 200);
     assert!(body.len() <= 65536, "{} bytes", body.len());
     let answers = parsed(&body);

@@ -11,6 +11,13 @@ fn hyper() -> Value {
     trust("hyper", &[])
 }
 
+/// Ingests `items` as one batch; answers the ids made, in order.
+async fn batch_ids(app: &TestApp, items: Vec<Value>) -> Vec<String> {
+    let (status, body) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    crate::helpers::ids(&body)
+}
+
 /// An episode holding `marker` in `scope`, made by `source`.
 async fn remember(app: &TestApp, marker: &str, scope: &str, source: &str) -> String {
     let (status, body) = app
@@ -940,15 +947,7 @@ async fn supersedes_racing_a_scope_erasure_never_lose_a_tombstone() {
                        "predicate": "is", "object": format!("zqrace {batch} {i}"), "scope": "doomed"})
             })
             .collect();
-        let (status, body) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        ids.extend(
-            body["records"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r["id"].as_str().unwrap().to_string()),
-        );
+        ids.extend(batch_ids(&app, items).await);
     }
     // Every tenth record, newest first (the erasure reaches them last),
     // superseded into a scope that stays while the erasure runs.
@@ -1083,15 +1082,7 @@ async fn erasure_at_scale_leaves_no_byte_in_any_page() {
                                          "lorem ".repeat((n % 40) as usize))})
             })
             .collect();
-        let (status, body) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        ids.extend(
-            body["records"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r["id"].as_str().unwrap().to_string()),
-        );
+        ids.extend(batch_ids(&app, items).await);
     }
     // 1,000 of the kept ones superseded, each by a version with a marker
     // of its own (20,000 and up).
