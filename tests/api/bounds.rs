@@ -428,3 +428,42 @@ async fn a_cursor_is_opaque_and_opens_only_for_its_caller_and_query() {
         );
     }
 }
+
+#[actix_web::test]
+async fn a_batch_runs_within_the_deadline_of_one_request() {
+    let app = spawn_app_with(|s| {
+        s.storage.write_timeout_ms = 300;
+        s.storage.read_timeout_ms = 300;
+    })
+    .await;
+    // The writer is held: each ingest would wait out its own deadline, one
+    // after the other.
+    let held = app.block_writer().await;
+    let events = batch(
+        10,
+        "tools/call",
+        json!({"name": "remember_event", "arguments": {"source": "s", "event_kind": "system", "ref": "r", "summary": "late"}}),
+    );
+    let started = Instant::now();
+    let (status, body) = mcp(&app, &events).await;
+    let took = started.elapsed();
+    drop(held);
+    assert_eq!(status, 200, "{body}");
+    let answers = parsed(&body);
+    let answers = answers.as_array().unwrap();
+    assert_eq!(answers.len(), 10, "every message is answered");
+    let cut = answers
+        .iter()
+        .filter(|a| a["error"]["code"] == -32000)
+        .count();
+    assert!(cut >= 8, "{body}");
+    assert!(
+        answers.last().unwrap()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("300 ms"),
+        "{body}"
+    );
+    // One deadline and a little, not ten.
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+}
