@@ -186,8 +186,11 @@ impl ErasureStore for Pg {
         })
     }
 
-    fn erase_records(&mut self, keys: &[i64], _bulk: bool) -> Result<(), StoreError> {
+    fn erase_records(&mut self, keys: &[i64], bulk: bool) -> Result<(), StoreError> {
         self.execute("DELETE FROM records WHERE key = ANY($1)", &[&keys])?;
+        if bulk {
+            self.vacuum_due.set(true);
+        }
         Ok(())
     }
 

@@ -264,6 +264,10 @@ pub struct Pg {
     /// RELEASE) not sent yet: it goes with the next statement, pipelined,
     /// so a write job costs the round trips of its own statements only.
     pending: std::cell::RefCell<Vec<&'static str>>,
+    /// An erasure of many records deleted through this connection: the
+    /// scrub that ends it vacuums the tables (smaller ones are left to
+    /// autovacuum, so an erasure's cost follows what it erases).
+    vacuum_due: std::cell::Cell<bool>,
 }
 
 impl Pg {
@@ -279,6 +283,7 @@ impl Pg {
             runtime,
             bounds: Default::default(),
             pending: Default::default(),
+            vacuum_due: Default::default(),
         }
     }
 
@@ -627,11 +632,17 @@ impl WriteConnection for PgWriter {
         Ok(())
     }
 
-    /// Dead rows stay on disk until `VACUUM`: one runs on the tables an
-    /// erasure deletes from, in the background on a connection of its own
-    /// (it cannot run in a transaction, and the writer goes on meanwhile).
+    /// Dead rows stay on disk until `VACUUM`: after an erasure of many
+    /// records ([`crate::store::BULK_ERASURE`]) one runs on the tables it
+    /// deleted from, in the background on a connection of its own (it
+    /// cannot run in a transaction, and the writer goes on meanwhile). A
+    /// smaller erasure leaves its few dead rows to autovacuum: a `VACUUM`
+    /// reads whole tables, far more than one record's erasure costs.
     /// PostgreSQL's write-ahead log is its own to recycle.
     fn scrub(&mut self) -> Result<(), StoreError> {
+        if !self.pg.vacuum_due.replace(false) {
+            return Ok(());
+        }
         let (pool, shared) = (self.pool.clone(), self.shared.clone());
         let spawned = std::thread::Builder::new()
             .name("engram-vacuum".to_string())
