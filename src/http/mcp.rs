@@ -306,15 +306,16 @@ async fn run_batch(state: &AppState, access: &Access, batch: Vec<&RawValue>) -> 
                 ))
             });
         let mut answer = RpcResponse::new(id, outcome);
-        let size = serialized_len(&answer) + 1;
+        let mut size = serialized_len(&answer) + 1;
         if bytes + size > limits.max_answer_bytes {
             let why = format!(
                 "not returned: the batch's answers would exceed {} bytes; send fewer messages in one batch",
                 limits.max_answer_bytes
             );
             answer = RpcResponse::failed(answer.id, LIMIT_EXCEEDED, why);
+            size = serialized_len(&answer) + 1;
         }
-        bytes += serialized_len(&answer) + 1;
+        bytes += size;
         answers.push(answer);
     }
     answers

@@ -191,6 +191,22 @@ impl LogPlace {
             id: String::new(),
         }
     }
+
+    /// The place as bytes, for the service to seal before a client sees it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = self.at.to_be_bytes().to_vec();
+        bytes.extend_from_slice(self.id.as_bytes());
+        bytes
+    }
+
+    /// The place of [`LogPlace::to_bytes`]; `None` for other bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Option<LogPlace> {
+        let (at, id) = bytes.split_at_checked(8)?;
+        Some(LogPlace {
+            at: i64::from_be_bytes(at.try_into().ok()?),
+            id: String::from_utf8(id.to_vec()).ok()?,
+        })
+    }
 }
 
 /// An erasure of at least this many records is one of many: SQLite takes

@@ -72,20 +72,31 @@ pub struct Stored {
 /// indexed (`None`: no such record).
 pub fn stored_record(conn: &Connection, key: i64) -> Result<Option<Stored>, StoreError> {
     Ok(conn
-        .prepare_cached(
-            "SELECT search_terms, search_repeats, scope, layer, sensitivity
-             FROM records WHERE key = ?1",
-        )?
-        .query_row([key], |row| {
-            let terms: String = row.get(0)?;
-            let repeats: Option<String> = row.get(1)?;
-            let scope: Option<String> = row.get(2)?;
-            Ok(Stored {
-                text: analysis::terms_text(&terms, repeats.as_deref()),
-                facets: Some(facets(scope.as_deref(), row.get(3)?, row.get(4)?)),
-            })
-        })
+        .prepare_cached(&format!(
+            "SELECT {STORED_RECORD} FROM records WHERE key = ?1"
+        ))?
+        .query_row([key], |row| Stored::of_record(row, 0))
         .optional()?)
+}
+
+/// The columns of a record's row [`Stored::of_record`] reads, in its order.
+const STORED_RECORD: &str = "search_terms, search_repeats, scope, layer, sensitivity";
+
+impl Stored {
+    /// From the [`STORED_RECORD`] columns, the first at `first`.
+    fn of_record(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Stored> {
+        let terms: String = row.get(first)?;
+        let repeats: Option<String> = row.get(first + 1)?;
+        let scope: Option<String> = row.get(first + 2)?;
+        Ok(Stored {
+            text: analysis::terms_text(&terms, repeats.as_deref()),
+            facets: Some(facets(
+                scope.as_deref(),
+                row.get(first + 3)?,
+                row.get(first + 4)?,
+            )),
+        })
+    }
 }
 
 /// The row of topic `key` in the index (`None`: it has none).
@@ -369,9 +380,7 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
             ))?
             .execute([])?;
             for group in groups.iter().filter(|g| in_bulk(g)) {
-                if let Some(old) = &group[0].stored {
-                    forget.execute(params![group[0].key, old.text, old.facets])?;
-                }
+                forget_row(&mut forget, group[0].key, &group[0].stored)?;
             }
             conn.prepare_cached(&format!(
                 "INSERT INTO {table} ({table}, rank) VALUES ('secure-delete', 1)"
@@ -388,12 +397,7 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
                     continue;
                 }
             }
-            if let Some(old) = &first.stored {
-                match &old.facets {
-                    Some(facets) => forget.execute(params![key, old.text, facets])?,
-                    None => forget.execute(params![key, old.text])?,
-                };
-            }
+            forget_row(&mut forget, key, &first.stored)?;
             match &last.text {
                 Some((text, Some(facets))) => insert.execute(params![key, text, facets])?,
                 Some((text, None)) => insert.execute(params![key, text])?,
@@ -401,6 +405,24 @@ pub fn flush(conn: &Connection) -> Result<(), StoreError> {
             };
         }
     }
+    Ok(())
+}
+
+/// Takes the row `key` held (`stored`, if any) out of an index, through
+/// its `delete` statement.
+fn forget_row(
+    forget: &mut rusqlite::CachedStatement<'_>,
+    key: i64,
+    stored: &Option<Stored>,
+) -> Result<(), StoreError> {
+    match stored {
+        Some(Stored {
+            text,
+            facets: Some(facets),
+        }) => forget.execute(params![key, text, facets])?,
+        Some(Stored { text, facets: None }) => forget.execute(params![key, text])?,
+        None => 0,
+    };
     Ok(())
 }
 
@@ -457,20 +479,22 @@ pub fn reindex_all(conn: &Connection) -> Result<usize, StoreError> {
     let mut indexed = 0;
     let mut insert =
         conn.prepare("INSERT INTO record_search (rowid, text, facets) VALUES (?1, ?2, ?3)")?;
-    let mut rows = conn.prepare("SELECT key FROM records WHERE key > ?1 ORDER BY key LIMIT ?2")?;
+    let mut rows = conn.prepare(&format!(
+        "SELECT key, {STORED_RECORD} FROM records WHERE key > ?1 ORDER BY key LIMIT ?2"
+    ))?;
     loop {
-        let keys: Vec<i64> = rows
-            .query_map(params![after, BACKFILL_CHUNK as i64], |row| row.get(0))?
+        let chunk: Vec<(i64, Stored)> = rows
+            .query_map(params![after, BACKFILL_CHUNK as i64], |row| {
+                Ok((row.get(0)?, Stored::of_record(row, 1)?))
+            })?
             .collect::<Result<_, _>>()?;
-        let Some(last) = keys.last() else {
+        let Some((last, _)) = chunk.last() else {
             return Ok(indexed);
         };
         after = *last;
-        for key in keys {
-            if let Some(stored) = stored_record(conn, key)? {
-                insert.execute(params![key, stored.text, stored.facets])?;
-                indexed += 1;
-            }
+        for (key, stored) in chunk {
+            insert.execute(params![key, stored.text, stored.facets])?;
+            indexed += 1;
         }
     }
 }
