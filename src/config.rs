@@ -50,7 +50,24 @@ pub struct Settings {
     pub embedding: Option<EmbeddingSettings>,
     pub auth: AuthSettings,
     pub topics: TopicSettings,
+    pub conversations: ConversationSettings,
     pub telemetry: TelemetrySettings,
+}
+
+/// Conversations: when turns sent without a session open a new one.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationSettings {
+    /// Turns sent without a `session_id` continue the conversation's
+    /// latest session when its last turn is at most this many minutes
+    /// before the first of them; otherwise they open a new session.
+    pub session_gap_minutes: u32,
+}
+
+impl ConversationSettings {
+    pub fn session_gap(&self) -> chrono::Duration {
+        chrono::Duration::minutes(i64::from(self.session_gap_minutes))
+    }
 }
 
 /// What is logged about requests beyond the access log.
@@ -523,6 +540,14 @@ impl Settings {
         }
         if self.topics.max_field_history == 0 {
             return invalid("topics.max_field_history", "must be at least 1");
+        }
+        if self.conversations.session_gap_minutes == 0
+            || self.conversations.session_gap_minutes > 525_600
+        {
+            return invalid(
+                "conversations.session_gap_minutes",
+                "must be from 1 to 525600 (a year)",
+            );
         }
         if !(self.topics.match_threshold > 0.0 && self.topics.match_threshold <= 1.0) {
             return invalid("topics.match_threshold", "must be in (0, 1]");

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use crate::actors::storage::WriterStats;
 use crate::store::MemoryStats;
 
 /// Upper bounds of the latency histogram, in seconds.
@@ -123,7 +124,7 @@ impl Metrics {
     pub fn render(
         &self,
         memory: &MemoryStats,
-        writer_queue_depth: usize,
+        writer: WriterStats,
         reads_in_flight: usize,
     ) -> String {
         let mut out = String::new();
@@ -217,7 +218,25 @@ impl Metrics {
             &mut out,
             "engram_writer_queue_depth",
             "Writes waiting for the writer.",
-            writer_queue_depth as f64,
+            writer.queue_depth as f64,
+        );
+        let counter = |out: &mut String, name: &str, help: &str, value: f64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        };
+        counter(
+            &mut out,
+            "engram_writer_busy_seconds_total",
+            "Time the writers spent in transactions and scrubs.",
+            writer.busy_seconds,
+        );
+        counter(
+            &mut out,
+            "engram_writer_transactions_total",
+            "Write transactions, each holding one or more writes.",
+            writer.transactions as f64,
         );
         gauge(
             &mut out,

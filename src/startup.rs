@@ -233,6 +233,7 @@ impl Application {
             sealer: Arc::new(pepper.sealer()),
             pepper,
             topics_touched: consolidator.clone().recipient(),
+            session_gap: settings.conversations.session_gap(),
             topics_read: consolidator.recipient(),
             request_limits: http::RequestLimits {
                 deadline: Duration::from_millis(
@@ -382,6 +383,8 @@ struct SharedState {
     /// What cursors are sealed with (derived from the pepper).
     sealer: Arc<Sealer>,
     topics_touched: Recipient<TopicsTouched>,
+    /// `conversations.session_gap_minutes`.
+    session_gap: chrono::Duration,
     topics_read: Recipient<TopicsRead>,
     request_limits: http::RequestLimits,
 }
@@ -397,6 +400,7 @@ impl SharedState {
                 self.clock.clone(),
                 self.topics.clone(),
                 self.topics_touched.clone(),
+                self.session_gap,
             )
             .start(),
             retriever: Retriever::new(

@@ -1,10 +1,11 @@
-//! `loadtests erase`: erasing one tenant of a shared memory, and then
-//! single records, while the others go on writing. Loads `--records`
-//! records, a tenth of them in the scope to erase; while `--clients`
-//! clients ingest single records into another scope, measures their
-//! latency alone for 3 s, then erases that scope through `POST /v1/erase`,
-//! then 20 records of another scope one request each; prints how long each
-//! took and the ingest latencies of each phase.
+//! `loadtests erase`: erasing single records, then one tenant of a shared
+//! memory, while the others go on writing. Loads `--records` records, a
+//! tenth of them in the scope to erase; while `--clients` clients ingest
+//! single records into another scope, measures their latency alone for
+//! 3 s, then erases 20 records one request each, then (the clients paused)
+//! 20 more, measuring the writer's time for each from `GET /metrics`, then
+//! the whole scope through `POST /v1/erase`; prints how long each took and
+//! the ingest latencies of each phase.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
-use loadtests::http::{client, post};
+use loadtests::http::{client, metric, post};
 
 pub struct EraseOptions {
     pub url: String,
@@ -60,14 +61,16 @@ async fn load(options: &EraseOptions, http: &awc::Client) -> Result<(), String> 
     Ok(())
 }
 
-/// What the writers are measuring: ingests alone, then during the scope's
-/// erasure, then during the erasures of one record each.
+/// What the ingesting clients are measuring: ingests alone, then during
+/// the erasures of one record each, then (after a pause, when they send
+/// nothing) during the scope's erasure.
 #[derive(Clone, Copy, PartialEq)]
 enum Phase {
     Baseline = 0,
-    Scope = 1,
-    Singles = 2,
-    Done = 3,
+    Singles = 1,
+    Scope = 2,
+    Paused = 3,
+    Done = 4,
 }
 
 /// How many records are erased one by one, each by its own request.
@@ -112,12 +115,42 @@ async fn ids_in(
         .unwrap_or_default())
 }
 
+/// Erases each of `ids` by its own request; answers the client's latency
+/// and the server's `took_ms` of each, in microseconds.
+async fn erase_each(
+    http: &awc::Client,
+    url: &str,
+    ids: &[String],
+) -> Result<(Histogram<u64>, Histogram<u64>), String> {
+    let (mut client, mut server) = (histogram(), histogram());
+    for id in ids {
+        let sent = Instant::now();
+        let (status, answer) = post(
+            http,
+            &format!("{url}/v1/erase"),
+            &json!({"ids": [id], "actor": "loadtests", "rationale": "asked to forget"}),
+        )
+        .await?;
+        if status != 200 {
+            return Err(format!(
+                "an erasure of one record answered {status}: {answer}"
+            ));
+        }
+        client.record(sent.elapsed().as_micros().max(1) as u64).ok();
+        server
+            .record(answer["took_ms"].as_u64().unwrap_or(0).max(1) * 1000)
+            .ok();
+    }
+    Ok((client, server))
+}
+
 pub async fn run(options: EraseOptions) -> Result<String, String> {
     let http = client(&options.headers);
     let started = Instant::now();
     load(&options, &http).await?;
     let loaded = started.elapsed();
     let singles = ids_in(&http, &options.url, "tenant-1", SINGLES).await?;
+    let quiet = ids_in(&http, &options.url, "tenant-2", SINGLES).await?;
     let phase = Rc::new(Cell::new(Phase::Baseline));
     let mut writers = Vec::new();
     for c in 0..options.clients {
@@ -128,8 +161,13 @@ pub async fn run(options: EraseOptions) -> Result<String, String> {
             let mut n = 0u64;
             loop {
                 let now = phase.get();
-                if now == Phase::Done {
-                    break;
+                match now {
+                    Phase::Done => break,
+                    Phase::Paused => {
+                        actix_rt::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                    _ => {}
                 }
                 let body = json!({"source": "loadtests", "event_kind": "user_input",
                                   "ref": format!("w{c}-{n}"), "scope": "tenant-live",
@@ -147,44 +185,7 @@ pub async fn run(options: EraseOptions) -> Result<String, String> {
             Ok::<_, String>(latency)
         }));
     }
-    // Ingest alone first: the baseline the rest is compared with.
-    actix_rt::time::sleep(Duration::from_secs(3)).await;
-    phase.set(Phase::Scope);
-    let erase_started = Instant::now();
-    let (status, report) = post(
-        &http,
-        &format!("{}/v1/erase", options.url),
-        &json!({"scope": "tenant-0", "actor": "loadtests", "rationale": "tenant left"}),
-    )
-    .await?;
-    let took = erase_started.elapsed();
-    if status != 200 {
-        phase.set(Phase::Done);
-        return Err(format!("the erasure answered {status}: {report}"));
-    }
-    // Then one record at a time, each its own erasure.
-    phase.set(Phase::Singles);
-    let mut single = histogram();
-    let mut single_server = histogram();
-    for id in &singles {
-        let sent = Instant::now();
-        let (status, answer) = post(
-            &http,
-            &format!("{}/v1/erase", options.url),
-            &json!({"ids": [id], "actor": "loadtests", "rationale": "asked to forget"}),
-        )
-        .await?;
-        if status != 200 {
-            phase.set(Phase::Done);
-            return Err(format!(
-                "an erasure of one record answered {status}: {answer}"
-            ));
-        }
-        single.record(sent.elapsed().as_micros().max(1) as u64).ok();
-        single_server
-            .record(answer["took_ms"].as_u64().unwrap_or(0).max(1) * 1000)
-            .ok();
-    }
+    let outcome = phases(&options, &http, &phase, &singles, &quiet).await;
     phase.set(Phase::Done);
     let mut latency = [histogram(), histogram(), histogram()];
     for writer in writers {
@@ -193,28 +194,95 @@ pub async fn run(options: EraseOptions) -> Result<String, String> {
             all.add(one).map_err(|e| e.to_string())?;
         }
     }
+    let Phases {
+        single,
+        single_server,
+        writer_ms,
+        scope_took,
+        report,
+    } = outcome?;
     let ms = |v: u64| v as f64 / 1000.0;
     Ok(format!(
         "loaded {} records in {:.1} s\n\
          ingests alone (3 s, {} clients): {}\n\
-         erased {} (+{} derived) of scope tenant-0 in {:.2} s (server: {} ms)\n\
-         ingests meanwhile: {}\n\
          erased {} records one at a time: each p50 {:.2} ms, max {:.2} ms (server's took_ms: p50 {:.0}, max {:.0})\n\
+         ingests meanwhile: {}\n\
+         erased {} more alone: writer time each p50 {:.2} ms, max {:.2} ms\n\
+         erased {} (+{} derived) of scope tenant-0 in {:.2} s (server: {} ms)\n\
          ingests meanwhile: {}\n",
         options.records,
         loaded.as_secs_f64(),
         options.clients,
-        summary(&latency[0]),
-        report["erased"],
-        report["derived_erased"],
-        took.as_secs_f64(),
-        report["took_ms"],
-        summary(&latency[1]),
+        summary(&latency[Phase::Baseline as usize]),
         single.len(),
         ms(single.value_at_quantile(0.5)),
         ms(single.max()),
         ms(single_server.value_at_quantile(0.5)),
         ms(single_server.max()),
-        summary(&latency[2]),
+        summary(&latency[Phase::Singles as usize]),
+        writer_ms.len(),
+        ms(writer_ms.value_at_quantile(0.5)),
+        ms(writer_ms.max()),
+        report["erased"],
+        report["derived_erased"],
+        scope_took.as_secs_f64(),
+        report["took_ms"],
+        summary(&latency[Phase::Scope as usize]),
     ))
+}
+
+/// What the erasures measured.
+struct Phases {
+    single: Histogram<u64>,
+    single_server: Histogram<u64>,
+    /// The writer's time for each erasure made while nothing else writes.
+    writer_ms: Histogram<u64>,
+    scope_took: Duration,
+    report: Value,
+}
+
+async fn phases(
+    options: &EraseOptions,
+    http: &awc::Client,
+    phase: &Cell<Phase>,
+    singles: &[String],
+    quiet: &[String],
+) -> Result<Phases, String> {
+    // Ingest alone first: the baseline the rest is compared with.
+    actix_rt::time::sleep(Duration::from_secs(3)).await;
+    phase.set(Phase::Singles);
+    let (single, single_server) = erase_each(http, &options.url, singles).await?;
+    // With the clients paused (their last ingests given time to commit),
+    // the writer's busy time across one erasure is that erasure's.
+    phase.set(Phase::Paused);
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let busy = "engram_writer_busy_seconds_total";
+    let mut writer_ms = histogram();
+    for id in quiet {
+        let before = metric(http, &options.url, busy).await?;
+        erase_each(http, &options.url, std::slice::from_ref(id)).await?;
+        let after = metric(http, &options.url, busy).await?;
+        writer_ms
+            .record((((after - before) * 1e6) as u64).max(1))
+            .ok();
+    }
+    phase.set(Phase::Scope);
+    let erase_started = Instant::now();
+    let (status, report) = post(
+        http,
+        &format!("{}/v1/erase", options.url),
+        &json!({"scope": "tenant-0", "actor": "loadtests", "rationale": "tenant left"}),
+    )
+    .await?;
+    let scope_took = erase_started.elapsed();
+    if status != 200 {
+        return Err(format!("the erasure answered {status}: {report}"));
+    }
+    Ok(Phases {
+        single,
+        single_server,
+        writer_ms,
+        scope_took,
+        report,
+    })
 }

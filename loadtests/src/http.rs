@@ -32,3 +32,24 @@ pub async fn post(client: &awc::Client, url: &str, body: &Value) -> Result<(u16,
         serde_json::from_slice(&bytes).unwrap_or(Value::Null),
     ))
 }
+
+/// The value of the counter or gauge `name` in `GET /metrics`.
+pub async fn metric(client: &awc::Client, base: &str, name: &str) -> Result<f64, String> {
+    let mut response = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if response.status().as_u16() != 200 {
+        return Err(format!("GET /metrics answered {}", response.status()));
+    }
+    let bytes = response
+        .body()
+        .limit(16 << 20)
+        .await
+        .map_err(|e| e.to_string())?;
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .ok_or_else(|| format!("GET /metrics has no {name}"))
+}

@@ -12,10 +12,11 @@ use crate::domain::ingest::{Candidate, IngestContext};
 use crate::domain::new_record::NewRecord;
 use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
-use crate::domain::requests::{BatchRequest, IngestItem};
+use crate::domain::requests::{BatchRequest, ConversationRequest, IngestItem};
 use crate::domain::search::analyse_ahead;
 use crate::domain::topic::{Topic, TopicIngest};
 use crate::domain::trust::Caller;
+use crate::service::conversations::{ConversationIngested, StoreConversation};
 use crate::service::ingest::{PrepareState, Route, StoreBatch, StoreCandidate, StoreRecord};
 use crate::service::job::Job;
 pub use crate::service::topics::Ingested;
@@ -33,6 +34,8 @@ pub struct Ingestor {
     /// Where topics ingests report the topics they touched (the
     /// consolidation actor's maintenance).
     touched: Recipient<TopicsTouched>,
+    /// How long a conversation's session lasts without a turn.
+    session_gap: chrono::Duration,
 }
 
 impl Ingestor {
@@ -42,6 +45,7 @@ impl Ingestor {
         clock: Clock,
         topics: TopicRules,
         touched: Recipient<TopicsTouched>,
+        session_gap: chrono::Duration,
     ) -> Self {
         Ingestor {
             policy,
@@ -49,6 +53,7 @@ impl Ingestor {
             clock,
             topics,
             touched,
+            session_gap,
         }
     }
 }
@@ -156,6 +161,44 @@ impl Handler<IngestBatch> for Ingestor {
                 candidates,
             };
             writer.write_or_new(adds_only, job).await
+        })
+    }
+}
+
+/// Appends turns to a conversation: all of them or none.
+#[derive(Message)]
+#[rtype(result = "Result<ConversationIngested, ServiceError>")]
+pub struct IngestConversation {
+    pub caller: Caller,
+    pub conversation: ConversationRequest,
+}
+
+impl Handler<IngestConversation> for Ingestor {
+    type Result = ResponseFuture<Result<ConversationIngested, ServiceError>>;
+
+    #[tracing::instrument(name = "ingest_conversation", level = "debug", skip_all)]
+    fn handle(&mut self, msg: IngestConversation, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        let cx = IngestContext {
+            policy: &self.policy,
+            now,
+            new_id: &new_record_id,
+            key: msg.caller.key.as_deref(),
+        };
+        let conversation = msg.conversation.into_conversation(&cx).map(|mut c| {
+            c.records.iter_mut().for_each(analyse_ahead);
+            c
+        });
+        let writer = self.writer.clone();
+        let (caller, gap) = (msg.caller, self.session_gap);
+        Box::pin(async move {
+            let job = StoreConversation {
+                caller,
+                now,
+                conversation: conversation?,
+                gap,
+            };
+            writer.write(job).await
         })
     }
 }
@@ -301,6 +344,7 @@ impl Handler<ArchiveTopic> for Ingestor {
 handles_in_request!(
     Ingestor => Ingest,
     IngestBatch,
+    IngestConversation,
     CreateRecord,
     IngestTopic,
     AddTopicEdge,

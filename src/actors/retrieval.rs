@@ -18,9 +18,10 @@ use super::storage::Reader;
 use crate::clock::Clock;
 use crate::domain::access::Access;
 use crate::domain::record::MemoryRecord;
-use crate::domain::requests::{GraphRequest, RetrieveRequest};
+use crate::domain::requests::{GraphRequest, RetrieveRequest, TurnsRequest};
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
+use crate::service::conversations::{ReadTurns, Session};
 use crate::service::erasure::ListErasures;
 pub use crate::service::graph::Graph;
 use crate::service::graph::RankGraph;
@@ -451,6 +452,91 @@ impl Handler<MemoryMetrics> for Retriever {
     }
 }
 
+/// A conversation read back, a page at a time.
+#[derive(Message)]
+#[rtype(result = "Result<ConversationPage, ServiceError>")]
+pub struct ReadConversation {
+    pub access: Access,
+    pub conversation_id: String,
+    pub request: TurnsRequest,
+}
+
+/// A page of a conversation, and the cursor of the next one.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ConversationPage {
+    pub sessions: Vec<Session>,
+    pub next_cursor: Option<String>,
+}
+
+impl Handler<ReadConversation> for Retriever {
+    type Result = ResponseFuture<Result<ConversationPage, ServiceError>>;
+
+    #[tracing::instrument(name = "read_conversation", level = "debug", skip_all)]
+    fn handle(&mut self, msg: ReadConversation, _: &mut Self::Context) -> Self::Result {
+        let ReadConversation {
+            access,
+            conversation_id,
+            mut request,
+        } = msg;
+        let token = request.cursor.take();
+        let checked = request
+            .into_query(
+                &access,
+                conversation_id,
+                self.settings.max_limit,
+                self.settings.ranking.max_response_bytes,
+            )
+            .map_err(ServiceError::from)
+            .and_then(|(caller, mut query)| {
+                let bound = format!("turns|{caller:?}|{query:?}").into_bytes();
+                if let Some(token) = token {
+                    query.from = Some(self.open_turn_place(&token, &bound)?);
+                }
+                Ok((bound, query))
+            });
+        let (bound, query) = match checked {
+            Ok(checked) => checked,
+            Err(e) => return Box::pin(async move { Err(e) }),
+        };
+        let read = self.bounded_read(ReadTurns {
+            query,
+            now: self.clock.now(),
+        });
+        let sealer = self.sealer.clone();
+        Box::pin(async move {
+            let page = read.await?;
+            let next_cursor = page.next.map(|(at, key)| {
+                let mut place = at.to_be_bytes().to_vec();
+                place.extend_from_slice(&key.to_be_bytes());
+                sealer.seal(&place, &bound)
+            });
+            Ok(ConversationPage {
+                sessions: page.sessions,
+                next_cursor,
+            })
+        })
+    }
+}
+
+impl Retriever {
+    /// The turn a conversation's cursor continues after (its time and
+    /// key), if this service sealed it for this caller and this request.
+    fn open_turn_place(&self, token: &str, bound: &[u8]) -> Result<(i64, i64), ServiceError> {
+        let place = self.sealer.open(token, bound).and_then(|bytes| {
+            let at = i64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
+            let key = i64::from_be_bytes(bytes.get(8..16)?.try_into().ok()?);
+            (bytes.len() == 16).then_some((at, key))
+        });
+        place.ok_or_else(|| {
+            ValidationError::new(
+                "cursor",
+                "not a cursor this service issued for this caller and this request; send next_cursor as it came, with the request it came with",
+            )
+            .into()
+        })
+    }
+}
+
 handles_in_request!(
     Retriever => Retrieve,
     RetrieveGraph,
@@ -461,6 +547,7 @@ handles_in_request!(
     FieldHistory,
     SummaryHistory,
     ErasureLog,
+    ReadConversation,
     Ping,
     MemoryMetrics
 );

@@ -3,6 +3,8 @@
 //! runs each as one writer job through `service::revision`, so it commits
 //! whole or not at all.
 
+use std::time::Instant;
+
 use super::request::handles_in_request;
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
@@ -15,7 +17,7 @@ use crate::domain::requests::RevisionRequest;
 use crate::domain::revision::NewRecordContext;
 use crate::domain::trust::Caller;
 pub use crate::service::erasure::ErasureReport;
-use crate::service::erasure::{EraseChunk, FinishErasure, PlanErasure, CHUNK};
+use crate::service::erasure::{next_chunk, EraseChunk, FinishErasure, PlanErasure, FIRST_CHUNK};
 use crate::service::revise::ApplyRevision;
 use crate::service::ServiceError;
 
@@ -108,11 +110,15 @@ impl Handler<Erase> for Reviser {
             }
             let stamp = plan.stamp();
             let mut tombstones = 0;
-            for chunk in plan.records.chunks(CHUNK) {
+            // Chunks sized by how long the last one held the writer.
+            let (mut at, mut size) = (0, FIRST_CHUNK);
+            while at < plan.records.len() {
+                let chunk = &plan.records[at..(at + size).min(plan.records.len())];
                 let planned = chunk
                     .iter()
                     .filter_map(|r| plan.chained.get(&r.key).map(|c| (r.key, c.clone())))
                     .collect();
+                let started = Instant::now();
                 tombstones += writer
                     .write(EraseChunk {
                         records: chunk.to_vec(),
@@ -120,6 +126,8 @@ impl Handler<Erase> for Reviser {
                         stamp: stamp.clone(),
                     })
                     .await?;
+                at += chunk.len();
+                size = next_chunk(chunk.len(), started.elapsed());
             }
             let report = writer.write(FinishErasure { plan, tombstones }).await?;
             // No copy of what was deleted stays aside before the answer.

@@ -6,7 +6,7 @@
 //! deadline.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -375,6 +375,20 @@ struct LaneCounts {
     queued: AtomicUsize,
     /// Writes in the queue or in the transaction being written.
     unanswered: AtomicUsize,
+    /// Time spent in transactions and scrubs, in microseconds.
+    busy_us: AtomicU64,
+    /// Transactions committed or rolled back.
+    transactions: AtomicU64,
+}
+
+/// How much the writers have worked since the service started.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WriterStats {
+    /// Writes waiting in the queues now.
+    pub queue_depth: usize,
+    /// Seconds spent in transactions and scrubs, all writers together.
+    pub busy_seconds: f64,
+    pub transactions: u64,
 }
 
 /// How the writer works: its queue, its transactions, its deadline.
@@ -439,6 +453,22 @@ impl StorageWriter {
             .iter()
             .map(|lane| lane.counts.queued.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// The queues and how long the writers have been busy: the writer time
+    /// an operation costs is the difference across it on a quiet service.
+    pub fn stats(&self) -> WriterStats {
+        let sum = |count: fn(&LaneCounts) -> &AtomicU64| -> u64 {
+            self.lanes
+                .iter()
+                .map(|lane| count(&lane.counts).load(Ordering::Relaxed))
+                .sum()
+        };
+        WriterStats {
+            queue_depth: self.queue_depth(),
+            busy_seconds: sum(|c| &c.busy_us) as f64 / 1e6,
+            transactions: sum(|c| &c.transactions),
+        }
     }
 
     /// Queues `job` and waits for its commit. `job` runs on the writer
@@ -618,6 +648,11 @@ impl LaneCounts {
     fn answered(&self, writes: usize) {
         self.unanswered.fetch_sub(writes, Ordering::Relaxed);
     }
+
+    fn worked(&self, took: Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.busy_us.fetch_add(us, Ordering::Relaxed);
+    }
 }
 
 fn write_loop(
@@ -628,7 +663,10 @@ fn write_loop(
 ) {
     let mut stopping = false;
     let scrub = |conn: &mut Box<dyn WriteConnection>, reply: oneshot::Sender<_>| {
-        let scrubbed = conn.scrub().map_err(|e| {
+        let started = Instant::now();
+        let scrubbed = conn.scrub();
+        counts.worked(started.elapsed());
+        let scrubbed = scrubbed.map_err(|e| {
             tracing::error!(error = %e, "scrubbing after an erasure failed");
             ServiceError::Unavailable(
                 "the erasure is committed, but its bytes may still be on disk: \
@@ -677,6 +715,8 @@ fn write_loop(
         }
         // Each write took the whole transaction it was committed in.
         let took = started.elapsed();
+        counts.worked(took);
+        counts.transactions.fetch_add(1, Ordering::Relaxed);
         let writes = batch.len();
         for job in batch {
             job.handoff().worked(took);

@@ -8,18 +8,20 @@ use std::path::PathBuf;
 use chrono::Utc;
 
 use crate::config::Settings;
-use crate::domain::erasure::{Erasure, Selector};
+use crate::domain::erasure::{Erasure, Selector, SelectorFields};
 use crate::domain::trust::Caller;
 use crate::service::erasure::erase;
 
 pub const ERASE_USAGE: &str = "\
 Usage:
-  engram erase (--scope NAME | --source NAME | --subject TEXT | --ids FILE)
+  engram erase (--scope NAME | --source NAME | --subject TEXT |
+                --conversation ID | --ids FILE)
                --rationale TEXT [--actor NAME] [--dry-run] [--config PATH]
 
 Erases for good the records of a scope, those a source made, the facts
-about a subject (and topics of that title), or the records whose ids FILE
-lists (one per line), with the records made from them. --dry-run changes
+about a subject (and topics of that title), the turns of a conversation,
+or the records whose ids FILE lists (one per line), with the records made
+from them. --dry-run changes
 nothing and prints the same report. --actor defaults to engram-cli. The
 database is found as `engram serve` finds it (--config, ENGRAM_CONFIG,
 ENGRAM_DB_PATH, ...).";
@@ -28,7 +30,7 @@ ENGRAM_DB_PATH, ...).";
 /// config file given, if any.
 pub fn parse_erase(args: &[String]) -> Result<(Erasure, Option<PathBuf>), String> {
     let mut config = None;
-    let (mut scope, mut source, mut subject, mut ids) = (None, None, None, None);
+    let mut fields = SelectorFields::default();
     let (mut actor, mut rationale, mut dry_run) = (Some("engram-cli".to_string()), None, false);
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -50,20 +52,22 @@ pub fn parse_erase(args: &[String]) -> Result<(Erasure, Option<PathBuf>), String
         };
         match flag.as_str() {
             "config" => config = Some(PathBuf::from(value)),
-            "scope" => scope = Some(value),
-            "source" => source = Some(value),
-            "subject" => subject = Some(value),
-            "ids" => ids = Some(read_ids(&value)?),
+            "scope" => fields.scope = Some(value),
+            "source" => fields.source = Some(value),
+            "subject" => fields.subject = Some(value),
+            "conversation" => fields.conversation_id = Some(value),
+            "ids" => fields.ids = Some(read_ids(&value)?),
             "actor" => actor = Some(value),
             "rationale" => rationale = Some(value),
             other => return Err(format!("unknown option --{other}")),
         }
     }
-    let checked = Selector::checked(ids, scope, source, subject)
+    let checked = Selector::checked(fields)
         .and_then(|selector| Erasure::checked(selector, actor, rationale, dry_run));
     let erasure = checked.map_err(|e| {
         let flag = match e.field.as_str() {
-            "selector" => "one of --scope, --source, --subject, --ids".to_string(),
+            "selector" => "one of --scope, --source, --subject, --conversation, --ids".to_string(),
+            "conversation_id" => "--conversation".to_string(),
             field => format!("--{}", field.split('[').next().unwrap_or(field)),
         };
         format!("{flag}: {}", e.message)

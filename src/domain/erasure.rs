@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::conversation::check_id as check_conversation_id;
 use super::validate::{check_id, check_name, Validated, ValidationError};
 
 /// Most ids one erasure names.
@@ -17,26 +18,41 @@ pub enum Selector {
     Source(String),
     /// Facts about this subject, and topics of that title.
     Subject(String),
+    /// The turns of this conversation (in every scope the caller may see).
+    Conversation(String),
+}
+
+/// The selectors as a request names them, before they are checked.
+#[derive(Debug, Clone, Default)]
+pub struct SelectorFields {
+    pub ids: Option<Vec<String>>,
+    pub scope: Option<String>,
+    pub source: Option<String>,
+    pub subject: Option<String>,
+    pub conversation_id: Option<String>,
 }
 
 impl Selector {
-    /// Exactly one of the four, each checked.
-    pub fn checked(
-        ids: Option<Vec<String>>,
-        scope: Option<String>,
-        source: Option<String>,
-        subject: Option<String>,
-    ) -> Validated<Selector> {
+    /// Exactly one of the five, each checked.
+    pub fn checked(fields: SelectorFields) -> Validated<Selector> {
+        let SelectorFields {
+            ids,
+            scope,
+            source,
+            subject,
+            conversation_id,
+        } = fields;
         let given = [
             ids.is_some(),
             scope.is_some(),
             source.is_some(),
             subject.is_some(),
+            conversation_id.is_some(),
         ];
         if given.iter().filter(|g| **g).count() != 1 {
             return Err(ValidationError::new(
                 "selector",
-                "give exactly one of ids, scope, source, subject",
+                "give exactly one of ids, scope, source, subject, conversation_id",
             ));
         }
         if let Some(ids) = ids {
@@ -56,6 +72,10 @@ impl Selector {
                 .filter(|id| seen.insert(id.clone()))
                 .collect();
             return Ok(Selector::Ids(unique));
+        }
+        if let Some(conversation) = conversation_id {
+            check_conversation_id("conversation_id", &conversation)?;
+            return Ok(Selector::Conversation(conversation));
         }
         let (field, text) = match (scope, source, subject) {
             (Some(scope), _, _) => ("scope", scope),
@@ -81,16 +101,17 @@ impl Selector {
             Selector::Scope(_) => "scope",
             Selector::Source(_) => "source",
             Selector::Subject(_) => "subject",
+            Selector::Conversation(_) => "conversation",
         }
     }
 
     /// What the erasure log keeps of it: a scope or source name; never the
-    /// ids (a count instead) nor a subject, which may itself be what is
-    /// erased.
+    /// ids (a count instead), a subject or a conversation's id, which may
+    /// themselves be what is erased.
     pub fn logged(&self) -> Option<&str> {
         match self {
             Selector::Scope(name) | Selector::Source(name) => Some(name),
-            Selector::Ids(_) | Selector::Subject(_) => None,
+            Selector::Ids(_) | Selector::Subject(_) | Selector::Conversation(_) => None,
         }
     }
 }
@@ -163,28 +184,56 @@ mod tests {
         Some((0..n).map(|i| format!("r{i}")).collect())
     }
 
+    fn by_ids(ids: Option<Vec<String>>) -> Validated<Selector> {
+        Selector::checked(SelectorFields {
+            ids,
+            ..SelectorFields::default()
+        })
+    }
+
     #[test]
     fn exactly_one_selector_is_given() {
-        let none = Selector::checked(None, None, None, None).unwrap_err();
+        let none = Selector::checked(SelectorFields::default()).unwrap_err();
         assert!(none.to_string().contains("exactly one"), "{none}");
-        let two = Selector::checked(ids(1), Some("s".into()), None, None).unwrap_err();
+        let two = Selector::checked(SelectorFields {
+            ids: ids(1),
+            scope: Some("s".into()),
+            ..SelectorFields::default()
+        })
+        .unwrap_err();
         assert!(two.to_string().starts_with("selector"), "{two}");
         assert_eq!(
-            Selector::checked(None, None, Some("bot".into()), None).unwrap(),
+            Selector::checked(SelectorFields {
+                source: Some("bot".into()),
+                ..SelectorFields::default()
+            })
+            .unwrap(),
             Selector::Source("bot".into())
+        );
+        assert_eq!(
+            Selector::checked(SelectorFields {
+                conversation_id: Some("chat-1".into()),
+                ..SelectorFields::default()
+            })
+            .unwrap(),
+            Selector::Conversation("chat-1".into())
         );
     }
 
     #[test]
     fn ids_are_one_to_a_thousand_each_counted_once() {
-        assert!(Selector::checked(ids(0), None, None, None).is_err());
-        assert!(Selector::checked(ids(MAX_IDS + 1), None, None, None).is_err());
+        assert!(by_ids(ids(0)).is_err());
+        assert!(by_ids(ids(MAX_IDS + 1)).is_err());
         let twice = Some(vec!["b".to_string(), "a".to_string(), "b".to_string()]);
         assert_eq!(
-            Selector::checked(twice, None, None, None).unwrap(),
+            by_ids(twice).unwrap(),
             Selector::Ids(vec!["b".into(), "a".into()])
         );
-        let empty = Selector::checked(None, Some(" ".into()), None, None).unwrap_err();
+        let empty = Selector::checked(SelectorFields {
+            scope: Some(" ".into()),
+            ..SelectorFields::default()
+        })
+        .unwrap_err();
         assert!(empty.to_string().starts_with("scope"), "{empty}");
     }
 
@@ -193,6 +242,7 @@ mod tests {
         assert_eq!(Selector::Scope("t".into()).logged(), Some("t"));
         assert_eq!(Selector::Ids(vec!["x".into()]).logged(), None);
         assert_eq!(Selector::Subject("Alice".into()).logged(), None);
+        assert_eq!(Selector::Conversation("chat-1".into()).logged(), None);
     }
 
     #[test]

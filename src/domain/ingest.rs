@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::builder::RecordDraft;
+use super::conversation::{check_id as check_conversation_id, Attachment, Turn, MAX_TURNS};
 use super::payload::{
     EpisodicPayload, Evidence, OutcomeStatus, Payload, RevisionState, SemanticPayload,
     TimelineEvent, ToolNode, Validity, WorkingPayload,
@@ -166,6 +167,18 @@ fn new_record(
     reference: String,
     payload: Payload,
 ) -> Validated<MemoryRecord> {
+    new_record_as(cx, kind, kind_name(kind), common, reference, payload)
+}
+
+/// [`new_record`], its audit entry saying it ingested `what`.
+fn new_record_as(
+    cx: &IngestContext<'_>,
+    kind: CandidateKind,
+    what: &str,
+    common: Common,
+    reference: String,
+    payload: Payload,
+) -> Validated<MemoryRecord> {
     let draft = RecordDraft {
         scope: common.scope,
         tags: common.tags,
@@ -181,7 +194,7 @@ fn new_record(
         },
         audit_log: vec![Attribution::new(
             signed(cx.key, &common.source),
-            format!("ingested {}", kind_name(kind)),
+            format!("ingested {what}"),
         )
         .entry(AuditAction::Create, cx.now)],
         embedding: common.embedding,
@@ -469,4 +482,114 @@ mod tests {
         });
         assert!(!outcome.adds_only());
     }
+}
+
+/// A turn of a conversation as a client sends it, checked but not yet
+/// placed: its session and index are the writer's to set.
+pub struct TurnFields {
+    pub speaker: String,
+    pub text: String,
+    pub at: Option<String>,
+    pub reference: Option<String>,
+    pub attachments: Vec<Attachment>,
+    pub embedding: Option<Vec<f64>>,
+}
+
+/// The turns of one request, as records whose turns are still to be
+/// placed in their conversation ([`crate::domain::conversation::place`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewConversation {
+    pub conversation_id: String,
+    /// The session the client named, if any.
+    pub session_id: Option<String>,
+    pub records: Vec<MemoryRecord>,
+}
+
+/// The session a turn stands in until the writer places it.
+const UNPLACED: &str = "-";
+
+/// Checks a conversation's turns and builds their records: one episodic
+/// record per turn, in the order sent, sharing the request's source,
+/// scope, sensitivity and tags.
+#[allow(clippy::too_many_arguments)]
+pub fn conversation(
+    cx: &IngestContext<'_>,
+    source: String,
+    conversation_id: String,
+    session_id: Option<String>,
+    scope: Option<String>,
+    sensitivity: Option<Sensitivity>,
+    tags: Vec<String>,
+    turns: Vec<TurnFields>,
+) -> Validated<NewConversation> {
+    let source = require_source(source)?;
+    check_conversation_id("conversation_id", &conversation_id)?;
+    if let Some(session) = &session_id {
+        check_conversation_id("session_id", session)?;
+    }
+    let scope = optional_string("scope", scope)?;
+    let tags = normalize_tags("tags", tags)?;
+    if turns.is_empty() || turns.len() > MAX_TURNS {
+        return Err(ValidationError::new(
+            "turns",
+            format!("1 to {MAX_TURNS} turns are required, {} given", turns.len()),
+        ));
+    }
+    let mut records = Vec::with_capacity(turns.len());
+    for (i, fields) in turns.into_iter().enumerate() {
+        let field = |name: &str| format!("turns[{i}].{name}");
+        let at = match fields.at {
+            None => cx.now,
+            Some(text) => {
+                let at = parse_rfc3339(&text)
+                    .map(truncate_to_micros)
+                    .map_err(|e| ValidationError::new(field("at"), e))?;
+                check_not_future(&field("at"), at, cx.now)?;
+                at
+            }
+        };
+        let turn = Turn {
+            conversation_id: conversation_id.clone(),
+            session_id: session_id.clone().unwrap_or_else(|| UNPLACED.to_string()),
+            index: 0,
+            speaker: fields.speaker,
+            text: fields.text,
+            at,
+            reference: fields.reference,
+            attachments: fields.attachments,
+        };
+        turn.validate(&format!("turns[{i}]"))?;
+        let common = Common {
+            source: source.clone(),
+            timestamp: at,
+            tags: tags.clone(),
+            scope: scope.clone(),
+            sensitivity: sensitivity.unwrap_or(cx.policy.default_sensitivity),
+            embedding: Embedding::optional(&field("embedding"), fields.embedding)?,
+        };
+        let reference = turn
+            .reference
+            .clone()
+            .unwrap_or_else(|| conversation_id.clone());
+        let payload = Payload::Episodic(EpisodicPayload {
+            turn: Some(turn),
+            ..EpisodicPayload::default()
+        });
+        records.push(
+            new_record_as(
+                cx,
+                CandidateKind::Event,
+                "conversation turn",
+                common,
+                reference,
+                payload,
+            )
+            .map_err(|e| e.within(&format!("turns[{i}]")))?,
+        );
+    }
+    Ok(NewConversation {
+        conversation_id,
+        session_id,
+        records,
+    })
 }

@@ -7,6 +7,7 @@ pub mod access;
 pub mod analysis;
 pub mod builder;
 pub mod consolidation;
+pub mod conversation;
 pub mod decay;
 pub mod erasure;
 pub mod ingest;

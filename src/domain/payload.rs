@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::conversation::Turn;
 use super::record::{MemoryType, Status};
 use super::strict::Strict;
 use super::time::{rfc3339, rfc3339_option, Timestamp};
@@ -65,6 +66,9 @@ pub struct EpisodicPayload {
     pub environment: Option<Value>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub artifacts: Vec<Value>,
+    /// A conversation's turn: what was said, by whom, where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<Turn>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -385,11 +389,20 @@ impl Payload {
     }
 
     /// The one name the record is about, for the types that have one: a
-    /// working state's thread, a fact's subject.
+    /// working state's thread, a fact's subject, a turn's conversation.
     pub fn about(&self) -> Option<&str> {
         match self {
             Payload::Working(p) => Some(&p.thread_id),
             Payload::Semantic(p) => Some(&p.subject),
+            Payload::Episodic(p) => p.turn.as_ref().map(|t| t.conversation_id.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The turn of a conversation the record is.
+    pub fn turn(&self) -> Option<&Turn> {
+        match self {
+            Payload::Episodic(p) => p.turn.as_ref(),
             _ => None,
         }
     }
@@ -448,7 +461,11 @@ impl EpisodicPayload {
         if let Some(environment) = &self.environment {
             check_json_size("environment", environment)?;
         }
-        check_json_size("artifacts", &Value::Array(self.artifacts.clone()))
+        check_json_size("artifacts", &Value::Array(self.artifacts.clone()))?;
+        match &self.turn {
+            Some(turn) => turn.validate("turn"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -3,8 +3,10 @@
 
 use serde_json::{Map, Value};
 
+use super::conversation::{check_id as check_conversation_id, MAX_CONTEXT_TURNS};
 use super::record::{MemoryRecord, MemoryType, Sensitivity};
 use super::relevance::Weights;
+use super::requests::check_speakers;
 use super::search::TextQuery;
 use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
 use super::trust::{Caller, TrustContext};
@@ -27,6 +29,10 @@ pub struct Filters {
     pub thread_id: Option<String>,
     /// Facts about this subject.
     pub subject: Option<String>,
+    /// Turns of this conversation.
+    pub conversation_id: Option<String>,
+    /// Turns by any of these speakers.
+    pub speakers: Vec<String>,
     /// Created strictly after.
     pub created_after: Option<Timestamp>,
     /// Created strictly before.
@@ -40,6 +46,8 @@ pub struct FilterFields {
     pub sources: Option<Vec<String>>,
     pub thread_id: Option<String>,
     pub subject: Option<String>,
+    pub conversation_id: Option<String>,
+    pub speakers: Option<Vec<String>>,
     pub created_after: Option<String>,
     pub created_before: Option<String>,
 }
@@ -98,26 +106,53 @@ impl Filters {
                 ));
             }
         }
+        if let Some(id) = &fields.conversation_id {
+            check_conversation_id("conversation_id", id)?;
+        }
+        let mut speakers = fields.speakers.unwrap_or_default();
+        check_speakers(&speakers)?;
+        speakers.sort();
+        speakers.dedup();
         Ok(Filters {
             tags,
             sources,
             thread_id: name("thread_id", fields.thread_id)?,
             subject: name("subject", fields.subject)?,
+            conversation_id: fields.conversation_id,
+            speakers,
             created_after,
             created_before,
         })
     }
 
     /// Whether records of this type can pass: a thread belongs to working
-    /// states, a subject to facts.
+    /// states, a subject to facts, a conversation and speakers to turns
+    /// (episodes).
     pub fn admits(&self, memory_type: MemoryType) -> bool {
         (self.thread_id.is_none() || memory_type == MemoryType::Working)
             && (self.subject.is_none() || memory_type == MemoryType::Semantic)
+            && (self.conversation_id.is_none() && self.speakers.is_empty()
+                || memory_type == MemoryType::Episodic)
     }
 
-    /// The one name (thread or subject) a record must be about, if any.
+    /// The one name (thread, subject or conversation) a record must be
+    /// about, if any.
     pub fn about(&self) -> Option<&str> {
-        self.thread_id.as_deref().or(self.subject.as_deref())
+        self.thread_id
+            .as_deref()
+            .or(self.subject.as_deref())
+            .or(self.conversation_id.as_deref())
+    }
+
+    /// The names a record must be about, with the type that has them.
+    pub fn abouts(&self) -> impl Iterator<Item = (&str, MemoryType)> {
+        [
+            (&self.thread_id, MemoryType::Working),
+            (&self.subject, MemoryType::Semantic),
+            (&self.conversation_id, MemoryType::Episodic),
+        ]
+        .into_iter()
+        .filter_map(|(name, memory_type)| name.as_deref().map(|n| (n, memory_type)))
     }
 
     /// Whether the filters pick records through an index of their own (a
@@ -134,6 +169,11 @@ impl Filters {
                 .about()
                 .is_none_or(|about| record.payload.about() == Some(about))
             && self.tags.iter().all(|tag| record.tags.contains(tag))
+            && (self.speakers.is_empty()
+                || record
+                    .payload
+                    .turn()
+                    .is_some_and(|t| self.speakers.contains(&t.speaker)))
             && (self.sources.is_empty()
                 || record
                     .provenance
@@ -248,6 +288,8 @@ pub struct Retrieval {
     pub page_size: Option<usize>,
     /// `query_embedding`: rank by similarity to it.
     pub embedding: Option<Embedding>,
+    /// Visible turns returned around each turn, on each side.
+    pub context_turns: usize,
 }
 
 /// How the service ranks, from its configuration.
@@ -347,6 +389,7 @@ impl Retrieval {
             page_size: None,
             embedding: None,
             filters: Filters::default(),
+            context_turns: 0,
         })
     }
 
@@ -385,6 +428,25 @@ impl Retrieval {
     /// The same retrieval, ranked by similarity to `embedding` too.
     pub fn embedded(self, embedding: Option<Embedding>) -> Retrieval {
         Retrieval { embedding, ..self }
+    }
+
+    /// The same retrieval, each turn returned with up to `context_turns`
+    /// (0 to 10) visible turns of its session on each side.
+    pub fn with_context(self, context_turns: Option<i64>) -> Validated<Retrieval> {
+        let context_turns = match context_turns {
+            None => 0,
+            Some(n) if (0..=MAX_CONTEXT_TURNS as i64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(ValidationError::new(
+                    "context_turns",
+                    format!("must be between 0 and {MAX_CONTEXT_TURNS}, got {n}"),
+                ))
+            }
+        };
+        Ok(Retrieval {
+            context_turns,
+            ..self
+        })
     }
 }
 

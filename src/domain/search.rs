@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::analysis::{self, Analysed};
+use super::conversation::Turn;
 use super::payload::{Payload, TaskState};
 use super::record::MemoryRecord;
 
@@ -17,7 +18,7 @@ const MAX_VALUE_TEXT: usize = 4096;
 
 /// The record's search text: the fields that say what it is about, by
 /// type, then its tags. Episodic: event kinds, refs, summaries, tool
-/// names; semantic: subject, predicate, object; working: thread, state,
+/// names, a turn's speaker, text and captions; semantic: subject, predicate, object; working: thread, state,
 /// next actions, open questions, context; competence: skill name, trigger
 /// signals, recipe steps, failure modes; plan_graph: intent, node ops.
 pub fn search_text(record: &MemoryRecord) -> String {
@@ -30,6 +31,7 @@ pub fn search_text(record: &MemoryRecord) -> String {
                 parts.extend(event.summary.clone());
             }
             parts.extend(p.tool_graph.iter().map(|node| node.tool.clone()));
+            parts.extend(p.turn.as_ref().map(Turn::search_text));
         }
         Payload::Semantic(p) => {
             parts.push(p.subject.clone());

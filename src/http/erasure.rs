@@ -11,7 +11,7 @@ use crate::actors::request::InRequest;
 use crate::actors::retrieval::{ErasureEntry, ErasureLog};
 use crate::actors::revision::{Erase, ErasureReport};
 use crate::domain::access::{Access, Role};
-use crate::domain::erasure::{Erasure, Selector};
+use crate::domain::erasure::{Erasure, Selector, SelectorFields};
 use crate::domain::trust::{Caller, TrustContext};
 use crate::domain::validate::ValidationError;
 use crate::error::ApiError;
@@ -47,6 +47,9 @@ struct EraseBody {
     /// Facts with this subject, and topics of this title.
     #[serde(default)]
     subject: Option<String>,
+    /// The turns of this conversation.
+    #[serde(default)]
+    conversation_id: Option<String>,
     #[serde(default)]
     actor: Option<String>,
     #[serde(default)]
@@ -62,7 +65,7 @@ struct EraseBody {
     path = "/v1/erase",
     operation_id = "eraseRecords",
     tag = "erasure",
-    summary = "Erase records for good: by ids, scope, source or subject",
+    summary = "Erase records for good: by ids, scope, source, subject or conversation",
     request_body = EraseBody,
     responses((status = 200, description = "What was erased (or, dry, would be)", body = ErasureReport), (status = 404, description = "Nothing the caller may see is selected", body = ErrorBody))
 )]
@@ -73,7 +76,13 @@ async fn erase(
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     let caller = caller(&access, body.trust)?;
-    let selector = Selector::checked(body.ids, body.scope, body.source, body.subject)?;
+    let selector = Selector::checked(SelectorFields {
+        ids: body.ids,
+        scope: body.scope,
+        source: body.source,
+        subject: body.subject,
+        conversation_id: body.conversation_id,
+    })?;
     let erasure = Erasure::checked(selector, body.actor, body.rationale, body.dry_run)?;
     let report = state
         .reviser

@@ -8,15 +8,16 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::{record_response, records_response, AppState, Endpoint, JsonBody};
-use crate::actors::ingestion::{Ingest, IngestBatch};
+use crate::actors::ingestion::{Ingest, IngestBatch, IngestConversation};
 use crate::actors::request::InRequest;
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
 use crate::domain::requests::{
-    BatchRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
-    WorkingStateRequest,
+    BatchRequest, ConversationRequest, EventRequest, IngestItem, ObservationRequest,
+    OutcomeRequest, ToolOutputRequest, WorkingStateRequest,
 };
 use crate::error::ApiError;
+use crate::service::conversations::ConversationIngested;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -41,6 +42,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             working_state,
         ),
         Endpoint::new(Method::POST, "/v1/ingest/batch", Role::Write, batch),
+        Endpoint::new(
+            Method::POST,
+            "/v1/ingest/conversation",
+            Role::Write,
+            conversation,
+        ),
     ]
 }
 
@@ -211,4 +218,28 @@ async fn batch(
         }))
         .await??;
     Ok(records_response(StatusCode::CREATED, &records))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/ingest/conversation",
+    operation_id = "ingestConversation",
+    tag = "ingest",
+    summary = "Append turns to a conversation (one episodic record per turn, all or none)",
+    request_body = ConversationRequest,
+    responses((status = 201, description = "The turns stored, and the session they went to", body = ConversationIngested))
+)]
+async fn conversation(
+    state: web::Data<AppState>,
+    access: Access,
+    body: JsonBody<ConversationRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let ingested = state
+        .ingestor
+        .send(InRequest::new(IngestConversation {
+            caller: access.writer(),
+            conversation: body.0,
+        }))
+        .await??;
+    Ok(HttpResponse::Created().json(ingested))
 }

@@ -58,11 +58,9 @@ async fn memory(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 )]
 async fn prometheus(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let memory = collect(&state).await?;
-    let text = state.metrics.render(
-        &memory,
-        state.writer.queue_depth(),
-        state.read_gate.in_flight(),
-    );
+    let text = state
+        .metrics
+        .render(&memory, state.writer.stats(), state.read_gate.in_flight());
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(text))

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod body;
+mod conversations;
 pub mod disconnect;
 mod erasure;
 mod health;
@@ -127,6 +128,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         health::endpoints(),
         openapi::endpoints(),
         ingest::endpoints(),
+        conversations::endpoints(),
         jobs::endpoints(),
         keys::endpoints(),
         mcp::endpoints(),

@@ -28,7 +28,8 @@ use crate::error::{ApiError, Code, ErrorBody};
 // The handlers' modules are private to `http`; their paths are named
 // through `super`.
 use super::{
-    erasure, health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisions, topics,
+    conversations, erasure, health, ingest, jobs, keys, mcp, metrics, records, retrieve, revisions,
+    topics,
 };
 
 #[derive(OpenApi)]
@@ -49,6 +50,8 @@ use super::{
         ingest::working_state,
         ingest::outcome,
         ingest::batch,
+        ingest::conversation,
+        conversations::turns,
         jobs::list,
         jobs::update,
         jobs::run,
@@ -85,6 +88,7 @@ use super::{
     tags(
         (name = "health", description = "Liveness and readiness; no key needed"),
         (name = "ingest", description = "Agents' experience in: classified, completed by policy, stored with provenance"),
+        (name = "conversations", description = "Conversations read back, session by session"),
         (name = "records", description = "Whole records, and feedback on them"),
         (name = "retrieve", description = "Layered, trust-gated reads"),
         (name = "revisions", description = "Atomic, audited changes of knowledge"),

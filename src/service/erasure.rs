@@ -3,14 +3,14 @@
 //! a revision chain; a log entry that holds no content.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::job::Job;
 use super::ServiceError;
 use crate::domain::erasure::{Erasure, Selector, TableCounts};
-use crate::domain::record::new_record_id;
+use crate::domain::record::{new_record_id, MemoryType};
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::trust::{Caller, TrustContext};
 use crate::store::{
@@ -66,8 +66,9 @@ fn selected(
         Selector::Scope(scope) if !trust.allows_scope(Some(scope)) => Vec::new(),
         Selector::Scope(scope) => tx.erasable_in_scope(scope, trust)?,
         Selector::Source(source) => tx.erasable_by_source(source, trust)?,
+        Selector::Conversation(id) => tx.erasable_about(id, MemoryType::Episodic, trust)?,
         Selector::Subject(subject) => {
-            let mut found = tx.erasable_about(subject, trust)?;
+            let mut found = tx.erasable_about(subject, MemoryType::Semantic, trust)?;
             topics = tx.topics_titled_any_scope(subject, trust)?;
             for &topic in &topics {
                 found.extend(
@@ -243,10 +244,23 @@ pub fn plan(
     })
 }
 
-/// Records erased per writer transaction, so ingests queued meanwhile are
-/// committed between them (250: 100,000 records erased in about 7 s with
-/// ingest p99 under 40 ms, `loadtests erase`).
-pub const CHUNK: usize = 250;
+/// How long one erasure chunk should hold the writer: ingests queued
+/// behind it wait at most about this long, so other tenants' write latency
+/// stays near its baseline while a large erasure runs.
+pub const CHUNK_TIME: Duration = Duration::from_millis(8);
+/// Records in the first chunk, and the bounds of every chunk.
+pub const FIRST_CHUNK: usize = 64;
+const MIN_CHUNK: usize = 8;
+const MAX_CHUNK: usize = 1000;
+
+/// The size of the chunk after one of `size` records that took `took`:
+/// what would take [`CHUNK_TIME`] at that pace, at most twice or half the
+/// last (one slow commit does not collapse it).
+pub fn next_chunk(size: usize, took: Duration) -> usize {
+    let pace = CHUNK_TIME.as_secs_f64() / took.as_secs_f64().max(1e-6);
+    let next = (size as f64 * pace).clamp(size as f64 / 2.0, size as f64 * 2.0);
+    (next as usize).clamp(MIN_CHUNK, MAX_CHUNK)
+}
 
 /// Who erased, when and why: what a tombstone says; and how many records
 /// the whole erasure takes.
@@ -490,5 +504,23 @@ impl Job for ListErasures {
             }
         });
         Ok(ErasurePage { entries, next })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_grow_and_shrink_toward_the_writer_time_aimed_at() {
+        // Twice as fast as aimed at: twice as many next time, no more.
+        assert_eq!(next_chunk(64, CHUNK_TIME / 2), 128);
+        assert_eq!(next_chunk(64, CHUNK_TIME / 100), 128);
+        // Four times too slow: half, no less.
+        assert_eq!(next_chunk(64, CHUNK_TIME * 4), 32);
+        assert_eq!(next_chunk(64, CHUNK_TIME * 4 / 3), 48);
+        // Within the bounds whatever the pace.
+        assert_eq!(next_chunk(MIN_CHUNK, Duration::from_secs(10)), MIN_CHUNK);
+        assert_eq!(next_chunk(MAX_CHUNK, Duration::ZERO), MAX_CHUNK);
     }
 }

@@ -10,6 +10,7 @@
 //! reaches the same code.
 
 pub mod consolidation;
+pub mod conversations;
 pub mod decay;
 pub mod embedding;
 pub mod erasure;

@@ -1,10 +1,14 @@
 //! Reads: layered, trust-gated retrieval with multi-solution selection; one
 //! record by id; the supersession history of a record.
 
-use serde::Serialize;
+use std::collections::HashMap;
 
+use serde::{Serialize, Serializer};
+
+use super::conversations::{context_of, TurnContext};
 use super::job::Job;
 use super::{check_embedding, not_found, ServiceError};
+use crate::domain::conversation::TurnSight;
 use crate::domain::record::{MemoryRecord, MemoryType};
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::{Cursor, Ranking, Retrieval};
@@ -13,8 +17,11 @@ use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
 use crate::store::Transaction;
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, utoipa::ToSchema)]
 pub struct RetrieveResult {
+    /// Best first. With `context_turns`, each turn of a conversation also
+    /// has `context`: `{"before": [record…], "after": [record…]}`, the
+    /// visible turns of its session around it, in conversation order.
     pub records: Vec<MemoryRecord>,
     pub selection: Option<Selection>,
     /// One per record, in the same order: why each is where it is.
@@ -25,9 +32,52 @@ pub struct RetrieveResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// Where the answer continues, as storage knows it; never sent.
-    #[serde(skip)]
     #[schema(ignore)]
     pub next: Option<Cursor>,
+    /// The turns around each turn returned, by record id (`context_turns`).
+    #[schema(ignore)]
+    pub contexts: HashMap<String, TurnContext>,
+}
+
+impl Serialize for RetrieveResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// A record with the turns around it, in one object.
+        #[derive(Serialize)]
+        struct InContext<'a> {
+            #[serde(flatten)]
+            record: &'a MemoryRecord,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            context: Option<&'a TurnContext>,
+        }
+        struct Records<'a>(&'a RetrieveResult);
+        impl Serialize for Records<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let result = self.0;
+                if result.contexts.is_empty() {
+                    return result.records.serialize(serializer);
+                }
+                serializer.collect_seq(result.records.iter().map(|record| InContext {
+                    record,
+                    context: result.contexts.get(&record.id),
+                }))
+            }
+        }
+        #[derive(Serialize)]
+        struct Body<'a> {
+            records: Records<'a>,
+            selection: &'a Option<Selection>,
+            scores: &'a [Score],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            next_cursor: &'a Option<String>,
+        }
+        Body {
+            records: Records(self),
+            selection: &self.selection,
+            scores: &self.scores,
+            next_cursor: &self.next_cursor,
+        }
+        .serialize(serializer)
+    }
 }
 
 /// The records the caller may see, best first, and the ranking of the
@@ -53,12 +103,19 @@ pub fn retrieve(
         now,
         selection_threshold,
     );
+    let sight = TurnSight {
+        max_sensitivity: caller.trust.max_sensitivity,
+        scopes: caller.trust.scope_filter(),
+        include_retracted: retrieval.include_retracted,
+    };
+    let contexts = context_of(tx, &records, retrieval.context_turns, &sight, now)?;
     Ok(RetrieveResult {
         records,
         selection,
         scores: page.scores,
         next_cursor: None,
         next: page.next,
+        contexts,
     })
 }
 

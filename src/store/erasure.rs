@@ -229,10 +229,12 @@ pub trait ErasureStore {
         source: &str,
         trust: &TrustContext,
     ) -> Result<Vec<Erasable>, StoreError>;
-    /// Facts whose subject is `subject`, that `trust` may see.
+    /// Records of `memory_type` about `about` (facts of a subject, turns
+    /// of a conversation), that `trust` may see.
     fn erasable_about(
         &mut self,
-        subject: &str,
+        about: &str,
+        memory_type: MemoryType,
         trust: &TrustContext,
     ) -> Result<Vec<Erasable>, StoreError>;
     /// The records of these ids that exist, whoever may see them.

@@ -17,6 +17,7 @@
 
 pub mod budget;
 mod consolidation;
+pub mod conversations;
 mod erasure;
 mod keys;
 mod maintenance;
@@ -31,6 +32,7 @@ mod topics;
 mod vectors;
 
 pub use consolidation::{ConsolidationStore, Episode, Sighting, Step};
+pub use conversations::ConversationStore;
 pub use erasure::{
     ChainNeighbours, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
     BULK_ERASURE,
@@ -198,6 +200,7 @@ impl ThreadReads {
 /// Saliences returned are decayed to the `now` given.
 pub trait Transaction:
     RecordStore
+    + ConversationStore
     + StatsStore
     + VectorStore
     + DecayStore
@@ -212,6 +215,7 @@ pub trait Transaction:
 
 impl<
         T: RecordStore
+            + ConversationStore
             + StatsStore
             + VectorStore
             + DecayStore

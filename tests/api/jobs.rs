@@ -328,6 +328,15 @@ async fn prometheus_metrics_cover_requests_jobs_and_the_writer() {
             "missing {line:?} in\n{text}"
         );
     }
+    // Two events and a decay run were written, each in a transaction that
+    // took some time.
+    let counter = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("missing {name} in\n{text}"))
+    };
+    assert!(counter("engram_writer_transactions_total") >= 2.0);
+    assert!(counter("engram_writer_busy_seconds_total") > 0.0);
 }
 
 async fn engram_cli(args: Vec<String>) -> std::process::Output {

@@ -4,6 +4,7 @@
 mod auth;
 mod backup;
 mod bounds;
+mod conversations;
 mod crash;
 mod docs;
 mod encryption;

@@ -24,6 +24,7 @@ struct Names {
     record: String,
     topic: String,
     key: String,
+    conversation: String,
 }
 
 /// The hidden things, and what must never show of them.
@@ -88,6 +89,17 @@ fn request(method: &str, path: &str, n: &Names, unique: usize) -> (String, Optio
             Some(
                 json!({"items": [{"kind": "outcome", "source": "agent", "target_record_id": record, "outcome_status": "success"}]}),
             ),
+            true,
+        ),
+        ("POST", "/v1/ingest/conversation") => (
+            path.into(),
+            Some(json!({"source": "agent", "conversation_id": "chat",
+                        "turns": [{"speaker": "a", "text": "hello"}]})),
+            false,
+        ),
+        ("POST", "/v1/conversations/{conversation_id}/turns") => (
+            format!("/v1/conversations/{}/turns", n.conversation),
+            Some(json!({})),
             true,
         ),
         ("PUT", "/v1/jobs/{name}") => (
@@ -238,10 +250,20 @@ async fn visible(app: &TestApp, root: &str, unique: usize) -> Names {
     let key = format!("visible-{unique}");
     app.make_key(Some(root), json!({"name": key, "scopes": ["a"]}))
         .await;
+    let conversation = format!("open-chat-{unique}");
+    made(
+        app,
+        root,
+        "/v1/ingest/conversation",
+        json!({"source": "a", "conversation_id": conversation, "scope": "a",
+               "turns": [{"speaker": "Ann", "text": "plain words"}]}),
+    )
+    .await;
     Names {
         record: record["record"]["id"].as_str().unwrap().to_string(),
         topic: topic["topic_id"].as_str().unwrap().to_string(),
         key,
+        conversation,
     }
 }
 
@@ -263,11 +285,20 @@ async fn hidden(app: &TestApp, root: &str) -> (Names, Secrets) {
         .as_str()
         .unwrap()
         .to_string();
+    made(
+        app,
+        root,
+        "/v1/ingest/conversation",
+        json!({"source": "a", "conversation_id": "zebra-chat", "scope": "b", "sensitivity": "hyper",
+               "turns": [{"speaker": "Zed", "text": "the zebra quartz is in the vault"}]}),
+    )
+    .await;
     (
         Names {
             record: record.clone(),
             topic: topic.clone(),
             key: "root".into(),
+            conversation: "zebra-chat".into(),
         },
         Secrets {
             record,
@@ -292,6 +323,7 @@ async fn every_route_role_and_target_answers_within_the_grant_and_leaks_nothing(
         record: MISSING_RECORD.into(),
         topic: MISSING_TOPIC.into(),
         key: "ghost".into(),
+        conversation: "ghost-chat".into(),
     };
     let mut keys = Vec::new();
     for role in Role::ALL {
@@ -321,11 +353,13 @@ async fn every_route_role_and_target_answers_within_the_grant_and_leaks_nothing(
                         record: hidden_names.record.clone(),
                         topic: hidden_names.topic.clone(),
                         key: hidden_names.key.clone(),
+                        conversation: hidden_names.conversation.clone(),
                     },
                     Target::Missing => Names {
                         record: missing.record.clone(),
                         topic: missing.topic.clone(),
                         key: missing.key.clone(),
+                        conversation: missing.conversation.clone(),
                     },
                 };
                 let (path, body, targeted) = request(method, endpoint.path, &names, unique.get());
@@ -363,8 +397,8 @@ async fn every_route_role_and_target_answers_within_the_grant_and_leaks_nothing(
                     "{what}: {hidden} / {missing}"
                 );
                 assert_eq!(
-                    normalised(hidden, &[&h.record, &h.topic, &h.key]),
-                    normalised(missing, &[&m.record, &m.topic, &m.key]),
+                    normalised(hidden, &[&h.record, &h.topic, &h.key, &h.conversation]),
+                    normalised(missing, &[&m.record, &m.topic, &m.key, &m.conversation]),
                     "{what}: hidden and missing answer alike"
                 );
             }

@@ -4,7 +4,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::domain::ingest::{self, Candidate, IngestContext};
+use crate::domain::conversation::Attachment;
+use crate::domain::ingest::{self, Candidate, IngestContext, NewConversation, TurnFields};
 use crate::domain::payload::{empty_array, OutcomeStatus, TaskState, WorkingPayload};
 use crate::domain::record::Sensitivity;
 use crate::domain::validate::{null_as_default, Validated};
@@ -134,6 +135,73 @@ pub enum IngestItem {
 #[schema(example = json!({"items": [{"kind": "event", "source": "agent:planner", "event_kind": "deploy", "ref": "run-42"}, {"kind": "observation", "source": "agent:planner", "subject": "service:billing", "predicate": "version", "object": "1.4"}]}))]
 pub struct BatchRequest {
     pub items: Vec<IngestItem>,
+}
+
+/// `POST /v1/ingest/conversation`: turns of a conversation, appended in
+/// order.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "chat-agent", "conversation_id": "support-4711", "session_id": "s-2023-05-08", "scope": "team-a", "sensitivity": "low", "tags": ["support"], "turns": [{"speaker": "Caroline", "text": "I went to a support group yesterday.", "at": "2023-05-08T13:56:00Z", "ref": "D1:3"}, {"speaker": "Melanie", "text": "How did it go?", "at": "2023-05-08T13:57:10Z", "ref": "D1:4", "attachments": [{"caption": "a photo of a sunset over a lake"}]}]}))]
+pub struct ConversationRequest {
+    pub source: String,
+    pub conversation_id: String,
+    /// Absent: the latest session goes on when its last turn is at most
+    /// `conversations.session_gap_minutes` before the first new one, else
+    /// a new session opens.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub sensitivity: Option<Sensitivity>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub tags: Vec<String>,
+    pub turns: Vec<TurnRequest>,
+}
+
+/// One turn: who said what, when.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnRequest {
+    pub speaker: String,
+    pub text: String,
+    /// RFC 3339 with an offset; absent: now.
+    #[serde(default)]
+    pub at: Option<String>,
+    #[serde(rename = "ref", default)]
+    pub reference: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub attachments: Vec<Attachment>,
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
+}
+
+impl ConversationRequest {
+    /// Checks the request and builds its turns' records.
+    pub fn into_conversation(self, cx: &IngestContext<'_>) -> Validated<NewConversation> {
+        let turns = self
+            .turns
+            .into_iter()
+            .map(|t| TurnFields {
+                speaker: t.speaker,
+                text: t.text,
+                at: t.at,
+                reference: t.reference,
+                attachments: t.attachments,
+                embedding: t.embedding,
+            })
+            .collect();
+        ingest::conversation(
+            cx,
+            self.source,
+            self.conversation_id,
+            self.session_id,
+            self.scope,
+            self.sensitivity,
+            self.tags,
+            turns,
+        )
+    }
 }
 
 /// The fields every record-creating request has, checked: moved out of

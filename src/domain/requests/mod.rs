@@ -10,10 +10,12 @@
 //! run on their threads, once. A missing field is reported by
 //! `http::parse_json` with the reference's words for it.
 
+mod conversations;
 mod ingest;
 mod retrieve;
 mod revisions;
 
+pub use conversations::*;
 pub use ingest::*;
 pub use retrieve::*;
 pub use revisions::*;

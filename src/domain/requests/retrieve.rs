@@ -48,6 +48,16 @@ pub struct RetrieveRequest {
     pub thread_id: Option<String>,
     #[serde(default)]
     pub subject: Option<String>,
+    /// Turns of this conversation only.
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    /// Turns by any of these speakers only.
+    #[serde(default)]
+    pub speakers: Option<Vec<String>>,
+    /// Each turn returned carries `context`: up to this many (0 to 10)
+    /// visible turns of its session before and after it.
+    #[serde(default)]
+    pub context_turns: Option<i64>,
     #[serde(default)]
     pub created_after: Option<String>,
     #[serde(default)]
@@ -81,13 +91,16 @@ impl RetrieveRequest {
             sources: self.sources,
             thread_id: self.thread_id,
             subject: self.subject,
+            conversation_id: self.conversation_id,
+            speakers: self.speakers,
             created_after: self.created_after,
             created_before: self.created_before,
         })?)
         .embedded(Embedding::optional(
             "query_embedding",
             self.query_embedding,
-        )?);
+        )?)
+        .with_context(self.context_turns)?;
         Ok((caller, retrieval))
     }
 }

@@ -31,6 +31,7 @@ pub const TABLES: &[&str] = &[
     "record_citations",
     "audit_log",
     "competence_stats",
+    "conversation_turns",
     "job_settings",
     "job_run_log",
     "consolidation_marks",
@@ -48,6 +49,7 @@ pub const TABLES: &[&str] = &[
     "topic_summaries",
     "erased_records",
     "erasures",
+    "erasure_scopes",
 ];
 
 /// Tables whose integer key PostgreSQL numbers: its counter is moved past

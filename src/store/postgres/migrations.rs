@@ -86,6 +86,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0011_erasure_log_by_scope.sql"),
         backfill: None,
     },
+    Migration {
+        version: 12,
+        name: "conversations",
+        sql: include_str!("../../../migrations/postgres/0012_conversations.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {

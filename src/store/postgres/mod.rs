@@ -16,6 +16,7 @@
 //! audit entries are appended, never counted.
 
 pub mod consolidation;
+pub mod conversations;
 pub mod erasure;
 pub mod import;
 pub mod keys;
@@ -559,8 +560,8 @@ impl ThreadReads {
 /// The tables whose rows hold a record's content, vacuumed after an
 /// erasure.
 const ERASED_TABLES_VACUUM: &str = "VACUUM records, decay_profiles, payloads, tags, \
-     provenance_sources, relations, record_citations, audit_log, record_vectors, \
-     topic_versions, topics, topic_words, topic_edges";
+     provenance_sources, relations, record_citations, conversation_turns, audit_log, \
+     record_vectors, topic_versions, topics, topic_words, topic_edges";
 
 /// A writer's connection: group-committed transactions, each job in a
 /// savepoint. Held for good, and made again once the server closed it

@@ -589,17 +589,18 @@ impl Conditions {
             });
         }
         let filters = &query.filters;
-        for (name, memory_type) in [
-            (&filters.thread_id, MemoryType::Working),
-            (&filters.subject, MemoryType::Semantic),
-        ] {
-            if let Some(name) = name {
-                let p = c.param(name.clone());
-                c.and(&of_record(format!(
-                    "r.about = {p} AND r.layer = {}",
-                    memory_type.layer()
-                )));
-            }
+        for (name, memory_type) in filters.abouts() {
+            let p = c.param(name.to_string());
+            c.and(&of_record(format!(
+                "r.about = {p} AND r.layer = {}",
+                memory_type.layer()
+            )));
+        }
+        if !filters.speakers.is_empty() {
+            let p = c.param(filters.speakers.clone());
+            c.and(&format!(
+                "{key} IN (SELECT record_key FROM conversation_turns WHERE speaker = ANY({p}))"
+            ));
         }
         for tag in &filters.tags {
             let p = c.param(tag.clone());

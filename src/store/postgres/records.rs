@@ -134,6 +134,30 @@ struct NewRows<'a> {
     citation_of: Vec<i64>,
     audit_of: Vec<i64>,
     audit: AuditColumns<'a>,
+    /// A turn's place (its conversation is the record's `about`).
+    turns: TurnColumns<'a>,
+}
+
+/// The places of turns, one per record (`None` for a record that is no
+/// turn).
+#[derive(Default)]
+struct TurnColumns<'a> {
+    sessions: Vec<Option<&'a str>>,
+    indexes: Vec<Option<i64>>,
+    speakers: Vec<Option<&'a str>>,
+    at: Vec<Option<i64>>,
+    timed: Vec<Option<bool>>,
+}
+
+impl<'a> TurnColumns<'a> {
+    fn push(&mut self, record: &'a MemoryRecord) {
+        let turn = record.payload.turn();
+        self.sessions.push(turn.map(|t| t.session_id.as_str()));
+        self.indexes.push(turn.map(|t| t.index as i64));
+        self.speakers.push(turn.map(|t| t.speaker.as_str()));
+        self.at.push(turn.map(|t| to_micros(&t.at)));
+        self.timed.push(turn.map(|t| t.timed()));
+    }
 }
 
 impl<'a> NewRows<'a> {
@@ -188,6 +212,7 @@ impl<'a> NewRows<'a> {
             rows.audit_of
                 .extend(std::iter::repeat_n(n, audit.actions.len()));
             rows.audit.append(audit);
+            rows.turns.push(record);
         }
         Ok(rows)
     }
@@ -217,12 +242,13 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
                          $11::bigint[], $12::text[], $13::text[], $14::text[], $15::bigint[],
                          $16::float8[], $17::bigint[], $18::float8[], $19::bigint[],
                          $20::bool[], $21::text[], $22::text[], $23::bigint[], $24::bigint[],
-                         $45::bigint[], $46::text[])
+                         $45::bigint[], $46::text[], $49::text[], $50::bigint[], $51::text[],
+                         $52::bigint[], $53::bool[])
                   WITH ORDINALITY AS u(id, layer, sensitivity, confidence, salience, scope,
                       status, created_by, created_at, updated_at, decays_from, about, text,
                       curve, half_life, floor, max_age, gain, reinforced_at, pinned,
                       deletion, payload, successes, failures, search_length, search_repeats,
-                      n)),
+                      session, turn_index, speaker, turn_at, timed, n)),
          r AS (
              INSERT INTO records (key, id, layer, sensitivity, confidence, scope, status,
                                   created_by, created_at, updated_at, about, search,
@@ -279,7 +305,12 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
              JOIN s ON s.n = u.i),
          c AS (
              INSERT INTO competence_stats (record_key, success_count, failure_count)
-             SELECT key, successes, failures FROM s WHERE successes IS NOT NULL)
+             SELECT key, successes, failures FROM s WHERE successes IS NOT NULL),
+         ct AS (
+             INSERT INTO conversation_turns (record_key, conversation_id, session_id,
+                                             turn_index, speaker, at, timed)
+             SELECT key, about, session, turn_index, speaker, turn_at, timed
+             FROM s WHERE session IS NOT NULL)
          SELECT n, key FROM s",
         &[
             &rows.ids,
@@ -330,6 +361,11 @@ pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, St
             &rows.search_repeats,
             &rows.citation_of,
             &c.citations,
+            &rows.turns.sessions,
+            &rows.turns.indexes,
+            &rows.turns.speakers,
+            &rows.turns.at,
+            &rows.turns.timed,
         ],
     )?;
     let mut keys = vec![None; records.len()];
@@ -481,6 +517,7 @@ pub fn update_record(
         "DELETE FROM relations WHERE source_key = $1",
         "DELETE FROM record_citations WHERE record_key = $1",
         "DELETE FROM competence_stats WHERE record_key = $1",
+        "DELETE FROM conversation_turns WHERE record_key = $1",
     ] {
         pg.execute(table, &[&key])?;
     }
@@ -718,6 +755,22 @@ fn insert_children(pg: &Pg, key: i64, record: &MemoryRecord) -> Result<(), Store
             "INSERT INTO competence_stats (record_key, success_count, failure_count)
              VALUES ($1, $2, $3)",
             &[&key, &successes, &failures],
+        )?;
+    }
+    if let Some(turn) = record.payload.turn() {
+        pg.execute(
+            "INSERT INTO conversation_turns (record_key, conversation_id, session_id, turn_index,
+                                             speaker, at, timed)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &key,
+                &turn.conversation_id,
+                &turn.session_id,
+                &(turn.index as i64),
+                &turn.speaker,
+                &to_micros(&turn.at),
+                &turn.timed(),
+            ],
         )?;
     }
     Ok(())

@@ -121,14 +121,15 @@ impl ErasureStore for Connection {
 
     fn erasable_about(
         &mut self,
-        subject: &str,
+        about: &str,
+        memory_type: MemoryType,
         trust: &TrustContext,
     ) -> Result<Vec<Erasable>, StoreError> {
         let sql = format!(
             "SELECT {ERASABLE} FROM records WHERE about = ?1 AND layer = {} ORDER BY key",
-            MemoryType::Semantic.layer()
+            memory_type.layer()
         );
-        visible(self, &sql, subject, trust)
+        visible(self, &sql, about, trust)
     }
 
     fn erasable_ids(&mut self, ids: &[String]) -> Result<Vec<Erasable>, StoreError> {

@@ -3,7 +3,6 @@
 
 use rusqlite::types::Value as SqlValue;
 
-use crate::domain::record::MemoryType;
 use crate::domain::retrieval::Filters;
 use crate::domain::time::to_micros;
 
@@ -24,18 +23,26 @@ impl FilterSql {
             next += 1;
             next - 1
         };
-        // A thread is a working state's, a subject a fact's.
-        for (name, memory_type) in [
-            (&filters.thread_id, MemoryType::Working),
-            (&filters.subject, MemoryType::Semantic),
-        ] {
-            if let Some(name) = name {
-                let n = param(&mut sql, SqlValue::Text(name.clone()));
-                sql.clause.push_str(&format!(
-                    " AND r.about = ?{n} AND r.layer = {}",
-                    memory_type.layer()
-                ));
-            }
+        // A thread is a working state's, a subject a fact's, a
+        // conversation a turn's.
+        for (name, memory_type) in filters.abouts() {
+            let n = param(&mut sql, SqlValue::Text(name.to_string()));
+            sql.clause.push_str(&format!(
+                " AND r.about = ?{n} AND r.layer = {}",
+                memory_type.layer()
+            ));
+        }
+        if !filters.speakers.is_empty() {
+            let numbers: Vec<String> = filters
+                .speakers
+                .iter()
+                .map(|speaker| format!("?{}", param(&mut sql, SqlValue::Text(speaker.clone()))))
+                .collect();
+            sql.clause.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM conversation_turns c \
+                 WHERE c.record_key = r.key AND c.speaker IN ({}))",
+                numbers.join(", ")
+            ));
         }
         for tag in &filters.tags {
             let n = param(&mut sql, SqlValue::Text(tag.clone()));

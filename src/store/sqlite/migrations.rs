@@ -153,6 +153,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0022_secure_search.sql"),
         backfill: Some(super::search::reindex_all),
     },
+    Migration {
+        version: 23,
+        name: "conversations",
+        sql: include_str!("../../../migrations/sqlite/0023_conversations.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -209,7 +215,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=22).collect::<Vec<_>>());
+        assert_eq!(run(&mut conn).unwrap(), (1..=23).collect::<Vec<_>>());
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

@@ -5,6 +5,7 @@
 pub mod backup;
 mod checkpoint;
 pub mod consolidation;
+pub mod conversations;
 pub mod erasure;
 pub mod filters;
 pub mod keys;

@@ -211,6 +211,7 @@ pub fn update_record(
         "DELETE FROM relations WHERE source_key = ?1",
         "DELETE FROM record_citations WHERE record_key = ?1",
         "DELETE FROM competence_stats WHERE record_key = ?1",
+        "DELETE FROM conversation_turns WHERE record_key = ?1",
     ] {
         conn.prepare_cached(table)?.execute([key])?;
     }
@@ -302,8 +303,8 @@ fn write_lifecycle(
     Ok(())
 }
 
-/// Tags, provenance, citations, outgoing relations and competence
-/// counters.
+/// Tags, provenance, citations, outgoing relations, competence counters
+/// and a turn's place.
 fn insert_children(conn: &Connection, key: i64, record: &MemoryRecord) -> Result<(), StoreError> {
     let mut tag =
         conn.prepare_cached("INSERT INTO tags (record_key, tag, position) VALUES (?1, ?2, ?3)")?;
@@ -358,6 +359,22 @@ fn insert_children(conn: &Connection, key: i64, record: &MemoryRecord) -> Result
                 performance.failure_count as i64
             ])?;
         }
+    }
+    if let Some(turn) = record.payload.turn() {
+        conn.prepare_cached(
+            "INSERT INTO conversation_turns (record_key, conversation_id, session_id, turn_index,
+                                             speaker, at, timed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            key,
+            turn.conversation_id,
+            turn.session_id,
+            turn.index as i64,
+            turn.speaker,
+            to_micros(&turn.at),
+            turn.timed(),
+        ])?;
     }
     Ok(())
 }

@@ -1,0 +1,129 @@
+//! `POST /v1/conversations/{conversation_id}/turns`: a conversation read
+//! back, session by session.
+
+use serde::Deserialize;
+
+use crate::domain::access::Access;
+use crate::domain::conversation::{check_id, check_speaker, TurnQuery, TurnSight, MAX_SPEAKERS};
+use crate::domain::time::{parse_rfc3339, truncate_to_micros, Timestamp};
+use crate::domain::trust::{Caller, TrustContext};
+use crate::domain::validate::{null_as_default, optional_string, Validated, ValidationError};
+
+/// Turns in one page when the request names no `page_size`.
+pub const DEFAULT_TURN_PAGE: usize = 100;
+
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"trust": {"max_sensitivity": "low", "scopes": ["team-a"]}, "speakers": ["Caroline"], "page_size": 50}))]
+pub struct TurnsRequest {
+    /// Required without a key; with one, the key's grant when absent.
+    #[serde(default)]
+    pub trust: Option<TrustContext>,
+    /// The conversation of this scope only (a conversation is its id
+    /// within a scope).
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Turns by any of these speakers.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub speakers: Vec<String>,
+    /// Turns said strictly after / before (RFC 3339).
+    #[serde(default)]
+    pub after: Option<String>,
+    #[serde(default)]
+    pub before: Option<String>,
+    #[serde(default)]
+    pub include_retracted: Option<bool>,
+    /// Turns per page (1 to `retrieval.max_limit`; default 100); a page
+    /// also ends before the server's response size.
+    #[serde(default)]
+    pub page_size: Option<i64>,
+    /// `next_cursor` of the previous page, with the same request.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// Checks a `speakers` filter.
+pub fn check_speakers(speakers: &[String]) -> Validated<()> {
+    if speakers.len() > MAX_SPEAKERS {
+        return Err(ValidationError::new(
+            "speakers",
+            format!(
+                "too many speakers: {} given, maximum is {MAX_SPEAKERS}",
+                speakers.len()
+            ),
+        ));
+    }
+    for (i, speaker) in speakers.iter().enumerate() {
+        check_speaker(&format!("speakers[{i}]"), speaker)?;
+    }
+    Ok(())
+}
+
+fn time(field: &str, value: Option<String>) -> Validated<Option<Timestamp>> {
+    value
+        .map(|text| {
+            parse_rfc3339(&text)
+                .map(truncate_to_micros)
+                .map_err(|why| ValidationError::new(field, why))
+        })
+        .transpose()
+}
+
+impl TurnsRequest {
+    /// The caller and what it asks for (from the first turn: the cursor
+    /// is the service's to open).
+    pub fn into_query(
+        self,
+        access: &Access,
+        conversation_id: String,
+        max_page: usize,
+        max_bytes: usize,
+    ) -> Validated<(Caller, TurnQuery)> {
+        let caller = access.reader(self.trust)?;
+        check_id("conversation_id", &conversation_id)?;
+        let scope = optional_string("scope", self.scope)?;
+        if let Some(session) = &self.session_id {
+            check_id("session_id", session)?;
+        }
+        check_speakers(&self.speakers)?;
+        let after = time("after", self.after)?;
+        let before = time("before", self.before)?;
+        if let (Some(after), Some(before)) = (after, before) {
+            if after >= before {
+                return Err(ValidationError::new(
+                    "before",
+                    "before must be later than after",
+                ));
+            }
+        }
+        let limit = match self.page_size {
+            None => DEFAULT_TURN_PAGE.min(max_page),
+            Some(n) if n >= 1 && n as u64 <= max_page as u64 => n as usize,
+            Some(n) => {
+                return Err(ValidationError::new(
+                    "page_size",
+                    format!("must be between 1 and {max_page}, got {n}"),
+                ))
+            }
+        };
+        let query = TurnQuery {
+            conversation_id,
+            sight: TurnSight {
+                max_sensitivity: caller.trust.max_sensitivity,
+                scopes: caller.trust.scope_filter(),
+                include_retracted: self.include_retracted.unwrap_or(false),
+            },
+            scope: scope.map(Some),
+            session_id: self.session_id,
+            speakers: self.speakers,
+            after,
+            before,
+            from: None,
+            limit,
+            max_bytes,
+        };
+        Ok((caller, query))
+    }
+}
