@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::domain::policy::Policy;
-use crate::domain::relevance::Weights;
+use crate::domain::relevance::{Bm25, TurnWeights, Weights};
 use crate::domain::schedule::Schedule;
 use crate::domain::vector::MAX_DIMENSIONS;
 
@@ -299,9 +299,21 @@ pub struct RetrievalSettings {
     /// 0: fixed by the first vector stored.
     pub embedding_dimensions: usize,
     pub weights: Weights,
+    /// BM25's `k1` and `b`, for every text query.
+    pub bm25_k1: f64,
+    pub bm25_b: f64,
+    /// How turns rank by their neighbours and their session.
+    pub turns: TurnWeights,
 }
 
 impl RetrievalSettings {
+    pub fn bm25(&self) -> Bm25 {
+        Bm25 {
+            k1: self.bm25_k1,
+            b: self.bm25_b,
+        }
+    }
+
     pub fn embedding_dimensions(&self) -> Option<usize> {
         (self.embedding_dimensions > 0).then_some(self.embedding_dimensions)
     }
@@ -706,6 +718,12 @@ impl Settings {
         }
         if self.retrieval.max_reads_in_flight == 0 {
             return invalid("retrieval.max_reads_in_flight", "must be at least 1");
+        }
+        if let Err(why) = self.retrieval.bm25().check() {
+            return invalid("retrieval", &why);
+        }
+        if let Err(why) = self.retrieval.turns.check() {
+            return invalid("retrieval.turns", &why);
         }
         if let Err(why) = self.retrieval.weights.check() {
             return invalid("retrieval.weights", &why);

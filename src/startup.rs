@@ -220,6 +220,8 @@ impl Application {
                 selection_threshold: settings.retrieval.selection_confidence_threshold,
                 ranking: Ranking {
                     weights: settings.retrieval.weights,
+                    bm25: settings.retrieval.bm25(),
+                    turns: settings.retrieval.turns,
                     max_salience: settings.policy.max_salience,
                     max_response_bytes: settings.retrieval.max_response_bytes,
                     scan_records: settings.retrieval.scan_records,

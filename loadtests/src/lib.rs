@@ -2,6 +2,7 @@
 //! client, the deterministic test embedder, and the recall and placement
 //! evaluations, which the test suite runs on the project's datasets.
 
+pub mod conversations;
 pub mod embed;
 pub mod http;
 pub mod placement;

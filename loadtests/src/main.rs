@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use driver::{LoadOptions, Scenario};
-use loadtests::{placement, recall};
+use loadtests::{conversations, placement, recall};
 
 const USAGE: &str = "\
 Usage: loadtests <command> [options]
@@ -53,11 +53,16 @@ Other commands:
   crash               SIGKILL/restart cycles against --engram PATH
   recall              loads --dataset FILE into engram, asks its queries
                       and prints recall@k, precision@k, MRR@k, NDCG@k
+  conversations       ingests the conversations of --dataset DIR (default
+                      tests/data/conversations) and asks their questions;
+                      prints turn-level recall@5, recall@10 and MRR@10 of
+                      engram and of a plain BM25 over the same turns
   erase               loads --records records over 10 scopes; while
                       --clients clients ingest into another scope, erases
-                      one scope (a tenth), then 20 records one at a time;
-                      prints how long each took and the ingest latencies
-                      alone and meanwhile
+                      20 records one at a time, 20 more with the writer's
+                      time of each, then one scope (a tenth); prints how
+                      long each took and the ingest latencies alone and
+                      meanwhile
   placement           runs the topic placement cases of --dataset FILE
                       (default tests/data/placement.jsonl), each in a
                       scope of its own, and prints accuracy, and precision
@@ -441,6 +446,30 @@ async fn run(args: Args) -> bool {
                 }
                 Err(e) => {
                     eprintln!("loadtests: recall: {e}");
+                    false
+                }
+            }
+        }
+        "conversations" => {
+            let options = conversations::ConversationOptions {
+                url: args.load.url,
+                dataset: args
+                    .dataset
+                    .unwrap_or_else(|| "tests/data/conversations".into()),
+                headers: args.load.headers,
+                test_embedder: args.test_embedder,
+            };
+            match conversations::run(options).await {
+                Ok(result) => {
+                    if args.json {
+                        println!("{result:#}");
+                    } else {
+                        print!("{}", conversations::report(&result));
+                    }
+                    true
+                }
+                Err(e) => {
+                    eprintln!("loadtests: conversations: {e}");
                     false
                 }
             }

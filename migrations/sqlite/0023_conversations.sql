@@ -18,5 +18,5 @@ CREATE TABLE conversation_turns (
 );
 CREATE INDEX conversation_turns_in_order
     ON conversation_turns (conversation_id, at, record_key);
-CREATE INDEX conversation_turns_by_index
-    ON conversation_turns (conversation_id, turn_index);
+CREATE INDEX conversation_turns_by_session
+    ON conversation_turns (conversation_id, session_id, turn_index);

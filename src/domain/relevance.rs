@@ -23,6 +23,93 @@ pub struct Weights {
     pub salience: f64,
 }
 
+/// BM25's term frequency saturation (`k1`) and length normalisation
+/// (`b`): `retrieval.bm25_k1`, `retrieval.bm25_b` (the defaults are
+/// `config/default.toml`'s).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bm25 {
+    pub k1: f64,
+    pub b: f64,
+}
+
+impl Default for Bm25 {
+    fn default() -> Self {
+        Bm25 { k1: 0.3, b: 0.1 }
+    }
+}
+
+impl Bm25 {
+    /// Why these cannot rank, if they cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.k1.is_finite() && self.k1 >= 0.0 && self.k1 <= 10.0) {
+            return Err("bm25_k1 must be from 0 to 10".into());
+        }
+        if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
+            return Err("bm25_b must be from 0 to 1".into());
+        }
+        Ok(())
+    }
+
+    /// A term's weight in a text: `tf` times in a text `length` terms
+    /// long, where texts average `average` terms.
+    pub fn saturation(&self, tf: f64, length: f64, average: f64) -> f64 {
+        let norm = 1.0 - self.b + self.b * length / average.max(1e-9);
+        tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
+    }
+}
+
+/// How a conversation's turns rank by what surrounds them
+/// (`[retrieval.turns]`, the defaults `config/default.toml`'s; `docs/api.md`
+/// says how each is used).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnWeights {
+    /// The weight of the neighbouring turns' words in a turn's text.
+    pub neighbours: f64,
+    /// The share of the session's best turn's score added to each turn's.
+    pub session_best: f64,
+    /// The weight of the session's whole text, scored as one text.
+    pub session_text: f64,
+    /// A turn by a speaker the query names scores this much more (0.1:
+    /// 10%).
+    pub speaker: f64,
+    /// A turn that says when, for a query that asks when.
+    pub time: f64,
+}
+
+impl Default for TurnWeights {
+    fn default() -> Self {
+        TurnWeights {
+            neighbours: 0.15,
+            session_best: 0.0,
+            session_text: 0.05,
+            speaker: 0.4,
+            time: 0.4,
+        }
+    }
+}
+
+impl TurnWeights {
+    /// Why these cannot rank, if they cannot.
+    pub fn check(&self) -> Result<(), String> {
+        let all = [
+            self.neighbours,
+            self.session_best,
+            self.session_text,
+            self.speaker,
+            self.time,
+        ];
+        if all
+            .iter()
+            .any(|w| !w.is_finite() || !(0.0..=10.0).contains(w))
+        {
+            return Err("every weight must be from 0 to 10".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for Weights {
     fn default() -> Self {
         Weights {

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::conversation::{check_id as check_conversation_id, MAX_CONTEXT_TURNS};
 use super::record::{MemoryRecord, MemoryType, Sensitivity};
-use super::relevance::Weights;
+use super::relevance::{Bm25, TurnWeights, Weights};
 use super::requests::check_speakers;
 use super::search::TextQuery;
 use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
@@ -212,6 +212,9 @@ pub struct RecordQuery {
     /// by salience alone.
     pub vector: Option<QueryVector>,
     pub weights: Weights,
+    pub bm25: Bm25,
+    /// How turns rank by their neighbours and session.
+    pub turns: TurnWeights,
     /// `policy.max_salience`, which salience is normalised against.
     pub max_salience: f64,
     /// A text query reads the caller's records whole (where the backend
@@ -296,6 +299,8 @@ pub struct Retrieval {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ranking {
     pub weights: Weights,
+    pub bm25: Bm25,
+    pub turns: TurnWeights,
     pub max_salience: f64,
     pub max_response_bytes: usize,
     /// `retrieval.scan_records`.
@@ -328,6 +333,8 @@ impl Retrieval {
             text: self.task_descriptor.as_deref().and_then(TextQuery::new),
             vector: self.embedding.as_ref().map(QueryVector::new),
             weights: ranking.weights,
+            bm25: ranking.bm25,
+            turns: ranking.turns,
             max_salience: ranking.max_salience,
             scan_records: ranking.scan_records,
         }

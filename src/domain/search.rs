@@ -126,6 +126,29 @@ const STOP_WORDS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextQuery {
     terms: Vec<String>,
+    /// Whether it asks when something happened ("when", "what year",
+    /// "how long ago"): turns that say when are favoured.
+    asks_when: bool,
+}
+
+/// Words after which a question asks for a time ("what year", "which
+/// month").
+const TIME_NOUNS: &[&str] = &[
+    "time", "date", "day", "week", "month", "year", "weekday", "season",
+];
+
+/// Whether `words` (folded, in order) ask when something happened.
+fn asks_when(words: &[String]) -> bool {
+    words.iter().enumerate().any(|(i, w)| {
+        let next = words.get(i + 1).map(String::as_str);
+        let after = words.get(i + 2).map(String::as_str);
+        match w.as_str() {
+            "when" => true,
+            "what" | "which" => next.is_some_and(|n| TIME_NOUNS.contains(&n)),
+            "how" => next == Some("long") && after == Some("ago"),
+            _ => false,
+        }
+    })
 }
 
 impl TextQuery {
@@ -152,7 +175,13 @@ impl TextQuery {
         }
         Some(TextQuery {
             terms: terms.iter().map(|term| format!("\"{term}\"")).collect(),
+            asks_when: asks_when(&words),
         })
+    }
+
+    /// Whether the text asks when something happened.
+    pub fn asks_when(&self) -> bool {
+        self.asks_when
     }
 
     /// Each word as a query of its own.

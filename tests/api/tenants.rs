@@ -197,6 +197,9 @@ fn oracle(known: &[Known], query: &Value) -> Vec<(String, f64)> {
         |a: &engram::domain::analysis::Analysed, term: &str| a.text.split(' ').any(|t| t == term);
     let mut relevance = vec![0.0f64; visible.len()];
     let mut matched = vec![false; visible.len()];
+    // BM25 as the service is configured.
+    let bm25 = engram::config::Settings::embedded().retrieval.bm25();
+    let (k1, b) = (bm25.k1, bm25.b);
     for term in &terms {
         let n = analysed.iter().filter(|a| has(a, term)).count() as f64;
         let idf = (1.0 + (docs - n + 0.5) / (n + 0.5)).ln();
@@ -206,7 +209,7 @@ fn oracle(known: &[Known], query: &Value) -> Vec<(String, f64)> {
             }
             let tf = term_frequency(a.repeats.as_deref(), term);
             let length = a.length.max(1) as f64 / average;
-            relevance[i] += idf * tf * (1.2 + 1.0) / (tf + 1.2 * (1.0 - 0.75 + 0.75 * length));
+            relevance[i] += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length));
             matched[i] = true;
         }
     }

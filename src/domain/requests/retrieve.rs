@@ -186,6 +186,8 @@ mod tests {
                     &caller.trust,
                     &crate::domain::retrieval::Ranking {
                         weights: Default::default(),
+                        bm25: Default::default(),
+                        turns: Default::default(),
                         max_salience: 1.0,
                         max_response_bytes: usize::MAX,
                         scan_records: 0,

@@ -24,13 +24,15 @@ use tokio_postgres::types::ToSql;
 
 use super::records::{load_records, payload_sizes};
 use super::Pg;
+use crate::domain::analysis::term_frequency;
 use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    current_salience, Current, PageRow, Posting, RankingSource, Stored, Totals, VectorHit,
+    current_salience, Current, PageRow, Posting, RankingSource, SessionOf, SessionTurn, Stored,
+    Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -410,6 +412,108 @@ impl RankingSource for Source<'_> {
 
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {
         load_records(self.pg, keys, now)
+    }
+
+    fn turns_of(&self, keys: &[i64]) -> Result<Vec<TurnAt>, StoreError> {
+        self.pg
+            .query(
+                "SELECT t.record_key, t.conversation_id, r.scope, t.session_id
+                 FROM conversation_turns t JOIN records r ON r.key = t.record_key
+                 WHERE t.record_key = ANY($1)",
+                &[&keys],
+            )?
+            .iter()
+            .map(|row| {
+                Ok(TurnAt {
+                    key: row.try_get(0)?,
+                    session: SessionOf {
+                        conversation_id: row.try_get(1)?,
+                        scope: row.try_get(2)?,
+                        session_id: row.try_get(3)?,
+                    },
+                })
+            })
+            .collect()
+    }
+
+    fn session_turns(
+        &self,
+        query: &RecordQuery,
+        sessions: &[SessionOf],
+        terms: &[String],
+    ) -> Result<Vec<SessionTurn>, StoreError> {
+        let sessions: Vec<&SessionOf> = sessions.iter().filter(|s| s.seen_by(query)).collect();
+        // Each term as a search query of its own, as `has_term` makes it.
+        let quoted: Vec<String> = terms
+            .iter()
+            .map(|t| format!("'{}'", t.replace('\'', "''")))
+            .collect();
+        let has: Vec<String> = (0..terms.len())
+            .map(|i| format!("r.search @@ to_tsquery('simple', ${})", i + 5))
+            .collect();
+        // The level comes from an enum, never from text.
+        let sql = format!(
+            "SELECT r.key, r.layer, d.salience, d.decays_from, r.search_length, r.search_repeats,
+                    t.speaker, t.timed, r.created_by, r.created_at{}
+             FROM conversation_turns t
+             JOIN records r ON r.key = t.record_key
+             JOIN decay_profiles d ON d.record_key = r.key
+             WHERE t.conversation_id = $1 AND t.session_id = $2
+               AND r.scope IS NOT DISTINCT FROM $3
+               AND r.layer = {} AND r.sensitivity <= {} AND ($4 OR r.status <> 'retracted')
+             ORDER BY t.turn_index, t.record_key",
+            has.iter().map(|h| format!(", {h}")).collect::<String>(),
+            MemoryType::Episodic.layer(),
+            query.max_sensitivity.rank()
+        );
+        let params: Vec<Vec<&(dyn ToSql + Sync)>> = sessions
+            .iter()
+            .map(|session| {
+                let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+                    &session.conversation_id,
+                    &session.session_id,
+                    &session.scope,
+                    &query.include_retracted,
+                ];
+                params.extend(quoted.iter().map(|q| q as &(dyn ToSql + Sync)));
+                params
+            })
+            .collect();
+        let statements: Vec<(&str, &[&(dyn ToSql + Sync)])> = params
+            .iter()
+            .map(|p| (sql.as_str(), p.as_slice()))
+            .collect();
+        let mut found = Vec::new();
+        // One round trip for all the sessions.
+        for (session, rows) in sessions.iter().zip(self.pg.query_all(&statements)?) {
+            for row in rows {
+                let repeats: Option<&str> = row.try_get(5)?;
+                let mut frequencies = vec![0.0; terms.len()];
+                for (i, term) in terms.iter().enumerate() {
+                    if row.try_get::<_, bool>(10 + i)? {
+                        frequencies[i] = term_frequency(repeats, term);
+                    }
+                }
+                let speaker: String = row.try_get(6)?;
+                let passes = SessionTurn::passes(
+                    query,
+                    &session.conversation_id,
+                    &speaker,
+                    row.try_get(8)?,
+                    row.try_get(9)?,
+                );
+                found.push(SessionTurn {
+                    stored: Stored::read(&row)?,
+                    session: (*session).clone(),
+                    speaker,
+                    timed: row.try_get(7)?,
+                    length: row.try_get(4)?,
+                    frequencies,
+                    passes,
+                });
+            }
+        }
+        Ok(found)
     }
 }
 

@@ -37,7 +37,10 @@
 use std::collections::{HashMap, HashSet};
 
 use super::source::{Posting, RankingSource, Stored};
+use super::turns::{in_context, TermWeights};
 use super::{within_budget, DecayBound, Rank, TopK, MAX_PAGE};
+use crate::domain::record::MemoryType;
+use crate::domain::relevance::Bm25;
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::search::TextQuery;
@@ -55,11 +58,6 @@ pub(crate) const COMMON_WORD_MATCHES: usize = 1000;
 /// ones), unless its `limit` is larger: then `limit`, so an answer is
 /// never short while there are matches.
 pub(crate) const COMMON_QUERY_CANDIDATES: usize = 250;
-
-/// BM25's term frequency saturation and length normalisation (as FTS5
-/// and most engines have them).
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
 
 /// The answer to a retrieval.
 pub(crate) fn query_records<S: RankingSource>(
@@ -179,6 +177,7 @@ fn by_salience<S: RankingSource>(
 /// a rare term; the newest, at least as many as a common term's part of
 /// the answer can take, for a common one.
 struct Term {
+    name: String,
     postings: Vec<Posting>,
     common: bool,
 }
@@ -227,7 +226,11 @@ impl Words {
                 }
                 None => source.postings(query, &term, COMMON_WORD_MATCHES, newest)?,
             };
-            terms.push(Term { postings, common });
+            terms.push(Term {
+                name: term,
+                postings,
+                common,
+            });
         }
         let (docs, average_length) = if terms.iter().any(|t| !t.common) {
             let most = terms.iter().map(|t| t.postings.len()).max().unwrap_or(0);
@@ -292,7 +295,7 @@ enum Part<'a> {
 
 /// The text candidates of one way of matching: each record's stored state
 /// and relevance (a record an earlier part found is not taken again).
-fn text_candidates(words: &Words, tier: &[Part<'_>]) -> Vec<(Stored, f64)> {
+fn text_candidates(words: &Words, tier: &[Part<'_>], bm25: &Bm25) -> Vec<(Stored, f64)> {
     let mut found: Vec<(Stored, f64)> = Vec::new();
     let mut at: HashMap<i64, usize> = HashMap::new();
     for part in tier {
@@ -302,9 +305,12 @@ fn text_candidates(words: &Words, tier: &[Part<'_>]) -> Vec<(Stored, f64)> {
                 for term in terms {
                     let idf = words.idf(term.postings.len());
                     for p in &term.postings {
-                        let tf = p.frequency;
-                        let length = p.length.max(1) as f64 / words.average_length;
-                        let weight = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length));
+                        let weight = idf
+                            * bm25.saturation(
+                                p.frequency,
+                                p.length.max(1) as f64,
+                                words.average_length,
+                            );
                         let key = p.stored.key;
                         match at.get(&key) {
                             Some(&i) if seen_here.contains(&key) => found[i].1 += weight,
@@ -355,8 +361,22 @@ fn ranked<S: RankingSource>(
     let tiers = words.tiers(query.answer_limit);
     let first_page = query.after.is_none() && query.limit == query.answer_limit;
     let last = tiers.len() - 1;
+    // Turns are ranked with what surrounds them, by the rare terms (a
+    // common term says little, and its postings are not all read).
+    let rare: Vec<&Term> = words.terms.iter().filter(|t| !t.common).collect();
+    let names: Vec<String> = rare.iter().map(|t| t.name.clone()).collect();
+    let in_turns = TermWeights {
+        names: &names,
+        idf: rare.iter().map(|t| words.idf(t.postings.len())).collect(),
+        average_length: words.average_length,
+        asks_when: text.asks_when(),
+    };
+    let with_turns = query.memory_types.contains(&MemoryType::Episodic);
     for (i, tier) in tiers.iter().enumerate() {
-        let candidates = text_candidates(&words, tier);
+        let mut candidates = text_candidates(&words, tier, &query.bm25);
+        if with_turns {
+            candidates = in_context(source, query, &in_turns, candidates)?;
+        }
         if i < last {
             // A narrower way stands only when it fills the whole answer,
             // as the first page has it.

@@ -5,6 +5,7 @@
 
 pub(crate) mod engine;
 pub(crate) mod source;
+pub(crate) mod turns;
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};

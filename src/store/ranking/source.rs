@@ -153,6 +153,74 @@ pub(crate) struct VectorHit {
     pub exact: bool,
 }
 
+/// A session of a conversation: the conversation in its scope, and the
+/// session's id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct SessionOf {
+    pub conversation_id: String,
+    pub scope: Option<String>,
+    pub session_id: String,
+}
+
+impl SessionOf {
+    /// Whether `query`'s caller may see the session's scope.
+    pub fn seen_by(&self, query: &RecordQuery) -> bool {
+        match (&query.scopes, &self.scope) {
+            (None, _) | (Some(_), None) => true,
+            (Some(scopes), Some(scope)) => scopes.contains(scope),
+        }
+    }
+}
+
+/// A record that is a turn, and its session.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TurnAt {
+    pub key: i64,
+    pub session: SessionOf,
+}
+
+/// A visible turn of a session, with what ranking it in context needs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SessionTurn {
+    pub stored: Stored,
+    pub session: SessionOf,
+    pub speaker: String,
+    /// Whether its text says when.
+    pub timed: bool,
+    /// How many terms its text has.
+    pub length: i64,
+    /// How many times each of the query's terms is in its text.
+    pub frequencies: Vec<f64>,
+    /// Whether it passes the query's filters (else it is only context).
+    pub passes: bool,
+}
+
+impl SessionTurn {
+    /// Whether a turn with these columns passes `query`'s filters: its
+    /// conversation (the record's `about`), speaker, creator and creation
+    /// time. A query with tags passes none: a turn found only through
+    /// its session is then context, never a candidate of its own.
+    pub fn passes(
+        query: &RecordQuery,
+        about: &str,
+        speaker: &str,
+        created_by: Option<&str>,
+        created_at: i64,
+    ) -> bool {
+        let f = &query.filters;
+        f.tags.is_empty()
+            && f.admits(crate::domain::record::MemoryType::Episodic)
+            && f.about().is_none_or(|a| a == about)
+            && (f.speakers.is_empty() || f.speakers.iter().any(|s| s == speaker))
+            && (f.sources.is_empty()
+                || created_by.is_some_and(|c| f.sources.iter().any(|s| s == c)))
+            && f.created_after
+                .is_none_or(|t| created_at > crate::domain::time::to_micros(&t))
+            && f.created_before
+                .is_none_or(|t| created_at < crate::domain::time::to_micros(&t))
+    }
+}
+
 /// What a record is now.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Current {
@@ -251,6 +319,20 @@ pub(crate) trait RankingSource {
 
     /// These records whole, in this order.
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError>;
+
+    /// Of these records, the turns, with their sessions.
+    fn turns_of(&self, keys: &[i64]) -> Result<Vec<TurnAt>, StoreError>;
+
+    /// The turns of `sessions` the caller may see (its sensitivity,
+    /// scopes and statuses; not its filters), each session's in
+    /// conversation order, sessions in the order given, with the
+    /// frequency of each of `terms` in their text.
+    fn session_turns(
+        &self,
+        query: &RecordQuery,
+        sessions: &[SessionOf],
+        terms: &[String],
+    ) -> Result<Vec<SessionTurn>, StoreError>;
 }
 
 #[cfg(test)]

@@ -24,13 +24,15 @@ use rusqlite::{Connection, OptionalExtension, Row, ToSql};
 use super::filters::FilterSql;
 use super::records::{key_array, load_records};
 use super::search::scope_facet;
+use crate::domain::analysis::term_frequency;
 use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::{Filters, RecordQuery};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    current_salience, Current, PageRow, Posting, RankingSource, Stored, TermsIn, Totals, VectorHit,
+    current_salience, Current, PageRow, Posting, RankingSource, SessionOf, SessionTurn, Stored,
+    TermsIn, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -488,6 +490,82 @@ impl RankingSource for Source<'_> {
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {
         load_records(self.conn, keys, now)
     }
+
+    fn turns_of(&self, keys: &[i64]) -> Result<Vec<TurnAt>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT t.record_key, t.conversation_id, r.scope, t.session_id
+             FROM conversation_turns t JOIN records r ON r.key = t.record_key
+             WHERE t.record_key IN rarray(?1)",
+        )?;
+        let mut rows = stmt.query([key_array(keys)])?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            found.push(TurnAt {
+                key: row.get(0)?,
+                session: SessionOf {
+                    conversation_id: row.get(1)?,
+                    scope: row.get(2)?,
+                    session_id: row.get(3)?,
+                },
+            });
+        }
+        Ok(found)
+    }
+
+    fn session_turns(
+        &self,
+        query: &RecordQuery,
+        sessions: &[SessionOf],
+        terms: &[String],
+    ) -> Result<Vec<SessionTurn>, StoreError> {
+        // The level comes from an enum, never from text.
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_repeats,
+                    r.search_terms, t.speaker, t.timed, r.created_by, r.created_at
+             FROM conversation_turns t INDEXED BY conversation_turns_by_session
+             JOIN records r ON r.key = t.record_key
+             WHERE t.conversation_id = ?1 AND t.session_id = ?2 AND r.scope IS ?3
+               AND r.layer = {} AND r.sensitivity <= {} AND (?4 OR r.status <> 'retracted')
+             ORDER BY t.turn_index, t.record_key",
+            MemoryType::Episodic.layer(),
+            query.max_sensitivity.rank()
+        ))?;
+        let terms_in = TermsIn::new(terms);
+        let mut found = Vec::new();
+        for session in sessions.iter().filter(|s| s.seen_by(query)) {
+            let mut rows = stmt.query(rusqlite::params![
+                session.conversation_id,
+                session.session_id,
+                session.scope,
+                query.include_retracted
+            ])?;
+            while let Some(row) = rows.next()? {
+                let repeats = text_at(row, 5)?;
+                let mut frequencies = vec![0.0; terms.len()];
+                terms_in.each(text_at(row, 6)?.unwrap_or_default(), |i| {
+                    frequencies[i] = term_frequency(repeats, &terms[i]);
+                });
+                let speaker: String = row.get(7)?;
+                let passes = SessionTurn::passes(
+                    query,
+                    &session.conversation_id,
+                    &speaker,
+                    text_at(row, 9)?,
+                    row.get(10)?,
+                );
+                found.push(SessionTurn {
+                    stored: Stored::read(row)?,
+                    session: session.clone(),
+                    speaker,
+                    timed: row.get(8)?,
+                    length: row.get(4)?,
+                    frequencies,
+                    passes,
+                });
+            }
+        }
+        Ok(found)
+    }
 }
 
 /// What a slice reads of each record: columns the scope rank index holds
@@ -819,6 +897,8 @@ mod tests {
             text: None,
             vector: None,
             weights: Weights::default(),
+            bm25: Default::default(),
+            turns: Default::default(),
             max_salience: 1.0,
             scan_records: 0,
         };
@@ -1057,6 +1137,8 @@ mod tests {
                     text: None,
                     vector: None,
                     weights: Weights::default(),
+                    bm25: Default::default(),
+                    turns: Default::default(),
                     max_salience: 1.0,
                     scan_records: 0,
                 };
@@ -1136,6 +1218,8 @@ mod text_tests {
             text: TextQuery::new(text),
             vector: None,
             weights: Weights::default(),
+            bm25: Default::default(),
+            turns: Default::default(),
             max_salience: 1.0,
             scan_records: 0,
         }
@@ -1253,6 +1337,8 @@ mod text_tests {
                 text: None,
                 vector: Some(QueryVector::new(&embedding)),
                 weights: Weights::default(),
+                bm25: Default::default(),
+                turns: Default::default(),
                 max_salience: 1.0,
                 scan_records: 0,
             };
