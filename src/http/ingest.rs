@@ -234,12 +234,21 @@ async fn conversation(
     access: Access,
     body: JsonBody<ConversationRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let ingested = state
+    let ingested = ingest_conversation(&state, access, body.0).await?;
+    Ok(HttpResponse::Created().json(ingested))
+}
+
+/// Appends a conversation's turns as the caller `access` makes.
+pub(super) async fn ingest_conversation(
+    state: &AppState,
+    access: Access,
+    conversation: ConversationRequest,
+) -> Result<ConversationIngested, ApiError> {
+    Ok(state
         .ingestor
         .send(InRequest::new(IngestConversation {
             caller: access.writer(),
-            conversation: body.0,
+            conversation,
         }))
-        .await??;
-    Ok(HttpResponse::Created().json(ingested))
+        .await??)
 }

@@ -19,7 +19,7 @@ use utoipa::openapi::schema::{SchemaType, Type};
 use utoipa::openapi::ObjectBuilder;
 
 use super::auth::Gatekeeper;
-use super::ingest::ingest_item;
+use super::ingest::{ingest_conversation, ingest_item};
 use super::retrieve::{record_by_id, retrieved};
 use super::revisions::revised;
 use super::topics::{ingested, queried, IngestBody, QueryBody};
@@ -29,9 +29,9 @@ use crate::domain::new_record::NewRecord;
 use crate::domain::payload::Payload;
 use crate::domain::record::MemoryRecord;
 use crate::domain::requests::{
-    ContestRequest, EventRequest, IngestItem, ObservationRequest, OutcomeRequest, PenalizeRequest,
-    ReinforceRequest, RetractRequest, RetrieveRequest, RevisionRequest, SupersedeRequest,
-    WorkingStateRequest,
+    ContestRequest, ConversationRequest, EventRequest, IngestItem, ObservationRequest,
+    OutcomeRequest, PenalizeRequest, ReinforceRequest, RetractRequest, RetrieveRequest,
+    RevisionRequest, SupersedeRequest, WorkingStateRequest,
 };
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::ValidationError;
@@ -489,7 +489,13 @@ struct Tool {
     schema: &'static str,
 }
 
-const TOOLS: [Tool; 10] = [
+const TOOLS: [Tool; 11] = [
+    Tool {
+        name: "remember_conversation",
+        description: "Remember turns of a conversation: who said what, and when. Later calls with the same conversation_id append in order; without session_id, turns within 30 minutes of the last one continue its session. recall with conversation_id, speakers and context_turns finds turns with the exchange around them.",
+        role: Role::Write,
+        schema: "ConversationRequest",
+    },
     Tool {
         name: "remember_event",
         description: "Remember something that happened (episodic memory): an event of some kind, with a reference and a short summary.",
@@ -516,7 +522,7 @@ const TOOLS: [Tool; 10] = [
     },
     Tool {
         name: "recall",
-        description: "Recall what a task needs: records ranked by relevance to the task text, across the memory layers, within the caller's trust. Filters: memory_types, tags, sources, thread_id, subject, created_after, created_before; limit. When procedures compete, says which one and how sure it is.",
+        description: "Recall what a task needs: records ranked by relevance to the task text, across the memory layers, within the caller's trust. Filters: memory_types, tags, sources, thread_id, subject, conversation_id, speakers, created_after, created_before; limit; context_turns returns the turns around each conversation turn found. When procedures compete, says which one and how sure it is.",
         role: Role::Read,
         schema: "RetrieveRequest",
     },
@@ -739,6 +745,20 @@ async fn run(
         )
     };
     Ok(match name {
+        "remember_conversation" => {
+            let ingested =
+                ingest_conversation(state, access, arguments::<ConversationRequest>(args)?).await?;
+            (
+                format!(
+                    "Remembered {} turns of {} in session {}{}",
+                    ingested.records.len(),
+                    ingested.conversation_id,
+                    ingested.session_id,
+                    if ingested.new_session { " (new)" } else { "" }
+                ),
+                serde_json::to_value(&ingested).unwrap_or_default(),
+            )
+        }
         "remember_event" => {
             let item = IngestItem::Event(arguments::<EventRequest>(args)?);
             remembered(ingest_item(state, access, item).await?)
@@ -897,6 +917,16 @@ fn revision(args: ReviseArgs) -> Result<RevisionRequest, ApiError> {
 fn gist(record: &MemoryRecord) -> String {
     let says = match &record.payload {
         Payload::Semantic(fact) => format!("{} {} = {}", fact.subject, fact.predicate, fact.object),
+        Payload::Episodic(episode) if episode.turn.is_some() => {
+            let turn = episode.turn.as_ref().expect("a turn");
+            format!(
+                "{} said in {} ({}): {}",
+                turn.speaker,
+                turn.conversation_id,
+                turn.at.format("%Y-%m-%d %H:%M"),
+                turn.text
+            )
+        }
         Payload::Episodic(episode) => {
             let events: Vec<String> = episode
                 .timeline

@@ -184,6 +184,16 @@ async fn turns_are_appended_in_order_and_placed_in_sessions_by_gap() {
         )
         .await;
     assert_eq!(page["sessions"][0]["turns"].as_array().unwrap().len(), 1);
+    // Any id, percent-encoded in the path.
+    append(
+        &app,
+        "support/42 é",
+        "team-a",
+        vec![turn("Ann", "hello", "2025-12-01T10:00:00Z")],
+    )
+    .await;
+    let seen = read_back(&app, "support%2F42%20%C3%A9", trust("low", &["team-a"])).await;
+    assert_eq!(seen.len(), 1);
 }
 
 #[actix_web::test]

@@ -17,7 +17,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 
 TOOLS = {
-    "remember_event", "remember_fact", "set_working_state", "record_outcome",
+    "remember_conversation", "remember_event", "remember_fact", "set_working_state", "record_outcome",
     "recall", "get_record", "revise", "feedback", "topic_ingest", "topic_query",
 }
 
@@ -106,6 +106,16 @@ async def everything(session):
         "operation": "contest", "id": new_id, "actor": "mcp-test",
         "rationale": "the wiki says otherwise", "contesting_ref": "wiki:owners"})
     assert contested["record"]["status"] == "contested", contested
+    turns, text = await call(session, "remember_conversation", {
+        "source": "mcp-test", "conversation_id": "support-1",
+        "turns": [{"speaker": "Ana", "text": "Which plan do I need for SSO?"},
+                  {"speaker": "Agent", "text": "The business plan includes it."}]})
+    assert len(turns["records"]) == 2 and "2 turns" in text, turns
+    found, text = await call(session, "recall", {
+        "task_descriptor": "SSO plan", "conversation_id": "support-1",
+        "speakers": ["Ana"], "context_turns": 1})
+    assert found["records"][0]["context"]["after"][0]["payload"]["turn"]["speaker"] == "Agent", found
+    assert "Ana said in support-1" in text, text
     topic, _ = await call(session, "topic_ingest", {
         "title": "Billing service", "source": "mcp-test",
         "fields": [{"name": "owner", "value": "team-ledger"}]})

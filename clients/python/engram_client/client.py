@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Any, Callable, Dict, List, Optional, TypeVar
+from urllib.parse import quote
 
 import httpx
 
@@ -126,6 +127,30 @@ class _Endpoints:
         return self._do("POST", "/v1/ingest/batch", {"items": items},
                         _json(lambda d: [Record.from_json(r) for r in d["records"]]))
 
+    def ingest_conversation(self, source: str, conversation_id: str, turns: List[Json],
+                            **fields: Any) -> Json:
+        """Appends turns ({speaker, text, at?, ref?, attachments?, embedding?}) to a
+        conversation, all or none. Fields: session_id, scope, sensitivity, tags. Answers
+        {"conversation_id", "session_id", "new_session", "records": [Record]}."""
+        body = _body({"source": source, "conversation_id": conversation_id, "turns": turns,
+                      **fields})
+        return self._do("POST", "/v1/ingest/conversation", body,
+                        _json(lambda d: {**d, "records": [Record.from_json(r)
+                                                          for r in d["records"]]}))
+
+    def conversation_turns(self, conversation_id: str, trust: Optional[Json] = None,
+                           **fields: Any) -> Json:
+        """A page of a conversation's turns the caller may see, in order:
+        {"sessions": [{"session_id", "scope"?, "started_at", "turns": [Record]}],
+        "next_cursor"}. Fields: scope, session_id, speakers, after, before,
+        include_retracted, page_size, cursor (next_cursor, with the same fields)."""
+        def page(d: Json) -> Json:
+            sessions = [{**s, "turns": [Record.from_json(t) for t in s["turns"]]}
+                        for s in d["sessions"]]
+            return {**d, "sessions": sessions}
+        path = f"/v1/conversations/{quote(conversation_id, safe='')}/turns"
+        return self._do("POST", path, _body({"trust": trust, **fields}), _json(page))
+
     def create_record(self, record: Json) -> Record:
         """A whole record (type, sensitivity, payload, ...), completed by policy."""
         return self._do("POST", "/v1/records", record, _record)
@@ -135,7 +160,9 @@ class _Endpoints:
     def retrieve(self, trust: Optional[Json] = None, **fields: Any) -> RetrieveResult:
         """Records the caller may see, best first. Fields: task_descriptor, memory_types,
         min_salience, limit, context, include_retracted, cursor, page_size, tags, sources,
-        thread_id, subject, created_after, created_before, query_embedding."""
+        thread_id, subject, conversation_id, speakers, context_turns (each turn's
+        ``raw["context"]``: the turns around it), created_after, created_before,
+        query_embedding."""
         return self._do("POST", "/v1/retrieve", _body({"trust": trust, **fields}),
                         _json(RetrieveResult.from_json))
 
@@ -259,12 +286,12 @@ class _Endpoints:
     def erase(self, actor: str, rationale: str, ids: Optional[List[str]] = None,
               scope: Optional[str] = None, source: Optional[str] = None,
               subject: Optional[str] = None, dry_run: bool = False,
-              trust: Optional[Json] = None) -> Json:
+              trust: Optional[Json] = None, conversation_id: Optional[str] = None) -> Json:
         """Erases records for good, with what was made from them: exactly one
-        of ids, scope, source, subject. Answers the report."""
+        of ids, scope, source, subject, conversation_id. Answers the report."""
         body = _body({"ids": ids, "scope": scope, "source": source, "subject": subject,
-                      "actor": actor, "rationale": rationale, "dry_run": dry_run,
-                      "trust": trust})
+                      "conversation_id": conversation_id, "actor": actor,
+                      "rationale": rationale, "dry_run": dry_run, "trust": trust})
         return self._do("POST", "/v1/erase", body, _json(lambda d: d))
 
     def erasures(self, limit: Optional[int] = None) -> List[Json]:

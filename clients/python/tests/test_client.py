@@ -75,6 +75,28 @@ def test_ingest_retrieve_revise_and_feedback(engram):
     assert engram.retract(observed.id, "agent", "wrong").status == "retracted"
 
 
+def test_conversations(engram):
+    first = engram.ingest_conversation("chat", "support/42", [
+        {"speaker": "Ana", "text": "Which plan has SSO?", "at": "2025-03-01T10:00:00Z"},
+        {"speaker": "Bo", "text": "The business plan.", "at": "2025-03-01T10:01:00Z"},
+    ], scope="team-a")
+    assert first["new_session"] and len(first["records"]) == 2
+    assert first["records"][1].payload["turn"]["index"] == 1
+    more = engram.ingest_conversation("chat", "support/42", [
+        {"speaker": "Ana", "text": "Thanks!", "at": "2025-03-01T10:05:00Z"}], scope="team-a")
+    assert more["session_id"] == first["session_id"] and not more["new_session"]
+    page = engram.conversation_turns("support/42", TRUST, page_size=2)
+    assert [t.payload["turn"]["text"] for t in page["sessions"][0]["turns"]] == [
+        "Which plan has SSO?", "The business plan."]
+    rest = engram.conversation_turns("support/42", TRUST, page_size=2,
+                                     cursor=page["next_cursor"])
+    assert rest["sessions"][0]["turns"][0].payload["turn"]["text"] == "Thanks!"
+    found = engram.retrieve(TRUST, task_descriptor="SSO plan", conversation_id="support/42",
+                            context_turns=1)
+    assert found.records[0].raw["context"]["after"], found.raw
+    assert engram.erase("dpo", "test", conversation_id="support/42")["erased"] == 3
+
+
 def test_topics(engram):
     made = engram.topic_ingest("agent", placement="new_topic", title="Billing", kind="service",
                                fields=[{"name": "owner", "value": "team-a"}], trust=TRUST)

@@ -75,10 +75,46 @@ export interface RetrieveRequest {
     sources?: string[];
     thread_id?: string;
     subject?: string;
+    /** Turns of this conversation only. */
+    conversation_id?: string;
+    /** Turns by any of these speakers only. */
+    speakers?: string[];
+    /** Each turn returned carries `context: {before, after}`: up to this many (0 to 10) visible turns of its session on each side. */
+    context_turns?: number;
     created_after?: string;
     created_before?: string;
     query_embedding?: number[];
     [key: string]: unknown;
+}
+/** One turn of a conversation, as sent. */
+export interface TurnInput {
+    speaker: string;
+    text: string;
+    /** RFC 3339 with an offset; absent: now. */
+    at?: string;
+    ref?: string;
+    attachments?: {
+        caption: string;
+        url?: string;
+    }[];
+    embedding?: number[];
+}
+/** What appending turns answers. */
+export interface ConversationIngested {
+    conversation_id: string;
+    session_id: string;
+    new_session: boolean;
+    records: MemoryRecord[];
+}
+/** A page of a conversation, by session. */
+export interface ConversationPage {
+    sessions: {
+        session_id: string;
+        scope?: string;
+        started_at: string;
+        turns: MemoryRecord[];
+    }[];
+    next_cursor?: string | null;
 }
 export interface GraphNode {
     record: MemoryRecord;
@@ -232,6 +268,36 @@ export declare class EngramClient {
     }): Promise<MemoryRecord>;
     /** Several items, each with its `kind` (event, tool_output, observation, ...), stored all or none. */
     ingestBatch(items: Json[]): Promise<MemoryRecord[]>;
+    /**
+     * Appends turns to a conversation, all or none. Without `session_id`, the
+     * turns continue the latest session when its last turn is recent enough
+     * (`conversations.session_gap_minutes`), else open a new one.
+     */
+    ingestConversation(request: {
+        source: string;
+        conversation_id: string;
+        turns: TurnInput[];
+        session_id?: string;
+        scope?: string;
+        sensitivity?: Sensitivity;
+        tags?: string[];
+    }): Promise<ConversationIngested>;
+    /**
+     * A page of a conversation's turns the caller may see, in order, by
+     * session; pass `next_cursor` back as `cursor`, with the same request, for
+     * the next page.
+     */
+    conversationTurns(conversationId: string, request?: {
+        trust?: Trust;
+        scope?: string;
+        session_id?: string;
+        speakers?: string[];
+        after?: string;
+        before?: string;
+        include_retracted?: boolean;
+        page_size?: number;
+        cursor?: string;
+    }): Promise<ConversationPage>;
     /** A whole record (type, sensitivity, payload, ...), completed by policy. */
     createRecord(record: Json): Promise<MemoryRecord>;
     /** Records the caller may see, best first, with their scores and the selection among procedures. */
@@ -295,7 +361,7 @@ export declare class EngramClient {
     revokeKey(name: string): Promise<ApiKey>;
     /**
      * Erases records for good, with what was made from them: exactly one of
-     * `ids`, `scope`, `source`, `subject`; `actor` and `rationale` required;
+     * `ids`, `scope`, `source`, `subject`, `conversation_id`; `actor` and `rationale` required;
      * `dry_run` to count only. Answers the report.
      */
     erase(request: {
@@ -303,6 +369,7 @@ export declare class EngramClient {
         scope?: string;
         source?: string;
         subject?: string;
+        conversation_id?: string;
         actor: string;
         rationale: string;
         dry_run?: boolean;

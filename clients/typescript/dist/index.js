@@ -145,6 +145,22 @@ export class EngramClient {
     async ingestBatch(items) {
         return (await this.json("POST", "/v1/ingest/batch", { items })).records;
     }
+    /**
+     * Appends turns to a conversation, all or none. Without `session_id`, the
+     * turns continue the latest session when its last turn is recent enough
+     * (`conversations.session_gap_minutes`), else open a new one.
+     */
+    ingestConversation(request) {
+        return this.json("POST", "/v1/ingest/conversation", body(request));
+    }
+    /**
+     * A page of a conversation's turns the caller may see, in order, by
+     * session; pass `next_cursor` back as `cursor`, with the same request, for
+     * the next page.
+     */
+    conversationTurns(conversationId, request = {}) {
+        return this.json("POST", `/v1/conversations/${encodeURIComponent(conversationId)}/turns`, body(request));
+    }
     /** A whole record (type, sensitivity, payload, ...), completed by policy. */
     createRecord(record) {
         return this.record("/v1/records", record);
@@ -256,7 +272,7 @@ export class EngramClient {
     }
     /**
      * Erases records for good, with what was made from them: exactly one of
-     * `ids`, `scope`, `source`, `subject`; `actor` and `rationale` required;
+     * `ids`, `scope`, `source`, `subject`, `conversation_id`; `actor` and `rationale` required;
      * `dry_run` to count only. Answers the report.
      */
     erase(request) {

@@ -105,6 +105,47 @@ test("retrieveAll follows the cursor across pages", async () => {
   assert.ok(cursors.slice(1).every((c) => typeof c === "string"));
 });
 
+test("conversations", async () => {
+  const first = await engram.ingestConversation({
+    source: "chat",
+    conversation_id: "support/42",
+    scope: "team-a",
+    turns: [
+      { speaker: "Ana", text: "Which plan has SSO?", at: "2025-03-01T10:00:00Z" },
+      { speaker: "Bo", text: "The business plan.", at: "2025-03-01T10:01:00Z" },
+    ],
+  });
+  assert.equal(first.new_session, true);
+  assert.equal(first.records[1].payload.turn.index, 1);
+  const more = await engram.ingestConversation({
+    source: "chat",
+    conversation_id: "support/42",
+    scope: "team-a",
+    turns: [{ speaker: "Ana", text: "Thanks!", at: "2025-03-01T10:05:00Z" }],
+  });
+  assert.equal(more.session_id, first.session_id);
+  const page = await engram.conversationTurns("support/42", { trust: TRUST, page_size: 2 });
+  assert.deepEqual(
+    page.sessions[0].turns.map((t) => t.payload.turn.text),
+    ["Which plan has SSO?", "The business plan."],
+  );
+  const rest = await engram.conversationTurns("support/42", {
+    trust: TRUST,
+    page_size: 2,
+    cursor: page.next_cursor,
+  });
+  assert.equal(rest.sessions[0].turns[0].payload.turn.text, "Thanks!");
+  const found = await engram.retrieve({
+    trust: TRUST,
+    task_descriptor: "SSO plan",
+    conversation_id: "support/42",
+    context_turns: 1,
+  });
+  assert.ok(found.records[0].context.after.length > 0);
+  const report = await engram.erase({ conversation_id: "support/42", actor: "dpo", rationale: "test" });
+  assert.equal(report.erased, 3);
+});
+
 test("topics", async () => {
   const made = await engram.topicIngest({
     source: "agent", placement: "new_topic", title: "Billing", kind: "service",
