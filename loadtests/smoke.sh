@@ -36,5 +36,8 @@ run during-maintenance --clients 4 --duration 2 --maintenance-every 1 --seed 11
 run topics --clients 4 --requests 200 --seed 12
 run topics-query --clients 2 --requests 100 --seed 12
 run tenants --records 2000 --scopes 10 --requests 10 --duration 2 --clients 2 --vectors 8 --seed 13 >/dev/null
+# The conversation evaluation on the project's set: its figures are the
+# same on any build (recall, not speed).
+run conversations
 target/debug/loadtests crash --engram target/debug/engram --cycles 2 --clients 4 >/dev/null
 echo "smoke: every scenario ran, every acknowledged write was read back, crash cycles lost nothing"
