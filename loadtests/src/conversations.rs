@@ -265,6 +265,69 @@ pub async fn run(options: ConversationOptions) -> Result<Value, String> {
     }))
 }
 
+/// `loadtests conversation-ingest`: `requests` requests of `turns` turns
+/// each, from `clients` clients at once, each request a new session of a
+/// conversation of its client's (so they never wait on each other's
+/// order); answers the turns stored per second and the request latencies
+/// (p50, p99, in ms).
+pub async fn ingest_throughput(
+    url: &str,
+    headers: &[(String, String)],
+    clients: usize,
+    requests: u64,
+    turns: u64,
+) -> Result<String, String> {
+    let http = client(headers);
+    let next = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (http, next, url, run) = (http.clone(), next.clone(), url.to_string(), run.clone());
+        tasks.push(actix_rt::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let n = next.get();
+                if n >= requests {
+                    return Ok::<_, String>(latencies);
+                }
+                next.set(n + 1);
+                let sent: Vec<Value> = (0..turns)
+                    .map(|t| {
+                        json!({"speaker": if t % 2 == 0 { "Ann" } else { "Bo" },
+                               "text": format!("turn {t} of request {n}: the billing job ran slowly again at {}", t % 97)})
+                    })
+                    .collect();
+                let body = json!({"source": "loadtests", "conversation_id": format!("load-{run}-{c}"),
+                                  "session_id": format!("s{n}"), "scope": format!("load-{run}"),
+                                  "turns": sent});
+                let at = Instant::now();
+                let (status, answer) =
+                    post(&http, &format!("{url}/v1/ingest/conversation"), &body).await?;
+                if status != 201 {
+                    return Err(format!("a conversation ingest answered {status}: {answer}"));
+                }
+                latencies.push(at.elapsed().as_secs_f64() * 1000.0);
+            }
+        }));
+    }
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.map_err(|e| e.to_string())??);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    latencies.sort_by(f64::total_cmp);
+    let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
+    Ok(format!(
+        "{} requests of {turns} turns from {clients} clients in {seconds:.2} s: {:.0} turns/s, \
+         request p50 {:.1} ms, p99 {:.1} ms\n",
+        latencies.len(),
+        (latencies.len() as u64 * turns) as f64 / seconds,
+        at(0.5),
+        at(0.99)
+    ))
+}
+
 /// The figures of [`run`] as lines of text.
 pub fn report(result: &Value) -> String {
     let line = |name: &str, f: &Value| {

@@ -57,6 +57,9 @@ Other commands:
                       tests/data/conversations) and asks their questions;
                       prints turn-level recall@5, recall@10 and MRR@10 of
                       engram and of a plain BM25 over the same turns
+  conversation-ingest --requests requests of --batch-size turns each (a
+                      new session each) from --clients clients; prints
+                      turns per second and request latency
   erase               loads --records records over 10 scopes; while
                       --clients clients ingest into another scope, erases
                       20 records one at a time, 20 more with the writer's
@@ -470,6 +473,26 @@ async fn run(args: Args) -> bool {
                 }
                 Err(e) => {
                     eprintln!("loadtests: conversations: {e}");
+                    false
+                }
+            }
+        }
+        "conversation-ingest" => {
+            match conversations::ingest_throughput(
+                &args.load.url,
+                &args.load.headers,
+                args.load.clients,
+                args.load.requests,
+                args.batch_size,
+            )
+            .await
+            {
+                Ok(text) => {
+                    print!("{text}");
+                    true
+                }
+                Err(e) => {
+                    eprintln!("loadtests: conversation-ingest: {e}");
                     false
                 }
             }

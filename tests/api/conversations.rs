@@ -477,7 +477,10 @@ async fn turns_are_recalled_in_context_better_than_plain_bm25() {
     .unwrap();
     println!("{}", loadtests::conversations::report(&result));
     let at5 = |system: &str| result[system]["recall_at_5"].as_f64().unwrap();
-    assert!(result["engram"]["questions"].as_u64().unwrap() >= 300, "{result}");
+    assert!(
+        result["engram"]["questions"].as_u64().unwrap() >= 300,
+        "{result}"
+    );
     assert!(
         at5("engram") >= at5("baseline") + 0.08,
         "engram {} against plain BM25 {}",

@@ -312,6 +312,22 @@ def erased(page, url, api, ids, shots):
     expect(chain.last).to_contain_text("current")
 
 
+def conversation(page, url, api, shots):
+    """A turn's page shows its session, itself in bold, the others linked."""
+    turns = api("POST", "/v1/ingest/conversation", {
+        "source": "support-agent", "conversation_id": "ticket-88",
+        "turns": [{"speaker": "Dana", "text": "The invoice total looks wrong."},
+                  {"speaker": "Agent", "text": "It includes the EU surcharge."},
+                  {"speaker": "Dana", "text": "Ah, that explains it."}]})["records"]
+    visit(page, url, "#/records/" + turns[1]["id"])
+    rows = page.locator("#session tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.nth(1).locator("strong")).to_have_text("It includes the EU surcharge.")
+    expect(rows.first.get_by_role("link")).to_have_text("The invoice total looks wrong.")
+    expect(page.locator("main")).to_contain_text("ticket-88")
+    picture(page, shots, "turn")
+
+
 def main():
     url, secret = sys.argv[1], sys.argv[2]
     shots = sys.argv[3] if len(sys.argv) > 3 else None
@@ -336,6 +352,7 @@ def main():
         records(page, url, api, ids, shots)
         topics(page, url, ids, shots)
         erased(page, url, api, ids, shots)
+        conversation(page, url, api, shots)
 
         # The site icon is served without a key, so no page logs its 401.
         assert urllib.request.urlopen(url + "/favicon.ico").status == 200

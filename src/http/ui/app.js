@@ -64,7 +64,7 @@ function gist(record) {
     case "working": return `thread ${p.thread_id}: ${p.state}${p.context_summary ? " — " + p.context_summary : ""}`;
     case "competence": return `skill ${p.skill_name}`;
     case "plan_graph": return `plan ${p.plan_id}${p.intent ? ": " + p.intent : ""}`;
-    case "episodic": return (p.timeline || []).map((e) => `${e.event_kind} ${e.ref}${e.summary ? ": " + e.summary : ""}`)
+    case "episodic": return p.turn ? `${p.turn.speaker}: ${p.turn.text}` : (p.timeline || []).map((e) => `${e.event_kind} ${e.ref}${e.summary ? ": " + e.summary : ""}`)
       .concat((p.tool_graph || []).map((t) => "tool " + t.tool)).join("; ");
     default: return "";
   }
@@ -232,9 +232,29 @@ function target(id) {
   return UUID.test(id) ? recordLink(id) : el("code", {}, id);
 }
 
+// A turn of a conversation, among the turns of its session the key may
+// see (the first 200).
+async function sessionOf(record) {
+  const turn = record.payload && record.payload.turn;
+  if (!turn) return null;
+  const body = { trust: TRUST, session_id: turn.session_id, page_size: 200 };
+  if (record.scope) body.scope = record.scope;
+  const { sessions } = await api("POST", "/v1/conversations/" + encodeURIComponent(turn.conversation_id) + "/turns", body);
+  const turns = sessions.flatMap((s) => s.turns);
+  return [el("h2", {}, "Conversation"),
+    el("p", { class: "muted" }, "turn ", String(turn.index), " of ", el("strong", {}, turn.conversation_id),
+      ", session ", el("code", {}, turn.session_id)),
+    table(["when", "speaker", "said"], turns.map((t) => {
+      const said = t.payload.turn;
+      const words = t.id === record.id ? el("strong", {}, said.text) : el("a", { href: "#/records/" + encodeURIComponent(t.id) }, said.text);
+      return [when(said.at), said.speaker, words];
+    }), "session")];
+}
+
 async function recordPage(id) {
   const { record } = await api("POST", "/v1/retrieve/" + encodeURIComponent(id), { trust: TRUST });
   const { chain, erased } = await api("POST", "/v1/records/" + encodeURIComponent(id) + "/history", { trust: TRUST });
+  const session = await sessionOf(record);
   // The current version: the newest of the chain, unless it was retracted.
   const newest = chain[chain.length - 1];
   const current = newest && newest.status !== "retracted" ? newest.id : null;
@@ -243,6 +263,7 @@ async function recordPage(id) {
     table(["type", "sensitivity", "scope", "status", "salience", "confidence", "created", "updated"],
       [[record.type, record.sensitivity, record.scope || "—", record.status, record.salience.toFixed(3), String(record.confidence), when(record.created_at), when(record.updated_at)]]),
     el("p", {}, gist(record)),
+    session,
     el("h2", {}, "Tags"),
     record.tags.length ? el("p", { id: "tags" }, record.tags.map((t) => el("span", { class: "tag" }, t))) : el("p", { class: "muted", id: "tags" }, "no tags"),
     el("h2", {}, "Provenance"),
