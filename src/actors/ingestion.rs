@@ -14,6 +14,7 @@ use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, Attribution, MemoryRecord};
 use crate::domain::requests::{BatchRequest, ConversationRequest, IngestItem};
 use crate::domain::search::analyse_ahead;
+use crate::domain::time::Timestamp;
 use crate::domain::topic::{Topic, TopicIngest};
 use crate::domain::trust::Caller;
 use crate::service::conversations::{ConversationIngested, StoreConversation};
@@ -59,6 +60,16 @@ impl Ingestor {
 }
 
 impl Ingestor {
+    /// What checking `caller`'s ingest at `now` takes.
+    fn context<'a>(&'a self, caller: &'a Caller, now: Timestamp) -> IngestContext<'a> {
+        IngestContext {
+            policy: &self.policy,
+            now,
+            new_id: &new_record_id,
+            key: caller.key.as_deref(),
+        }
+    }
+
     /// Runs `job` on the writer.
     fn write<J: Job>(&self, job: J) -> ResponseFuture<Result<J::Output, ServiceError>> {
         let writer = self.writer.clone();
@@ -101,12 +112,7 @@ impl Handler<Ingest> for Ingestor {
     #[tracing::instrument(name = "ingest", level = "debug", skip_all)]
     fn handle(&mut self, msg: Ingest, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
-        let cx = IngestContext {
-            policy: &self.policy,
-            now,
-            new_id: &new_record_id,
-            key: msg.caller.key.as_deref(),
-        };
+        let cx = self.context(&msg.caller, now);
         let candidate = msg.item.into_candidate(&cx).map(ahead);
         let writer = self.writer.clone();
         let caller = msg.caller;
@@ -140,12 +146,7 @@ impl Handler<IngestBatch> for Ingestor {
     #[tracing::instrument(name = "ingest_batch", level = "debug", skip_all)]
     fn handle(&mut self, msg: IngestBatch, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
-        let cx = IngestContext {
-            policy: &self.policy,
-            now,
-            new_id: &new_record_id,
-            key: msg.caller.key.as_deref(),
-        };
+        let cx = self.context(&msg.caller, now);
         let candidates = msg
             .batch
             .into_candidates(&cx)
@@ -179,12 +180,7 @@ impl Handler<IngestConversation> for Ingestor {
     #[tracing::instrument(name = "ingest_conversation", level = "debug", skip_all)]
     fn handle(&mut self, msg: IngestConversation, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
-        let cx = IngestContext {
-            policy: &self.policy,
-            now,
-            new_id: &new_record_id,
-            key: msg.caller.key.as_deref(),
-        };
+        let cx = self.context(&msg.caller, now);
         let conversation = msg.conversation.into_conversation(&cx).map(|mut c| {
             c.records.iter_mut().for_each(analyse_ahead);
             c

@@ -16,11 +16,11 @@ use super::record::{
     Attribution, AuditAction, MemoryRecord, Provenance, ProvenanceKind, ProvenanceSource,
     Sensitivity,
 };
-use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
+use super::time::Timestamp;
 use super::trust::signed;
 use super::validate::{
-    check_actor, check_id, check_json_size, check_not_future, check_strings, normalize_tags,
-    optional_string, require_string, Validated, ValidationError,
+    check_actor, check_id, check_json_size, check_strings, normalize_tags, optional_string,
+    past_time, require_string, Validated, ValidationError,
 };
 use super::vector::Embedding;
 
@@ -147,17 +147,7 @@ fn require_source(source: String) -> Validated<String> {
 
 /// The time the data describes; ingest time when not given.
 fn event_time(cx: &IngestContext<'_>, timestamp: Option<String>) -> Validated<Timestamp> {
-    match timestamp {
-        None => Ok(cx.now),
-        Some(text) if text.is_empty() => Ok(cx.now),
-        Some(text) => {
-            let timestamp = parse_rfc3339(&text)
-                .map(truncate_to_micros)
-                .map_err(|e| ValidationError::new("timestamp", e))?;
-            check_not_future("timestamp", timestamp, cx.now)?;
-            Ok(timestamp)
-        }
-    }
+    past_time("timestamp", timestamp.filter(|t| !t.is_empty()), cx.now)
 }
 
 fn new_record(
@@ -538,16 +528,7 @@ pub fn conversation(
     let mut records = Vec::with_capacity(turns.len());
     for (i, fields) in turns.into_iter().enumerate() {
         let field = |name: &str| format!("turns[{i}].{name}");
-        let at = match fields.at {
-            None => cx.now,
-            Some(text) => {
-                let at = parse_rfc3339(&text)
-                    .map(truncate_to_micros)
-                    .map_err(|e| ValidationError::new(field("at"), e))?;
-                check_not_future(&field("at"), at, cx.now)?;
-                at
-            }
-        };
+        let at = past_time(&field("at"), fields.at, cx.now)?;
         let turn = Turn {
             conversation_id: conversation_id.clone(),
             session_id: session_id.clone().unwrap_or_else(|| UNPLACED.to_string()),

@@ -8,10 +8,11 @@ use super::record::{MemoryRecord, MemoryType, Sensitivity};
 use super::relevance::{Bm25, TurnWeights, Weights};
 use super::requests::check_speakers;
 use super::search::TextQuery;
-use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
+use super::time::Timestamp;
 use super::trust::{Caller, TrustContext};
 use super::validate::{
-    check_name, check_non_negative, normalize_tags, optional_string, Validated, ValidationError,
+    check_list_len, check_name, check_non_negative, normalize_tags, optional_string, optional_time,
+    Validated, ValidationError,
 };
 use super::vector::{Embedding, QueryVector};
 
@@ -59,15 +60,7 @@ impl Filters {
             check_name(&format!("tags[{i}]"), tag)?;
         }
         let mut sources = fields.sources.unwrap_or_default();
-        if sources.len() > MAX_FILTER_SOURCES {
-            return Err(ValidationError::new(
-                "sources",
-                format!(
-                    "too many sources: {} given, maximum is {MAX_FILTER_SOURCES}",
-                    sources.len()
-                ),
-            ));
-        }
+        check_list_len("sources", sources.len(), MAX_FILTER_SOURCES, "sources")?;
         for (i, source) in sources.iter().enumerate() {
             let field = format!("sources[{i}]");
             if source.trim().is_empty() {
@@ -87,17 +80,8 @@ impl Filters {
             check_name(field, &value)?;
             Ok(Some(value))
         };
-        let time = |field: &str, value: Option<String>| -> Validated<Option<Timestamp>> {
-            value
-                .map(|text| {
-                    parse_rfc3339(&text)
-                        .map(truncate_to_micros)
-                        .map_err(|why| ValidationError::new(field, why))
-                })
-                .transpose()
-        };
-        let created_after = time("created_after", fields.created_after)?;
-        let created_before = time("created_before", fields.created_before)?;
+        let created_after = optional_time("created_after", fields.created_after)?;
+        let created_before = optional_time("created_before", fields.created_before)?;
         if let (Some(after), Some(before)) = (created_after, created_before) {
             if after >= before {
                 return Err(ValidationError::new(

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::time::Timestamp;
+use super::time::{parse_rfc3339, truncate_to_micros, Timestamp};
 
 /// Longest string field, in characters.
 pub const MAX_STRING_CHARS: usize = 100_000;
@@ -215,6 +215,40 @@ pub fn check_actor(field: &str, actor: &str) -> Validated<()> {
 /// clocks drift a little, but a record must not claim to come from later
 /// than now (it would never decay, or sort above everything).
 pub const MAX_CLOCK_SKEW_SECONDS: i64 = 60;
+
+/// An optional RFC 3339 time a client sent as `field`, to the microsecond.
+pub fn optional_time(field: &str, value: Option<String>) -> Validated<Option<Timestamp>> {
+    value
+        .map(|text| {
+            parse_rfc3339(&text)
+                .map(truncate_to_micros)
+                .map_err(|why| ValidationError::new(field, why))
+        })
+        .transpose()
+}
+
+/// A time a client sent as `field` for what has happened: by `now` (with
+/// the clock skew allowed); absent, `now`.
+pub fn past_time(field: &str, value: Option<String>, now: Timestamp) -> Validated<Timestamp> {
+    match optional_time(field, value)? {
+        None => Ok(now),
+        Some(at) => {
+            check_not_future(field, at, now)?;
+            Ok(at)
+        }
+    }
+}
+
+/// At most `most` items in the list `field`.
+pub fn check_list_len(field: &str, len: usize, most: usize, what: &str) -> Validated<()> {
+    if len > most {
+        return Err(ValidationError::new(
+            field,
+            format!("too many {what}: {len} given, maximum is {most}"),
+        ));
+    }
+    Ok(())
+}
 
 pub fn check_not_future(field: &str, value: Timestamp, now: Timestamp) -> Validated<()> {
     if value > now + chrono::Duration::seconds(MAX_CLOCK_SKEW_SECONDS) {

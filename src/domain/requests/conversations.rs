@@ -5,9 +5,10 @@ use serde::Deserialize;
 
 use crate::domain::access::Access;
 use crate::domain::conversation::{check_id, check_speaker, TurnQuery, TurnSight, MAX_SPEAKERS};
-use crate::domain::time::{parse_rfc3339, truncate_to_micros, Timestamp};
 use crate::domain::trust::{Caller, TrustContext};
-use crate::domain::validate::{null_as_default, optional_string, Validated, ValidationError};
+use crate::domain::validate::{
+    check_list_len, null_as_default, optional_string, optional_time, Validated, ValidationError,
+};
 
 /// Turns in one page when the request names no `page_size`.
 pub const DEFAULT_TURN_PAGE: usize = 100;
@@ -46,29 +47,11 @@ pub struct TurnsRequest {
 
 /// Checks a `speakers` filter.
 pub fn check_speakers(speakers: &[String]) -> Validated<()> {
-    if speakers.len() > MAX_SPEAKERS {
-        return Err(ValidationError::new(
-            "speakers",
-            format!(
-                "too many speakers: {} given, maximum is {MAX_SPEAKERS}",
-                speakers.len()
-            ),
-        ));
-    }
+    check_list_len("speakers", speakers.len(), MAX_SPEAKERS, "speakers")?;
     for (i, speaker) in speakers.iter().enumerate() {
         check_speaker(&format!("speakers[{i}]"), speaker)?;
     }
     Ok(())
-}
-
-fn time(field: &str, value: Option<String>) -> Validated<Option<Timestamp>> {
-    value
-        .map(|text| {
-            parse_rfc3339(&text)
-                .map(truncate_to_micros)
-                .map_err(|why| ValidationError::new(field, why))
-        })
-        .transpose()
 }
 
 impl TurnsRequest {
@@ -88,8 +71,8 @@ impl TurnsRequest {
             check_id("session_id", session)?;
         }
         check_speakers(&self.speakers)?;
-        let after = time("after", self.after)?;
-        let before = time("before", self.before)?;
+        let after = optional_time("after", self.after)?;
+        let before = optional_time("before", self.before)?;
         if let (Some(after), Some(before)) = (after, before) {
             if after >= before {
                 return Err(ValidationError::new(

@@ -23,6 +23,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::source::{RankingSource, SessionOf, SessionTurn, Stored};
 use crate::domain::analysis;
+use crate::domain::record::MemoryType;
 use crate::domain::relevance::{Bm25, TurnWeights};
 use crate::domain::retrieval::RecordQuery;
 use crate::store::StoreError;
@@ -53,7 +54,10 @@ pub(crate) fn in_context<S: RankingSource>(
     terms: &TermWeights<'_>,
     candidates: Vec<(Stored, f64)>,
 ) -> Result<Vec<(Stored, f64)>, StoreError> {
-    if candidates.is_empty() || terms.names.is_empty() {
+    // Only episodes can be turns: a query that matched none reads nothing
+    // more.
+    let episodic = i64::from(MemoryType::Episodic.layer());
+    if terms.names.is_empty() || !candidates.iter().any(|(s, _)| s.layer == episodic) {
         return Ok(candidates);
     }
     // The sessions of the best candidates, best first.
@@ -61,6 +65,7 @@ pub(crate) fn in_context<S: RankingSource>(
     order.sort_by(|&a, &b| candidates[b].1.total_cmp(&candidates[a].1));
     let keys: Vec<i64> = order
         .iter()
+        .filter(|&&i| candidates[i].0.layer == episodic)
         .take(MAX_LOOKED_AT)
         .map(|&i| candidates[i].0.key)
         .collect();
@@ -197,7 +202,7 @@ mod tests {
         SessionTurn {
             stored: Stored {
                 key: 0,
-                layer: 4,
+                layer: i64::from(MemoryType::Episodic.layer()),
                 salience: 1.0,
                 decays_from: 0,
             },
