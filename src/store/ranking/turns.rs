@@ -31,8 +31,9 @@ use crate::store::StoreError;
 /// Sessions of the best text candidates read whole.
 pub(crate) const MAX_SESSIONS: usize = 48;
 
-/// The best text candidates whose sessions are looked for.
-const MAX_LOOKED_AT: usize = 256;
+/// The best text candidates whose sessions are looked for (each one a
+/// look-up, even where there are no turns).
+const MAX_LOOKED_AT: usize = 64;
 
 /// The query's terms as the context scoring weighs them.
 pub(crate) struct TermWeights<'a> {

@@ -493,9 +493,9 @@ impl RankingSource for Source<'_> {
 
     fn turns_of(&self, keys: &[i64]) -> Result<Vec<TurnAt>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT t.record_key, t.conversation_id, r.scope, t.session_id
-             FROM conversation_turns t JOIN records r ON r.key = t.record_key
-             WHERE t.record_key IN rarray(?1)",
+            "SELECT t.record_key, t.conversation_id,
+                    (SELECT r.scope FROM records r WHERE r.key = t.record_key), t.session_id
+             FROM conversation_turns t WHERE t.record_key IN rarray(?1)",
         )?;
         let mut rows = stmt.query([key_array(keys)])?;
         let mut found = Vec::new();
