@@ -306,7 +306,7 @@ async fn a_postgres_schema_one_database_keeps_its_salience_order_after_the_upgra
     );
     assert_eq!(
         app.sql_number("SELECT MAX(version) FROM schema_migrations", &[]),
-        11
+        engram::store::postgres::migrations::latest_version()
     );
     // Version 5: the search text is the analyser's terms, as SQLite has
     // them: "1.21" is `1` and `21` (the `english` parser kept `1.21`).
