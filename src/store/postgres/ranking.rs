@@ -453,8 +453,7 @@ impl RankingSource for Source<'_> {
             .collect();
         // The level comes from an enum, never from text.
         let sql = format!(
-            "SELECT r.key, r.layer, d.salience, d.decays_from, r.search_length, r.search_repeats,
-                    t.speaker, t.timed, r.created_by, r.created_at{}
+            "SELECT {}{}
              FROM conversation_turns t
              JOIN records r ON r.key = t.record_key
              JOIN decay_profiles d ON d.record_key = r.key
@@ -462,6 +461,7 @@ impl RankingSource for Source<'_> {
                AND r.scope IS NOT DISTINCT FROM $3
                AND r.layer = {} AND r.sensitivity <= {} AND ($4 OR r.status <> 'retracted')
              ORDER BY t.turn_index, t.record_key",
+            SessionTurn::columns("d"),
             has.iter().map(|h| format!(", {h}")).collect::<String>(),
             MemoryType::Episodic.layer(),
             query.max_sensitivity.rank()
@@ -494,23 +494,7 @@ impl RankingSource for Source<'_> {
                         frequencies[i] = term_frequency(repeats, term);
                     }
                 }
-                let speaker: String = row.try_get(6)?;
-                let passes = SessionTurn::passes(
-                    query,
-                    &session.conversation_id,
-                    &speaker,
-                    row.try_get(8)?,
-                    row.try_get(9)?,
-                );
-                found.push(SessionTurn {
-                    stored: Stored::read(&row)?,
-                    session: (*session).clone(),
-                    speaker,
-                    timed: row.try_get(7)?,
-                    length: row.try_get(4)?,
-                    frequencies,
-                    passes,
-                });
+                found.push(SessionTurn::read(&row, query, session, frequencies)?);
             }
         }
         Ok(found)

@@ -196,6 +196,44 @@ pub(crate) struct SessionTurn {
 }
 
 impl SessionTurn {
+    /// What [`SessionTurn::read`] reads, columns 0 to 9: of `records r`,
+    /// of `conversation_turns t`, and the stored salience and
+    /// `decays_from` of the table `stored` (where the backend keeps them).
+    pub fn columns(stored: &str) -> String {
+        format!(
+            "r.key, r.layer, {stored}.salience, {stored}.decays_from, r.search_length, \
+             r.search_repeats, t.speaker, t.timed, r.created_by, r.created_at"
+        )
+    }
+
+    /// A turn of `session` as [`SessionTurn::columns`] read it, with the
+    /// frequencies of the query's terms in its text.
+    pub fn read(
+        row: &impl Columns,
+        query: &RecordQuery,
+        session: &SessionOf,
+        frequencies: Vec<f64>,
+    ) -> Result<SessionTurn, StoreError> {
+        let speaker: String = row.at(6)?;
+        let created_by: Option<String> = row.at(8)?;
+        let passes = SessionTurn::passes(
+            query,
+            &session.conversation_id,
+            &speaker,
+            created_by.as_deref(),
+            row.at(9)?,
+        );
+        Ok(SessionTurn {
+            stored: Stored::read(row)?,
+            session: session.clone(),
+            speaker,
+            timed: row.at(7)?,
+            length: row.at(4)?,
+            frequencies,
+            passes,
+        })
+    }
+
     /// Whether a turn with these columns passes `query`'s filters: its
     /// conversation (the record's `about`), speaker, creator and creation
     /// time. A query with tags passes none: a turn found only through

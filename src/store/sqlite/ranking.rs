@@ -519,9 +519,9 @@ impl RankingSource for Source<'_> {
         terms: &[String],
     ) -> Result<Vec<SessionTurn>, StoreError> {
         // The level comes from an enum, never from text.
+        let columns = SessionTurn::columns("r");
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_repeats,
-                    r.search_terms, t.speaker, t.timed, r.created_by, r.created_at
+            "SELECT {columns}, r.search_terms
              FROM conversation_turns t INDEXED BY conversation_turns_by_session
              JOIN records r ON r.key = t.record_key
              WHERE t.conversation_id = ?1 AND t.session_id = ?2 AND r.scope IS ?3
@@ -542,26 +542,10 @@ impl RankingSource for Source<'_> {
             while let Some(row) = rows.next()? {
                 let repeats = text_at(row, 5)?;
                 let mut frequencies = vec![0.0; terms.len()];
-                terms_in.each(text_at(row, 6)?.unwrap_or_default(), |i| {
+                terms_in.each(text_at(row, 10)?.unwrap_or_default(), |i| {
                     frequencies[i] = term_frequency(repeats, &terms[i]);
                 });
-                let speaker: String = row.get(7)?;
-                let passes = SessionTurn::passes(
-                    query,
-                    &session.conversation_id,
-                    &speaker,
-                    text_at(row, 9)?,
-                    row.get(10)?,
-                );
-                found.push(SessionTurn {
-                    stored: Stored::read(row)?,
-                    session: session.clone(),
-                    speaker,
-                    timed: row.get(8)?,
-                    length: row.get(4)?,
-                    frequencies,
-                    passes,
-                });
+                found.push(SessionTurn::read(row, query, session, frequencies)?);
             }
         }
         Ok(found)
