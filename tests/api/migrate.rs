@@ -104,6 +104,29 @@ async fn a_sqlite_database_moves_to_postgres_whole() {
     let admin = app
         .make_key(None, json!({"name": "ops", "roles": ["admin"]}))
         .await;
+    // An erasure within one scope, and an admin of that scope alone, who
+    // finds it in the log by the scope it was made in.
+    let (status, _) = app
+        .post(
+            "/v1/ingest/event",
+            &json!({"source": "a", "event_kind": "note", "ref": "r", "scope": "gone"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, erased) = app
+        .post(
+            "/v1/erase",
+            &json!({"scope": "gone", "actor": "dpo", "rationale": "left",
+                    "trust": trust("hyper", &["gone"])}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{erased}");
+    let scoped_admin = app
+        .make_key(
+            None,
+            json!({"name": "gone-ops", "roles": ["admin"], "scopes": ["gone"], "max_sensitivity": "hyper"}),
+        )
+        .await;
     let before = everything(&app, &topic).await;
     let source = app.stop().await;
 
@@ -148,6 +171,12 @@ async fn a_sqlite_database_moves_to_postgres_whole() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, _, _) = app.send("GET", "/v1/jobs", None, Some(&admin)).await;
     assert_eq!(status, StatusCode::OK);
+    let (status, log, _) = app
+        .send("GET", "/v1/erasures", None, Some(&scoped_admin))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    assert_eq!(log["erasures"].as_array().unwrap().len(), 1, "{log}");
+    assert_eq!(log["erasures"][0]["id"], erased["erasure_id"], "{log}");
 
     // A database that holds data is never migrated into.
     let again = migrate(&source.path().join("engram.db"), &url).await;
