@@ -169,6 +169,10 @@ impl Filters {
     }
 }
 
+/// What a record adds to an answer besides its payload, at most in
+/// practice: ids, times, tags, provenance, relations, audit entries.
+pub const RECORD_OVERHEAD_BYTES: usize = 4096;
+
 /// What storage is asked for: visible records of these types, best first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordQuery {

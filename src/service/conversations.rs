@@ -12,6 +12,7 @@ use crate::domain::conversation::{TurnQuery, TurnSight};
 use crate::domain::ingest::NewConversation;
 use crate::domain::payload::Payload;
 use crate::domain::record::MemoryRecord;
+use crate::domain::retrieval::RECORD_OVERHEAD_BYTES;
 use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
 use crate::store::conversations::{Around, TurnRow};
@@ -148,23 +149,30 @@ pub fn read_turns(
         ..query.clone()
     };
     let mut rows = tx.turns(&asked)?;
-    let more = rows.len() > query.limit;
+    let mut more = rows.len() > query.limit;
     rows.truncate(query.limit);
+    // Within the response size, but never an empty page.
+    let mut bytes = 0usize;
+    let fits = rows
+        .iter()
+        .position(|row| {
+            bytes += row.payload_bytes + RECORD_OVERHEAD_BYTES;
+            bytes > query.max_bytes
+        })
+        .map_or(rows.len(), |i| i.max(1));
+    if fits < rows.len() {
+        rows.truncate(fits);
+        more = true;
+    }
     let keys: Vec<i64> = rows.iter().map(|r| r.key).collect();
     let mut loaded = by_key(tx, &keys, now)?;
     let mut sessions: Vec<Session> = Vec::new();
     let mut started: HashMap<(Option<String>, String), Timestamp> = HashMap::new();
-    let (mut bytes, mut last, mut cut) = (0usize, None, false);
+    let mut last = None;
     for row in &rows {
         let Some(record) = loaded.remove(&row.key) else {
             continue;
         };
-        // Within the response size, but never an empty page.
-        bytes += serde_json::to_vec(&record).map_or(0, |b| b.len());
-        if bytes > query.max_bytes && last.is_some() {
-            cut = true;
-            break;
-        }
         let same = sessions
             .last()
             .is_some_and(|s| s.session_id == row.session_id && s.scope == row.scope);
@@ -192,7 +200,7 @@ pub fn read_turns(
     }
     Ok(TurnPage {
         sessions,
-        next: if more || cut { last } else { None },
+        next: if more { last } else { None },
     })
 }
 

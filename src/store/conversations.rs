@@ -23,13 +23,15 @@ pub struct TurnRow {
     pub index: i64,
     /// Microseconds.
     pub at: i64,
+    /// The size of its payload, as served, in bytes.
+    pub payload_bytes: usize,
 }
 
 impl TurnRow {
     /// What [`TurnRow::read`] reads, of `conversation_turns t` joined to
-    /// `records r`.
+    /// `records r` and `payloads p`.
     pub(crate) const COLUMNS: &'static str =
-        "t.record_key, r.scope, t.session_id, t.turn_index, t.at";
+        "t.record_key, r.scope, t.session_id, t.turn_index, t.at, CAST(octet_length(p.payload_json) AS BIGINT)";
 
     pub(crate) fn read(row: &impl Columns) -> Result<TurnRow, StoreError> {
         Ok(TurnRow {
@@ -38,6 +40,7 @@ impl TurnRow {
             session_id: row.at(2)?,
             index: row.at(3)?,
             at: row.at(4)?,
+            payload_bytes: row.at::<i64>(5)?.max(0) as usize,
         })
     }
 }
@@ -162,6 +165,7 @@ pub fn turns_statement(query: &TurnQuery, scope_is: &str) -> Statement {
     let c = s.bind(Param::Text(query.conversation_id.clone()));
     let mut sql = format!(
         "SELECT {} FROM conversation_turns t JOIN records r ON r.key = t.record_key
+         JOIN payloads p ON p.record_key = t.record_key
          WHERE t.conversation_id = {c}",
         TurnRow::COLUMNS
     );

@@ -197,6 +197,46 @@ async fn turns_are_appended_in_order_and_placed_in_sessions_by_gap() {
 }
 
 #[actix_web::test]
+async fn a_page_of_turns_stays_within_the_response_size() {
+    let app = crate::helpers::spawn_app_with(|s| s.retrieval.max_response_bytes = 65_536).await;
+    // 24 turns of 8 KiB: about three times what one answer may carry.
+    let turns: Vec<Value> = (0..24)
+        .map(|i| {
+            let text = format!("{i:02} {}", "word ".repeat(1638));
+            turn("Ann", &text, &format!("2025-12-01T10:{i:02}:00Z"))
+        })
+        .collect();
+    append(&app, "long", "team-a", turns).await;
+    let (mut seen, mut pages, mut cursor) = (Vec::new(), 0, None::<String>);
+    loop {
+        let mut body = json!({"trust": trust("low", &["team-a"]), "page_size": 100});
+        if let Some(cursor) = &cursor {
+            body["cursor"] = json!(cursor);
+        }
+        let (status, raw, _) = app
+            .send("POST", "/v1/conversations/long/turns", Some(&body), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{raw}");
+        assert!(
+            raw.to_string().len() <= 65_536,
+            "{} bytes",
+            raw.to_string().len()
+        );
+        pages += 1;
+        for turn in raw["sessions"][0]["turns"].as_array().unwrap() {
+            seen.push(turn["payload"]["turn"]["text"].as_str().unwrap()[..2].to_string());
+        }
+        match raw["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert!(pages >= 3, "{pages} pages");
+    let expected: Vec<String> = (0..24).map(|i| format!("{i:02}")).collect();
+    assert_eq!(seen, expected, "every turn once, in order");
+}
+
+#[actix_web::test]
 async fn bad_turns_name_their_field_and_store_nothing() {
     let app = spawn_app().await;
     append(

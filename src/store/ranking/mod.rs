@@ -12,7 +12,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use crate::domain::record::MemoryRecord;
 use crate::domain::relevance::{Score, Signals};
-use crate::domain::retrieval::{Cursor, RecordQuery};
+use crate::domain::retrieval::{Cursor, RecordQuery, RECORD_OVERHEAD_BYTES};
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::{RecordPage, StoreError};
 
@@ -153,10 +153,6 @@ impl DecayBound {
         (decayed.max(floor) * (1.0 + 1e-9) + 1e-12).min(salience)
     }
 }
-
-/// What a record adds to an answer besides its payload, at most in
-/// practice: ids, times, tags, provenance, relations, audit entries.
-const RECORD_OVERHEAD_BYTES: usize = 4096;
 
 /// Loads the ranked records, best first, while the answer stays within
 /// `query.max_bytes` and `query.page_size` records (always at least one

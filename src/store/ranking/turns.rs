@@ -119,6 +119,8 @@ pub(crate) fn score_sessions(
 ) -> Vec<f64> {
     let query_terms: HashSet<&str> = terms.names.iter().map(String::as_str).collect();
     let mut scores = vec![0.0; turns.len()];
+    // A conversation has few speakers and many turns.
+    let mut named_speakers: HashMap<&str, bool> = HashMap::new();
     // Sessions: runs of the same session.
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
@@ -180,9 +182,13 @@ pub(crate) fn score_sessions(
         for (j, turn) in session.iter().enumerate() {
             let mut score =
                 scores[a + j] + weights.session_best * best + weights.session_text * text;
-            let named = analysis::terms(&turn.speaker)
-                .iter()
-                .any(|t| query_terms.contains(t.as_str()));
+            let named = *named_speakers
+                .entry(turn.speaker.as_str())
+                .or_insert_with(|| {
+                    analysis::terms(&turn.speaker)
+                        .iter()
+                        .any(|t| query_terms.contains(t.as_str()))
+                });
             if named {
                 score *= 1.0 + weights.speaker;
             }
