@@ -82,8 +82,8 @@ impl Default for TurnWeights {
     fn default() -> Self {
         TurnWeights {
             neighbours: 0.15,
-            session_best: 0.0,
-            session_text: 0.05,
+            session_best: 0.2,
+            session_text: 0.3,
             speaker: 0.4,
             time: 0.4,
         }

@@ -7,7 +7,10 @@ b 0.75, lowercased word tokens, small stop-word list, no stemming) over
 evidence turns found in the top k, averaged over questions), overall and per
 category, plus the share of questions that have at most one content word in
 common with every one of their evidence turns, counting the "Speaker: "
-prefix and on the text alone. Standard library only:
+prefix and on the text alone, and the share of questions with a rare word
+(in at most 5% of the conversation's turns, not a speaker's name) that occurs
+within 6 turns of an evidence turn in its session but in no evidence turn.
+Standard library only:
 
     python3 tests/data/conversations/check_bm25.py
 """
@@ -32,6 +35,7 @@ def tokens(text):
 
 def main():
     convs = {}
+    near = {}       # ref -> the refs within 6 turns in the same session
     with open(os.path.join(HERE, "conversations.jsonl"), encoding="utf-8") as f:
         for line in f:
             c = json.loads(line)
@@ -42,12 +46,21 @@ def main():
                 df.update(set(toks))
             avg = sum(len(t) for _, t in docs) / len(docs)
             plain = {t["ref"]: tokens(t["text"]) for s in c["sessions"] for t in s["turns"]}
-            convs[c["conversation_id"]] = (docs, df, avg, {r: t for r, t in docs}, plain)
-    sums = defaultdict(lambda: [0, 0.0, 0.0, 0, 0])
+            plain_df = Counter()
+            for toks in plain.values():
+                plain_df.update(set(toks))
+            names = set(tokens(" ".join(c["speakers"])))
+            rare = set(w for w, n in plain_df.items() if n <= 0.05 * len(plain) and w not in names)
+            convs[c["conversation_id"]] = (docs, df, avg, {r: t for r, t in docs}, plain, rare)
+            for s in c["sessions"]:
+                refs = [t["ref"] for t in s["turns"]]
+                for j, r in enumerate(refs):
+                    near[r] = refs[max(0, j - 6):j + 7]
+    sums = defaultdict(lambda: [0, 0.0, 0.0, 0, 0, 0])
     with open(os.path.join(HERE, "questions.jsonl"), encoding="utf-8") as f:
         for line in f:
             q = json.loads(line)
-            docs, df, avg, by_ref, plain = convs[q["conversation_id"]]
+            docs, df, avg, by_ref, plain, rare = convs[q["conversation_id"]]
             n = len(docs)
             qt = tokens(q["question"])
             scores = []
@@ -68,6 +81,9 @@ def main():
             shared = max(len(qset & set(by_ref[r])) for r in ev)
             low = 1 if shared <= 1 else 0
             low_text = 1 if max(len(qset & set(plain[r])) for r in ev) <= 1 else 0
+            in_ev = set(w for r in ev for w in plain[r])
+            around = set(w for r in ev for n in near[r] if n not in ev for w in plain[n])
+            nearby = 1 if (qset & rare & around) - in_ev else 0
             for key in ("all", q["category"]):
                 acc = sums[key]
                 acc[0] += 1
@@ -75,11 +91,15 @@ def main():
                 acc[2] += r10
                 acc[3] += low
                 acc[4] += low_text
+                acc[5] += nearby
     print("plain BM25 (k1 1.2, b 0.75, no stems) over `Speaker: text`")
     for key in ("all", "single-hop", "multi-hop", "temporal", "open-domain"):
-        n, r5, r10, low, low_text = sums[key]
+        n, r5, r10, low, low_text, _ = sums[key]
         print("%-12s n=%4d  recall@5 %.3f  recall@10 %.3f  <=1 shared word: %.2f (text only %.2f)"
               % (key, n, r5 / n, r10 / n, low / n, low_text / n))
+    print("rare question word near the evidence but not in it: %s" % "  ".join(
+        "%s %.2f" % (key, sums[key][5] / sums[key][0])
+        for key in ("all", "single-hop", "multi-hop", "temporal", "open-domain")))
 
 
 if __name__ == "__main__":

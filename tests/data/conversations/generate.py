@@ -8,18 +8,27 @@ Deterministic (fixed seed, standard library only). Run from the repo root:
 
 Every conversation is built from two personas, a set of "arcs" (life events,
 hobbies, relatives, plans that change) whose steps are spread over the
-sessions in time order, and filler small talk. Arcs emit the questions whose
-evidence they contain; the script checks the result before writing it.
+sessions in time order, and filler small talk. Most sessions are topical: each
+arc step there sits in an exchange of 5-12 turns about its subject, with talk
+that reuses the subject's names and words around it. The other sessions mix
+short arc steps with small talk. Arcs emit the questions whose evidence they
+contain; some questions are then made to name the subject with a word found
+in the turns around the evidence but not in the evidence itself. The script
+checks the result before writing it.
 """
 import json
 import os
 import random
+import re
 from datetime import date, datetime, timedelta
 
 SEED = 20250304
 HERE = os.path.dirname(os.path.abspath(__file__))
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain")
 MAX_SINGLE_HOP = 36     # per conversation, so that single-hop does not dominate
+P_ITEM_Q = 0.9          # share of hobby item questions that reuse the evidence wording
+P_SHORT = 0.35          # share of some steps in topical sessions where the other person
+                        # names the subject and the answer turn does not
 
 MONTHS = ["January", "February", "March", "April", "May", "June", "July",
           "August", "September", "October", "November", "December"]
@@ -860,6 +869,165 @@ ITEM_Q = {
 
 
 # --------------------------------------------------------------------------
+# Talk around a subject. In a topical session every arc step is the middle of
+# an exchange of 5-12 turns; the turns around it come from these lists and
+# reuse the subject's words (venue, teacher, neighbourhood, employer, ...)
+# without adding facts that any question asks about. An exchange is a list of
+# (role, text) or (role, text, caption); role 0 is the arc's owner, 1 the
+# other person. Leading strings are tags that say when an exchange fits:
+# "coach" mentions the teacher (only once the teacher has come up, or if the
+# teacher is never asked about), "later" presumes the hobby is not brand new.
+
+HOBBY_TALK = {
+    "running": [
+        [(1, "Is everyone friendly in {venue}?"), (0, "Very. Nobody gets left behind, even me.")],
+        ["later", (1, "Are you still going out with {venue}?"), (0, "Twice a week. They'd send a search party otherwise.")],
+        ["coach", (1, "Does {coach} still make you do hill repeats?"), (0, "Every single week. {coach} calls them character building.")],
+        ["later", (0, "The usual loop with {venue} was pure mud this week.", "a photo of a muddy towpath at dawn"), (1, "Sounds grim."), (0, "Grim but weirdly fun.")],
+        ["coach", (1, "How far is {coach} making you run these days?"), (0, "Depends on my legs. And on how loud {coach} shouts.")],
+        ["later", (1, "Do you run in the rain?"), (0, "{venue} runs in anything. Sideways hail, once.", "a photo of muddy legs after a run")],
+        ["later", (0, "My running tights have more holes than fabric now."), (1, "Is that a look?"), (0, "It's a running look.")],
+    ],
+    "pottery": [
+        [(1, "Is {venue} far from you?"), (0, "Twenty minutes on the bus. I'm the one covered in clay.")],
+        ["coach", (1, "Was {coach} there this week?"), (0, "Yes, hovering behind my wheel as usual.")],
+        ["later", (1, "Is the kiln at {venue} working again?"), (0, "Sort of. It fires, it just takes its time about it.")],
+        ["later", (0, "I spent half the evening at {venue} just wedging clay.", "a photo of a lump of clay on a canvas table"), (1, "Is that the kneading bit?"), (0, "Kneading for serious people, yes.")],
+        ["later", (1, "Do you choose your own glazes?"), (0, "There's a shelf of about forty at {venue}. I always end up in the greens.", "a photo of a shelf of glaze buckets")],
+        ["coach", (0, "{coach} says my centring is nearly there."), (1, "Is that good?"), (0, "From {coach}? That's a rave review.")],
+        ["later", (1, "Do you still come home covered in clay?"), (0, "Every time. My washing machine hates {venue}.")],
+    ],
+    "chess": [
+        [(1, "Is it quiet at {venue}?"), (0, "Deathly quiet, apart from the clocks clacking.", "a photo of rows of chess boards in a quiet hall")],
+        ["later", (1, "Still going to {venue}?"), (0, "Every week. It's the only night I'm allowed to be competitive.")],
+        ["coach", (1, "Does {coach} still make you replay your losses?"), (0, "Move by move. {coach} is merciless with a notebook.")],
+        ["later", (0, "Someone at {venue} played the same opening against me three times this month."), (1, "Did you crack it?"), (0, "By the third game, yes.")],
+        ["later", (1, "Do you play online as well?"), (0, "Blitz on my phone, mostly when I should be asleep.")],
+        ["coach", (0, "{coach} set me a puzzle a day and I'm behind by about a week."), (1, "Ha, homework."), (0, "Chess homework. At my age.")],
+    ],
+    "cello": [
+        [(1, "Does the cello fit in your car?"), (0, "Only if it gets the front seat. It has better legroom than me.", "a photo of a cello case strapped into a passenger seat")],
+        ["later", (1, "Are you still practising every day?"), (0, "Trying to. Twenty minutes of scales before anything fun.")],
+        ["coach", (1, "How's {coach}?"), (0, "Still telling me to relax my bow hand. {coach} says I hold it like a hammer.")],
+        ["later", (0, "Rehearsal ran over again, as it always does with {venue}."), (1, "Do you mind?"), (0, "Not really, the cellos sit in the last row and gossip.")],
+        ["later", (0, "My fingertips have finally hardened up."), (1, "Ew. And also congrats?"), (0, "Thank you.")],
+        ["coach", (1, "Does {coach} ever play for you?"), (0, "Sometimes, to show me how it should sound. It's humbling.")],
+    ],
+    "photography": [
+        [(1, "Do you shoot digital or film?"), (0, "Both, depending on my mood and my bank balance.")],
+        ["later", (1, "Still going to {venue}?"), (0, "Every week I can. Rain or shine.")],
+        ["coach", (1, "What does {coach} think of your stuff?"), (0, "{coach} says my horizons are finally straight. Progress.")],
+        ["later", (0, "Spent all evening editing the last batch from {venue}.", "a photo of a laptop screen full of thumbnails"), (1, "Do you edit a lot?"), (0, "Less than I used to. Mostly just fixing the light.")],
+        ["later", (0, "We had a critique night at {venue}."), (1, "Sounds scary."), (0, "It was. People are very honest about composition.")],
+        ["coach", (1, "Does {coach} come on the walks too?"), (0, "Always at the front, pointing at puddles for reflections.")],
+    ],
+    "climbing": [
+        [(1, "Do you climb outside too?"), (0, "When it's dry. Which is never.")],
+        ["later", (1, "Still at the wall every week?"), (0, "Three times if I can. I basically live at {venue}.")],
+        ["coach", (1, "Does {coach} still laugh when you fall?"), (0, "Every time. {coach} says falling is part of the sport.")],
+        ["later", (0, "They reset half the problems at {venue}."), (1, "Is that good or bad?"), (0, "Both. Fresh stuff to try, but I lose my favourites.")],
+        ["later", (1, "How are your hands?"), (0, "Chalky and shredded. Climber hands, apparently.", "a photo of chalky hands with taped fingers")],
+        ["coach", (0, "{coach} made us do footwork drills for an hour."), (1, "On purpose?"), (0, "Silent feet, {coach} calls it.")],
+    ],
+    "cycling": [
+        [(1, "Do you ride to work as well?"), (0, "When it's dry. I arrive looking like a tomato.")],
+        ["later", (1, "Still doing the Sunday rides?"), (0, "Every week with {venue}, unless it's pouring.")],
+        ["coach", (1, "Does {coach} still drop everyone on the hills?"), (0, "Every time. {coach} waits at the top eating a banana.")],
+        ["later", (0, "Spent the evening degreasing everything on the bike."), (1, "Glamorous."), (0, "The bike looks better than I do.")],
+        ["later", (0, "{venue} found a route that goes past a bakery.", "a photo of bikes leaning outside a bakery"), (1, "Best route."), (0, "Everyone stops. Nobody admits it's for the pastries.")],
+        ["coach", (1, "Is {coach} ever gentle with you?"), (0, "Once. It was raining and {coach} felt sorry for us.")],
+    ],
+    "baking": [
+        [(1, "Is the oven behaving?"), (0, "It runs hot on one side, so I turn everything halfway.")],
+        ["later", (1, "Still baking every weekend?"), (0, "Every weekend. The flat permanently smells of toast.")],
+        ["coach", (1, "What does {coach} say about your bread now?"), (0, "{coach} poked my dough and said better. I nearly cried.")],
+        ["later", (0, "I've been trying longer proofs, overnight in the fridge.", "a photo of dough rising in a glass bowl"), (1, "Does it make a difference?"), (0, "The crumb is better. The fridge is fuller.")],
+        ["later", (0, "Spent hours at {venue} learning to shape a batard."), (1, "A what?"), (0, "An oval loaf, basically. Very fancy name for an oval.")],
+        ["coach", (1, "Does {coach} let you keep the dough?"), (0, "Whatever survives the class, yes.")],
+    ],
+    "painting": [
+        [(1, "Do you paint outside?"), (0, "When it's dry. The wind has opinions about watercolour.")],
+        ["later", (1, "Painting much at the moment?"), (0, "A bit most evenings, plus {venue} once a week.")],
+        ["coach", (1, "What's {coach} got you doing now?"), (0, "Skies. {coach} says if I can do skies I can do anything.")],
+        ["later", (0, "We did a still life at {venue}, three lemons and a jug."), (1, "Riveting."), (0, "You'd be amazed how hard a lemon is.")],
+        ["later", (0, "My palette is so crusty it could be an artwork on its own."), (1, "Frame it!"), (0, "Don't tempt me.", "a photo of a crusty paint palette")],
+        ["coach", (1, "Does {coach} do demos?"), (0, "Every week. {coach} makes it look so easy it's insulting.")],
+    ],
+    "swimming": [
+        [(1, "Is it busy at {venue}?"), (0, "Early mornings are fine. After work it's chaos.")],
+        ["later", (1, "Still swimming?"), (0, "Most mornings. Going to {venue} is the only thing that wakes me up.")],
+        ["coach", (1, "Does {coach} still count your lengths?"), (0, "Out loud. {coach} never loses count, it's uncanny.")],
+        ["later", (0, "The water at {venue} was freezing this week.", "a photo of grey water under a cloudy sky"), (1, "How cold?"), (0, "Cold enough that I forgot my own name.")],
+        ["later", (1, "Do you swim in the rain?"), (0, "You're wet anyway, so why not.")],
+        ["coach", (0, "{coach} has me breathing every three strokes."), (1, "Is it hard?"), (0, "I keep swallowing half the water.")],
+    ],
+    "guitar": [
+        [(1, "Do your neighbours mind the practising?"), (0, "They haven't said anything. Yet.")],
+        ["later", (1, "How's the guitar going?"), (0, "Slowly. The calluses are coming along though.")],
+        ["coach", (1, "Is {coach} still making you clap rhythms?"), (0, "Every lesson. {coach} says rhythm first, chords later.")],
+        ["later", (0, "Spent an hour at {venue} trying guitars I can't afford."), (1, "And? Did you cave?"), (0, "A pack of picks. Very restrained.")],
+        ["later", (1, "Do you practise every day?"), (0, "Fifteen minutes, while the pasta boils.", "a photo of a guitar propped against a kitchen cupboard")],
+        ["coach", (0, "{coach} gave me a strumming pattern and it's broken my brain."), (1, "Ha, show me sometime."), (0, "When it's less broken.")],
+    ],
+    "gardening": [
+        [(1, "Do you grow flowers too?"), (0, "A few marigolds round the edges, they keep the bugs off.")],
+        ["later", (1, "How's the plot?"), (0, "Busy. Everything grows at once or not at all.")],
+        ["coach", (1, "Is {coach} still giving you advice?"), (0, "Whether I ask or not. {coach} was right about the beans, though.")],
+        ["later", (0, "Spent the whole evening at {venue} weeding."), (1, "Sounds peaceful."), (0, "Peaceful until you meet the brambles.")],
+        ["later", (0, "The water butt at {venue} is empty again."), (1, "Can't you use a hose?"), (0, "No hoses allowed. Watering cans only.", "a photo of two watering cans by a shed")],
+        ["later", (1, "What are you planting next?"), (0, "Garlic, if I can find a spot the slugs don't know about.")],
+    ],
+    "knitting": [
+        [(1, "Do you knit on the train?"), (0, "Always. People watch like it's a magic trick.")],
+        ["later", (1, "What's on the needles now?"), (0, "Something with cables. It's going slowly.", "a photo of a half-finished cable knit on needles")],
+        ["coach", (1, "How's {coach}?"), (0, "Faster than ever. {coach} finished a blanket while I did four rows.")],
+        ["later", (0, "{venue} had a pattern swap this week."), (1, "Find anything good?"), (0, "A lace shawl I'm far too scared to try.")],
+        ["later", (0, "I counted my yarn stash and I'm not telling anyone the number."), (1, "Ha, that bad?"), (0, "Worse.")],
+        ["later", (1, "Do you follow patterns or make it up?"), (0, "Patterns. Making it up is how you end up with a jumper with three arms.")],
+    ],
+}
+# How a question names the teacher, and venues that are groups rather than places.
+HOBBY_CTAIL = {"running": "in {coach}'s group", "pottery": "in {coach}'s class", "chess": "in {coach}'s lessons",
+               "cello": "in {coach}'s lessons", "photography": "in {coach}'s club", "climbing": "in {coach}'s sessions",
+               "cycling": "on {coach}'s rides", "baking": "in {coach}'s class", "painting": "in {coach}'s class",
+               "swimming": "in {coach}'s sessions", "guitar": "in {coach}'s lessons", "gardening": "with {coach}'s advice",
+               "knitting": "in {coach}'s circle"}
+VENUE_WITH = {"the Riverside Runners", "Parkside Striders", "the Canal Harriers", "the community orchestra",
+              "the Wednesday strings group", "the Lightbox camera club", "the Tuesday photo-walk group", "the Velo Club",
+              "the Sunday club ride", "the Wheelers", "the sea swimming group", "the lake club"}
+
+# Turns inside an exchange that reuse none of its words.
+GENERIC_TALK = [
+    [(1, "I hear you.")],
+    [(1, "Noted."), (0, "Ha.")],
+    [(0, "Anyway, that's my news."), (1, "Thanks for the update.")],
+    [(1, "Wait, really?"), (0, "Really.")],
+    [(1, "Ha, of course.")],
+    [(0, "I know, I know."), (1, "Haha.")],
+    [(1, "Keep me posted."), (0, "Will do.")],
+    [(1, "Okay, I need updates on this."), (0, "Promise.")],
+    [(0, "Sorry, I've been going on about this for ages."), (1, "No, I love it!")],
+    [(1, "Hmm."), (0, "Yeah.")],
+    [(1, "That's so you."), (0, "Ha, fair.")],
+    [(0, "Honestly, what a week."), (1, "I can tell!")],
+    [(1, "Why am I not surprised."), (0, "Because you know me.")],
+    [(0, "Anyway. Enough about that."), (1, "No, tell me more!")],
+]
+
+# Stop words for the check that a question word occurs near its evidence but
+# not in it (the same small list the baseline script uses).
+STOP = set("""a an the and or but of to in on at for with from by about as into over after before
+is are was were be been being am do does did done have has had having will would can could should
+what when where who whom which why how that this these those there here it its it's i me my mine
+you your yours he him his she her hers we us our they them their s t d ll re ve m not no so if then
+than too very just up out off any some all each""".split())
+
+
+def words(text):
+    return set(w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOP)
+
+
+# --------------------------------------------------------------------------
 # Core objects
 
 REACT_POS = ["Haha, that's great!", "Oh nice!", "No way, amazing.", "Love that.", "Ooh, fancy.",
@@ -889,6 +1057,7 @@ class Ctx:
         self.questions = []
         self.facts = {}
         self.mentions = []      # (first session index, person, [lines])
+        self.talked = set()     # talk exchanges already used, so they repeat less
         self.used = set()
         for p in (a, b):
             for n in (p.name, p.boss, p.sib, p.partner, p.coworker, p.friend, p.kid and p.kid[0]):
@@ -940,6 +1109,8 @@ class Arc:
         return self.rng.choice(seq)
 
     max_days = None     # longest allowed span from first to last step
+    topical = False     # True while a step is rendered for a topical session
+    TALK = ()
 
     def ok(self, idx, n, dates):
         if self.min_first is not None and idx[0] > self.min_first * n:
@@ -960,6 +1131,53 @@ class Arc:
     def Q(self, cat, text, ev, answer, **kw):
         self.ctx.q(cat, self.f(text, **kw), ev, self.f(answer, **kw))
 
+    # Talk around the subject. x is a session index; the turns before a step
+    # are chosen with x = s - 0.5, so they never presume what the step says.
+    # Tags: "from:STEP" from that step's turns on, "until:STEP" up to them,
+    # "before:STEP" only in earlier sessions, "later:STEP" in later sessions.
+
+    def at(self, step):
+        return self.sessions[self.steps.index(step)]
+
+    def live(self, x):
+        return x >= self.sessions[0]
+
+    def talk_pool(self):
+        return self.TALK
+
+    def tag_ok(self, tag, x):
+        kind, _, step = tag.partition(":")
+        if step not in self.steps:
+            return False
+        i = self.at(step)
+        return {"from": x >= i, "until": x < i, "before": x < i - 0.5, "later": x > i}[kind]
+
+    def talk(self, x):
+        if not self.live(x):
+            return []
+        return [ex for ex in self.talk_pool()
+                if all(self.tag_ok(t, x) for t in ex if isinstance(t, str))]
+
+    def anchors(self, step, s):
+        """(key, edit) pairs for questions about this step: a name that the
+        turns around the evidence can hold, and a function that works it into
+        a question (or returns None)."""
+        return []
+
+    def idle_ok(self, s):
+        """Whether session s can hold an exchange on this subject with no fact."""
+        return False
+
+    def turns_of(self, ex):
+        out = []
+        for item in ex:
+            if isinstance(item, str):
+                continue
+            who = self.p if item[0] == 0 else self.o
+            att = self.f(item[2]) if len(item) > 2 and self.rng.random() < 0.8 else None
+            out.append(self.T(who, item[1], att))
+        return out
+
 
 # --------------------------------------------------------------------------
 # Hobby arcs
@@ -976,7 +1194,7 @@ class HobbyArc(Arc):
         self.sl.update(venue=h["venues"][r.randrange(len(h["venues"]))], coach=cn, cpro=cs,
                        Cpro=cap(cs), cpos=cpos, noun=h["noun"], Noun=cap(h["noun"]))
         middle = ["coach", "gear", "made", "setback", "made2"]
-        pickd = r.sample(middle, r.randint(2, 4))
+        pickd = r.sample(middle, r.randint(2, 3) if new else r.randint(1, 3))
         chosen = [m for m in middle if m in pickd]
         if "made2" in chosen and "made" not in chosen:
             chosen[chosen.index("made2")] = "made"
@@ -984,7 +1202,7 @@ class HobbyArc(Arc):
             tail = chosen[1:]
             r.shuffle(tail)
             chosen = chosen[:1] + tail
-        self.has_event = r.random() < 0.8
+        self.has_event = r.random() < 0.7
         self.steps = (["start" if new else "since"] + chosen
                       + (["event_plan", "event_result"] if self.has_event else []))
         self.min_first = 0.45 if new else None
@@ -999,10 +1217,38 @@ class HobbyArc(Arc):
     def qn(self):
         return self.pick(self.h["qn"])
 
+    def live(self, x):
+        return not self.new or x >= self.sessions[0]
+
+    def talk_pool(self):
+        return HOBBY_TALK[self.key]
+
+    def coach_ok(self, x):
+        return "coach" not in self.steps or x > self.at("coach")
+
+    def tag_ok(self, tag, x):
+        if tag == "coach":
+            return self.coach_ok(x)
+        if tag == "later":
+            return not self.new or x > self.sessions[0]
+        return super().tag_ok(tag, x)
+
+    def anchors(self, step, s):
+        v = self.sl["venue"]
+        if step == "event_result":
+            return []
+        out = [(v, tail(("with " if v in VENUE_WITH else "at ") + v))]
+        if self.coach_ok(s) and step in ("start", "since", "gear", "made", "made2", "setback"):
+            out.append((self.coach, tail(self.f(HOBBY_CTAIL[self.key]))))
+        return out
+
+    def idle_ok(self, s):
+        return not self.new or s > self.sessions[0]
+
     def item_q(self, ans, templates):
         """(question, answer): a paraphrase template, or about half of the
         time a question reusing the evidence wording (ITEM_Q)."""
-        if ans in ITEM_Q and self.rng.random() < 0.5:
+        if ans in ITEM_Q and self.rng.random() < P_ITEM_Q:
             v = ITEM_Q[ans]
             return v if isinstance(v, tuple) else (v, ans)
         return self.pick(templates), ans
@@ -1096,7 +1342,8 @@ class HobbyArc(Arc):
             t2 = self.T(p, line, att)
             turns, ev = [t1, t2, self.T(o, self.pick(REACT_POS))], [t1, t2]
         else:
-            t2 = self.T(p, self.pick(["Small {noun} win: ", "{Noun} update! ", "Proud {noun} moment: ", ""]) + line, att)
+            lead = [""] if self.topical else ["Small {noun} win: ", "{Noun} update! ", "Proud {noun} moment: ", ""]
+            t2 = self.T(p, self.pick(lead) + line, att)
             turns, ev = [t2, self.T(o, self.pick(REACT_POS))], [t2]
         self.t[key] = (ev, ans, d)
         qq, qa = self.item_q(ans, self.h["made_q"])
@@ -1112,7 +1359,7 @@ class HobbyArc(Arc):
     def s_setback(self, d):
         p, o = self.p, self.o
         line, ans = self.setback
-        t1 = self.T(p, self.pick(["Ugh, {noun} drama: ", "Bad week for {noun}. ", "", ""]) + line)
+        t1 = self.T(p, self.pick([""] if self.topical else ["Ugh, {noun} drama: ", "Bad week for {noun}. ", "", ""]) + line)
         t2 = self.T(o, self.pick(REACT_NEG))
         t3 = self.T(p, self.pick(["Anyway. Onwards.", "It's fine. It's fine.", "Lesson learned, I suppose.",
                                   "I'll get over it. Eventually."]))
@@ -1136,7 +1383,13 @@ class HobbyArc(Arc):
         p, o = self.p, self.o
         name = self.event["name"]
         line, ans = self.result
-        if self.rng.random() < 0.4:
+        if self.topical and self.rng.random() < P_SHORT:
+            # The other person names the event; the answer turn does not.
+            t0 = self.T(o, self.pick(["So how did {name} go?", "Wait, how was {name}?", "Did {name} happen in the end?"]),
+                        name=name)
+            t1 = self.T(p, self.pick(["It was {rel}! ", "Yes, {rel}! "]) + line, rel=self.ev_past.phrase)
+            turns, ev = [t0, t1, self.T(o, self.pick(REACT_POS))], [t1]
+        elif self.rng.random() < 0.4:
             t1 = self.T(p, "{Name} was {rel}!", name=name, Name=cap(name), rel=self.ev_past.phrase)
             t2 = self.T(o, self.pick(["And?? How did it go?", "Tell me everything.", "Aaand?"]))
             t3 = self.T(p, line)
@@ -1222,6 +1475,18 @@ NEIGHBOURS = [
 
 class MoveArc(Arc):
     steps = ("consider", "viewing", "signed", "keys", "settled")
+    TALK = [
+        ["until:signed", (1, "How long have you lived in {hood} now?"), (0, "Six years. It was only ever meant to be for one.")],
+        ["until:keys", (0, "I'll miss {hood} though. The man in the corner shop knows my order."), (1, "That's a real loss."), (0, "It is.")],
+        ["until:signed", (1, "Is flat hunting in {city} as bad as everyone says?"), (0, "Worse. Twenty people at every viewing.")],
+        ["until:signed", (0, "Every letting agent in {city} has the same haircut and the same smile."), (1, "Ha, the agent uniform.")],
+        ["from:viewing", "until:signed", (1, "Would you stay in {hood} if you could?"), (0, "Maybe. But the flats there go for silly money now.")],
+        ["from:keys", (1, "How's {new} treating you?"), (0, "Loving it. There's a bakery on the corner that opens at six.")],
+        ["from:keys", (0, "Still unpacking. There's a box in the hall I'm scared to open.", "a photo of a hallway full of boxes"), (1, "Just label it misc and forget it.")],
+        ["from:keys", (0, "I keep walking back towards {hood} on autopilot."), (1, "Ha, muscle memory.")],
+        ["later:keys", (1, "Have you found a local yet in {new}?"), (0, "A tiny pub with a dog behind the bar. Perfect.", "a photo of a small pub with a dog behind the bar")],
+        ["later:keys", (1, "Does {new} feel like home yet?"), (0, "Getting there. I know which floorboards creak now.")],
+    ]
 
     def __init__(self, ctx, p, o):
         super().__init__(ctx, p, o)
@@ -1231,9 +1496,18 @@ class MoveArc(Arc):
         self.reason = r.choice(MOVE_REASONS)
         self.feature = r.choice(FEATURES)
         self.neigh = r.choice(NEIGHBOURS)
-        self.sl.update(new=self.new, cand=self.cand, pct=r.choice([12, 15, 18, 20]),
-                       company=p.company, stairs=NUM[r.randint(3, 6)])
+        self.sl.update(new=self.new, cand=self.cand, Cand=cap(self.cand), pct=r.choice([12, 15, 18, 20]),
+                       company=p.company, stairs=NUM[r.randint(3, 6)], hood=p.hood, city=p.city)
         self.t = {}
+
+    def anchors(self, step, s):
+        out = [(self.p.hood, tail("after leaving " + self.p.hood))]
+        if step in ("keys", "settled"):
+            out.append((self.new, tail("in " + self.new)))
+        return out if step in ("signed", "keys", "settled") else []
+
+    def idle_ok(self, s):
+        return s > self.sessions[0]
 
     def s_consider(self, d):
         p, o = self.p, self.o
@@ -1241,7 +1515,7 @@ class MoveArc(Arc):
         t2 = self.T(o, self.pick(["Ugh. What are you going to do?", "Again?! Are you going to stay?",
                                   "That's awful. Will you look for somewhere else?"]))
         t3 = self.T(p, self.pick(["Honestly? Might be time to move. I've been browsing {cand} and {new}.",
-                                  "We're going to look around. {cand} maybe, or {new}."]))
+                                  "We're going to look around. {Cand} maybe, or {new}."]))
         self.t["consider"] = t1
         self.Q("open-domain", self.reason[1] if self.rng.random() < 0.5 else self.reason[3], [t1],
                self.reason[2])
@@ -1337,6 +1611,19 @@ UNHAPPY = ["{boss} moved our team meeting to 7:30 in the morning again. Third ti
 
 class JobArc(Arc):
     steps = ("unhappy", "interview", "offer", "first_day", "lead")
+    TALK = [
+        ["before:first_day", (1, "Is {boss} still making your life hard?"), (0, "Every day. {boss} sent me three emails during lunch.")],
+        ["until:offer", (0, "Things at {company} are just grim at the moment."), (1, "Grim how?"), (0, "Everyone's either leaving or thinking about it.")],
+        ["later:unhappy", "until:offer", (1, "Have you told anyone at {company} you're looking?"), (0, "Only one person. We have a code word.")],
+        ["until:interview", (0, "I had to redo my whole CV, I hadn't touched it in years."), (1, "Did you remember everything you've done?"), (0, "Barely.")],
+        ["until:offer", (1, "What does a senior {job} even do differently?"), (0, "More meetings, mostly.")],
+        ["later:offer", "before:first_day", (0, "Working my notice at {company} is so awkward."), (1, "Does {boss} know why you're going?"), (0, "{boss} hasn't asked. Which says it all.")],
+        ["from:first_day", (1, "How's {newco} so far?"), (0, "Really good. People actually say thank you.")],
+        ["later:first_day", (1, "Is {mgr} as nice as they seemed?"), (0, "Nicer. {mgr} keeps Friday afternoons free of meetings.")],
+        ["from:first_day", (0, "I don't miss {company} at all, which surprises me."), (1, "Not even a little?"), (0, "I miss the coffee machine. That's it.")],
+        ["later:first_day", (1, "Do you still hear from anyone at {company}?"), (0, "A couple of people. {boss} is apparently still {boss}.")],
+        ["later:first_day", (0, "The {newco} office has a roof terrace."), (1, "Fancy!"), (0, "Nobody uses it because of the pigeons.")],
+    ]
 
     def __init__(self, ctx, p, o):
         super().__init__(ctx, p, o)
@@ -1348,6 +1635,16 @@ class JobArc(Arc):
         self.project = r.choice(PROJECTS)
         self.sl.update(newco=self.newco, mgr=self.mgr, boss=p.boss, company=p.company, job=p.job)
         self.t = {}
+
+    def anchors(self, step, s):
+        if step in ("interview", "offer"):
+            return [(self.p.boss, tail("after all the trouble with " + self.p.boss))]
+        if step in ("first_day", "lead"):
+            return [(self.p.company, tail("after leaving " + self.p.company))]
+        return []
+
+    def idle_ok(self, s):
+        return s > self.sessions[0]
 
     def s_unhappy(self, d):
         p, o = self.p, self.o
@@ -1362,7 +1659,12 @@ class JobArc(Arc):
         p, o = self.p, self.o
         w = past(self.rng, d, kinds=("yesterday", "wd", "days"))
         self.iv_when = w
-        t1 = self.T(p, "Had the interview at {newco} {rel}, for a senior {job} role.", rel=w.phrase)
+        pre = []
+        if self.topical and self.rng.random() < P_SHORT:
+            pre = [self.T(o, self.pick(["Wasn't the {newco} interview this week?", "Did the {newco} interview happen?"]))]
+            t1 = self.T(p, "It did, {rel}! For a senior {job} role.", rel=w.phrase)
+        else:
+            t1 = self.T(p, "Had the interview at {newco} {rel}, for a senior {job} role.", rel=w.phrase)
         t2 = self.T(o, self.pick(["Ooh! How did it go?", "And?!", "How was it?"]))
         t3 = self.T(p, "Okay I think? They made me " + self.task[0] + ".")
         self.t["interview"] = t1
@@ -1371,7 +1673,7 @@ class JobArc(Arc):
                [t1, t3], self.task[1])
         if self.rng.random() < 0.4:
             self.Q("temporal", "When was {S}'s interview at {newco}?", [t1], w.answer)
-        return [t1, t2, t3]
+        return pre + [t1, t2, t3]
 
     def s_offer(self, d):
         p, o = self.p, self.o
@@ -1390,17 +1692,23 @@ class JobArc(Arc):
         p, o = self.p, self.o
         w = past(self.rng, d, kinds=("yesterday", "wd", "days"))
         self.first_when = w
-        t1 = self.T(p, "First day at {newco} was {rel}. My new manager, {mgr}, took the whole team out for lunch.",
-                    rel=w.phrase)
+        pre = []
+        if self.topical and self.rng.random() < P_SHORT:
+            pre = [self.T(o, self.pick(["Have you started at {newco} yet?", "So, {newco}! Have you started?"]))]
+            t1 = self.T(p, "Yes, {rel}! My new manager, {mgr}, took the whole team out for lunch.", rel=w.phrase)
+        else:
+            t1 = self.T(p, "First day at {newco} was {rel}. My new manager, {mgr}, took the whole team out for lunch.",
+                        rel=w.phrase)
         t2 = self.T(o, self.pick(REACT_POS))
         self.t["first"] = t1
+        self.t["first_where"] = pre + [t1]
         self.Q("temporal", self.pick(["When did {S} start working at {newco}?", "When was {S}'s first day in the new job?"]),
                [t1], w.answer)
         self.Q("single-hop", self.pick(["Who is {S}'s boss at the new company?", "Who manages {S} now?",
                                         "Who is {S}'s new manager at {newco}?"]),
                [t1], self.mgr)
         self.ctx.facts.setdefault("jobs", []).append(dict(p=p, first=t1, day=w.day, newco=self.newco))
-        return [t1, t2]
+        return pre + [t1, t2]
 
     def s_lead(self, d):
         p, o = self.p, self.o
@@ -1417,7 +1725,7 @@ class JobArc(Arc):
     def finish(self):
         self.Q("multi-hop", self.pick(["Who was {S}'s boss before the job change, and who manages {obj} now?",
                                        "Who replaced {boss} as {S}'s manager, and at which company?"]),
-               [self.t["unhappy"], self.t["first"]], "now {mgr} at {newco}; before that {boss} at {company}")
+               [self.t["unhappy"]] + self.t["first_where"], "now {mgr} at {newco}; before that {boss} at {company}")
         self.Q("open-domain", self.pick(["Does {S} seem happier at work after switching jobs?",
                                          "Is {S} likely happier at {newco} than {subj} was working for {boss}?"]),
                [self.t["unhappy"], self.t["lead"], self.t["lead3"]],
@@ -1455,6 +1763,16 @@ VET = [("needs to lose a bit of weight, so no more treats", "needs to lose weigh
 
 class PetArc(Arc):
     steps = ("want", "adopt", "mischief", "vet")
+    TALK = [
+        ["until:adopt", (1, "Still looking at rescue {kind}s?"), (0, "Every night. There's one at {shelter} that looks like a potato.")],
+        ["until:adopt", (0, "I've read three books about {kind}s this month."), (1, "That's commitment."), (0, "Or procrastination.")],
+        ["from:adopt", (1, "How's {pet} settling in?"), (0, "Like {ppro} owns the place. Sleeps on my side of the bed.")],
+        ["later:adopt", (0, "{pet} has a whole basket of toys now and ignores all of them."), (1, "Classic.")],
+        ["later:adopt", (1, "Do the neighbours like {pet}?"), (0, "Everyone on the street knows {pobj} by name already.")],
+        ["later:adopt", (0, "Bought {pet} a fancy bed. {Ppro} sleeps in the box it came in.", "a photo of a {kind} asleep in a cardboard box"),
+         (1, "Ha, every time.")],
+        ["later:adopt", (1, "Has anyone from {shelter} checked in on {pet}?"), (0, "They sent a card! I replied with about forty photos.")],
+    ]
 
     def __init__(self, ctx, p, o):
         super().__init__(ctx, p, o)
@@ -1464,11 +1782,20 @@ class PetArc(Arc):
         self.pg = r.choice("fm")
         ps, po, pp = pron(self.pg)
         self.pet = r.choice(PET_NAMES)
-        self.sl.update(kind=self.kind, pet=self.pet, ppro=ps, pobj=po, desc=r.choice(k["desc"]),
+        self.sl.update(kind=self.kind, pet=self.pet, ppro=ps, Ppro=cap(ps), pobj=po, desc=r.choice(k["desc"]),
                        shelter=r.choice(SHELTERS))
         self.mis = r.choice(k["mischief"])
         self.vet = r.choice(VET)
         self.t = {}
+
+    def anchors(self, step, s):
+        if step in ("mischief", "vet"):
+            return [(self.sl["shelter"], tail("from " + self.sl["shelter"],
+                                              tuple(q.split()[-1] for q in PETS[self.kind]["q"])))]
+        return []
+
+    def idle_ok(self, s):
+        return s > self.sessions[0]
 
     def qk(self):
         return self.pick(PETS[self.kind]["q"])
@@ -1586,16 +1913,52 @@ HOME_COUNTRY = {"Leeds": "England", "Manchester": "England", "London": "England"
 
 class TripArc(Arc):
     steps = ("plan", "back")
+    TALK = [
+        ["from:plan", "before:back", (1, "Have you packed yet?"), (0, "I've packed sun cream and nothing else.")],
+        ["from:plan", "before:back", (0, "I've been reading about {city} every night instead of sleeping."), (1, "Ha, that's the best bit.")],
+        ["from:plan", "before:back", (1, "Got a list of places to eat in {city}?"), (0, "Three pages long. In a spreadsheet.")],
+        ["from:back", (1, "Recovered from all the travelling?"), (0, "Not really. I keep waking up at odd hours.")],
+        ["from:back", (0, "I miss {city} already."), (1, "Do it again!"), (0, "Don't tempt me.")],
+        ["from:back", (1, "Would you do {country} again?"), (0, "In a heartbeat. Longer next time.")],
+        ["from:back", (0, "I've got about nine hundred photos from {city} to sort.", "a photo of a busy street in {city}"), (1, "Send me the best ten."), (0, "Deal.")],
+        ["from:back", (1, "Was {country} how you imagined it?"), (0, "Better, honestly. Louder, too.")],
+    ]
+
+    def idle_ok(self, s):
+        return self.sessions[0] < s < self.sessions[1]
+
+    def anchors(self, step, s):
+        if step != "back":
+            return []
+        city, country = self.dest["city"], self.dest["country"]
+        both = "%s in %s" % (city, country)
+
+        def add_city(q):
+            return q.replace(country, both, 1) if country in q and city not in q else None
+
+        def add_country(q):
+            if city not in q or country in q:
+                return None
+            if city + " trip" in q:
+                return q.replace(city + " trip", "trip to " + both, 1)
+            return q.replace(city, both, 1)
+        return [(city, add_city), (country, add_country)]
 
     def __init__(self, ctx, p, o, dest):
         super().__init__(ctx, p, o)
         self.dest = dest
         self.sl.update(city=dest["city"], country=dest["country"], act=dest["act"])
+        ctx.facts.setdefault("trip_arcs", []).append(self)
 
     max_days = 120
 
     def ok(self, idx, n, dates):
-        return idx[1] - idx[0] >= 2 and super().ok(idx, n, dates)
+        # Trips never overlap: another trip is planned and over before or after this one.
+        for other in self.ctx.facts.get("trip_arcs", []):
+            sched = other.sched
+            if other is not self and sched and not (idx[1] < sched[0] or idx[0] > sched[1]):
+                return False
+        return 2 <= idx[1] - idx[0] <= 4 and super().ok(idx, n, dates)
 
     def prepare(self, sessions, dates):
         super().prepare(sessions, dates)
@@ -1622,10 +1985,20 @@ class TripArc(Arc):
     def s_back(self, d):
         p, o = self.p, self.o
         dest = self.dest
-        t1 = self.T(p, self.pick(["Back from {city}! Got home {rel}.",
-                                  "Back from {city}! Got home {rel}. Best holiday in years.",
-                                  "Home from the {city} trip, landed {rel}."]), rel=self.end.phrase)
-        t2 = self.T(o, self.pick(["And?? How was it?", "Welcome back! Best bit?", "Tell me everything."]))
+        short = self.topical and self.rng.random() < P_SHORT
+        if short:
+            # The other person names the place; the answers do not.
+            t0 = self.T(o, self.pick(["Are you back from {city}?", "Welcome back! How was {city}?",
+                                      "How was {country}?", "Wait, are you home from {country} already?"]))
+            t1 = self.T(p, self.pick(["Back {rel}! Best holiday in years.", "Got home {rel}. Still unpacking.",
+                                      "Landed {rel}, I'm still half asleep."]), rel=self.end.phrase)
+            t2 = self.T(o, self.pick(["Best bit?", "Tell me everything.", "So what was the highlight?"]))
+        else:
+            t0 = None
+            t1 = self.T(p, self.pick(["Back from {city}! Got home {rel}.",
+                                      "Back from {city}! Got home {rel}. Best holiday in years.",
+                                      "Home from the {city} trip, landed {rel}."]), rel=self.end.phrase)
+            t2 = self.T(o, self.pick(["And?? How was it?", "Welcome back! Best bit?", "Tell me everything."]))
         t3 = self.T(p, dest["hi"][0], "a photo taken in %s" % dest["city"] if self.rng.random() < 0.7 else None)
         t4 = self.T(o, self.pick(REACT_POS))
         t5 = self.T(p, self.pick(["Only drama: ", "Only thing that went wrong: ", "The one disaster: "])
@@ -1643,13 +2016,14 @@ class TripArc(Arc):
                    "%s to %s" % (fmonth(s), fmonth(e)))
         self.Q("single-hop", self.pick(["What was the highlight of {S}'s trip to {country}?",
                                         "What did {S} enjoy most on holiday in {country}?",
-                                        "What was the best bit of {S}'s {city} trip?"]), [t1, t3],
+                                        "What was the best bit of {S}'s {city} trip?"]), [t3] if short else [t1, t3],
                dest["hi"][1])
         self.Q("single-hop", self.pick(["What went wrong during {S}'s time in {country}?",
-                                        "What drama did {S} have in {city}?"]), [t1, t5], dest["mishap"][1])
-        self.ctx.facts.setdefault("trips", []).append(dict(p=p, back=t1, plan=self.plan_t, dest=dest,
-                                                           start=s, end=e))
-        return [t1, t2, t3, t4, t5]
+                                        "What drama did {S} have in {city}?"]), [t5] if short else [t1, t5],
+               dest["mishap"][1])
+        self.ctx.facts.setdefault("trips", []).append(dict(p=p, back=t1, where=t0 or t1, plan=self.plan_t,
+                                                           dest=dest, start=s, end=e))
+        return ([t0] if short else []) + [t1, t2, t3, t4, t5]
 
 
 INJURIES = [
@@ -1662,7 +2036,7 @@ INJURIES = [
     dict(line="came off my bike on wet cobbles and fractured my wrist", part="wrist", qa="How long does {S} have to keep the wrist in a cast?", short="broken wrist",
          advice="In a cast for five weeks. Typing one-handed, forgive the typos.",
          ans="wear a cast for five weeks", q="When did {S} break {pos} wrist?"),
-    dict(line="pulled a hamstring sprinting for a bus", part="leg", qa="What did the physio say {S} should do about the hamstring?", short="hamstring",
+    dict(line="pulled a hamstring sprinting for a bus", part="leg", qa="What did the physio say {S} should do about the hamstring?", short="pulled hamstring",
          advice="Three weeks of rest, then build back up slowly, the physio said.",
          ans="three weeks of rest, then a gradual return", q="When did {S} pull a muscle?"),
     dict(line="came down with a horrible flu", part="flu", qa="What did the doctor tell {S} to do about the flu?", short="flu",
@@ -1674,6 +2048,24 @@ INJURIES = [
 class IllnessArc(Arc):
     steps = ("injury", "advice", "back")
     max_days = 70
+    TALK = [
+        ["before:back", (1, "How are you managing with the {short}?"), (0, "Badly. I'm a terrible patient.")],
+        ["before:back", (0, "I've watched every series on my list since the {short}."), (1, "Silver linings.")],
+        ["before:back", (1, "Are you missing {noun}?"), (0, "So much. I watch other people doing it like a sad dog.")],
+        ["from:advice", "before:back", (0, "The exercises are so boring I do them in front of the telly."), (1, "Whatever works.")],
+        ["before:back", (1, "No {noun} for a while, then?"), (0, "Not for a while, no. I'm sulking about it.")],
+        ["from:back", (1, "Did the {short} hold up?"), (0, "Mostly. A bit stiff the day after.")],
+    ]
+
+    def anchors(self, step, s):
+        if step == "advice":
+            return [(self.inj["short"], tail("after " + self.f("{pos} {short}")))]
+        if step == "injury":
+            return [(self.hob["noun"], tail("and have to take a break from " + self.hob["noun"]))]
+        return []
+
+    def idle_ok(self, s):
+        return self.sessions[0] < s < self.sessions[2]
 
     def __init__(self, ctx, p, o):
         super().__init__(ctx, p, o)
@@ -1709,16 +2101,21 @@ class IllnessArc(Arc):
     def s_back(self, d):
         p, o = self.p, self.o
         w = past(self.rng, d, kinds=("yesterday", "wd", "days"))
-        t1 = self.T(p, "First bit of {noun} since the {short}, {rel}! Slow, but so happy.", rel=w.phrase)
+        pre = []
+        if self.topical and self.rng.random() < P_SHORT:
+            pre = [self.T(o, self.pick(["Are you back to {noun} yet?", "Any {noun} yet, or still resting?"]))]
+            t1 = self.T(p, "Yes! First go {rel}. Slow, but so happy.", rel=w.phrase)
+        else:
+            t1 = self.T(p, "First bit of {noun} since the {short}, {rel}! Slow, but so happy.", rel=w.phrase)
         t2 = self.T(o, self.pick(REACT_POS))
         self.Q("temporal", "When did {S} return to {qn} after {pos} {short}?", [t1], w.answer,
                qn=self.pick(self.hob["qn"]))
         self.Q("multi-hop", "Which activity did {S}'s {short} interrupt, and what had {subj} been told to do?",
-               [self.adv[1], t1], "{noun}; %s" % self.inj["ans"])
+               [self.adv[1]] + pre + [t1], "{noun}; %s" % self.inj["ans"])
         if self.when.exact and w.exact:
             self.Q("temporal", "How long was {S} away from {noun} because of the {short}?", [self.inj_t, t1],
                    "%s (%s to %s)" % (span(self.when.day, w.day), self.when.answer, w.answer))
-        return [t1, t2]
+        return pre + [t1, t2]
 
 
 PROPOSALS = [("on top of a lighthouse", "on top of a lighthouse"),
@@ -1737,6 +2134,23 @@ SPEECH = [("Everyone laughed at the right bits! I didn't faint!", "it went well;
 
 class WeddingArc(Arc):
     steps = ("engaged", "role", "wedding")
+    TALK = [
+        ["before:wedding", (1, "How's the wedding planning going?"), (0, "{sib} has a spreadsheet with eleven tabs.")],
+        ["from:engaged", (1, "Do you like {fiance}?"), (0, "Love {fiance}. Calm, funny, and puts up with {sib}.")],
+        ["later:engaged", "before:wedding", (0, "Went shopping for wedding outfits with {sib}, four hours and nothing."), (1, "Ha, standard.")],
+        ["later:engaged", (1, "Is {fiance}'s family nice?"), (0, "Huge. I've met about thirty of them and remember two names.")],
+        ["later:engaged", "before:wedding", (0, "{sib} wants a live band and {fiance} wants a playlist."), (1, "Who's winning?"), (0, "The band. Obviously.")],
+        ["from:wedding", (1, "Have you seen the photos yet?"), (0, "About four hundred of them. I'm blinking in most.", "a photo of a wedding party on some steps")],
+        ["later:wedding", (0, "{sib} and {fiance} are back from the honeymoon, very tanned and smug."), (1, "As they should be.")],
+    ]
+
+    def anchors(self, step, s):
+        if step in ("role", "wedding"):
+            return [(self.fiance, tail("to " + self.fiance, ("wedding", "married")))]
+        return []
+
+    def idle_ok(self, s):
+        return self.sessions[0] < s < self.sessions[2]
 
     def __init__(self, ctx, p, o):
         super().__init__(ctx, p, o)
@@ -1775,15 +2189,21 @@ class WeddingArc(Arc):
     def s_wedding(self, d):
         p, o = self.p, self.o
         w = past(self.rng, d, kinds=("yesterday", "wd", "weekend", "days"))
-        t1 = self.T(p, "{sib} and {fiance} got married {rel}, " + self.venue[0] + ".",
-                    "a photo of a couple cutting a cake" if self.rng.random() < 0.5 else None, rel=w.phrase)
+        att = "a photo of a couple cutting a cake" if self.rng.random() < 0.5 else None
+        pre = []
+        if self.topical and self.rng.random() < P_SHORT:
+            pre = [self.T(o, self.pick(["How was {sib} and {fiance}'s big day?", "So, did {sib} and {fiance} do it?"]))]
+            t1 = self.T(p, self.pick(["Perfect. It was {rel}, ", "They did! {Rel}, "]) + self.venue[0] + ".", att,
+                        rel=w.phrase, Rel=cap(w.phrase))
+        else:
+            t1 = self.T(p, "{sib} and {fiance} got married {rel}, " + self.venue[0] + ".", att, rel=w.phrase)
         t2 = self.T(o, self.pick(["How did your bit go??", "And did you survive your part?"]))
         t3 = self.T(p, self.speech[0])
         self.Q("temporal", "When did {S}'s {rel} get married?", [t1], w.answer)
         self.Q("single-hop", "Where was {sib}'s wedding held?", [t1], self.venue[1])
         self.Q("multi-hop", "How did {S}'s part in the wedding go, given how {subj} felt about it beforehand?",
                [self.role_t[2], t2, t3], "{subj} had dreaded it, but " + self.speech[1])
-        return [t1, t2, t3]
+        return pre + [t1, t2, t3]
 
 
 SCHOOLS = ["Oakfield Primary", "St Brigid's", "Riverside School", "Hillcrest Primary", "Maple Grove School"]
@@ -1795,6 +2215,22 @@ PLAY_ROLES = [("a tree. A tree with one line", "a tree"), ("the wolf", "the wolf
 
 class KidsArc(Arc):
     steps = ("school", "teacher", "play")
+    TALK = [
+        ["from:school", (1, "Is {school} far from you?"), (0, "Ten minutes on foot. Twenty with {kid} stopping for every dog.")],
+        ["later:school", (1, "Is {kid} settling in at {school}?"), (0, "Mostly. {Kpro} came home with paint in {kpos} hair, so something's happening.")],
+        ["later:school", (0, "The {school} parents' group chat is a war zone."), (1, "About what?"), (0, "Nits. Always nits.")],
+        ["later:school", (1, "Does {kid} like the school dinners?"), (0, "{Kpro} says the custard is medium. High praise.")],
+        ["later:school", (0, "I have to make a book day costume for {kid} by next week."), (1, "Can you sew?"), (0, "I can staple.", "a photo of a cardboard costume held together with staples")],
+        ["later:school", (1, "Has {kid} made friends at {school}?"), (0, "A best friend already, and a sworn enemy. Both called Alex.")],
+    ]
+
+    def anchors(self, step, s):
+        if step in ("teacher", "play"):
+            return [(self.school, tail("at " + self.school))]
+        return []
+
+    def idle_ok(self, s):
+        return s > self.sessions[0]
 
     def __init__(self, ctx, p, o):
         super().__init__(ctx, p, o)
@@ -1805,7 +2241,7 @@ class KidsArc(Arc):
         self.teacher = ctx.name()[0]
         self.cpet = r.choice(CLASS_PETS)
         self.role = r.choice(PLAY_ROLES)
-        self.sl.update(kid=kid, child=rel, kpro=ks, Kpro=cap(ks), Kpos=cap(kp), school=self.school,
+        self.sl.update(kid=kid, child=rel, kpro=ks, Kpro=cap(ks), kpos=kp, Kpos=cap(kp), school=self.school,
                        teacher=self.teacher)
 
     def prepare(self, sessions, dates):
@@ -1848,6 +2284,8 @@ class KidsArc(Arc):
 
 PLANS = [
     dict(plan="I'm going to sell the car. We barely use it and the insurance is daylight robbery.",
+         talk=[[(1, "How much is the car insurance anyway?"), (0, "Don't ask. Nearly more than the car is worth.")],
+               [(0, "The car's been parked outside for two weeks without moving."), (1, "Does it still start?"), (0, "Just about.")]],
          change="Remember I was going to sell the car? Decided to keep it. {reason}",
          reasons=[("My mum needs lifts to her appointments every week now.", "{pos} mum needs weekly lifts"),
                   ("We did the maths and the trains would cost more.", "the trains would cost more"),
@@ -1856,6 +2294,8 @@ PLANS = [
          q2="What was {S}'s original plan for the car, and what changed {pos} mind?",
          a2="{Subj} planned to sell it because of the insurance cost, then kept it because {short}."),
     dict(plan="We're painting the living room deep forest green. I've decided.",
+         talk=[[(1, "Have you bought the paint yet?"), (0, "I've got nine tester pots lined up on the windowsill.")],
+               [(0, "The living room is all dust sheets and masking tape."), (1, "Very artistic.")]],
          change="Painted the lounge in the end... grey. {reason}",
          reasons=[("The green test patch looked like a swamp.", "the green test patch looked like a swamp"),
                   ("The green made the room feel like a cave.", "the green made the room feel like a cave")],
@@ -1863,6 +2303,8 @@ PLANS = [
          q2="Which colour did {S} first want for the living room, and why did {subj} drop it?",
          a2="deep forest green; {short}"),
     dict(plan="I'm cancelling my gym membership, I haven't been since spring.",
+         talk=[[(1, "Do you even remember where the gym is?"), (0, "Vaguely. Near the big roundabout.")],
+               [(0, "The gym keeps emailing me motivational quotes."), (1, "Ha, passive aggressive.")]],
          change="Didn't cancel the gym after all. {reason}",
          reasons=[("They offered me half price to stay and I'm weak.", "{subj} was offered half price"),
                   ("They opened a sauna, so I'm back.", "they opened a sauna")],
@@ -1870,12 +2312,16 @@ PLANS = [
          q2="Why did {S} want to cancel the gym, and why did {subj} stay?",
          a2="{Subj} hadn't been since spring; stayed because {short}."),
     dict(plan="I've signed up for Spanish lessons, I want to be chatty by summer.",
+         talk=[[(1, "How are the lessons going?"), (0, "I can order a coffee and apologise. That's about it.")],
+               [(0, "We get homework. Actual homework."), (1, "Ha, back to school.")]],
          change="Plot twist: switched from Spanish to Portuguese. {reason}",
          reasons=[("{friend}'s wedding is in Brazil next year.", "{friend}'s wedding is in Brazil"),
                   ("The Portuguese teacher is way funnier.", "the Portuguese teacher is funnier")],
          q1="Which language is {S} studying now?", q1b="Did {S} stick with the Spanish lessons?", a1b="No; {subj} switched to Portuguese.", a1="Portuguese (switched from Spanish)",
          q2="What language did {S} start with, and why did {subj} change?", a2="Spanish; switched because {short}"),
     dict(plan="I'm going to shave my head for the hospital charity.",
+         talk=[[(1, "How much have you raised for the hospital so far?"), (0, "A decent amount, mostly from my aunties.")],
+               [(0, "Everyone at work has offered to hold the clippers."), (1, "Ha, so helpful.")]],
          change="Chickened out of the head shave. {reason}",
          reasons=[("Did a sponsored silence instead, which was honestly harder.", "a sponsored silence"),
                   ("Did a sponsored swim instead. Forty lengths.", "a sponsored swim of forty lengths")],
@@ -1883,6 +2329,8 @@ PLANS = [
          q2="What fundraising stunt did {S} abandon, and what did {subj} do instead?",
          a2="shaving {pos} head; did {short} instead"),
     dict(plan="Thinking of getting a motorbike to commute. Very midlife crisis, I know.",
+         talk=[[(1, "Do you even have a licence for a motorbike?"), (0, "Not yet. There's a test, apparently. Several.")],
+               [(0, "The trains have been a disaster all month."), (1, "So that's what started this.")]],
          change="Scrapped the motorbike idea. {reason}",
          reasons=[("Bought an e-bike instead, my mum is very relieved.", "an e-bike"),
                   ("Got a season ticket for the train instead. Boring but safe.", "a train season ticket")],
@@ -1894,6 +2342,9 @@ PLANS = [
 
 class PlanArc(Arc):
     steps = ("plan", "change")
+
+    def talk_pool(self):
+        return [["until:change"] + ex for ex in self.pl["talk"]]
 
     def __init__(self, ctx, p, o, plan):
         super().__init__(ctx, p, o)
@@ -1938,6 +2389,15 @@ OPINIONS = [("Couldn't put it down, stayed up till 3.", "loved it; stayed up unt
 
 class BookArc(Arc):
     steps = ("reco", "read")
+    TALK = [
+        ["until:read", (0, "I looked up {author}, there's a whole backlist."), (1, "That one's the best, honestly.")],
+        ["until:read", (1, "It's a proper doorstop, {title}. Worth it."), (0, "My arms are ready.")],
+        ["from:read", (0, "I'm passing my copy on to my mum next."), (1, "She'll have opinions.")],
+        ["from:read", (1, "Glad you tried {author}."), (0, "Thanks for the tip, honestly.")],
+    ]
+
+    def anchors(self, step, s):
+        return [(self.book[1], tail("by " + self.book[1]))] if step == "read" else []
 
     def __init__(self, ctx, p, o, book):
         super().__init__(ctx, p, o)
@@ -1956,7 +2416,12 @@ class BookArc(Arc):
     def s_read(self, d):
         p, o = self.p, self.o
         w = past(self.rng, d, kinds=("yesterday", "wd", "days"))
-        t1 = self.T(p, "Finished {title} {rel}. " + self.op[0], rel=w.phrase)
+        pre = []
+        if self.topical and self.rng.random() < P_SHORT:
+            pre = [self.T(o, self.pick(["Did you ever get round to {title}?", "So, {title}? Verdict?"]))]
+            t1 = self.T(p, "Finished it {rel}. " + self.op[0], rel=w.phrase)
+        else:
+            t1 = self.T(p, "Finished {title} {rel}. " + self.op[0], rel=w.phrase)
         t2 = self.T(o, self.pick(REACT_MILD + REACT_POS))
         self.Q("single-hop", "What did {S} think of {title}?", [t1], self.op[1])
         self.Q("multi-hop", "What was {S}'s verdict on the book {O} suggested about {qabout}?",
@@ -1964,7 +2429,7 @@ class BookArc(Arc):
         self.Q("open-domain", "Would {S} likely pick up another novel by {author}?", [self.reco_t, t1], self.op[2])
         if self.rng.random() < 0.35:
             self.Q("temporal", "When did {S} finish reading {title}?", [t1], w.answer)
-        return [t1, t2]
+        return pre + [t1, t2]
 
 
 CUISINES = [("Ethiopian", "injera with the spicy lentils"), ("Georgian", "cheese boat bread"),
@@ -1974,6 +2439,12 @@ CUISINES = [("Ethiopian", "injera with the spicy lentils"), ("Georgian", "cheese
 
 class RestaurantArc(Arc):
     steps = ("meal",)
+    TALK = [
+        [(1, "Was there a queue?"), (0, "Forty minutes of it. Worth it.")],
+        [(0, "We're already planning a second visit."), (1, "High praise.")],
+        [(1, "Is it expensive?"), (0, "Not bad at all for the amount of food.")],
+        [(0, "{comp} wants to learn to cook it now."), (1, "Good luck to {comp}!")],
+    ]
 
     def __init__(self, ctx, p, o, cuisine):
         super().__init__(ctx, p, o)
@@ -1983,18 +2454,29 @@ class RestaurantArc(Arc):
     def s_meal(self, d):
         p, o = self.p, self.o
         w = past(self.rng, d, kinds=("yesterday", "wd", "wd", "days"))
-        t1 = self.T(p, "{comp} and I finally tried that new {cuisine} place {rel}.", rel=w.phrase)
+        pre = []
+        if self.topical and self.rng.random() < P_SHORT:
+            pre = [self.T(o, self.pick(["Did you ever try that new {cuisine} place?", "Have you been to the {cuisine} place yet?"]))]
+            t1 = self.T(p, "Finally, {rel}! {comp} came too.", rel=w.phrase)
+        else:
+            t1 = self.T(p, "{comp} and I finally tried that new {cuisine} place {rel}.", rel=w.phrase)
         t2 = self.T(o, self.pick(["And? Worth the hype?", "Ooh, any good?"]))
         t3 = self.T(p, "The {dish}. Unreal. Everything else was fine.",
                     "a photo of a plate of food on a wooden table" if self.rng.random() < 0.5 else None)
-        self.Q("single-hop", "Which dish did {S} rave about at the new {cuisine} restaurant?", [t1, t3], self.cu[1])
+        self.Q("single-hop", "Which dish did {S} rave about at the new {cuisine} restaurant?", [t3] if pre else [t1, t3],
+               self.cu[1])
         self.Q("temporal", self.pick(["When did {S} eat at the new {cuisine} place?",
                                       "When did {S} go out for {cuisine} food with {comp}?"]), [t1], w.answer)
-        return [t1, t2, t3]
+        return pre + [t1, t2, t3]
 
 
 class DietArc(Arc):
     steps = ("diet",)
+    TALK = [
+        [(1, "So are you fully vegetarian now?"), (0, "Fully. It's been easier than I thought.")],
+        [(1, "What do you even eat now?"), (0, "Lentils. So many lentils. And halloumi.", "a photo of a bowl of lentil curry")],
+        [(0, "Everyone keeps asking about my protein."), (1, "Ha, classic.")],
+    ]
 
     def s_diet(self, d):
         p, o = self.p, self.o
@@ -2046,6 +2528,11 @@ COWORKERS = [
 
 class CoworkerArc(Arc):
     steps = ("intro", "update")
+    TALK = [
+        [(1, "Your office sounds like a sitcom."), (0, "Honestly, some days it is.")],
+        ["later:intro", (0, "{c} says hi, by the way. I talk about you at work."), (1, "Ha, hi {c}!")],
+        [(1, "Does {c} ever do anything normal?"), (0, "Never. That's the whole charm.")],
+    ]
 
     def __init__(self, ctx, p, o, cw):
         super().__init__(ctx, p, o)
@@ -2090,6 +2577,14 @@ SIB_NEWS = [("{sib} is moving to {far} for work, leaving {when}.", "moving to {f
 
 class SiblingArc(Arc):
     steps = ("job", "news")
+    TALK = [
+        [(1, "How's {sib} doing?"), (0, "Good! Busy. We finally had a proper phone call.")],
+        [(0, "{sib} and I were on the phone for two hours."), (1, "Sibling catch-ups are the best.")],
+        [(0, "Mum keeps asking {sib} and me when we're visiting."), (1, "Ha, classic mum.")],
+    ]
+
+    def live(self, x):
+        return True
 
     def __init__(self, ctx, p, o):
         super().__init__(ctx, p, o)
@@ -2146,14 +2641,14 @@ def cross_questions(ctx):
             sl = p1.slots()
             q("multi-hop", ctx.rng.choice(["Which two countries did %s visit on holiday?",
                                            "Where did %s go on %s two trips?" % ("%s", sl["pos"])]) % p1.name,
-              [t1["back"], t2["back"]],
+              [t1["where"], t2["where"]],
               "%s (%s) and %s (%s)" % (c1, t1["dest"]["city"], c2, t2["dest"]["city"]))
             q("temporal", "Which trip did %s take first, %s or %s?" % (
                 p1.name, *(ctx.rng.choice([(c2, c1), (t2["dest"]["city"], t1["dest"]["city"])]))),
               [t1["plan"], t1["back"], t2["plan"], t2["back"]],
               "%s (back %s), before %s (back %s)" % (c1, fdate(t1["end"]), c2, fdate(t2["end"])))
         else:
-            q("multi-hop", "Where did %s and %s each go on holiday?" % (a.name, b.name), [t1["back"], t2["back"]],
+            q("multi-hop", "Where did %s and %s each go on holiday?" % (a.name, b.name), [t1["where"], t2["where"]],
               "%s went to %s, %s; %s went to %s, %s" % (p1.name, t1["dest"]["city"], c1, p2.name,
                                                         t2["dest"]["city"], c2))
             q("temporal", ctx.rng.choice(["Who went travelling first, %s or %s?" % (p2.name, p1.name),
@@ -2265,6 +2760,11 @@ PHOTOS = [
     [(0, "Look what someone left on my doorstep.", "a photo of a bag of lemons on a doorstep"), (1, "Best neighbour ever.")],
     [(0, "Spotted on my walk.", "a photo of a fox sitting on a garden wall"), (1, "Aww, hello fox.")],
     [(0, "The queue at the post office.", "a photo of a long queue snaking out of a shop door"), (1, "Oh no. Good luck.")],
+    [(0, "This cloud looks exactly like a rabbit.", "a photo of a rabbit-shaped cloud over a roof"), (1, "It really does!")],
+    [(0, "Someone parked like this outside my building.", "a photo of a car parked across two spaces"), (1, "Criminal."), (0, "I know.")],
+    [(0, "The office plant is thriving, unlike me.", "a photo of a huge leafy plant on a filing cabinet"), (1, "Ha, it's taller than you.")],
+    ["pm", (0, "Tonight's dinner. I'm weirdly proud.", "a photo of a pan of fried rice with peas"), (1, "Looks great, save me some.")],
+    [(0, "Found my old school report in a drawer.", "a photo of a yellowed school report"), (1, "What does it say?"), (0, "Talks too much. Nothing has changed.")],
 ]
 
 
@@ -2334,7 +2834,7 @@ def make_arcs(ctx):
         o = other[p.name]
         arcs.append(HobbyArc(ctx, p, o, p.hobbies[0], False))
         arcs.append(HobbyArc(ctx, p, o, p.hobbies[1], True))
-        if rng.random() < 0.85:
+        if rng.random() < 0.75:
             arcs.append(SiblingArc(ctx, p, o))
         if p.kid and rng.random() < 0.85:
             arcs.append(KidsArc(ctx, p, o))
@@ -2355,11 +2855,11 @@ def make_arcs(ctx):
     if rng.random() < 0.65:
         p = rng.choice([a, b])
         arcs.append(WeddingArc(ctx, p, other[p.name]))
-    for p, plan in zip((a, b), rng.sample(PLANS, 2)):
+    for p, plan in zip(rng.sample((a, b), rng.choice((1, 2, 2))), rng.sample(PLANS, 2)):
         arcs.append(PlanArc(ctx, p, other[p.name], plan))
     books = rng.sample(BOOKS, 2)
     for p, book in zip((a, b), books):
-        if rng.random() < 0.75:
+        if rng.random() < 0.65:
             arcs.append(BookArc(ctx, p, other[p.name], book))
     veg = None
     if rng.random() < 0.5:
@@ -2369,72 +2869,194 @@ def make_arcs(ctx):
     for p, cu in zip(rng.sample(eaters, rng.randint(1, len(eaters))), rng.sample(CUISINES, 2)):
         arcs.append(RestaurantArc(ctx, p, other[p.name], cu))
     for p, cw in zip((a, b), rng.sample(COWORKERS, 2)):
-        if rng.random() < 0.65:
+        if rng.random() < 0.55:
             arcs.append(CoworkerArc(ctx, p, other[p.name], cw))
     return arcs
 
 
-def schedule(arcs, n, rng, dates):
-    total = sum(len(a.steps) for a in arcs)
-    limit = max(4, -(-total // n) + 1)
-    load = [0] * n
-    for arc in sorted(arcs, key=lambda a: -len(a.steps)):
-        k = len(arc.steps)
-        for _ in range(2000):
-            idx = sorted(rng.sample(range(n), k))
-            if all(load[i] < limit for i in idx) and arc.ok(idx, n, dates):
+TOPICAL_SHARE = (0.6, 0.72)    # share of sessions that dwell on a few subjects
+
+
+def schedule(arcs, n, rng, dates, caps):
+    """Spread every arc's steps over distinct sessions in time order, at most
+    caps[i] steps in session i."""
+    for _ in range(100):
+        for arc in arcs:
+            arc.sched = None
+        load = [0] * n
+        for arc in sorted(arcs, key=lambda a: -len(a.steps)):
+            k = len(arc.steps)
+            for _ in range(1000):
+                idx = sorted(rng.sample(range(n), k))
+                if all(load[i] < caps[i] for i in idx) and arc.ok(idx, n, dates):
+                    break
+            else:
+                break
+            for i in idx:
+                load[i] += 1
+            arc.sched = idx
+        else:
+            return
+    raise RuntimeError("cannot schedule the arcs")
+
+
+class Subject:
+    """Consecutive turns of a topical session about one arc: a list of
+    [kind, turns] parts, kind being lead, core, follow or generic."""
+
+    def __init__(self, arc, parts, anchors):
+        self.arc, self.parts, self.anchors = arc, parts, anchors
+
+    @property
+    def turns(self):
+        return [t for _, ts in self.parts for t in ts]
+
+    def trim(self):
+        """Drop one generic or talk exchange if 5 turns and some talk remain."""
+        size = len(self.turns)
+        talk = [i for i, (k, _) in enumerate(self.parts) if k in ("lead", "follow")]
+        for kind in ("generic", "follow", "lead"):
+            for i, (k, ts) in enumerate(self.parts):
+                if k == kind and size - len(ts) >= 5 and (k == "generic" or len(talk) > 1):
+                    del self.parts[i]
+                    return True
+        return False
+
+
+def talk_key(ex):
+    return next(item[1] for item in ex if not isinstance(item, str))
+
+
+def make_subject(ctx, arc, s, core, step, rng):
+    """An exchange of 5-12 turns in session s: talk on the arc's subject
+    before and after the step's turns (`core`), or talk alone if core is empty."""
+    taken = set()
+    keys = [key for key, _ in arc.anchors(step, s)] if core else []
+
+    def names(ex, which):
+        text = " ".join(arc.f(item[1]) for item in ex if not isinstance(item, str))
+        return any(key in text for key in which)
+
+    def pick(pool):
+        pool = [ex for ex in pool if talk_key(ex) not in taken]
+        if not pool:
+            return None
+        fresh = [ex for ex in pool if (id(arc), talk_key(ex)) not in ctx.talked]
+        pool = fresh or pool
+        missing = [key for key in keys if not any(key in t.text for _, ts in parts for t in ts)]
+        if missing:
+            pool = [ex for ex in pool if names(ex, missing)] or pool
+        ex = rng.choice(pool)
+        taken.add(talk_key(ex))
+        ctx.talked.add((id(arc), talk_key(ex)))
+        return arc.turns_of(ex)
+
+    def generic():
+        ex = rng.choice([ex for ex in GENERIC_TALK if talk_key(ex) not in taken])
+        taken.add(talk_key(ex))
+        return arc.turns_of(ex)
+
+    parts = []
+    if core:
+        r = rng.random()
+        for _ in range(1 if r < 0.4 else 2 if r < 0.46 else 0):
+            t = pick(arc.talk(s - 0.5))
+            if t:
+                parts.append(["lead", t])
+        parts.append(["core", core])
+        for _ in range(1 if rng.random() < 0.92 else 2):
+            t = pick(arc.talk(s))
+            if t:
+                parts.append(["follow", t])
+        if rng.random() < 0.2:
+            at = [i for i, part in enumerate(parts) if part[0] == "core"][0] + 1
+            parts.insert(rng.choice([at, len(parts)]), ["generic", generic()])
+    else:
+        for _ in range(rng.choice([2, 2, 3])):
+            t = pick(arc.talk(s))
+            if t:
+                parts.append(["follow", t])
+        if rng.random() < 0.4:
+            parts.append(["generic", generic()])
+    size = lambda: sum(len(turns) for _, turns in parts)
+    while size() > 12:
+        for kind in ("generic", "follow", "lead"):
+            idx = [i for i, part in enumerate(parts) if part[0] == kind]
+            if idx:
+                del parts[idx[0] if kind == "lead" else idx[-1]]
                 break
         else:
-            raise RuntimeError("cannot schedule %s" % type(arc).__name__)
-        for i in idx:
-            load[i] += 1
-        arc.sched = idx
+            break
+    while size() < 5:
+        t = pick(arc.talk(s))
+        parts.append(["follow", t] if t else ["generic", generic()])
+    return Subject(arc, parts, arc.anchors(step, s) if core else [])
 
 
-def build(ci, a, b, rng, start):
-    cid = "conv-%02d" % ci
-    ctx = Ctx(cid, a, b, rng)
-    n = rng.randint(14, 22)
-    dates = [start]
-    for _ in range(n - 1):
-        dates.append(dates[-1] + timedelta(days=rng.choice([3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 19, 23])))
-    arcs = make_arcs(ctx)
-    schedule(arcs, n, rng, dates)
-    for arc in arcs:
-        arc.prepare(arc.sched, [dates[i] for i in arc.sched])
-    episodes = [[] for _ in range(n)]
-    for s in range(n):
-        todo = [(arc, k) for arc in arcs for k, i in enumerate(arc.sched) if i == s]
-        rng.shuffle(todo)
-        for arc, k in todo:
-            episodes[s].append(arc.render(k, dates[s]))
-    for arc in arcs:
-        arc.finish()
-    cross_questions(ctx)
+def with_tail(question, tail, after=()):
+    """The question with `tail` added at the end, or after one of the words
+    in `after` (None if there is none)."""
+    body = question[:-1]
+    if not after:
+        return body + " " + tail + "?"
+    ws = body.split(" ")
+    for i, w in enumerate(ws):
+        if w in after:
+            return " ".join(ws[:i + 1] + [tail] + ws[i + 1:]) + "?"
+    return None
 
-    # Filler: openers, closers and small talk up to a target number of turns.
-    target = rng.randint(300, 420)
-    sessions = []
-    used = set()
-    for s in range(n):
-        x, y = (a, b) if rng.random() < 0.5 else (b, a)
-        hour = rng.randint(7, 19)
-        sessions.append(dict(x=x, y=y, hour=hour, open=fill(choose(OPENERS, hour, used, rng), x, y, dates[s], rng),
-                             close=fill(choose(CLOSERS, hour, used, rng), x, y, dates[s], rng),
-                             eps=episodes[s], small=[], used=set()))
-    size = lambda se: (len(se["open"]) + len(se["close"]) + sum(map(len, se["eps"]))
-                       + sum(map(len, se["small"])))
-    while sum(size(se) for se in sessions) < target:
-        if rng.random() < 0.5:
-            s = min(range(n), key=lambda i: (size(sessions[i]), i))
-        else:
-            s = rng.randrange(n)
-        se = sessions[s]
+
+def repeats(text):
+    """Whether a content word occurs twice ("music lessons in X's lessons")."""
+    ws = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOP]
+    return len(ws) != len(set(ws))
+
+
+def tail(text, after=()):
+    return lambda question: with_tail(question, text, after)
+
+
+def anchor_questions(ctx, subjects, rng):
+    """Name the subject in some questions whose evidence sits inside one
+    exchange, with a name that occurs in the turns around the evidence but in
+    none of the evidence turns (nor in the question or answer already)."""
+    where = {}
+    for sb in subjects:
+        for t in sb.turns:
+            where[id(t)] = sb
+    for q in ctx.questions:
+        if q["category"] not in ("single-hop", "temporal"):
+            continue
+        sb = where.get(id(q["ev"][0]))
+        if sb is None or not sb.anchors or any(where.get(id(t)) is not sb for t in q["ev"]):
+            continue
+        text = q["question"]
+        if ("," in text or text.endswith(" in?")
+                or re.search(r"\b(or|that|that's|so|instead|while|whose|because|than)\b", text)):
+            continue
+        evw = set().union(*(words(t.text) for t in q["ev"]))
+        near = " ".join(t.text for t in sb.turns if not any(t is e for e in q["ev"])).lower()
+        opts = []
+        for key, edit in sb.anchors:
+            kw = words(key)
+            if (not kw or kw & evw or kw & words(text) or kw & words(q["answer"])
+                    or key.lower() not in near):
+                continue
+            new = edit(text)
+            if new and not repeats(new):
+                opts.append(new)
+        if opts:
+            q["question"] = rng.choice(opts)
+
+
+def small_exchange(ctx, se, s, day, rng, used):
+    """One piece of small talk for session s (openers and closers aside)."""
+    for _ in range(20):
         x, y = (se["x"], se["y"]) if rng.random() < 0.5 else (se["y"], se["x"])
         r = rng.random()
-        if r < 0.25:
+        if r < 0.5:
             ex = choose(PHOTOS, se["hour"], used, rng, se["used"])
-        elif r < 0.5:
+        elif r < 0.7:
             opts = [ex for ex in personal_small(ctx, x, y, s, rng) if ex[0][1] not in se["used"]]
             if not opts:
                 continue
@@ -2442,19 +3064,116 @@ def build(ci, a, b, rng, start):
             se["used"].add(ex[0][1])
         else:
             ex = choose(SMALL, se["hour"], used, rng, se["used"])
-        if ex is None:
+        if ex is not None:
+            return fill(ex, x, y, day, rng)
+    return []
+
+
+def build(ci, a, b, rng, start):
+    cid = "conv-%02d" % ci
+    ctx = Ctx(cid, a, b, rng)
+    arcs = make_arcs(ctx)
+    total = sum(len(arc.steps) for arc in arcs)
+    n = min(18, max(12, round(total / 4) + rng.randint(-1, 1)))
+    dates = [start]
+    for _ in range(n - 1):
+        dates.append(dates[-1] + timedelta(days=rng.choice([3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 19, 23])))
+
+    # Topical sessions take 2-4 arc steps, each the middle of its own
+    # exchange; the other sessions take the rest (usually at most 8 each),
+    # interleaved with small talk.
+    topical = [False] * n
+    for i in rng.sample(range(n), round(n * rng.uniform(*TOPICAL_SHARE))):
+        topical[i] = True
+    caps = [rng.choice((2, 3, 3, 4)) if t else 0 for t in topical]
+    need = lambda: -(-(total * 23 // 20 - sum(caps)) // topical.count(False))
+    while need() > 8 and any(0 < c < 4 for c in caps):
+        caps[rng.choice([i for i, c in enumerate(caps) if 0 < c < 4])] += 1
+    rest = max(5, need())
+    caps = [c or rest for c in caps]
+    schedule(arcs, n, rng, dates, caps)
+    for arc in arcs:
+        arc.prepare(arc.sched, [dates[i] for i in arc.sched])
+    episodes = [[] for _ in range(n)]
+    for s in range(n):
+        todo = [(arc, k) for arc in arcs for k, i in enumerate(arc.sched) if i == s]
+        rng.shuffle(todo)
+        for arc, k in todo:
+            arc.topical = topical[s]
+            episodes[s].append((arc, k, arc.render(k, dates[s])))
+            arc.topical = False
+    for arc in arcs:
+        arc.finish()
+    cross_questions(ctx)
+
+    used = set()
+    subjects = []
+    sessions = []
+    for s in range(n):
+        x, y = (a, b) if rng.random() < 0.5 else (b, a)
+        hour = rng.randint(7, 19)
+        se = dict(x=x, y=y, hour=hour, used=set(), topical=topical[s])
+        se["open"] = fill(choose(OPENERS, hour, used, rng), x, y, dates[s], rng)
+        se["close"] = fill(choose(CLOSERS, hour, used, rng), x, y, dates[s], rng)
+        if topical[s]:
+            blocks = [make_subject(ctx, arc, s, ep, arc.steps[k], rng) for arc, k, ep in episodes[s]]
+            here = set(id(arc) for arc, _, _ in episodes[s])
+            idle = [arc for arc in arcs if id(arc) not in here and arc.idle_ok(s) and len(arc.talk(s)) >= 2]
+            want = max(0, 2 - len(blocks))
+            if not want and len(blocks) < 4 and rng.random() < 0.2:
+                want = 1
+            for arc in rng.sample(idle, min(want, len(idle))):
+                blocks.insert(rng.randrange(len(blocks) + 1), make_subject(ctx, arc, s, [], None, rng))
+            subjects += blocks
+            pieces = []
+            if rng.random() < 0.25:
+                pieces.append(small_exchange(ctx, se, s, dates[s], rng, used))
+            for i, sb in enumerate(blocks):
+                if i and rng.random() < 0.12:
+                    pieces.append(small_exchange(ctx, se, s, dates[s], rng, used))
+                pieces.append(sb)
+            if rng.random() < 0.25:
+                pieces.append(small_exchange(ctx, se, s, dates[s], rng, used))
+            se["blocks"] = pieces
+        else:
+            se["blocks"] = [ep for _, _, ep in episodes[s]] + [small_exchange(ctx, se, s, dates[s], rng, used)]
+        sessions.append(se)
+
+    # Keep the conversation within its size: drop small talk between
+    # subjects, then exchanges inside subjects; then add small talk to the
+    # interleaved sessions up to a target number of turns.
+    turns_of = lambda bl: bl.turns if isinstance(bl, Subject) else bl
+    size = lambda se: len(se["open"]) + len(se["close"]) + sum(len(turns_of(bl)) for bl in se["blocks"])
+    limit = rng.randint(400, 430)
+    for s in rng.sample(range(n), n):
+        se = sessions[s]
+        if sum(size(x) for x in sessions) <= limit:
+            break
+        if se["topical"]:
+            se["blocks"] = [bl for bl in se["blocks"] if isinstance(bl, Subject)]
+    for sb in rng.sample(subjects, len(subjects)):
+        if sum(size(x) for x in sessions) <= limit:
+            break
+        sb.trim()
+    mixed = [s for s in range(n) if not topical[s]]
+    target = rng.randint(310, 370)
+    while mixed and sum(size(se) for se in sessions) < target:
+        if rng.random() < 0.5:
+            s = min(mixed, key=lambda i: (size(sessions[i]), i))
+        else:
+            s = rng.choice(mixed)
+        ex = small_exchange(ctx, sessions[s], s, dates[s], rng, used)
+        if not ex:
+            mixed.remove(s)
             continue
-        se["small"].append(fill(ex, x, y, dates[s], rng))
+        sessions[s]["blocks"].append(ex)
 
     out_sessions = []
     for s, se in enumerate(sessions):
-        blocks = se["eps"] + se["small"]
-        order = list(range(len(blocks)))
-        rng.shuffle(order)
-        turns = list(se["open"])
-        for i in order:
-            turns += blocks[i]
-        turns += se["close"]
+        blocks = se["blocks"]
+        if not se["topical"]:
+            rng.shuffle(blocks)
+        turns = se["open"] + [t for bl in blocks for t in turns_of(bl)] + se["close"]
         sid = "s%02d" % (s + 1)
         t = datetime(dates[s].year, dates[s].month, dates[s].day, se["hour"], rng.randint(0, 59),
                      rng.randint(0, 59))
@@ -2471,17 +3190,23 @@ def build(ci, a, b, rng, start):
             js.append(obj)
         assert t.date() == dates[s], "session crosses midnight"
         out_sessions.append({"session_id": sid, "started_at": started.strftime("%Y-%m-%dT%H:%M:%SZ"), "turns": js})
+    assert all(5 <= len(sb.turns) <= 12 for sb in subjects)
+    anchor_questions(ctx, subjects, rng)
     conv = {"conversation_id": cid, "speakers": [a.name, b.name], "sessions": out_sessions}
     single = [q for q in ctx.questions if q["category"] == "single-hop"]
     if len(single) > MAX_SINGLE_HOP:
         keep = set(id(q) for q in rng.sample(single, MAX_SINGLE_HOP))
         ctx.questions = [q for q in ctx.questions if q["category"] != "single-hop" or id(q) in keep]
     qs = []
+    seen = set()
     for q in ctx.questions:
         assert all(t.ref for t in q["ev"]), q["question"]
+        if q["question"] in seen:
+            continue
+        seen.add(q["question"])
         qs.append({"conversation_id": cid, "question": q["question"], "category": q["category"],
                    "evidence": [t.ref for t in q["ev"]], "answer": q["answer"]})
-    return conv, qs, dates[-1]
+    return conv, qs, sum(topical)
 
 
 # --------------------------------------------------------------------------
@@ -2550,11 +3275,13 @@ def validate(convs, questions):
 def main():
     rng = random.Random(SEED)
     convs, questions = [], []
+    ntopical = 0
     start = date(2024, 1, 8)
     for i, (a, b) in enumerate(PAIRS, 1):
         crng = random.Random(rng.randrange(1 << 30))
         conv_start = start + timedelta(days=crng.randint(0, 400))
-        conv, qs, _ = build(i, a, b, crng, conv_start)
+        conv, qs, nt = build(i, a, b, crng, conv_start)
+        ntopical += nt
         convs.append(conv)
         questions += qs
     per_cat, per_conv, nturns = validate(convs, questions)
@@ -2566,7 +3293,8 @@ def main():
             f.write(json.dumps(q, ensure_ascii=False) + "\n")
     nsess = sum(len(c["sessions"]) for c in convs)
     natt = sum(1 for c in convs for s in c["sessions"] for t in s["turns"] if "attachments" in t)
-    print("conversations: %d, sessions: %d, turns: %d (attachments on %d)" % (len(convs), nsess, nturns, natt))
+    print("conversations: %d, sessions: %d (%d topical), turns: %d (attachments on %d)" % (
+        len(convs), nsess, ntopical, nturns, natt))
     print("questions: %d  %s" % (len(questions), "  ".join("%s=%d" % kv for kv in per_cat.items())))
     for c in convs:
         cid = c["conversation_id"]
