@@ -27,6 +27,13 @@ pub struct ConversationOptions {
     pub headers: Vec<(String, String)>,
     /// Give each turn and question a vector of [`crate::embed::embed`].
     pub test_embedder: bool,
+    /// Every conversation in one scope: each question is asked among the
+    /// turns of all of them (the others' turns as distractors, and words
+    /// common enough to be counted), the baseline likewise.
+    pub one_scope: bool,
+    /// Turns of other talk (`tenants` dialogue) added to the one scope
+    /// before the questions, in conversations of their own.
+    pub distractors: u64,
 }
 
 /// A turn as the set has it.
@@ -160,7 +167,13 @@ pub async fn run(options: ConversationOptions) -> Result<Value, String> {
     // A scope of this run's own per conversation, so a set can be loaded
     // again into the same service.
     let run = uuid::Uuid::new_v4().simple().to_string();
-    let scope_of = |conversation: &str| format!("conv-{run}-{conversation}");
+    let scope_of = |conversation: &str| {
+        if options.one_scope {
+            format!("conv-{run}")
+        } else {
+            format!("conv-{run}-{conversation}")
+        }
+    };
     let mut by_id: HashMap<String, String> = HashMap::new();
     let mut turns_of: HashMap<String, Vec<Turn>> = HashMap::new();
     let mut turns = 0usize;
@@ -212,13 +225,23 @@ pub async fn run(options: ConversationOptions) -> Result<Value, String> {
         }
     }
     let ingest_seconds = started.elapsed().as_secs_f64();
+    if options.distractors > 0 {
+        add_distractors(&http, &options, &scope_of(""), &mut turns_of).await?;
+    }
 
     let mut engram = Tally::default();
     let mut baseline = Tally::default();
-    let indexes: HashMap<&String, Bm25> = turns_of
-        .iter()
-        .map(|(id, turns)| (id, Bm25::new(turns)))
-        .collect();
+    // The baseline ranks what each question's scope holds.
+    let every: Vec<Turn> = turns_of.values().flatten().cloned().collect();
+    let all = Bm25::new(&every);
+    let indexes: HashMap<&String, Bm25> = if options.one_scope {
+        HashMap::new()
+    } else {
+        turns_of
+            .iter()
+            .map(|(id, turns)| (id, Bm25::new(turns)))
+            .collect()
+    };
     let started = Instant::now();
     for question in &questions {
         let mut body = json!({
@@ -248,10 +271,14 @@ pub async fn run(options: ConversationOptions) -> Result<Value, String> {
             })
             .collect();
         engram.add(&question.category, &found, &question.evidence);
-        let plain = indexes
-            .get(&question.conversation)
-            .map(|index| index.top(&question.text, 10))
-            .unwrap_or_default();
+        let plain = if options.one_scope {
+            all.top(&question.text, 10)
+        } else {
+            indexes
+                .get(&question.conversation)
+                .map(|index| index.top(&question.text, 10))
+                .unwrap_or_default()
+        };
         baseline.add(&question.category, &plain, &question.evidence);
     }
     let query_seconds = started.elapsed().as_secs_f64();
@@ -263,6 +290,50 @@ pub async fn run(options: ConversationOptions) -> Result<Value, String> {
         "engram": engram.json(),
         "baseline": baseline.json(),
     }))
+}
+
+/// Adds `options.distractors` turns of other talk to `scope`, 100 to a
+/// session (their time: now), 10 sessions to a conversation; the
+/// baseline gets them too.
+async fn add_distractors(
+    http: &awc::Client,
+    options: &ConversationOptions,
+    scope: &str,
+    turns_of: &mut HashMap<String, Vec<Turn>>,
+) -> Result<(), String> {
+    let mut rng = crate::dialogue::Rng::new(0x5eed);
+    let speakers = ["Ana", "Bob", "Caro", "Dev"];
+    let mut added = 0u64;
+    while added < options.distractors {
+        let n = (options.distractors - added).min(100);
+        let conversation = format!("other-{}", added / 1000);
+        let session = format!("s{}", added / 100);
+        let mut sent = Vec::new();
+        for i in 0..n {
+            let speaker = speakers[(i % 4) as usize];
+            let text = crate::dialogue::utterance(&mut rng);
+            turns_of
+                .entry(conversation.clone())
+                .or_default()
+                .push(Turn {
+                    reference: format!("{conversation}:{session}:{i}"),
+                    text: format!("{speaker}: {text}"),
+                });
+            sent.push(json!({"speaker": speaker, "text": text}));
+        }
+        let (status, answer) = post(
+            http,
+            &format!("{}/v1/ingest/conversation", options.url),
+            &json!({"source": "loadtests", "conversation_id": conversation,
+                    "session_id": session, "scope": scope, "turns": sent}),
+        )
+        .await?;
+        if status != 201 {
+            return Err(format!("distractors: {status} {answer}"));
+        }
+        added += n;
+    }
+    Ok(())
 }
 
 /// `loadtests conversation-ingest`: `requests` requests of `turns` turns

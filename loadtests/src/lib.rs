@@ -3,6 +3,7 @@
 //! evaluations, which the test suite runs on the project's datasets.
 
 pub mod conversations;
+pub mod dialogue;
 pub mod embed;
 pub mod http;
 pub mod placement;

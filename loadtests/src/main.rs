@@ -117,7 +117,9 @@ Options:
   --dataset FILE          recall, placement: the JSONL dataset
   --no-vectors            recall: leave the dataset's embeddings out
   --test-embedder         recall: records and queries without a vector get
-                          one from the deterministic test embedder";
+                          one from the deterministic test embedder
+  --one-scope             conversations: every conversation in one scope
+  --distractors N         conversations: and N turns of other talk with them";
 
 struct Args {
     command: String,
@@ -138,6 +140,8 @@ struct Args {
     dataset: Option<PathBuf>,
     no_vectors: bool,
     test_embedder: bool,
+    one_scope: bool,
+    distractors: u64,
     scopes: u64,
     from: u64,
     callers: Vec<String>,
@@ -181,6 +185,8 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         dataset: None,
         no_vectors: false,
         test_embedder: false,
+        one_scope: false,
+        distractors: 0,
         scopes: 100,
         from: 0,
         callers: Vec::new(),
@@ -276,6 +282,10 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--dataset" => parsed.dataset = Some(PathBuf::from(value("--dataset")?)),
             "--no-vectors" => parsed.no_vectors = true,
             "--test-embedder" => parsed.test_embedder = true,
+            "--one-scope" => parsed.one_scope = true,
+            "--distractors" => {
+                parsed.distractors = number(value("--distractors")?, "--distractors")?
+            }
             other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
         }
     }
@@ -461,6 +471,8 @@ async fn run(args: Args) -> bool {
                     .unwrap_or_else(|| "tests/data/conversations".into()),
                 headers: args.load.headers,
                 test_embedder: args.test_embedder,
+                one_scope: args.one_scope || args.distractors > 0,
+                distractors: args.distractors,
             };
             match conversations::run(options).await {
                 Ok(result) => {

@@ -3,34 +3,7 @@
 
 use serde_json::{json, Value};
 
-/// xorshift64*: small, fast and reproducible; statistical quality is
-/// ample for picking request shapes.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        // Zero is a fixed point of xorshift.
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
+pub use loadtests::dialogue::Rng;
 
 const WORDS: &[&str] = &[
     "agent", "deploy", "build", "auth", "module", "refactor", "test", "cache", "query", "index",
