@@ -512,6 +512,8 @@ async fn turns_are_recalled_in_context_better_than_plain_bm25() {
         dataset: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/conversations"),
         headers: Vec::new(),
         test_embedder: false,
+        one_scope: false,
+        distractors: 0,
     })
     .await
     .unwrap();
