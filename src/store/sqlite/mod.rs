@@ -6,7 +6,6 @@ pub mod backup;
 mod checkpoint;
 pub mod consolidation;
 pub mod conversations;
-pub(crate) mod counted;
 pub mod erasure;
 pub mod filters;
 pub mod keys;
@@ -223,11 +222,7 @@ pub fn open(
         checkpoint::Checkpoints::start(&conn, open_connection(path, reader_options, key)?)?;
     Ok(Opened {
         more_writers: Vec::new(),
-        writer: Box::new(SqliteWriter {
-            conn,
-            checkpoints,
-            counted: counted::CountedTerms::default(),
-        }),
+        writer: Box::new(SqliteWriter { conn, checkpoints }),
         readers: super::ReadPool::Sqlite(ReadPool(pool)),
         applied_migrations,
     })
@@ -283,7 +278,6 @@ const BUDGET_STEPS: std::ffi::c_int = 4000;
 struct SqliteWriter {
     conn: Connection,
     checkpoints: checkpoint::Checkpoints,
-    counted: counted::CountedTerms,
 }
 
 impl SqliteWriter {
@@ -323,7 +317,7 @@ impl WriteConnection for SqliteWriter {
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        search::flush(&self.conn, &mut self.counted)?;
+        search::flush(&self.conn)?;
         self.run("COMMIT")?;
         self.checkpoints.after_commit(&self.conn);
         Ok(())
