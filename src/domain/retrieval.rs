@@ -173,6 +173,27 @@ impl Filters {
 /// practice: ids, times, tags, provenance, relations, audit entries.
 pub const RECORD_OVERHEAD_BYTES: usize = 4096;
 
+/// How many of the records whose payloads have these sizes, in order, an
+/// answer holds within `max_bytes` (each counted with
+/// [`RECORD_OVERHEAD_BYTES`]) and `max_records`: always the first, so
+/// every record can be read, one page at a time.
+pub fn records_within(
+    payload_sizes: impl IntoIterator<Item = usize>,
+    max_bytes: usize,
+    max_records: usize,
+) -> usize {
+    let (mut total, mut fits) = (0usize, 0usize);
+    for size in payload_sizes {
+        let size = size + RECORD_OVERHEAD_BYTES;
+        if fits > 0 && (total + size > max_bytes || fits >= max_records) {
+            break;
+        }
+        total += size;
+        fits += 1;
+    }
+    fits
+}
+
 /// What storage is asked for: visible records of these types, best first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordQuery {
@@ -484,5 +505,20 @@ impl GraphLimits {
             node_limit: bounded("node_limit", node_limit, 50, MAX_GRAPH_NODES)?,
             edge_limit: bounded("edge_limit", edge_limit, 100, MAX_GRAPH_EDGES)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_holds_what_fits_and_always_its_first_record() {
+        let max = 3 * RECORD_OVERHEAD_BYTES + 100;
+        assert_eq!(records_within([10, 10, 10, 10], max, 100), 3);
+        assert_eq!(records_within([10, 10, 10, 10], max, 2), 2);
+        assert_eq!(records_within([50, 50, 1], max, 100), 2);
+        assert_eq!(records_within([max * 2, 1], max, 100), 1);
+        assert_eq!(records_within([], max, 100), 0);
     }
 }

@@ -12,7 +12,7 @@ use crate::domain::conversation::{TurnQuery, TurnSight};
 use crate::domain::ingest::NewConversation;
 use crate::domain::payload::Payload;
 use crate::domain::record::MemoryRecord;
-use crate::domain::retrieval::RECORD_OVERHEAD_BYTES;
+use crate::domain::retrieval::records_within;
 use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
 use crate::store::conversations::{Around, TurnRow};
@@ -151,15 +151,11 @@ pub fn read_turns(
     let mut rows = tx.turns(&asked)?;
     let mut more = rows.len() > query.limit;
     rows.truncate(query.limit);
-    // Within the response size, but never an empty page.
-    let mut bytes = 0usize;
-    let fits = rows
-        .iter()
-        .position(|row| {
-            bytes += row.payload_bytes + RECORD_OVERHEAD_BYTES;
-            bytes > query.max_bytes
-        })
-        .map_or(rows.len(), |i| i.max(1));
+    let fits = records_within(
+        rows.iter().map(|row| row.payload_bytes),
+        query.max_bytes,
+        usize::MAX,
+    );
     if fits < rows.len() {
         rows.truncate(fits);
         more = true;

@@ -12,7 +12,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use crate::domain::record::MemoryRecord;
 use crate::domain::relevance::{Score, Signals};
-use crate::domain::retrieval::{Cursor, RecordQuery, RECORD_OVERHEAD_BYTES};
+use crate::domain::retrieval::{records_within, Cursor, RecordQuery};
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::{RecordPage, StoreError};
 
@@ -170,16 +170,13 @@ pub(crate) fn within_budget(
     signals: impl Fn(&Rank) -> Signals,
 ) -> Result<RecordPage, StoreError> {
     let keys: Vec<i64> = ranked.iter().map(|r| r.key).collect();
-    let mut total = 0usize;
-    let mut fits = 0;
-    for rank in &ranked {
-        let size = sizes.get(&rank.key).copied().unwrap_or(0) + RECORD_OVERHEAD_BYTES;
-        if fits > 0 && (total + size > query.max_bytes || fits >= query.page_size) {
-            break;
-        }
-        total += size;
-        fits += 1;
-    }
+    let fits = records_within(
+        ranked
+            .iter()
+            .map(|rank| sizes.get(&rank.key).copied().unwrap_or(0)),
+        query.max_bytes,
+        query.page_size,
+    );
     let next = (fits < ranked.len()).then(|| {
         let last = ranked[fits - 1];
         Cursor {
