@@ -27,6 +27,7 @@ mod records;
 pub(crate) mod rows;
 pub mod sqlite;
 mod stats;
+pub mod term_counts;
 mod topic_names;
 mod topics;
 mod vectors;

@@ -651,3 +651,46 @@ async fn create_id_of(app: &TestApp, summary: &str) -> String {
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     answer["record"]["id"].as_str().unwrap().to_string()
 }
+
+/// A record found by a rare word still gains what a common word of the
+/// query adds: the common word's document frequency is kept by who may
+/// see the records, so its matches need not all be read to weigh it.
+#[actix_web::test]
+async fn a_common_word_adds_its_weight_to_what_rarer_words_find() {
+    if crate::helpers::sqlite_only("the counts of common words (not kept on PostgreSQL yet)") {
+        return;
+    }
+    let app = spawn_app().await;
+    // 5,000 records, 1,000 of them with "deploy": common (1,000 matches
+    // or more), yet in only a fifth of the records, so it weighs.
+    for batch in 0..50 {
+        let items: Vec<Value> = (batch * 100..batch * 100 + 100)
+            .map(|n| {
+                let summary = if n % 5 == 0 {
+                    format!("deploy {n}")
+                } else {
+                    format!("filler {n}")
+                };
+                json!({"kind": "event", "source": "agent", "event_kind": "note",
+                       "ref": format!("r{n}"), "sensitivity": "public", "summary": summary})
+            })
+            .collect();
+        let (status, answer) = app.post("/v1/ingest/batch", &json!({"items": items})).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let twice = create_id_of(&app, "zebra zebra").await;
+    let both = create_id_of(&app, "deploy zebra").await;
+    // BM25 (k1 0.3): "zebra" twice scores 1.13 times its weight, "zebra"
+    // once and "deploy" 1 + 0.21 of it; without "deploy", the first won.
+    let answer = retrieve(
+        &app,
+        json!({"trust": trust("public", &[]), "task_descriptor": "deploy zebra", "limit": 2}),
+    )
+    .await;
+    assert_eq!(ids(&answer), [both.clone(), twice.clone()], "{answer}");
+    let scores = answer["scores"].as_array().unwrap();
+    assert!(
+        scores[1]["text"].as_f64().unwrap() < 0.95,
+        "the common word weighs: {answer}"
+    );
+}

@@ -31,8 +31,8 @@ use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    current_salience, Current, PageRow, Posting, RankingSource, SessionOf, SessionTurn, Stored,
-    Totals, TurnAt, VectorHit,
+    current_salience, Current, PageRow, Posting, RankingSource, RecordText, SessionOf, SessionTurn,
+    Stored, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -404,6 +404,38 @@ impl RankingSource for Source<'_> {
             );
         }
         Ok(found)
+    }
+
+    fn frequencies(
+        &self,
+        _query: &RecordQuery,
+        terms: &[String],
+    ) -> Result<Vec<Option<u64>>, StoreError> {
+        // No counts kept here yet: every term is counted by its matches.
+        Ok(vec![None; terms.len()])
+    }
+
+    fn texts(&self, keys: &[i64]) -> Result<HashMap<i64, RecordText>, StoreError> {
+        // The search column holds the terms and the facets; a facet has a
+        // space, a term never.
+        let mut texts = HashMap::with_capacity(keys.len());
+        for row in self.pg.query(
+            "SELECT key, search_length, search_repeats,
+                    array_to_string(ARRAY(SELECT t FROM unnest(tsvector_to_array(search)) t
+                                          WHERE position(' ' in t) = 0), ' ')
+             FROM records WHERE key = ANY($1)",
+            &[&keys],
+        )? {
+            texts.insert(
+                row.try_get(0)?,
+                RecordText {
+                    length: row.try_get(1)?,
+                    repeats: row.try_get(2)?,
+                    distinct: row.try_get(3)?,
+                },
+            );
+        }
+        Ok(texts)
     }
 
     fn sizes(&self, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {

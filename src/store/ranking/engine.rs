@@ -36,7 +36,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::source::{Posting, RankingSource, Stored};
+use super::source::{Posting, RankingSource, RecordText, Stored};
 use super::turns::{in_context, TermWeights};
 use super::{within_budget, DecayBound, Rank, TopK, MAX_PAGE};
 use crate::domain::record::MemoryType;
@@ -180,6 +180,9 @@ struct Term {
     name: String,
     postings: Vec<Posting>,
     common: bool,
+    /// How many visible records have it: its postings' count for a rare
+    /// term, the backend's count for a common one, if it keeps one.
+    frequency: Option<u64>,
 }
 
 /// The terms of a text query as the caller's slice has them, and the
@@ -226,14 +229,31 @@ impl Words {
                 }
                 None => source.postings(query, &term, COMMON_WORD_MATCHES, newest)?,
             };
+            let frequency = (!common).then_some(postings.len() as u64);
             terms.push(Term {
                 name: term,
                 postings,
                 common,
+                frequency,
             });
         }
-        let (docs, average_length) = if terms.iter().any(|t| !t.common) {
-            let most = terms.iter().map(|t| t.postings.len()).max().unwrap_or(0);
+        let common: Vec<String> = terms
+            .iter()
+            .filter(|t| t.common)
+            .map(|t| t.name.clone())
+            .collect();
+        if !common.is_empty() {
+            let counted = source.frequencies(query, &common)?;
+            for (term, frequency) in terms.iter_mut().filter(|t| t.common).zip(counted) {
+                term.frequency = frequency;
+            }
+        }
+        let (docs, average_length) = if terms.iter().any(|t| t.frequency.is_some()) {
+            let most = terms
+                .iter()
+                .map(|t| t.frequency.unwrap_or(0) as usize)
+                .max()
+                .unwrap_or(0);
             // Never fewer documents than a term has postings (the totals
             // and the postings are read apart).
             let docs = (totals.docs.max(0) as f64).max(most as f64);
@@ -274,6 +294,26 @@ impl Words {
                 vec![Part::Bm25(rare), Part::Newest(common, newest, 0.0)],
             ]
         }
+    }
+
+    /// Whether every term's document frequency is known: then a record's
+    /// relevance can be computed from its text alone ([`Words::relevance`]).
+    fn all_counted(&self) -> bool {
+        self.terms.iter().all(|t| t.frequency.is_some())
+    }
+
+    /// The relevance of a record with `text`: BM25 over every term of the
+    /// query, each weighed by its document frequency.
+    fn relevance(&self, text: &RecordText, bm25: &Bm25) -> f64 {
+        let mut sum = 0.0;
+        for term in &self.terms {
+            let tf = text.frequency(&term.name);
+            if tf > 0.0 {
+                let idf = self.idf(term.frequency.unwrap_or(0) as usize);
+                sum += idf * bm25.saturation(tf, text.length.max(1) as f64, self.average_length);
+            }
+        }
+        sum
     }
 
     /// BM25 inverse document frequency of a term in `n` of the visible
@@ -342,6 +382,27 @@ fn text_candidates(words: &Words, tier: &[Part<'_>], bm25: &Bm25) -> Vec<(Stored
     found
 }
 
+/// `candidates` with their relevance over every term of the query, from
+/// their texts: a candidate found by its rarer terms gains what the
+/// common ones add (whose matches are not all read), and one found among
+/// a common term's newest matches has its true relevance.
+fn scored_whole<S: RankingSource>(
+    source: &S,
+    words: &Words,
+    bm25: &Bm25,
+    candidates: Vec<(Stored, f64)>,
+) -> Result<Vec<(Stored, f64)>, StoreError> {
+    let keys: Vec<i64> = candidates.iter().map(|(s, _)| s.key).collect();
+    let texts = source.texts(&keys)?;
+    Ok(candidates
+        .into_iter()
+        .filter_map(|(stored, _)| {
+            let text = texts.get(&stored.key)?;
+            Some((stored, words.relevance(text, bm25)))
+        })
+        .collect())
+}
+
 /// Ranked retrieval: with a text query, the first way of matching that
 /// fills the whole answer (as the first page has it, so every page takes
 /// the same one), else the last.
@@ -361,19 +422,29 @@ fn ranked<S: RankingSource>(
     let tiers = words.tiers(query.answer_limit);
     let first_page = query.after.is_none() && query.limit == query.answer_limit;
     let last = tiers.len() - 1;
-    // Turns are ranked with what surrounds them, by the rare terms (a
-    // common term says little, and its postings are not all read).
-    let rare: Vec<&Term> = words.terms.iter().filter(|t| !t.common).collect();
-    let names: Vec<String> = rare.iter().map(|t| t.name.clone()).collect();
+    // Turns are ranked with what surrounds them, by the terms whose
+    // document frequency is known (a common term's is not always).
+    let known: Vec<&Term> = words
+        .terms
+        .iter()
+        .filter(|t| t.frequency.is_some())
+        .collect();
+    let names: Vec<String> = known.iter().map(|t| t.name.clone()).collect();
     let in_turns = TermWeights {
         names: &names,
-        idf: rare.iter().map(|t| words.idf(t.postings.len())).collect(),
+        idf: known
+            .iter()
+            .map(|t| words.idf(t.frequency.unwrap_or(0) as usize))
+            .collect(),
         average_length: words.average_length,
         asks_when: text.asks_when(),
     };
     let with_turns = query.memory_types.contains(&MemoryType::Episodic);
     for (i, tier) in tiers.iter().enumerate() {
         let mut candidates = text_candidates(&words, tier, &query.bm25);
+        if words.terms.iter().any(|t| t.common) && words.all_counted() {
+            candidates = scored_whole(source, &words, &query.bm25, candidates)?;
+        }
         if with_turns {
             candidates = in_context(source, query, &in_turns, candidates)?;
         }

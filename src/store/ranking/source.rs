@@ -140,6 +140,28 @@ pub(crate) struct Totals {
     pub tokens: i64,
 }
 
+/// What BM25 needs of a record's text to score any term in it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RecordText {
+    /// How many terms it has.
+    pub length: i64,
+    /// Its terms, each once, space separated.
+    pub distinct: String,
+    /// Its repeated terms with how often (`Analysed::repeats`).
+    pub repeats: Option<String>,
+}
+
+impl RecordText {
+    /// How many times `term` is in it (0 when it is not).
+    pub fn frequency(&self, term: &str) -> f64 {
+        if self.distinct.split(' ').any(|t| t == term) {
+            term_frequency(self.repeats.as_deref(), term)
+        } else {
+            0.0
+        }
+    }
+}
+
 /// A visible record with a vector.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct VectorHit {
@@ -335,6 +357,18 @@ pub(crate) trait RankingSource {
     /// the unscoped ones), sensitivities and types, retracted ones when
     /// asked for.
     fn totals(&self, query: &RecordQuery) -> Result<Totals, StoreError>;
+
+    /// How many of the records [`RankingSource::totals`] counts have each
+    /// of `terms`, for the terms the backend keeps counts of
+    /// (`store::term_counts`); `None` for the others.
+    fn frequencies(
+        &self,
+        query: &RecordQuery,
+        terms: &[String],
+    ) -> Result<Vec<Option<u64>>, StoreError>;
+
+    /// The texts of these records (those still stored).
+    fn texts(&self, keys: &[i64]) -> Result<HashMap<i64, RecordText>, StoreError>;
 
     /// The visible records with a vector.
     fn vector_hits(

@@ -159,6 +159,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0023_conversations.sql"),
         backfill: None,
     },
+    Migration {
+        version: 24,
+        name: "counted_terms",
+        sql: include_str!("../../../migrations/sqlite/0024_counted_terms.sql"),
+        backfill: Some(super::counted::count_all),
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -215,7 +221,10 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
         let mut conn = Connection::open_in_memory().unwrap();
-        assert_eq!(run(&mut conn).unwrap(), (1..=23).collect::<Vec<_>>());
+        assert_eq!(
+            run(&mut conn).unwrap(),
+            (1..=latest_version()).collect::<Vec<_>>()
+        );
         assert!(run(&mut conn).unwrap().is_empty());
         let tables: i64 = conn
             .query_row(

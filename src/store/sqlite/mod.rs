@@ -6,6 +6,7 @@ pub mod backup;
 mod checkpoint;
 pub mod consolidation;
 pub mod conversations;
+pub(crate) mod counted;
 pub mod erasure;
 pub mod filters;
 pub mod keys;
@@ -222,7 +223,11 @@ pub fn open(
         checkpoint::Checkpoints::start(&conn, open_connection(path, reader_options, key)?)?;
     Ok(Opened {
         more_writers: Vec::new(),
-        writer: Box::new(SqliteWriter { conn, checkpoints }),
+        writer: Box::new(SqliteWriter {
+            conn,
+            checkpoints,
+            counted: counted::CountedTerms::default(),
+        }),
         readers: super::ReadPool::Sqlite(ReadPool(pool)),
         applied_migrations,
     })
@@ -278,6 +283,7 @@ const BUDGET_STEPS: std::ffi::c_int = 4000;
 struct SqliteWriter {
     conn: Connection,
     checkpoints: checkpoint::Checkpoints,
+    counted: counted::CountedTerms,
 }
 
 impl SqliteWriter {
@@ -317,7 +323,7 @@ impl WriteConnection for SqliteWriter {
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        search::flush(&self.conn)?;
+        search::flush(&self.conn, &mut self.counted)?;
         self.run("COMMIT")?;
         self.checkpoints.after_commit(&self.conn);
         Ok(())

@@ -31,8 +31,8 @@ use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    current_salience, Current, PageRow, Posting, RankingSource, SessionOf, SessionTurn, Stored,
-    TermsIn, Totals, TurnAt, VectorHit,
+    current_salience, Current, PageRow, Posting, RankingSource, RecordText, SessionOf, SessionTurn,
+    Stored, TermsIn, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -472,6 +472,45 @@ impl RankingSource for Source<'_> {
             );
         }
         Ok(found)
+    }
+
+    fn frequencies(
+        &self,
+        query: &RecordQuery,
+        terms: &[String],
+    ) -> Result<Vec<Option<u64>>, StoreError> {
+        let lives: Vec<String> = RankSet::for_query(query)
+            .iter()
+            .map(|s| s.live().to_string())
+            .collect();
+        super::counted::frequencies(
+            self.conn,
+            terms,
+            query.scopes.as_deref(),
+            &layer_list(query),
+            query.max_sensitivity.rank() as i64,
+            &lives.join(", "),
+        )
+    }
+
+    fn texts(&self, keys: &[i64]) -> Result<HashMap<i64, RecordText>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT key, search_length, search_terms, search_repeats FROM records
+             WHERE key IN rarray(?1)",
+        )?;
+        let mut rows = stmt.query([key_array(keys)])?;
+        let mut texts = HashMap::with_capacity(keys.len());
+        while let Some(row) = rows.next()? {
+            texts.insert(
+                row.get::<_, i64>(0)?,
+                RecordText {
+                    length: row.get(1)?,
+                    distinct: row.get(2)?,
+                    repeats: row.get(3)?,
+                },
+            );
+        }
+        Ok(texts)
     }
 
     fn sizes(&self, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
@@ -1230,7 +1269,7 @@ mod text_tests {
         for i in 0..3 {
             insert_record(&conn, &fact(&format!("r{i}"), "rare")).unwrap();
         }
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("COMMIT").unwrap();
         let found = search(&conn, "common rare", 2);
         assert_eq!(found.len(), 2);
@@ -1296,7 +1335,7 @@ mod text_tests {
             )
             .unwrap();
         }
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         for round in 0..60 {
             let query_vector: Vec<f64> = (0..8).map(|_| next(2001) as f64 / 1000.0 - 1.0).collect();
             let embedding = crate::domain::vector::Embedding::new("q", query_vector).unwrap();

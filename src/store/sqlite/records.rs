@@ -77,7 +77,7 @@ pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, St
     insert_children(conn, key, record)?;
     append_audit(conn, key, &record.audit_log)?;
     super::search::index(key, &indexed);
-    super::search::count(&Counted::of(record, indexed.analysed.length), 1);
+    super::search::count(&Counted::of(record, &indexed.analysed), 1);
     if let Some(embedding) = &record.embedding {
         super::vectors::put(conn, key, embedding, None)?;
     }
@@ -202,7 +202,7 @@ pub fn update_record(
         .execute(params![key, payload_json(&record.payload)?])?;
     super::search::reindex(key, &indexed, stored);
     if let Some(before) = before {
-        super::search::recount(&before, &Counted::of(record, indexed.analysed.length));
+        super::search::recount(&before, &Counted::of(record, &indexed.analysed));
     }
     super::vectors::after_update(conn, key, record, indexed.hash)?;
     for table in [

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::counted::{CountedTerms, Partition};
 use super::records::load_records;
 use crate::domain::analysis::{self, Analysed};
 use crate::domain::record::{MemoryRecord, Status};
@@ -137,36 +138,57 @@ pub struct Counted {
     pub sensitivity: i64,
     pub live: bool,
     pub length: i64,
+    /// Its distinct terms, space separated (`Analysed::distinct`): what
+    /// it adds to the counted terms' vectors (`counted.rs`).
+    pub terms: String,
 }
 
 impl Counted {
-    pub fn of(record: &MemoryRecord, length: i64) -> Counted {
+    pub fn of(record: &MemoryRecord, analysed: &Analysed) -> Counted {
         Counted {
             scope: record.scope.clone(),
             layer: record.memory_type.layer() as i64,
             sensitivity: record.sensitivity.rank() as i64,
             live: record.status != Status::Retracted,
-            length,
+            length: analysed.length,
+            terms: analysed.distinct.clone(),
         }
+    }
+
+    /// The columns of a record's row [`Counted::read`] reads.
+    pub const COLUMNS: &'static str =
+        "scope, layer, sensitivity, status <> 'retracted', search_length, search_terms";
+
+    pub fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Counted> {
+        Ok(Counted {
+            scope: row.get(0)?,
+            layer: row.get(1)?,
+            sensitivity: row.get(2)?,
+            live: row.get(3)?,
+            length: row.get(4)?,
+            terms: row.get(5)?,
+        })
     }
 
     /// As the row of record `key` has it, if there is one.
     pub fn stored(conn: &Connection, key: i64) -> Result<Option<Counted>, StoreError> {
         Ok(conn
-            .prepare_cached(
-                "SELECT scope, layer, sensitivity, status <> 'retracted', search_length
-                 FROM records WHERE key = ?1",
-            )?
-            .query_row([key], |row| {
-                Ok(Counted {
-                    scope: row.get(0)?,
-                    layer: row.get(1)?,
-                    sensitivity: row.get(2)?,
-                    live: row.get(3)?,
-                    length: row.get(4)?,
-                })
-            })
+            .prepare_cached(&format!(
+                "SELECT {} FROM records WHERE key = ?1",
+                Counted::COLUMNS
+            ))?
+            .query_row([key], Counted::read)
             .optional()?)
+    }
+
+    /// The partition of visibility it counts in.
+    pub fn partition(&self) -> Partition {
+        (
+            self.scope.clone().unwrap_or_default(),
+            self.layer,
+            self.sensitivity,
+            self.live,
+        )
     }
 }
 
@@ -336,12 +358,24 @@ fn push(item: Queued) {
 
 /// Applies what the transaction's writes queued; call just before
 /// committing. A record queued more than once ends as its last entry says.
-pub fn flush(conn: &Connection) -> Result<(), StoreError> {
-    let (mut items, totals) = QUEUE.with(|q| {
+pub fn flush(conn: &Connection, counted: &mut CountedTerms) -> Result<(), StoreError> {
+    let (items, totals) = QUEUE.with(|q| {
         let mut q = q.borrow_mut();
         (std::mem::take(&mut q.items), std::mem::take(&mut q.totals))
     });
+    let due = super::counted::add(conn, counted, &totals)?;
     flush_totals(conn, totals)?;
+    flush_items(conn, items)?;
+    // The terms newly due are counted from the index, which now holds
+    // this transaction's records too.
+    if !due.is_empty() {
+        super::counted::count_new(conn, counted, &due)?;
+    }
+    Ok(())
+}
+
+/// Applies the queued changes of the full-text indexes.
+fn flush_items(conn: &Connection, mut items: Vec<Queued>) -> Result<(), StoreError> {
     if items.is_empty() {
         return Ok(());
     }
@@ -432,13 +466,10 @@ fn flush_totals(conn: &Connection, totals: Vec<(Counted, i64)>) -> Result<(), St
     if totals.is_empty() {
         return Ok(());
     }
-    let mut sums: std::collections::BTreeMap<(String, i64, i64, bool), (i64, i64)> =
+    let mut sums: std::collections::BTreeMap<Partition, (i64, i64)> =
         std::collections::BTreeMap::new();
     for (c, sign) in totals {
-        let scope = c.scope.unwrap_or_default();
-        let sum = sums
-            .entry((scope, c.layer, c.sensitivity, c.live))
-            .or_default();
+        let sum = sums.entry(c.partition()).or_default();
         sum.0 += sign;
         sum.1 += sign * c.length;
     }
@@ -533,7 +564,7 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
                 row.analysed.repeats,
                 row.analysed.distinct
             ])?;
-            counted.push((Counted::of(&record, row.analysed.length), 1));
+            counted.push((Counted::of(&record, &row.analysed), 1));
             indexed += 1;
         }
     }
@@ -549,7 +580,7 @@ mod tests {
     use serde_json::json;
 
     fn matches(conn: &Connection, text: &str) -> Vec<i64> {
-        flush(conn).unwrap();
+        flush(conn, &mut Default::default()).unwrap();
         let Some(query) = TextQuery::new(text).map(|q| q.any()) else {
             return Vec::new();
         };
@@ -660,7 +691,7 @@ mod tests {
         job(&conn, true, || {
             insert_record(&conn, &fact("b", "climbing")).unwrap();
         });
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("COMMIT").unwrap();
         assert!(matches(&conn, "kayak").is_empty());
         assert_eq!(matches(&conn, "climb").len(), 1);
@@ -670,7 +701,7 @@ mod tests {
     fn the_last_change_in_a_transaction_wins_and_a_rolled_back_removal_is_undone() {
         let conn = conn();
         let a = insert_record(&conn, &fact("a", "rowing")).unwrap();
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("BEGIN").unwrap();
         // Inserted and deleted in one transaction: no row at all.
         let b = insert_record(&conn, &fact("b", "fencing")).unwrap();
@@ -680,7 +711,7 @@ mod tests {
         rewrite(&conn, "a", "canoeing");
         // A removal whose job failed leaves the row where it was.
         job(&conn, false, || remove(a, stored_record(&conn, a).unwrap()));
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("COMMIT").unwrap();
         assert!(matches(&conn, "fencing").is_empty());
         assert!(matches(&conn, "rowing").is_empty());
@@ -693,7 +724,7 @@ mod tests {
     fn a_rolled_back_transaction_leaves_nothing_queued() {
         let conn = conn();
         insert_record(&conn, &fact("a", "diving")).unwrap();
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("BEGIN").unwrap();
         insert_record(&conn, &fact("b", "surfing")).unwrap();
         conn.execute_batch("ROLLBACK").unwrap();
@@ -780,7 +811,7 @@ mod tests {
     fn the_text_totals_follow_every_write() {
         let conn = conn();
         let totals = || -> Vec<(String, i64, i64, i64)> {
-            flush(&conn).unwrap();
+            flush(&conn, &mut Default::default()).unwrap();
             conn.prepare(
                 "SELECT scope, live, docs, tokens FROM text_totals
                  WHERE docs <> 0 OR tokens <> 0 ORDER BY 1, 2",
@@ -842,7 +873,7 @@ mod tests {
     fn a_database_from_before_the_index_is_backfilled() {
         let conn = conn();
         insert_record(&conn, &fact("a", "sailing")).unwrap();
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("INSERT INTO record_search (record_search) VALUES ('delete-all')")
             .unwrap();
         assert!(matches(&conn, "sail").is_empty());
@@ -870,14 +901,14 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         for &key in keys.iter().step_by(3) {
             let stored = stored_record(&conn, key).unwrap();
             conn.execute("DELETE FROM records WHERE key = ?1", [key])
                 .unwrap();
             remove(key, stored);
         }
-        flush(&conn).unwrap();
+        flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("INSERT INTO record_search (record_search) VALUES ('integrity-check')")
             .unwrap();
         // The index's own pages (its segments and their index).

@@ -1,0 +1,430 @@
+//! The counted terms on SQLite (migration 0024; what they are for:
+//! `store::term_counts`): their numbers in `counted_terms`, and a vector
+//! of document counts per partition in `term_counts` (per scope) and
+//! `term_counts_all` (over every scope), kept by [`super::search::flush`]
+//! in the transaction of each write.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::search::Counted;
+use crate::store::term_counts::{apply, count_in, Sightings};
+use crate::store::StoreError;
+
+/// A partition of visibility: scope ('' for none), layer, sensitivity,
+/// live.
+pub type Partition = (String, i64, i64, bool);
+
+/// The writer's view of the counted terms: their numbers (as far as it
+/// has read them) and the terms on their way.
+#[derive(Debug, Default)]
+pub struct CountedTerms {
+    numbers: HashMap<String, u32>,
+    read_up_to: u32,
+    sightings: Sightings,
+}
+
+impl CountedTerms {
+    /// Reads the numbers given since the last call.
+    fn refresh(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        let mut stmt =
+            conn.prepare_cached("SELECT id, term FROM counted_terms WHERE id > ?1 ORDER BY id")?;
+        let mut rows = stmt.query([self.read_up_to])?;
+        while let Some(row) = rows.next()? {
+            let id: u32 = row.get(0)?;
+            let term: String = row.get(1)?;
+            self.sightings.forget(&term);
+            self.numbers.insert(term, id);
+            self.read_up_to = id;
+        }
+        Ok(())
+    }
+}
+
+/// Adds the changes of a transaction to the vectors of the partitions
+/// they touch; answers the terms now due to be counted (see
+/// [`count_new`]), which these changes leave out.
+pub fn add(
+    conn: &Connection,
+    counted: &mut CountedTerms,
+    changes: &[(Counted, i64)],
+) -> Result<Vec<String>, StoreError> {
+    counted.refresh(conn)?;
+    let mut deltas: BTreeMap<Partition, BTreeMap<u32, i64>> = BTreeMap::new();
+    let mut due = Vec::new();
+    for (c, sign) in changes {
+        let partition = c.partition();
+        for term in c.terms.split_ascii_whitespace() {
+            match counted.numbers.get(term) {
+                Some(&number) => {
+                    *deltas
+                        .entry(partition.clone())
+                        .or_default()
+                        .entry(number)
+                        .or_default() += sign;
+                }
+                None if *sign > 0 && counted.sightings.saw(term) => due.push(term.to_string()),
+                None => {}
+            }
+        }
+    }
+    write(conn, deltas)?;
+    Ok(due)
+}
+
+/// Adds `deltas` to the partitions' vectors and to those over every scope.
+fn write(
+    conn: &Connection,
+    deltas: BTreeMap<Partition, BTreeMap<u32, i64>>,
+) -> Result<(), StoreError> {
+    let mut all: BTreeMap<(i64, i64, bool), BTreeMap<u32, i64>> = BTreeMap::new();
+    for ((scope, layer, sensitivity, live), changes) in deltas {
+        let changes: Vec<(u32, i64)> = changes.into_iter().filter(|(_, d)| *d != 0).collect();
+        if changes.is_empty() {
+            continue;
+        }
+        let sum = all.entry((layer, sensitivity, live)).or_default();
+        for &(number, delta) in &changes {
+            *sum.entry(number).or_default() += delta;
+        }
+        let stored: Option<Vec<u8>> = conn
+            .prepare_cached(
+                "SELECT counts FROM term_counts
+                 WHERE scope = ?1 AND layer = ?2 AND sensitivity = ?3 AND live = ?4",
+            )?
+            .query_row(params![scope, layer, sensitivity, live], |row| row.get(0))
+            .optional()?;
+        conn.prepare_cached(
+            "INSERT INTO term_counts (scope, layer, sensitivity, live, counts)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT DO UPDATE SET counts = excluded.counts",
+        )?
+        .execute(params![
+            scope,
+            layer,
+            sensitivity,
+            live,
+            apply(stored.as_deref().unwrap_or_default(), &changes)
+        ])?;
+    }
+    for ((layer, sensitivity, live), changes) in all {
+        let changes: Vec<(u32, i64)> = changes.into_iter().filter(|(_, d)| *d != 0).collect();
+        if changes.is_empty() {
+            continue;
+        }
+        let stored: Option<Vec<u8>> = conn
+            .prepare_cached(
+                "SELECT counts FROM term_counts_all
+                 WHERE layer = ?1 AND sensitivity = ?2 AND live = ?3",
+            )?
+            .query_row(params![layer, sensitivity, live], |row| row.get(0))
+            .optional()?;
+        conn.prepare_cached(
+            "INSERT INTO term_counts_all (layer, sensitivity, live, counts)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT DO UPDATE SET counts = excluded.counts",
+        )?
+        .execute(params![
+            layer,
+            sensitivity,
+            live,
+            apply(stored.as_deref().unwrap_or_default(), &changes)
+        ])?;
+    }
+    Ok(())
+}
+
+/// Numbers `terms` and counts the records that have each, by partition,
+/// from the full-text index (which must hold the transaction's records:
+/// call after its queue is applied). A term counted already is skipped.
+pub fn count_new(
+    conn: &Connection,
+    counted: &mut CountedTerms,
+    terms: &[String],
+) -> Result<(), StoreError> {
+    for term in terms {
+        let number: Option<u32> = conn
+            .prepare_cached(
+                "INSERT INTO counted_terms (term) VALUES (?1) ON CONFLICT DO NOTHING RETURNING id",
+            )?
+            .query_row([term], |row| row.get(0))
+            .optional()?;
+        let Some(number) = number else {
+            continue;
+        };
+        let mut deltas: BTreeMap<Partition, BTreeMap<u32, i64>> = BTreeMap::new();
+        let mut stmt = conn.prepare_cached(
+            "SELECT COALESCE(r.scope, ''), r.layer, r.sensitivity, r.status <> 'retracted', COUNT(*)
+             FROM record_search CROSS JOIN records r ON r.key = record_search.rowid
+             WHERE record_search MATCH ?1
+             GROUP BY 1, 2, 3, 4",
+        )?;
+        let mut rows = stmt.query([format!("text : \"{}\"", term.replace('"', "\"\""))])?;
+        while let Some(row) = rows.next()? {
+            deltas
+                .entry((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                .or_default()
+                .insert(number, row.get(4)?);
+        }
+        write(conn, deltas)?;
+    }
+    counted.refresh(conn)
+}
+
+/// Counts every stored record's terms (the tables of migration 0024 are
+/// new): numbers the terms found in [`COUNTED_FROM`] records or more, and
+/// fills the vectors. Answers how many records.
+///
+/// [`COUNTED_FROM`]: crate::store::term_counts::COUNTED_FROM
+pub fn count_all(conn: &Connection) -> Result<usize, StoreError> {
+    let mut found: HashMap<String, u32> = HashMap::new();
+    let mut records = 0;
+    each_record(conn, |c| {
+        records += 1;
+        for term in c.terms.split_ascii_whitespace() {
+            *found.entry(term.to_string()).or_default() += 1;
+        }
+    })?;
+    let mut common: Vec<String> = found
+        .into_iter()
+        .filter(|(_, n)| *n >= crate::store::term_counts::COUNTED_FROM)
+        .map(|(t, _)| t)
+        .collect();
+    common.sort_unstable();
+    let mut numbers = HashMap::new();
+    for term in common {
+        let id: u32 = conn
+            .prepare_cached("INSERT INTO counted_terms (term) VALUES (?1) RETURNING id")?
+            .query_row([&term], |row| row.get(0))?;
+        numbers.insert(term, id);
+    }
+    let mut vectors: BTreeMap<Partition, BTreeMap<u32, i64>> = BTreeMap::new();
+    each_record(conn, |c| {
+        let partition = vectors.entry(c.partition()).or_default();
+        for term in c.terms.split_ascii_whitespace() {
+            if let Some(&n) = numbers.get(term) {
+                *partition.entry(n).or_default() += 1;
+            }
+        }
+    })?;
+    write(conn, vectors)?;
+    Ok(records)
+}
+
+/// Calls `each` with every stored record's part, in key order.
+fn each_record(conn: &Connection, mut each: impl FnMut(&Counted)) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare(&format!("SELECT {} FROM records", Counted::COLUMNS))?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        each(&Counted::read(row)?);
+    }
+    Ok(())
+}
+
+/// The document frequency of each of `terms` among the records of the
+/// partitions `scopes` (`None`: every scope; else these and the unscoped),
+/// `layers`, sensitivities up to `max_sensitivity` and `lives` hold;
+/// `None` for a term not counted.
+pub fn frequencies(
+    conn: &Connection,
+    terms: &[String],
+    scopes: Option<&[String]>,
+    layers: &str,
+    max_sensitivity: i64,
+    lives: &str,
+) -> Result<Vec<Option<u64>>, StoreError> {
+    let mut numbers = Vec::with_capacity(terms.len());
+    for term in terms {
+        numbers.push(
+            conn.prepare_cached("SELECT id FROM counted_terms WHERE term = ?1")?
+                .query_row([term], |row| row.get::<_, u32>(0))
+                .optional()?,
+        );
+    }
+    let mut found: Vec<Option<u64>> = numbers.iter().map(|n| n.map(|_| 0)).collect();
+    if numbers.iter().all(Option::is_none) {
+        return Ok(found);
+    }
+    let common =
+        format!("layer IN ({layers}) AND sensitivity <= {max_sensitivity} AND live IN ({lives})");
+    let (sql, values): (String, Vec<String>) = match scopes {
+        None => (
+            format!("SELECT counts FROM term_counts_all WHERE {common}"),
+            Vec::new(),
+        ),
+        Some(scopes) => {
+            let mut values = vec![String::new()];
+            values.extend(scopes.iter().cloned());
+            let numbers: Vec<String> = (1..=values.len()).map(|n| format!("?{n}")).collect();
+            (
+                format!(
+                    "SELECT counts FROM term_counts WHERE scope IN ({}) AND {common}",
+                    numbers.join(", ")
+                ),
+                values,
+            )
+        }
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+    while let Some(row) = rows.next()? {
+        let counts: Vec<u8> = row.get(0)?;
+        for (n, f) in numbers.iter().zip(found.iter_mut()) {
+            if let (Some(n), Some(f)) = (n, f) {
+                *f += u64::from(count_in(&counts, *n));
+            }
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::{get_for_update, insert_record, update_record};
+    use super::super::search::flush;
+    use super::super::test_support::{conn, now, record};
+    use super::*;
+    use crate::domain::record::{MemoryRecord, Status};
+    use crate::store::term_counts::{decode, COUNTED_FROM};
+    use crate::store::SalienceChange;
+    use serde_json::json;
+
+    fn fact(id: &str, scope: Option<&str>, object: &str) -> MemoryRecord {
+        let mut r = record(
+            id,
+            json!({"type": "semantic", "sensitivity": "low",
+                   "payload": {"kind": "semantic", "subject": "user", "predicate": "likes", "object": object}}),
+        );
+        r.scope = scope.map(str::to_string);
+        r
+    }
+
+    /// Every counted term's count in every partition, as the vectors say.
+    fn vectors(conn: &Connection) -> BTreeMap<(Partition, String), u32> {
+        let terms: Vec<(u32, String)> = conn
+            .prepare("SELECT id, term FROM counted_terms")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mut found = BTreeMap::new();
+        let mut stmt = conn
+            .prepare("SELECT scope, layer, sensitivity, live, counts FROM term_counts")
+            .unwrap();
+        let mut rows = stmt.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            let partition: Partition = (
+                row.get(0).unwrap(),
+                row.get(1).unwrap(),
+                row.get(2).unwrap(),
+                row.get(3).unwrap(),
+            );
+            let counts = decode(&row.get::<_, Vec<u8>>(4).unwrap());
+            for (id, term) in &terms {
+                let n = counts.get(*id as usize - 1).copied().unwrap_or(0);
+                if n > 0 {
+                    found.insert((partition.clone(), term.clone()), n);
+                }
+            }
+        }
+        found
+    }
+
+    /// The same counted terms' counts, from the records' rows.
+    fn recounted(conn: &Connection) -> BTreeMap<(Partition, String), u32> {
+        let counted: Vec<String> = conn
+            .prepare("SELECT term FROM counted_terms")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mut found = BTreeMap::new();
+        each_record(conn, |c| {
+            for term in c.terms.split_ascii_whitespace() {
+                if counted.iter().any(|t| t == term) {
+                    *found.entry((c.partition(), term.to_string())).or_default() += 1;
+                }
+            }
+        })
+        .unwrap();
+        found
+    }
+
+    #[test]
+    fn the_vectors_follow_every_write_and_a_recount_agrees() {
+        let conn = conn();
+        let mut counted = CountedTerms::default();
+        let commit = |counted: &mut CountedTerms| flush(&conn, counted).unwrap();
+        // "sailing" reaches the threshold on the third record; "rare"
+        // never does.
+        for i in 0..COUNTED_FROM {
+            let scope = if i % 2 == 0 { Some("team") } else { None };
+            insert_record(&conn, &fact(&format!("f{i}"), scope, "sailing boats")).unwrap();
+            commit(&mut counted);
+        }
+        insert_record(&conn, &fact("r", None, "rare sailing")).unwrap();
+        commit(&mut counted);
+        let sail = |conn: &Connection| {
+            vectors(conn)
+                .into_iter()
+                .filter(|((_, t), _)| t == "sail")
+                .map(|((p, _), n)| (p.0, p.3, n))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            sail(&conn),
+            [("".into(), true, 2), ("team".into(), true, 2)]
+        );
+        assert_eq!(vectors(&conn), recounted(&conn));
+        let change = |id: &str, f: &dyn Fn(&mut MemoryRecord)| {
+            let loaded = get_for_update(&conn, id, now()).unwrap().unwrap();
+            let mut changed = loaded.record.clone();
+            f(&mut changed);
+            update_record(&conn, &loaded.version, &changed, SalienceChange::Unchanged).unwrap();
+        };
+        change("f0", &|r| r.scope = None);
+        change("f1", &|r| r.status = Status::Retracted);
+        commit(&mut counted);
+        assert_eq!(
+            sail(&conn),
+            [
+                ("".into(), false, 1),
+                ("".into(), true, 2),
+                ("team".into(), true, 1)
+            ]
+        );
+        change("r", &|r| {
+            if let crate::domain::payload::Payload::Semantic(p) = &mut r.payload {
+                p.object = json!("motor yachts");
+            }
+        });
+        commit(&mut counted);
+        assert_eq!(vectors(&conn), recounted(&conn));
+        // What a caller may see, summed; an uncounted term has none.
+        let f = |scopes: Option<&[String]>| {
+            frequencies(
+                &conn,
+                &["sail".into(), "yacht".into()],
+                scopes,
+                "0, 1, 2, 3, 4",
+                3,
+                "1",
+            )
+            .unwrap()
+        };
+        assert_eq!(f(None), [Some(2), None]);
+        assert_eq!(f(Some(&["team".to_string()])), [Some(2), None]);
+        assert_eq!(f(Some(&["other".to_string()])), [Some(1), None]);
+        // Counted again from nothing, the vectors are the same.
+        let before = vectors(&conn);
+        conn.execute_batch(
+            "DELETE FROM term_counts; DELETE FROM term_counts_all; DELETE FROM counted_terms;",
+        )
+        .unwrap();
+        count_all(&conn).unwrap();
+        assert_eq!(vectors(&conn), before);
+    }
+}
