@@ -11,15 +11,18 @@ CREATE TABLE counted_terms (
 );
 
 -- Per partition of `text_totals` (scope, '' for none; layer; sensitivity;
--- live = not retracted), the number of records with each counted term:
--- little-endian 32-bit counts, the n-th for term n, missing ones 0.
+-- live = not retracted) and chunk of 256 term numbers (chunk c holds terms
+-- 256c + 1 to 256c + 256), the number of records with each counted term:
+-- little-endian 32-bit counts, the n-th for the chunk's n-th term,
+-- missing ones 0.
 CREATE TABLE term_counts (
     scope       TEXT    NOT NULL,
     layer       INTEGER NOT NULL,
     sensitivity INTEGER NOT NULL,
     live        INTEGER NOT NULL,
+    chunk       INTEGER NOT NULL,
     counts      BLOB    NOT NULL,
-    UNIQUE (scope, layer, sensitivity, live)
+    UNIQUE (scope, layer, sensitivity, live, chunk)
 );
 
 -- The same over every scope.
@@ -27,6 +30,7 @@ CREATE TABLE term_counts_all (
     layer       INTEGER NOT NULL,
     sensitivity INTEGER NOT NULL,
     live        INTEGER NOT NULL,
+    chunk       INTEGER NOT NULL,
     counts      BLOB    NOT NULL,
-    UNIQUE (layer, sensitivity, live)
+    UNIQUE (layer, sensitivity, live, chunk)
 );

@@ -1,6 +1,7 @@
 //! The counted terms on SQLite (migration 0024; what they are for:
 //! `store::term_counts`): their numbers in `counted_terms`, and a vector
-//! of document counts per partition in `term_counts` (per scope) and
+//! of document counts per partition and chunk of numbers in `term_counts`
+//! (per scope) and
 //! `term_counts_all` (over every scope), kept by [`super::search::flush`]
 //! in the transaction of each write.
 
@@ -9,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::search::Counted;
-use crate::store::term_counts::{apply, count_in, Sightings};
+use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas, Sightings};
 use crate::store::StoreError;
 
 /// A partition of visibility: scope ('' for none), layer, sensitivity,
@@ -54,16 +55,10 @@ pub fn add(
     let mut deltas: BTreeMap<Partition, BTreeMap<u32, i64>> = BTreeMap::new();
     let mut due = Vec::new();
     for (c, sign) in changes {
-        let partition = c.partition();
+        let partition = deltas.entry(c.partition()).or_default();
         for term in c.terms.split_ascii_whitespace() {
             match counted.numbers.get(term) {
-                Some(&number) => {
-                    *deltas
-                        .entry(partition.clone())
-                        .or_default()
-                        .entry(number)
-                        .or_default() += sign;
-                }
+                Some(&number) => *partition.entry(number).or_default() += sign,
                 None if *sign > 0 && counted.sightings.saw(term) => due.push(term.to_string()),
                 None => {}
             }
@@ -73,6 +68,23 @@ pub fn add(
     Ok(due)
 }
 
+/// Registers `engram_add_counts(vector, deltas)` on `conn`: the vector
+/// with the deltas added (`term_counts::apply_encoded`), so a vector is
+/// changed by one statement, read and written where it lies.
+pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    conn.create_scalar_function(
+        "engram_add_counts",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let vector: Vec<u8> = ctx.get(0)?;
+            let deltas: Vec<u8> = ctx.get(1)?;
+            Ok(apply_encoded(&vector, &deltas))
+        },
+    )
+}
+
 /// Adds `deltas` to the partitions' vectors and to those over every scope.
 fn write(
     conn: &Connection,
@@ -80,59 +92,56 @@ fn write(
 ) -> Result<(), StoreError> {
     let mut all: BTreeMap<(i64, i64, bool), BTreeMap<u32, i64>> = BTreeMap::new();
     for ((scope, layer, sensitivity, live), changes) in deltas {
-        let changes: Vec<(u32, i64)> = changes.into_iter().filter(|(_, d)| *d != 0).collect();
-        if changes.is_empty() {
-            continue;
-        }
         let sum = all.entry((layer, sensitivity, live)).or_default();
-        for &(number, delta) in &changes {
+        for (&number, &delta) in &changes {
             *sum.entry(number).or_default() += delta;
         }
-        let stored: Option<Vec<u8>> = conn
-            .prepare_cached(
-                "SELECT counts FROM term_counts
-                 WHERE scope = ?1 AND layer = ?2 AND sensitivity = ?3 AND live = ?4",
+        for (chunk, changes) in by_chunk(changes) {
+            conn.prepare_cached(
+                "INSERT INTO term_counts (scope, layer, sensitivity, live, chunk, counts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, engram_add_counts(x'', ?6))
+                 ON CONFLICT DO UPDATE SET counts = engram_add_counts(counts, ?6)",
             )?
-            .query_row(params![scope, layer, sensitivity, live], |row| row.get(0))
-            .optional()?;
-        conn.prepare_cached(
-            "INSERT INTO term_counts (scope, layer, sensitivity, live, counts)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT DO UPDATE SET counts = excluded.counts",
-        )?
-        .execute(params![
-            scope,
-            layer,
-            sensitivity,
-            live,
-            apply(stored.as_deref().unwrap_or_default(), &changes)
-        ])?;
+            .execute(params![
+                scope,
+                layer,
+                sensitivity,
+                live,
+                chunk,
+                encode_deltas(&changes)
+            ])?;
+        }
     }
     for ((layer, sensitivity, live), changes) in all {
-        let changes: Vec<(u32, i64)> = changes.into_iter().filter(|(_, d)| *d != 0).collect();
-        if changes.is_empty() {
-            continue;
-        }
-        let stored: Option<Vec<u8>> = conn
-            .prepare_cached(
-                "SELECT counts FROM term_counts_all
-                 WHERE layer = ?1 AND sensitivity = ?2 AND live = ?3",
+        for (chunk, changes) in by_chunk(changes) {
+            conn.prepare_cached(
+                "INSERT INTO term_counts_all (layer, sensitivity, live, chunk, counts)
+                 VALUES (?1, ?2, ?3, ?4, engram_add_counts(x'', ?5))
+                 ON CONFLICT DO UPDATE SET counts = engram_add_counts(counts, ?5)",
             )?
-            .query_row(params![layer, sensitivity, live], |row| row.get(0))
-            .optional()?;
-        conn.prepare_cached(
-            "INSERT INTO term_counts_all (layer, sensitivity, live, counts)
-             VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT DO UPDATE SET counts = excluded.counts",
-        )?
-        .execute(params![
-            layer,
-            sensitivity,
-            live,
-            apply(stored.as_deref().unwrap_or_default(), &changes)
-        ])?;
+            .execute(params![
+                layer,
+                sensitivity,
+                live,
+                chunk,
+                encode_deltas(&changes)
+            ])?;
+        }
     }
     Ok(())
+}
+
+/// Changes by term number, as changes to each vector by its own numbers
+/// (none that is zero).
+fn by_chunk(changes: BTreeMap<u32, i64>) -> BTreeMap<i64, Vec<(u32, i64)>> {
+    let mut chunks: BTreeMap<i64, Vec<(u32, i64)>> = BTreeMap::new();
+    for (number, delta) in changes {
+        if delta != 0 {
+            let (chunk, at) = chunk_of(number);
+            chunks.entry(chunk).or_default().push((at, delta));
+        }
+    }
+    chunks
 }
 
 /// Numbers `terms` and counts the records that have each, by partition,
@@ -243,14 +252,21 @@ pub fn frequencies(
         );
     }
     let mut found: Vec<Option<u64>> = numbers.iter().map(|n| n.map(|_| 0)).collect();
-    if numbers.iter().all(Option::is_none) {
+    let mut chunks: Vec<i64> = numbers.iter().flatten().map(|&n| chunk_of(n).0).collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    if chunks.is_empty() {
         return Ok(found);
     }
-    let common =
-        format!("layer IN ({layers}) AND sensitivity <= {max_sensitivity} AND live IN ({lives})");
+    let chunk_list: Vec<String> = chunks.iter().map(i64::to_string).collect();
+    let common = format!(
+        "layer IN ({layers}) AND sensitivity <= {max_sensitivity} AND live IN ({lives})
+         AND chunk IN ({})",
+        chunk_list.join(", ")
+    );
     let (sql, values): (String, Vec<String>) = match scopes {
         None => (
-            format!("SELECT counts FROM term_counts_all WHERE {common}"),
+            format!("SELECT chunk, counts FROM term_counts_all WHERE {common}"),
             Vec::new(),
         ),
         Some(scopes) => {
@@ -259,7 +275,7 @@ pub fn frequencies(
             let numbers: Vec<String> = (1..=values.len()).map(|n| format!("?{n}")).collect();
             (
                 format!(
-                    "SELECT counts FROM term_counts WHERE scope IN ({}) AND {common}",
+                    "SELECT chunk, counts FROM term_counts WHERE scope IN ({}) AND {common}",
                     numbers.join(", ")
                 ),
                 values,
@@ -269,10 +285,14 @@ pub fn frequencies(
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
     while let Some(row) = rows.next()? {
-        let counts: Vec<u8> = row.get(0)?;
+        let chunk: i64 = row.get(0)?;
+        let counts: Vec<u8> = row.get(1)?;
         for (n, f) in numbers.iter().zip(found.iter_mut()) {
             if let (Some(n), Some(f)) = (n, f) {
-                *f += u64::from(count_in(&counts, *n));
+                let (of, at) = chunk_of(*n);
+                if of == chunk {
+                    *f += u64::from(count_in(&counts, at));
+                }
             }
         }
     }
@@ -311,7 +331,7 @@ mod tests {
             .collect();
         let mut found = BTreeMap::new();
         let mut stmt = conn
-            .prepare("SELECT scope, layer, sensitivity, live, counts FROM term_counts")
+            .prepare("SELECT scope, layer, sensitivity, live, chunk, counts FROM term_counts")
             .unwrap();
         let mut rows = stmt.query([]).unwrap();
         while let Some(row) = rows.next().unwrap() {
@@ -321,11 +341,16 @@ mod tests {
                 row.get(2).unwrap(),
                 row.get(3).unwrap(),
             );
-            let counts = decode(&row.get::<_, Vec<u8>>(4).unwrap());
+            let chunk: i64 = row.get(4).unwrap();
+            let counts = decode(&row.get::<_, Vec<u8>>(5).unwrap());
             for (id, term) in &terms {
-                let n = counts.get(*id as usize - 1).copied().unwrap_or(0);
+                let (of, at) = chunk_of(*id);
+                if of != chunk {
+                    continue;
+                }
+                let n = counts.get(at as usize - 1).copied().unwrap_or(0);
                 if n > 0 {
-                    found.insert((partition.clone(), term.clone()), n);
+                    *found.entry((partition.clone(), term.clone())).or_default() += n;
                 }
             }
         }
@@ -379,6 +404,11 @@ mod tests {
             [("".into(), true, 2), ("team".into(), true, 2)]
         );
         assert_eq!(vectors(&conn), recounted(&conn));
+        // Not vacuous: the counted terms span vectors.
+        let chunks: i64 = conn
+            .query_row("SELECT MAX(chunk) FROM term_counts", [], |r| r.get(0))
+            .unwrap();
+        assert!(chunks >= 1, "{chunks}");
         let change = |id: &str, f: &dyn Fn(&mut MemoryRecord)| {
             let loaded = get_for_update(&conn, id, now()).unwrap().unwrap();
             let mut changed = loaded.record.clone();

@@ -111,6 +111,7 @@ fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqli
         true,
     )?;
     rusqlite::vtab::array::load_module(conn)?;
+    counted::register(conn)?;
     Ok(())
 }
 

@@ -10,6 +10,7 @@ pub fn conn() -> Connection {
     let mut conn = Connection::open_in_memory().unwrap();
     conn.pragma_update(None, "foreign_keys", "ON").unwrap();
     rusqlite::vtab::array::load_module(&conn).unwrap();
+    super::counted::register(&conn).unwrap();
     super::migrations::run(&mut conn).unwrap();
     conn
 }
