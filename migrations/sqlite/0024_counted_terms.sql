@@ -4,10 +4,13 @@
 -- a count of the term's matches. Kept in the transaction of each change
 -- (store/sqlite/counted.rs); filled when this version is applied.
 
--- The counted terms, numbered from 1 in the order they were counted.
+-- The counted terms, numbered from 1 in the order they were counted, and
+-- the most times one record's text has had each (raised by writes, never
+-- lowered: it bounds what the term adds to any record's relevance).
 CREATE TABLE counted_terms (
     id   INTEGER PRIMARY KEY,
-    term TEXT NOT NULL UNIQUE
+    term TEXT NOT NULL UNIQUE,
+    most INTEGER NOT NULL DEFAULT 1
 );
 
 -- Per partition of `text_totals` (scope, '' for none; layer; sensitivity;

@@ -7,7 +7,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -655,6 +655,10 @@ impl LaneCounts {
     }
 }
 
+/// A writer idle this long does its connection's upkeep
+/// ([`WriteConnection::upkeep`]).
+const UPKEEP_AFTER: Duration = Duration::from_millis(250);
+
 fn write_loop(
     mut conn: Box<dyn WriteConnection>,
     inbox: Receiver<WriterMessage>,
@@ -677,13 +681,22 @@ fn write_loop(
         let _ = reply.send(scrubbed);
     };
     while !stopping {
-        let first = match inbox.recv() {
+        let first = match inbox.recv_timeout(UPKEEP_AFTER) {
+            Err(RecvTimeoutError::Timeout) => {
+                let started = Instant::now();
+                match conn.upkeep() {
+                    Ok(true) => counts.worked(started.elapsed()),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "the writer's upkeep failed"),
+                }
+                continue;
+            }
             Ok(WriterMessage::Job(job)) => job,
             Ok(WriterMessage::Scrub(reply)) => {
                 scrub(&mut conn, reply);
                 continue;
             }
-            Ok(WriterMessage::Shutdown) | Err(_) => break,
+            Ok(WriterMessage::Shutdown) | Err(RecvTimeoutError::Disconnected) => break,
         };
         let mut batch = vec![first];
         let mut then_scrub = None;

@@ -252,4 +252,9 @@ pub trait WriteConnection: Send {
     /// (copied into the database and truncated). Nothing on PostgreSQL,
     /// whose dead rows wait for `VACUUM`.
     fn scrub(&mut self) -> Result<(), StoreError>;
+    /// Outside a transaction, when no write has come for a moment: what
+    /// the backend keeps up to date in the background (on SQLite, the
+    /// counts of the terms retrievals found common; nothing on
+    /// PostgreSQL). Answers whether it did anything.
+    fn upkeep(&mut self) -> Result<bool, StoreError>;
 }

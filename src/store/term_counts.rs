@@ -93,48 +93,6 @@ pub fn count_in(bytes: &[u8], number: u32) -> u32 {
         .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-/// Terms not counted yet, and in how many new records each was seen since
-/// the writer started: a term that reaches [`COUNTED_FROM`] here is
-/// counted then (its matches counted once, by partition). A term seen
-/// once is forgotten when the list grows long (most such terms are ids
-/// and numbers), so it stays small.
-#[derive(Debug, Default)]
-pub struct Sightings {
-    seen: std::collections::HashMap<String, u32>,
-}
-
-/// Sightings kept before those of one record are dropped.
-const MAX_SIGHTINGS: usize = 200_000;
-
-impl Sightings {
-    /// Notes one new record with `term`; answers whether the term is now
-    /// due to be counted (once).
-    pub fn saw(&mut self, term: &str) -> bool {
-        if self.seen.len() >= MAX_SIGHTINGS {
-            self.seen.retain(|_, n| *n > 1);
-            if self.seen.len() >= MAX_SIGHTINGS / 2 {
-                self.seen.clear();
-            }
-        }
-        // Most terms seen were seen before: no allocation for those.
-        let n = match self.seen.get_mut(term) {
-            Some(n) => n,
-            None => self.seen.entry(term.to_string()).or_insert(0),
-        };
-        *n += 1;
-        if *n >= COUNTED_FROM {
-            self.seen.remove(term);
-            return true;
-        }
-        false
-    }
-
-    /// Forgets `term` (it is counted now).
-    pub fn forget(&mut self, term: &str) {
-        self.seen.remove(term);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,13 +120,5 @@ mod tests {
     fn numbers_fall_in_chunks_in_order() {
         let chunks: Vec<(i64, u32)> = (1..=5).map(chunk_of).collect();
         assert_eq!(chunks, [(0, 1), (0, 2), (1, 1), (1, 2), (2, 1)]);
-    }
-
-    #[test]
-    fn a_term_is_due_once_when_seen_often_enough() {
-        let mut s = Sightings::default();
-        let due: Vec<bool> = (0..COUNTED_FROM + 2).map(|_| s.saw("deploy")).collect();
-        assert_eq!(due.iter().filter(|d| **d).count(), 1);
-        assert!(due[COUNTED_FROM as usize - 1]);
     }
 }

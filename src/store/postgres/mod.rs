@@ -640,6 +640,12 @@ impl WriteConnection for PgWriter {
     /// smaller erasure leaves its few dead rows to autovacuum: a `VACUUM`
     /// reads whole tables, far more than one record's erasure costs.
     /// PostgreSQL's write-ahead log is its own to recycle.
+    fn upkeep(&mut self) -> Result<bool, StoreError> {
+        // Nothing kept in the background here: term counts are not kept on
+        // PostgreSQL yet (every term is counted by its matches).
+        Ok(false)
+    }
+
     fn scrub(&mut self) -> Result<(), StoreError> {
         if !self.pg.vacuum_due.replace(false) {
             return Ok(());

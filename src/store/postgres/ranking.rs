@@ -32,7 +32,7 @@ use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
     current_salience, Current, PageRow, Posting, RankingSource, RecordText, SessionOf, SessionTurn,
-    Stored, Totals, TurnAt, VectorHit,
+    Stored, TermCount, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -410,9 +410,38 @@ impl RankingSource for Source<'_> {
         &self,
         _query: &RecordQuery,
         terms: &[String],
-    ) -> Result<Vec<Option<u64>>, StoreError> {
+    ) -> Result<Vec<Option<TermCount>>, StoreError> {
         // No counts kept here yet: every term is counted by its matches.
         Ok(vec![None; terms.len()])
+    }
+
+    fn conjunction(
+        &self,
+        query: &RecordQuery,
+        terms: &[String],
+    ) -> Result<Vec<(Stored, RecordText)>, StoreError> {
+        let mut c = Conditions::visible(query, Rows::Records);
+        for term in terms {
+            matching(&mut c, term);
+        }
+        c.facets(query, None);
+        let sql = format!(
+            "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {}) m
+             {POSTING_JOIN}",
+            c.clause
+        );
+        let stored: Vec<Stored> = self
+            .pg
+            .query(&sql, &c.params())?
+            .iter()
+            .map(Stored::read)
+            .collect::<Result<_, _>>()?;
+        let keys: Vec<i64> = stored.iter().map(|s| s.key).collect();
+        let mut texts = self.texts(&keys)?;
+        Ok(stored
+            .into_iter()
+            .filter_map(|s| Some((s, texts.remove(&s.key)?)))
+            .collect())
     }
 
     fn texts(&self, keys: &[i64]) -> Result<HashMap<i64, RecordText>, StoreError> {

@@ -36,7 +36,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::source::{Posting, RankingSource, RecordText, Stored};
+use super::exact::{Exact, Unmatched};
+use super::source::{Posting, RankingSource, RecordText, Stored, TermCount};
 use super::turns::{in_context, TermWeights};
 use super::{within_budget, DecayBound, Rank, TopK, MAX_PAGE};
 use crate::domain::record::MemoryType;
@@ -176,19 +177,20 @@ fn by_salience<S: RankingSource>(
 /// A query term and its visible postings (newest first): all of them for
 /// a rare term; the newest, at least as many as a common term's part of
 /// the answer can take, for a common one.
-struct Term {
-    name: String,
-    postings: Vec<Posting>,
-    common: bool,
-    /// How many visible records have it: its postings' count for a rare
-    /// term, the backend's count for a common one, if it keeps one.
-    frequency: Option<u64>,
+pub(super) struct Term {
+    pub name: String,
+    pub postings: Vec<Posting>,
+    pub common: bool,
+    /// How many visible records have it and the most times one has had
+    /// it: from its postings for a rare term, the backend's counts for a
+    /// common one, if it keeps them.
+    pub count: Option<TermCount>,
 }
 
 /// The terms of a text query as the caller's slice has them, and the
 /// statistics BM25 takes from that slice.
-struct Words {
-    terms: Vec<Term>,
+pub(super) struct Words {
+    pub terms: Vec<Term>,
     /// Visible documents, and their average length.
     docs: f64,
     average_length: f64,
@@ -229,12 +231,19 @@ impl Words {
                 }
                 None => source.postings(query, &term, COMMON_WORD_MATCHES, newest)?,
             };
-            let frequency = (!common).then_some(postings.len() as u64);
+            let count = (!common).then(|| TermCount {
+                docs: postings.len() as u64,
+                most: postings
+                    .iter()
+                    .map(|p| p.frequency as u32)
+                    .max()
+                    .unwrap_or(1),
+            });
             terms.push(Term {
                 name: term,
                 postings,
                 common,
-                frequency,
+                count,
             });
         }
         let common: Vec<String> = terms
@@ -244,14 +253,14 @@ impl Words {
             .collect();
         if !common.is_empty() {
             let counted = source.frequencies(query, &common)?;
-            for (term, frequency) in terms.iter_mut().filter(|t| t.common).zip(counted) {
-                term.frequency = frequency;
+            for (term, count) in terms.iter_mut().filter(|t| t.common).zip(counted) {
+                term.count = count;
             }
         }
-        let (docs, average_length) = if terms.iter().any(|t| t.frequency.is_some()) {
+        let (docs, average_length) = if terms.iter().any(|t| t.count.is_some()) {
             let most = terms
                 .iter()
-                .map(|t| t.frequency.unwrap_or(0) as usize)
+                .map(|t| t.count.map_or(0, |c| c.docs) as usize)
                 .max()
                 .unwrap_or(0);
             // Never fewer documents than a term has postings (the totals
@@ -298,22 +307,36 @@ impl Words {
 
     /// Whether every term's document frequency is known: then a record's
     /// relevance can be computed from its text alone ([`Words::relevance`]).
-    fn all_counted(&self) -> bool {
-        self.terms.iter().all(|t| t.frequency.is_some())
+    pub(super) fn all_counted(&self) -> bool {
+        self.terms.iter().all(|t| t.count.is_some())
     }
 
     /// The relevance of a record with `text`: BM25 over every term of the
     /// query, each weighed by its document frequency.
-    fn relevance(&self, text: &RecordText, bm25: &Bm25) -> f64 {
+    pub(super) fn relevance(&self, text: &RecordText, bm25: &Bm25) -> f64 {
         let mut sum = 0.0;
         for term in &self.terms {
             let tf = text.frequency(&term.name);
             if tf > 0.0 {
-                let idf = self.idf(term.frequency.unwrap_or(0) as usize);
+                let idf = self.idf(term.count.map_or(0, |c| c.docs) as usize);
                 sum += idf * bm25.saturation(tf, text.length.max(1) as f64, self.average_length);
             }
         }
         sum
+    }
+
+    /// The most term `i` (counted) adds to any record's relevance: its
+    /// weight at the most times one record has had it, in the shortest
+    /// text. Rounded up a little, so floating point cannot make it too
+    /// tight.
+    pub(super) fn most_added(&self, i: usize, bm25: &Bm25) -> f64 {
+        let count = self.terms[i].count.unwrap_or(TermCount {
+            docs: 0,
+            most: u32::MAX,
+        });
+        let most = self.idf(count.docs as usize)
+            * bm25.saturation(f64::from(count.most.max(1)), 1.0, self.average_length);
+        most * (1.0 + 1e-9) + 1e-12
     }
 
     /// BM25 inverse document frequency of a term in `n` of the visible
@@ -382,27 +405,6 @@ fn text_candidates(words: &Words, tier: &[Part<'_>], bm25: &Bm25) -> Vec<(Stored
     found
 }
 
-/// `candidates` with their relevance over every term of the query, from
-/// their texts: a candidate found by its rarer terms gains what the
-/// common ones add (whose matches are not all read), and one found among
-/// a common term's newest matches has its true relevance.
-fn scored_whole<S: RankingSource>(
-    source: &S,
-    words: &Words,
-    bm25: &Bm25,
-    candidates: Vec<(Stored, f64)>,
-) -> Result<Vec<(Stored, f64)>, StoreError> {
-    let keys: Vec<i64> = candidates.iter().map(|(s, _)| s.key).collect();
-    let texts = source.texts(&keys)?;
-    Ok(candidates
-        .into_iter()
-        .filter_map(|(stored, _)| {
-            let text = texts.get(&stored.key)?;
-            Some((stored, words.relevance(text, bm25)))
-        })
-        .collect())
-}
-
 /// Ranked retrieval: with a text query, the first way of matching that
 /// fills the whole answer (as the first page has it, so every page takes
 /// the same one), else the last.
@@ -413,7 +415,7 @@ fn ranked<S: RankingSource>(
     now: Timestamp,
 ) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
     let Some(text) = &query.text else {
-        return scored(source, query, bounds, None, now);
+        return scored(source, query, bounds, None, None, now);
     };
     if query.memory_types.is_empty() {
         return Ok((Vec::new(), HashMap::new()));
@@ -424,27 +426,35 @@ fn ranked<S: RankingSource>(
     let last = tiers.len() - 1;
     // Turns are ranked with what surrounds them, by the terms whose
     // document frequency is known (a common term's is not always).
-    let known: Vec<&Term> = words
-        .terms
-        .iter()
-        .filter(|t| t.frequency.is_some())
-        .collect();
+    let known: Vec<&Term> = words.terms.iter().filter(|t| t.count.is_some()).collect();
     let names: Vec<String> = known.iter().map(|t| t.name.clone()).collect();
     let in_turns = TermWeights {
         names: &names,
         idf: known
             .iter()
-            .map(|t| words.idf(t.frequency.unwrap_or(0) as usize))
+            .map(|t| words.idf(t.count.map_or(0, |c| c.docs) as usize))
             .collect(),
         average_length: words.average_length,
         asks_when: text.asks_when(),
     };
     let with_turns = query.memory_types.contains(&MemoryType::Episodic);
+    if let Some(exact) = Exact::new(&words, &query.bm25) {
+        let mut candidates = exact.candidates(source, query, bounds, now)?;
+        if with_turns {
+            candidates = in_context(source, query, &in_turns, candidates)?;
+        }
+        let unmatched = exact.unmatched(&query.bm25);
+        return scored(
+            source,
+            query,
+            bounds,
+            Some(candidates),
+            Some(&unmatched),
+            now,
+        );
+    }
     for (i, tier) in tiers.iter().enumerate() {
         let mut candidates = text_candidates(&words, tier, &query.bm25);
-        if words.terms.iter().any(|t| t.common) && words.all_counted() {
-            candidates = scored_whole(source, &words, &query.bm25, candidates)?;
-        }
         if with_turns {
             candidates = in_context(source, query, &in_turns, candidates)?;
         }
@@ -456,7 +466,8 @@ fn ranked<S: RankingSource>(
                 after: None,
                 ..query.clone()
             };
-            let (top, signals) = scored(source, &whole, bounds, Some(candidates.clone()), now)?;
+            let (top, signals) =
+                scored(source, &whole, bounds, Some(candidates.clone()), None, now)?;
             if top.len() < query.answer_limit {
                 continue;
             }
@@ -464,7 +475,7 @@ fn ranked<S: RankingSource>(
                 return Ok((top, signals));
             }
         }
-        return scored(source, query, bounds, Some(candidates), now);
+        return scored(source, query, bounds, Some(candidates), None, now);
     }
     unreachable!("the last way of matching always answers")
 }
@@ -473,7 +484,9 @@ fn ranked<S: RankingSource>(
 struct Candidate {
     key: i64,
     stored: Option<Stored>,
+    /// Its relevance; when `relevance_exact` is false, the most it can be.
     relevance: f64,
+    relevance_exact: bool,
     /// Similarity to the query vector (`None` without one); when
     /// `vector_exact` is false, the most it can be.
     vector: Option<f64>,
@@ -483,12 +496,14 @@ struct Candidate {
 
 /// The best `limit` of the candidates: the text candidates given (`None`:
 /// no text query), the visible records with a vector, or, with neither,
-/// the records of the selective filter.
-fn scored<S: RankingSource>(
+/// the records of the selective filter. With `unmatched`, a record with a
+/// vector that is not a text candidate gets its relevance from its text.
+pub(super) fn scored<S: RankingSource>(
     source: &S,
     query: &RecordQuery,
     bounds: &HashMap<i64, DecayBound>,
     text: Option<Vec<(Stored, f64)>>,
+    unmatched: Option<&Unmatched<'_>>,
     now: Timestamp,
 ) -> Result<(Vec<Rank>, HashMap<i64, Signals>), StoreError> {
     let mut top = TopK::for_query(query);
@@ -506,6 +521,7 @@ fn scored<S: RankingSource>(
             relevance,
             vector: query.vector.as_ref().map(|_| 0.0),
             vector_exact: true,
+            relevance_exact: true,
             bound: 0.0,
         })
         .collect();
@@ -524,9 +540,10 @@ fn scored<S: RankingSource>(
                 None => candidates.push(Candidate {
                     key: hit.key,
                     stored: hit.stored,
-                    relevance: 0.0,
+                    relevance: unmatched.map_or(0.0, |u| u.most),
                     vector: Some(hit.similarity),
                     vector_exact: hit.exact,
+                    relevance_exact: unmatched.is_none(),
                     bound: 0.0,
                 }),
             }
@@ -542,12 +559,16 @@ fn scored<S: RankingSource>(
                     relevance: 0.0,
                     vector: None,
                     vector_exact: true,
+                    relevance_exact: true,
                     bound: 0.0,
                 }),
         );
     }
+    // A candidate whose relevance is only bounded has no more than the best
+    // text candidate (see `Exact`).
     let best = candidates
         .iter()
+        .filter(|c| c.relevance_exact)
         .map(|c| c.relevance)
         .fold(0.0f64, f64::max);
     let text_signal = |relevance: f64| with_text.then(|| relative(relevance, best));
@@ -581,6 +602,21 @@ fn scored<S: RankingSource>(
         }
         let keys: Vec<i64> = slice.iter().map(|c| c.key).collect();
         let now_of = source.current(&keys, now)?;
+        let relevance_of = match unmatched {
+            Some(u) => {
+                let bounded: Vec<i64> = slice
+                    .iter()
+                    .filter(|c| !c.relevance_exact)
+                    .map(|c| c.key)
+                    .collect();
+                source
+                    .texts(&bounded)?
+                    .into_iter()
+                    .map(|(key, text)| (key, u.words.relevance(&text, u.bm25)))
+                    .collect()
+            }
+            None => HashMap::new(),
+        };
         for c in slice {
             if top.excludes_up_to(c.bound) {
                 break 'chunks;
@@ -595,8 +631,13 @@ fn scored<S: RankingSource>(
                 (Some(vector), false) => Some(source.similarity(c.key, vector)?),
                 _ => c.vector,
             };
+            let relevance = if c.relevance_exact {
+                c.relevance
+            } else {
+                relevance_of.get(&c.key).copied().unwrap_or(0.0)
+            };
             let record = Signals {
-                text: text_signal(c.relevance),
+                text: text_signal(relevance),
                 vector: similarity,
                 salience: current.salience,
             };

@@ -4,6 +4,7 @@
 //! cut of an answer to its byte budget ([`within_budget`]).
 
 pub(crate) mod engine;
+mod exact;
 pub(crate) mod source;
 pub(crate) mod turns;
 

@@ -140,6 +140,14 @@ pub(crate) struct Totals {
     pub tokens: i64,
 }
 
+/// How many of a caller's records have a term, and the most times one
+/// record has had it (never lowered, so it bounds any record's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TermCount {
+    pub docs: u64,
+    pub most: u32,
+}
+
 /// What BM25 needs of a record's text to score any term in it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RecordText {
@@ -365,7 +373,15 @@ pub(crate) trait RankingSource {
         &self,
         query: &RecordQuery,
         terms: &[String],
-    ) -> Result<Vec<Option<u64>>, StoreError>;
+    ) -> Result<Vec<Option<TermCount>>, StoreError>;
+
+    /// The visible records that have every one of `terms` (an analyser's
+    /// terms; at least one), with their texts.
+    fn conjunction(
+        &self,
+        query: &RecordQuery,
+        terms: &[String],
+    ) -> Result<Vec<(Stored, RecordText)>, StoreError>;
 
     /// The texts of these records (those still stored).
     fn texts(&self, keys: &[i64]) -> Result<HashMap<i64, RecordText>, StoreError>;

@@ -5,38 +5,41 @@
 //! `term_counts_all` (over every scope), kept by [`super::search::flush`]
 //! in the transaction of each write.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::search::Counted;
-use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas, Sightings};
+use crate::domain::analysis::term_frequency;
+use crate::store::ranking::source::TermCount;
+use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas};
 use crate::store::StoreError;
 
 /// A partition of visibility: scope ('' for none), layer, sensitivity,
 /// live.
 pub type Partition = (String, i64, i64, bool);
 
-/// The writer's view of the counted terms: their numbers (as far as it
-/// has read them) and the terms on their way.
+/// The writer's view of the counted terms: their numbers, as far as it
+/// has read them.
 #[derive(Debug, Default)]
 pub struct CountedTerms {
-    numbers: HashMap<String, u32>,
+    /// Each counted term's number and the most times one record has had
+    /// it (as far as this writer knows: it only raises it).
+    numbers: HashMap<String, (u32, u32)>,
     read_up_to: u32,
-    sightings: Sightings,
 }
 
 impl CountedTerms {
     /// Reads the numbers given since the last call.
     fn refresh(&mut self, conn: &Connection) -> Result<(), StoreError> {
-        let mut stmt =
-            conn.prepare_cached("SELECT id, term FROM counted_terms WHERE id > ?1 ORDER BY id")?;
+        let mut stmt = conn
+            .prepare_cached("SELECT id, term, most FROM counted_terms WHERE id > ?1 ORDER BY id")?;
         let mut rows = stmt.query([self.read_up_to])?;
         while let Some(row) = rows.next()? {
             let id: u32 = row.get(0)?;
             let term: String = row.get(1)?;
-            self.sightings.forget(&term);
-            self.numbers.insert(term, id);
+            self.numbers.insert(term, (id, row.get(2)?));
             self.read_up_to = id;
         }
         Ok(())
@@ -44,28 +47,112 @@ impl CountedTerms {
 }
 
 /// Adds the changes of a transaction to the vectors of the partitions
-/// they touch; answers the terms now due to be counted (see
-/// [`count_new`]), which these changes leave out.
+/// they touch, and raises the most times a counted term is in one record
+/// where a new text has it more often.
 pub fn add(
     conn: &Connection,
     counted: &mut CountedTerms,
     changes: &[(Counted, i64)],
-) -> Result<Vec<String>, StoreError> {
+) -> Result<(), StoreError> {
     counted.refresh(conn)?;
+    if counted.numbers.is_empty() || changes.is_empty() {
+        return Ok(());
+    }
     let mut deltas: BTreeMap<Partition, BTreeMap<u32, i64>> = BTreeMap::new();
-    let mut due = Vec::new();
     for (c, sign) in changes {
         let partition = deltas.entry(c.partition()).or_default();
         for term in c.terms.split_ascii_whitespace() {
-            match counted.numbers.get(term) {
-                Some(&number) => *partition.entry(number).or_default() += sign,
-                None if *sign > 0 && counted.sightings.saw(term) => due.push(term.to_string()),
-                None => {}
+            if let Some(&(number, _)) = counted.numbers.get(term) {
+                *partition.entry(number).or_default() += sign;
+            }
+        }
+        if *sign > 0 {
+            for (term, times) in repeated(c.repeats.as_deref()) {
+                if let Some((number, most)) = counted.numbers.get_mut(term) {
+                    if times > *most {
+                        *most = times;
+                        raise_most(conn, *number, times)?;
+                    }
+                }
             }
         }
     }
-    write(conn, deltas)?;
-    Ok(due)
+    write(conn, deltas)
+}
+
+/// The terms of `repeats` (`Analysed::repeats`) and how often each is in
+/// the text.
+fn repeated(repeats: Option<&str>) -> impl Iterator<Item = (&str, u32)> {
+    let mut parts = repeats.unwrap_or_default().split(' ');
+    std::iter::from_fn(move || loop {
+        let (term, times) = (parts.next()?, parts.next()?);
+        if let Ok(times) = times.parse() {
+            return Some((term, times));
+        }
+    })
+}
+
+fn raise_most(conn: &Connection, number: u32, times: u32) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE counted_terms SET most = ?2 WHERE id = ?1 AND most < ?2")?
+        .execute(params![number, times])?;
+    Ok(())
+}
+
+/// Terms a retrieval found in many records but not counted, by database
+/// file. Readers cannot write: the writer counts them at its next commit,
+/// or when it has been idle a moment ([`super::SqliteWriter`]).
+static WANTED: Mutex<BTreeMap<String, BTreeSet<String>>> = Mutex::new(BTreeMap::new());
+
+/// Terms counted in one transaction at most: each reads its matches in
+/// the full-text index, and the write it commits with waits for them.
+const COUNTED_AT_ONCE: usize = 8;
+
+/// The file of `conn`'s database (none in memory: nothing to share).
+fn database_of(conn: &Connection) -> Option<String> {
+    conn.path()
+        .filter(|p| !p.is_empty())
+        .map(ToString::to_string)
+}
+
+/// Asks the writer of `conn`'s database to count `terms`.
+pub fn want<'a>(conn: &Connection, terms: impl IntoIterator<Item = &'a String>) {
+    let Some(database) = database_of(conn) else {
+        return;
+    };
+    let mut wanted = WANTED.lock().unwrap_or_else(|e| e.into_inner());
+    wanted
+        .entry(database)
+        .or_default()
+        .extend(terms.into_iter().cloned());
+}
+
+/// Whether terms wait to be counted in `conn`'s database.
+pub fn any_wanted(conn: &Connection) -> bool {
+    let Some(database) = database_of(conn) else {
+        return false;
+    };
+    let wanted = WANTED.lock().unwrap_or_else(|e| e.into_inner());
+    wanted.get(&database).is_some_and(|w| !w.is_empty())
+}
+
+/// Takes (at most [`COUNTED_AT_ONCE`] of) the terms waiting to be counted
+/// in `conn`'s database.
+pub fn take_wanted(conn: &Connection) -> Vec<String> {
+    let Some(database) = database_of(conn) else {
+        return Vec::new();
+    };
+    let mut wanted = WANTED.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(terms) = wanted.get_mut(&database) else {
+        return Vec::new();
+    };
+    let mut taken = Vec::new();
+    while taken.len() < COUNTED_AT_ONCE {
+        match terms.pop_first() {
+            Some(term) => taken.push(term),
+            None => break,
+        }
+    }
+    taken
 }
 
 /// Registers `engram_add_counts(vector, deltas)` on `conn`: the vector
@@ -164,18 +251,24 @@ pub fn count_new(
         };
         let mut deltas: BTreeMap<Partition, BTreeMap<u32, i64>> = BTreeMap::new();
         let mut stmt = conn.prepare_cached(
-            "SELECT COALESCE(r.scope, ''), r.layer, r.sensitivity, r.status <> 'retracted', COUNT(*)
+            "SELECT COALESCE(r.scope, ''), r.layer, r.sensitivity, r.status <> 'retracted',
+                    r.search_repeats
              FROM record_search CROSS JOIN records r ON r.key = record_search.rowid
-             WHERE record_search MATCH ?1
-             GROUP BY 1, 2, 3, 4",
+             WHERE record_search MATCH ?1",
         )?;
         let mut rows = stmt.query([format!("text : \"{}\"", term.replace('"', "\"\""))])?;
+        let mut most = 1;
         while let Some(row) = rows.next()? {
-            deltas
+            *deltas
                 .entry((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
                 .or_default()
-                .insert(number, row.get(4)?);
+                .entry(number)
+                .or_default() += 1;
+            if let Some(repeats) = row.get::<_, Option<String>>(4)? {
+                most = most.max(term_frequency(Some(&repeats), term) as u32);
+            }
         }
+        raise_most(conn, number, most)?;
         write(conn, deltas)?;
     }
     counted.refresh(conn)
@@ -209,6 +302,7 @@ pub fn count_all(conn: &Connection) -> Result<usize, StoreError> {
         numbers.insert(term, id);
     }
     let mut vectors: BTreeMap<Partition, BTreeMap<u32, i64>> = BTreeMap::new();
+    let mut most: BTreeMap<u32, u32> = BTreeMap::new();
     each_record(conn, |c| {
         let partition = vectors.entry(c.partition()).or_default();
         for term in c.terms.split_ascii_whitespace() {
@@ -216,8 +310,17 @@ pub fn count_all(conn: &Connection) -> Result<usize, StoreError> {
                 *partition.entry(n).or_default() += 1;
             }
         }
+        for (term, times) in repeated(c.repeats.as_deref()) {
+            if let Some(&n) = numbers.get(term) {
+                let m = most.entry(n).or_insert(1);
+                *m = (*m).max(times);
+            }
+        }
     })?;
     write(conn, vectors)?;
+    for (number, times) in most {
+        raise_most(conn, number, times)?;
+    }
     Ok(records)
 }
 
@@ -233,8 +336,9 @@ fn each_record(conn: &Connection, mut each: impl FnMut(&Counted)) -> Result<(), 
 
 /// The document frequency of each of `terms` among the records of the
 /// partitions `scopes` (`None`: every scope; else these and the unscoped),
-/// `layers`, sensitivities up to `max_sensitivity` and `lives` hold;
-/// `None` for a term not counted.
+/// `layers`, sensitivities up to `max_sensitivity` and `lives` hold, and
+/// the most times one record has had it; `None` for a term not counted,
+/// which the writer is then asked to count ([`want`]).
 pub fn frequencies(
     conn: &Connection,
     terms: &[String],
@@ -242,16 +346,32 @@ pub fn frequencies(
     layers: &str,
     max_sensitivity: i64,
     lives: &str,
-) -> Result<Vec<Option<u64>>, StoreError> {
+) -> Result<Vec<Option<TermCount>>, StoreError> {
     let mut numbers = Vec::with_capacity(terms.len());
+    let mut most = Vec::with_capacity(terms.len());
     for term in terms {
-        numbers.push(
-            conn.prepare_cached("SELECT id FROM counted_terms WHERE term = ?1")?
-                .query_row([term], |row| row.get::<_, u32>(0))
-                .optional()?,
-        );
+        let found = conn
+            .prepare_cached("SELECT id, most FROM counted_terms WHERE term = ?1")?
+            .query_row([term], |row| {
+                Ok((row.get::<_, u32>(0)?, row.get::<_, u32>(1)?))
+            })
+            .optional()?;
+        numbers.push(found.map(|f| f.0));
+        most.push(found.map_or(1, |f| f.1));
     }
-    let mut found: Vec<Option<u64>> = numbers.iter().map(|n| n.map(|_| 0)).collect();
+    want(
+        conn,
+        terms
+            .iter()
+            .zip(&numbers)
+            .filter(|(_, n)| n.is_none())
+            .map(|(t, _)| t),
+    );
+    let mut found: Vec<Option<TermCount>> = numbers
+        .iter()
+        .zip(&most)
+        .map(|(n, &most)| n.map(|_| TermCount { docs: 0, most }))
+        .collect();
     let mut chunks: Vec<i64> = numbers.iter().flatten().map(|&n| chunk_of(n).0).collect();
     chunks.sort_unstable();
     chunks.dedup();
@@ -291,7 +411,7 @@ pub fn frequencies(
             if let (Some(n), Some(f)) = (n, f) {
                 let (of, at) = chunk_of(*n);
                 if of == chunk {
-                    *f += u64::from(count_in(&counts, at));
+                    f.docs += u64::from(count_in(&counts, at));
                 }
             }
         }
@@ -306,7 +426,7 @@ mod tests {
     use super::super::test_support::{conn, now, record};
     use super::*;
     use crate::domain::record::{MemoryRecord, Status};
-    use crate::store::term_counts::{decode, COUNTED_FROM};
+    use crate::store::term_counts::decode;
     use crate::store::SalienceChange;
     use serde_json::json;
 
@@ -383,15 +503,30 @@ mod tests {
         let conn = conn();
         let mut counted = CountedTerms::default();
         let commit = |counted: &mut CountedTerms| flush(&conn, counted).unwrap();
-        // "sailing" reaches the threshold on the third record; "rare"
-        // never does.
-        for i in 0..COUNTED_FROM {
+        // The terms of "sailing boats" are counted after three records
+        // have them (from the index); later writes change their counts.
+        for i in 0..3 {
             let scope = if i % 2 == 0 { Some("team") } else { None };
             insert_record(&conn, &fact(&format!("f{i}"), scope, "sailing boats")).unwrap();
             commit(&mut counted);
         }
+        let terms: String = conn
+            .query_row("SELECT search_terms FROM records LIMIT 1", [], |r| r.get(0))
+            .unwrap();
+        let terms: Vec<String> = terms.split(' ').map(str::to_string).collect();
+        assert!(terms.contains(&"sail".to_string()), "{terms:?}");
+        count_new(&conn, &mut counted, &terms).unwrap();
         insert_record(&conn, &fact("r", None, "rare sailing")).unwrap();
         commit(&mut counted);
+        let most = |term: &str| -> u32 {
+            conn.query_row(
+                "SELECT most FROM counted_terms WHERE term = ?1",
+                [term],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        assert_eq!(most("sail"), 1);
         let sail = |conn: &Connection| {
             vectors(conn)
                 .into_iter()
@@ -433,6 +568,12 @@ mod tests {
         });
         commit(&mut counted);
         assert_eq!(vectors(&conn), recounted(&conn));
+        // A text with a counted term more often than any before raises
+        // its bound, which a recount finds too.
+        insert_record(&conn, &fact("t", Some("x"), "sailing, sailing, sailing")).unwrap();
+        commit(&mut counted);
+        assert_eq!(most("sail"), 3);
+        assert_eq!(vectors(&conn), recounted(&conn));
         // What a caller may see, summed; an uncounted term has none.
         let f = |scopes: Option<&[String]>| {
             frequencies(
@@ -445,9 +586,12 @@ mod tests {
             )
             .unwrap()
         };
-        assert_eq!(f(None), [Some(2), None]);
-        assert_eq!(f(Some(&["team".to_string()])), [Some(2), None]);
-        assert_eq!(f(Some(&["other".to_string()])), [Some(1), None]);
+        let docs = |found: Vec<Option<TermCount>>| -> Vec<Option<u64>> {
+            found.into_iter().map(|c| c.map(|c| c.docs)).collect()
+        };
+        assert_eq!(docs(f(None)), [Some(3), None]);
+        assert_eq!(docs(f(Some(&["team".to_string()]))), [Some(2), None]);
+        assert_eq!(docs(f(Some(&["other".to_string()]))), [Some(1), None]);
         // Counted again from nothing, the vectors are the same.
         let before = vectors(&conn);
         conn.execute_batch(
@@ -456,5 +600,6 @@ mod tests {
         .unwrap();
         count_all(&conn).unwrap();
         assert_eq!(vectors(&conn), before);
+        assert_eq!(most("sail"), 3);
     }
 }

@@ -339,6 +339,20 @@ impl WriteConnection for SqliteWriter {
         &mut self.conn
     }
 
+    fn upkeep(&mut self) -> Result<bool, StoreError> {
+        let mut did = false;
+        // The commit counts them.
+        while counted::any_wanted(&self.conn) {
+            did = true;
+            self.begin()?;
+            if let Err(e) = self.commit() {
+                self.rollback();
+                return Err(e);
+            }
+        }
+        Ok(did)
+    }
+
     fn close(&mut self) -> Result<(), StoreError> {
         Ok(self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?)
     }

@@ -32,7 +32,7 @@ use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
     current_salience, Current, PageRow, Posting, RankingSource, RecordText, SessionOf, SessionTurn,
-    Stored, TermsIn, Totals, TurnAt, VectorHit,
+    Stored, TermCount, TermsIn, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -296,7 +296,7 @@ impl RankingSource for Source<'_> {
         newest: usize,
     ) -> Result<(Vec<Posting>, bool), StoreError> {
         let limit = common.max(newest);
-        let mut values = vec![SqlValue::Text(match_expression(query, term))];
+        let mut values = vec![SqlValue::Text(match_expression(query, &[term]))];
         // The caller's matches lead, newest first, each looked up by key:
         // left to itself, the planner may instead read every record of a
         // layer (or thread) and run the match once per record.
@@ -478,7 +478,7 @@ impl RankingSource for Source<'_> {
         &self,
         query: &RecordQuery,
         terms: &[String],
-    ) -> Result<Vec<Option<u64>>, StoreError> {
+    ) -> Result<Vec<Option<TermCount>>, StoreError> {
         let lives: Vec<String> = RankSet::for_query(query)
             .iter()
             .map(|s| s.live().to_string())
@@ -491,6 +491,36 @@ impl RankingSource for Source<'_> {
             query.max_sensitivity.rank() as i64,
             &lives.join(", "),
         )
+    }
+
+    fn conjunction(
+        &self,
+        query: &RecordQuery,
+        terms: &[String],
+    ) -> Result<Vec<(Stored, RecordText)>, StoreError> {
+        let terms: Vec<&str> = terms.iter().map(String::as_str).collect();
+        let mut values = vec![SqlValue::Text(match_expression(query, &terms))];
+        let sql = format!(
+            "SELECT r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_terms,
+                    r.search_repeats
+             FROM record_search CROSS JOIN records r ON r.key = record_search.rowid
+             WHERE record_search MATCH ?1{}",
+            visible(query, &mut values)
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            found.push((
+                Stored::read(row)?,
+                RecordText {
+                    length: row.get(4)?,
+                    distinct: text_at(row, 5)?.unwrap_or_default().to_string(),
+                    repeats: text_at(row, 6)?.map(str::to_string),
+                },
+            ));
+        }
+        Ok(found)
     }
 
     fn texts(&self, keys: &[i64]) -> Result<HashMap<i64, RecordText>, StoreError> {
@@ -644,9 +674,12 @@ fn slice_sql(query: &RecordQuery, columns: &str, join: &str, values: &mut Vec<Sq
 /// to scopes is asked for by the tokens of its scopes (and the unscoped
 /// records) at each sensitivity it may see, tokens as rare as its slice;
 /// any other, by its sensitivities and types when they narrow.
-fn match_expression(query: &RecordQuery, term: &str) -> String {
+fn match_expression(query: &RecordQuery, terms: &[&str]) -> String {
     let any = |tokens: Vec<String>| format!("facets : ({})", tokens.join(" OR "));
-    let mut parts = vec![format!("text : \"{}\"", term.replace('"', "\"\""))];
+    let mut parts: Vec<String> = terms
+        .iter()
+        .map(|term| format!("text : \"{}\"", term.replace('"', "\"\"")))
+        .collect();
     let sensitivities = || {
         Sensitivity::ALL
             .iter()

@@ -141,6 +141,9 @@ pub struct Counted {
     /// Its distinct terms, space separated (`Analysed::distinct`): what
     /// it adds to the counted terms' vectors (`counted.rs`).
     pub terms: String,
+    /// Its repeated terms (`Analysed::repeats`): how often a counted term
+    /// can be in one record.
+    pub repeats: Option<String>,
 }
 
 impl Counted {
@@ -152,12 +155,14 @@ impl Counted {
             live: record.status != Status::Retracted,
             length: analysed.length,
             terms: analysed.distinct.clone(),
+            repeats: analysed.repeats.clone(),
         }
     }
 
     /// The columns of a record's row [`Counted::read`] reads.
     pub const COLUMNS: &'static str =
-        "scope, layer, sensitivity, status <> 'retracted', search_length, search_terms";
+        "scope, layer, sensitivity, status <> 'retracted', search_length, search_terms, \
+         search_repeats";
 
     pub fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Counted> {
         Ok(Counted {
@@ -167,6 +172,7 @@ impl Counted {
             live: row.get(3)?,
             length: row.get(4)?,
             terms: row.get(5)?,
+            repeats: row.get(6)?,
         })
     }
 
@@ -363,11 +369,13 @@ pub fn flush(conn: &Connection, counted: &mut CountedTerms) -> Result<(), StoreE
         let mut q = q.borrow_mut();
         (std::mem::take(&mut q.items), std::mem::take(&mut q.totals))
     });
-    let due = super::counted::add(conn, counted, &totals)?;
+    super::counted::add(conn, counted, &totals)?;
     flush_totals(conn, totals)?;
     flush_items(conn, items)?;
-    // The terms newly due are counted from the index, which now holds
-    // this transaction's records too.
+    // Terms newly counted are counted from the index, which now holds this
+    // transaction's records too (the changes above left them out: they
+    // had no number yet).
+    let due = super::counted::take_wanted(conn);
     if !due.is_empty() {
         super::counted::count_new(conn, counted, &due)?;
     }

@@ -1,0 +1,217 @@
+//! Exact matching of a text query with common terms (terms in
+//! [`COMMON_WORD_MATCHES`] visible records or more) whose counts the
+//! backend keeps: the candidates are every record that can make the
+//! answer, found without reading every match of the common terms.
+//!
+//! [`COMMON_WORD_MATCHES`]: super::engine::COMMON_WORD_MATCHES
+
+use std::collections::HashMap;
+
+use super::engine::{scored, Words};
+use super::source::{RankingSource, Stored};
+use super::DecayBound;
+use crate::domain::relevance::{relative, Bm25, Signals};
+use crate::domain::retrieval::RecordQuery;
+use crate::domain::time::Timestamp;
+use crate::store::StoreError;
+
+/// Most common terms a query is matched exactly with: each combination of
+/// them may be read.
+const MAX_COMMON_TERMS: usize = 10;
+
+/// A text query with common terms whose counts the backend keeps, matched
+/// exactly: its candidates are every record that can make the answer.
+///
+/// A record with none of the rarer terms has only common ones, and its
+/// relevance is at most the sum of what each of them can add
+/// ([`Words::most_added`]). So the records of a combination of common
+/// terms need reading only when that sum could reach what the answer
+/// needs: first more than the best relevance found (the answer's text
+/// scores are relative to the best), then a score at least the last of
+/// the answer so far. Each combination is read once, as the records that
+/// have all of its terms ([`RankingSource::conjunction`]), the smallest
+/// combinations first (a larger one's records are among a smaller one's).
+pub(super) struct Exact<'a> {
+    words: &'a Words,
+    /// The common terms' places in `words.terms`, and the most each adds
+    /// to any record's relevance.
+    common: Vec<usize>,
+    most: Vec<f64>,
+}
+
+impl<'a> Exact<'a> {
+    pub fn new(words: &'a Words, bm25: &Bm25) -> Option<Exact<'a>> {
+        let common: Vec<usize> = (0..words.terms.len())
+            .filter(|&i| words.terms[i].common)
+            .collect();
+        if common.is_empty() || common.len() > MAX_COMMON_TERMS || !words.all_counted() {
+            return None;
+        }
+        let most = common.iter().map(|&i| words.most_added(i, bm25)).collect();
+        Some(Exact {
+            words,
+            common,
+            most,
+        })
+    }
+
+    /// The most a record can have whose common terms are those of `mask`
+    /// (bit `i`: the `i`-th common term).
+    fn most_of(&self, mask: u32) -> f64 {
+        (0..self.common.len())
+            .filter(|b| mask & (1 << b) != 0)
+            .map(|b| self.most[b])
+            .sum()
+    }
+
+    /// What a candidate the text candidates left out can have.
+    pub fn unmatched(&self, bm25: &'a Bm25) -> Unmatched<'a> {
+        Unmatched {
+            words: self.words,
+            bm25,
+            most: self.most_of((1u32 << self.common.len()) - 1),
+        }
+    }
+
+    /// The smallest combinations whose bound `reaches` and that no
+    /// combination in `read` holds.
+    fn due(&self, read: &[u32], reaches: impl Fn(f64) -> bool) -> Vec<u32> {
+        let mut masks: Vec<u32> = (1..1u32 << self.common.len()).collect();
+        masks.sort_by_key(|m| m.count_ones());
+        let mut due: Vec<u32> = Vec::new();
+        for mask in masks {
+            let held = read.iter().chain(&due).any(|&r| r & mask == r);
+            if !held && reaches(self.most_of(mask)) {
+                due.push(mask);
+            }
+        }
+        due
+    }
+
+    /// Every record that can make the answer, with its relevance over
+    /// every term of the query.
+    pub fn candidates<S: RankingSource>(
+        &self,
+        source: &S,
+        query: &RecordQuery,
+        bounds: &HashMap<i64, DecayBound>,
+        now: Timestamp,
+    ) -> Result<Vec<(Stored, f64)>, StoreError> {
+        let bm25 = &query.bm25;
+        let words = self.words;
+        let mut found: HashMap<i64, (Stored, f64)> = HashMap::new();
+        if query.answer_limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Every match of the rarer terms and the newest of the common ones
+        // (read already), scored over every term.
+        let mut first: Vec<Stored> = words
+            .terms
+            .iter()
+            .flat_map(|t| t.postings.iter().map(|p| p.stored))
+            .collect();
+        first.sort_unstable_by_key(|s| s.key);
+        first.dedup_by_key(|s| s.key);
+        let keys: Vec<i64> = first.iter().map(|s| s.key).collect();
+        let texts = source.texts(&keys)?;
+        for stored in first {
+            if let Some(text) = texts.get(&stored.key) {
+                found.insert(stored.key, (stored, words.relevance(text, bm25)));
+            }
+        }
+        let mut read: Vec<u32> = Vec::new();
+        let take = |found: &mut HashMap<i64, (Stored, f64)>, read: &mut Vec<u32>, due: Vec<u32>| {
+            for mask in due {
+                crate::store::budget::check()?;
+                let names: Vec<String> = (0..self.common.len())
+                    .filter(|b| mask & (1 << b) != 0)
+                    .map(|b| words.terms[self.common[b]].name.clone())
+                    .collect();
+                for (stored, text) in source.conjunction(query, &names)? {
+                    found
+                        .entry(stored.key)
+                        .or_insert_with(|| (stored, words.relevance(&text, bm25)));
+                }
+                read.push(mask);
+            }
+            Ok::<_, StoreError>(())
+        };
+        let best_of = |found: &HashMap<i64, (Stored, f64)>| {
+            found.values().map(|f| f.1).fold(0.0f64, f64::max)
+        };
+        // The best relevance: every record that could have more than the
+        // best found is read.
+        loop {
+            let best = best_of(&found);
+            let due = self.due(&read, |most| most > best);
+            if due.is_empty() {
+                break;
+            }
+            take(&mut found, &mut read, due)?;
+        }
+        let best = best_of(&found);
+        let salience = most_salience(source, query, bounds)?;
+        let whole = RecordQuery {
+            limit: query.answer_limit,
+            after: None,
+            ..query.clone()
+        };
+        let unmatched = self.unmatched(bm25);
+        // Then every record whose score could reach the last of the answer.
+        loop {
+            let candidates: Vec<(Stored, f64)> = found.values().copied().collect();
+            let (top, _) = scored(
+                source,
+                &whole,
+                bounds,
+                Some(candidates),
+                Some(&unmatched),
+                now,
+            )?;
+            let least = match top.last() {
+                Some(last) if top.len() >= query.answer_limit => Some(last.salience),
+                _ => None,
+            };
+            let due = self.due(&read, |most| {
+                let score = Signals {
+                    text: Some(relative(most, best)),
+                    // A record with a vector is a candidate already.
+                    vector: query.vector.as_ref().map(|_| 0.0),
+                    salience,
+                }
+                .score(&query.weights, query.max_salience);
+                least.is_none_or(|least| score >= least)
+            });
+            if due.is_empty() {
+                break;
+            }
+            take(&mut found, &mut read, due)?;
+        }
+        Ok(found.into_values().collect())
+    }
+}
+
+/// The highest stored salience of any record the query may see (decay
+/// only lowers it from there).
+fn most_salience<S: RankingSource>(
+    source: &S,
+    query: &RecordQuery,
+    bounds: &HashMap<i64, DecayBound>,
+) -> Result<f64, StoreError> {
+    let mut most = 0.0f64;
+    for (range, _) in source.ranges(query, bounds) {
+        if let Some(top) = source.next_below(query, &range, f64::MAX, f64::MIN)? {
+            most = most.max(top);
+        }
+    }
+    Ok(most)
+}
+
+/// Candidates a ranking meets that the text candidates left out (records
+/// with a vector), when the common terms' matches were not all read: each
+/// has at most `most` relevance, exactly what `words` scores its text.
+pub(super) struct Unmatched<'a> {
+    pub words: &'a Words,
+    pub bm25: &'a Bm25,
+    pub most: f64,
+}
