@@ -4,13 +4,18 @@
 //! term in few records that count is the number of its visible matches,
 //! read anyway to score them; for a term in most records, counting its
 //! matches would cost in proportion to everything the caller may see. So
-//! a term found in [`COUNTED_FROM`] records or more becomes *counted*: it
-//! gets a number, and every partition of visibility (scope, type,
-//! sensitivity, retracted or not: the rows of `text_totals`) keeps a
-//! vector of document counts indexed by those numbers, changed in the
-//! transaction of every write that changes a record's terms or who may
-//! see it. A caller's document frequency of a counted term is the sum
-//! over its partitions, whatever their size.
+//! a term can be *counted*: it gets a number, and every partition of
+//! visibility (scope, type, sensitivity, retracted or not: the rows of
+//! `text_totals`) keeps a vector of document counts indexed by those
+//! numbers, changed in the transaction of every write that changes a
+//! record's terms or who may see it. A caller's document frequency of a
+//! counted term is the sum over its partitions, whatever their size.
+//!
+//! A term is counted when a retrieval finds it common and asks for it
+//! (the writer counts its matches in the full-text index when next idle,
+//! or at its next commit), or when the counts are first made (every term
+//! in [`COUNTED_FROM`] records or more): writes pay only for the terms
+//! questions use.
 //!
 //! Vectors of [`CHUNK`] terms, not one row per term and partition: a
 //! write changes a few short vectors in each partition it touches (a row

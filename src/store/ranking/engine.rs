@@ -27,12 +27,16 @@
 //!
 //! A term with [`COMMON_WORD_MATCHES`] visible postings or more is
 //! *common*: reading all of them costs in proportion to the caller's
-//! slice, and it says little about what a record is about. A query with
-//! common and rarer terms is matched on the rarer terms alone when they
-//! fill the whole answer; else their matches are followed by the newest
-//! visible matches of the common terms (text relevance 0). A query of
-//! common terms alone takes their newest visible matches, each a full text
-//! match.
+//! slice. When the backend keeps the counts of every common term of the
+//! query (`store::term_counts`), the query is matched exactly, reading
+//! only the combinations of common terms that can reach the answer
+//! (`exact.rs`), unless they could hold too many records. Else (and
+//! then): a query with common and rarer terms is matched on the rarer
+//! terms alone when they fill the whole answer; else their matches are
+//! followed by the newest visible matches of the common terms. A query of
+//! common terms alone takes their newest visible matches. With the counts,
+//! each of these is scored over every term; without, a common term's
+//! match has text relevance 0 beside rarer ones, 1 when all are common.
 
 use std::collections::{HashMap, HashSet};
 
@@ -192,8 +196,8 @@ pub(super) struct Term {
 pub(super) struct Words {
     pub terms: Vec<Term>,
     /// Visible documents, and their average length.
-    docs: f64,
-    average_length: f64,
+    pub docs: f64,
+    pub average_length: f64,
 }
 
 impl Words {
@@ -325,6 +329,27 @@ impl Words {
         sum
     }
 
+    /// `candidates` with their relevance over every term of the query,
+    /// from their texts: a candidate found by its rarer terms gains what
+    /// the common ones add (whose matches are not all read), and one found
+    /// among a common term's newest matches has its true relevance.
+    pub(super) fn rescored<S: RankingSource>(
+        &self,
+        source: &S,
+        bm25: &Bm25,
+        candidates: Vec<Stored>,
+    ) -> Result<Vec<(Stored, f64)>, StoreError> {
+        let keys: Vec<i64> = candidates.iter().map(|s| s.key).collect();
+        let texts = source.texts(&keys)?;
+        Ok(candidates
+            .into_iter()
+            .filter_map(|stored| {
+                let text = texts.get(&stored.key)?;
+                Some((stored, self.relevance(text, bm25)))
+            })
+            .collect())
+    }
+
     /// The most term `i` (counted) adds to any record's relevance: its
     /// weight at the most times one record has had it, in the shortest
     /// text. Rounded up a little, so floating point cannot make it too
@@ -438,23 +463,31 @@ fn ranked<S: RankingSource>(
         asks_when: text.asks_when(),
     };
     let with_turns = query.memory_types.contains(&MemoryType::Episodic);
-    if let Some(exact) = Exact::new(&words, &query.bm25) {
-        let mut candidates = exact.candidates(source, query, bounds, now)?;
-        if with_turns {
-            candidates = in_context(source, query, &in_turns, candidates)?;
+    // Exact when the combinations of common terms to read are few enough;
+    // else the ways of matching below.
+    let exact = Exact::new(&words, &query.bm25);
+    if let Some(exact) = &exact {
+        if let Some(mut candidates) = exact.candidates(source, query, bounds, now)? {
+            if with_turns {
+                candidates = in_context(source, query, &in_turns, candidates)?;
+            }
+            let unmatched = exact.unmatched(&query.bm25);
+            return scored(
+                source,
+                query,
+                bounds,
+                Some(candidates),
+                Some(&unmatched),
+                now,
+            );
         }
-        let unmatched = exact.unmatched(&query.bm25);
-        return scored(
-            source,
-            query,
-            bounds,
-            Some(candidates),
-            Some(&unmatched),
-            now,
-        );
     }
     for (i, tier) in tiers.iter().enumerate() {
         let mut candidates = text_candidates(&words, tier, &query.bm25);
+        if words.terms.iter().any(|t| t.common) && words.all_counted() {
+            let stored = candidates.into_iter().map(|(s, _)| s).collect();
+            candidates = words.rescored(source, &query.bm25, stored)?;
+        }
         if with_turns {
             candidates = in_context(source, query, &in_turns, candidates)?;
         }

@@ -19,6 +19,11 @@ use crate::store::StoreError;
 /// them may be read.
 const MAX_COMMON_TERMS: usize = 10;
 
+/// Most records the combinations of one query may hold (as the counts of
+/// their terms bound them) for it to be matched exactly: each is read and
+/// scored, a few microseconds apiece.
+const MAX_EXACT_RECORDS: u64 = 4096;
+
 /// A text query with common terms whose counts the backend keeps, matched
 /// exactly: its candidates are every record that can make the answer.
 ///
@@ -88,20 +93,31 @@ impl<'a> Exact<'a> {
         due
     }
 
+    /// The most records the combination `mask` can hold: the fewest any
+    /// of its terms is in.
+    fn most_records(&self, mask: u32) -> u64 {
+        (0..self.common.len())
+            .filter(|b| mask & (1 << b) != 0)
+            .map(|b| self.words.terms[self.common[b]].count.map_or(0, |c| c.docs))
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Every record that can make the answer, with its relevance over
-    /// every term of the query.
+    /// every term of the query; `None` when the combinations to read
+    /// could hold more than [`MAX_EXACT_RECORDS`].
     pub fn candidates<S: RankingSource>(
         &self,
         source: &S,
         query: &RecordQuery,
         bounds: &HashMap<i64, DecayBound>,
         now: Timestamp,
-    ) -> Result<Vec<(Stored, f64)>, StoreError> {
+    ) -> Result<Option<Vec<(Stored, f64)>>, StoreError> {
         let bm25 = &query.bm25;
         let words = self.words;
         let mut found: HashMap<i64, (Stored, f64)> = HashMap::new();
         if query.answer_limit == 0 {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
         // Every match of the rarer terms and the newest of the common ones
         // (read already), scored over every term.
@@ -112,29 +128,38 @@ impl<'a> Exact<'a> {
             .collect();
         first.sort_unstable_by_key(|s| s.key);
         first.dedup_by_key(|s| s.key);
-        let keys: Vec<i64> = first.iter().map(|s| s.key).collect();
-        let texts = source.texts(&keys)?;
-        for stored in first {
-            if let Some(text) = texts.get(&stored.key) {
-                found.insert(stored.key, (stored, words.relevance(text, bm25)));
-            }
+        for (stored, relevance) in words.rescored(source, bm25, first)? {
+            found.insert(stored.key, (stored, relevance));
         }
+        tracing::debug!(first = found.len(), most = ?self.most, "exact: first candidates");
         let mut read: Vec<u32> = Vec::new();
-        let take = |found: &mut HashMap<i64, (Stored, f64)>, read: &mut Vec<u32>, due: Vec<u32>| {
+        let mut budget = MAX_EXACT_RECORDS;
+        // Whether the combinations were read (else they could hold too
+        // many records).
+        let mut take = |found: &mut HashMap<i64, (Stored, f64)>,
+                        read: &mut Vec<u32>,
+                        due: Vec<u32>| {
+            let most: u64 = due.iter().map(|&m| self.most_records(m)).sum();
+            if most > budget {
+                return Ok(false);
+            }
+            budget -= most;
             for mask in due {
                 crate::store::budget::check()?;
                 let names: Vec<String> = (0..self.common.len())
                     .filter(|b| mask & (1 << b) != 0)
                     .map(|b| words.terms[self.common[b]].name.clone())
                     .collect();
-                for (stored, text) in source.conjunction(query, &names)? {
+                let rows = source.conjunction(query, &names)?;
+                tracing::debug!(terms = ?names, records = rows.len(), "exact: combination read");
+                for (stored, text) in rows {
                     found
                         .entry(stored.key)
                         .or_insert_with(|| (stored, words.relevance(&text, bm25)));
                 }
                 read.push(mask);
             }
-            Ok::<_, StoreError>(())
+            Ok::<_, StoreError>(true)
         };
         let best_of = |found: &HashMap<i64, (Stored, f64)>| {
             found.values().map(|f| f.1).fold(0.0f64, f64::max)
@@ -147,7 +172,9 @@ impl<'a> Exact<'a> {
             if due.is_empty() {
                 break;
             }
-            take(&mut found, &mut read, due)?;
+            if !take(&mut found, &mut read, due)? {
+                return Ok(None);
+            }
         }
         let best = best_of(&found);
         let salience = most_salience(source, query, bounds)?;
@@ -182,12 +209,22 @@ impl<'a> Exact<'a> {
                 .score(&query.weights, query.max_salience);
                 least.is_none_or(|least| score >= least)
             });
+            tracing::debug!(
+                ?least,
+                best,
+                salience,
+                due = due.len(),
+                candidates = found.len(),
+                "exact: answer"
+            );
             if due.is_empty() {
                 break;
             }
-            take(&mut found, &mut read, due)?;
+            if !take(&mut found, &mut read, due)? {
+                return Ok(None);
+            }
         }
-        Ok(found.into_values().collect())
+        Ok(Some(found.into_values().collect()))
     }
 }
 
@@ -214,4 +251,71 @@ pub(super) struct Unmatched<'a> {
     pub words: &'a Words,
     pub bm25: &'a Bm25,
     pub most: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::engine::Term;
+    use super::super::source::{RecordText, TermCount};
+    use super::*;
+
+    /// A small deterministic generator.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn unit(&mut self) -> f64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            (self.unit() * n as f64) as u64
+        }
+    }
+
+    #[test]
+    fn a_terms_bound_is_never_below_what_it_adds_to_a_record() {
+        let mut rng = Lcg(5);
+        for _ in 0..20_000 {
+            let bm25 = Bm25 {
+                k1: rng.unit() * 3.0,
+                b: rng.unit(),
+            };
+            let docs = 1 + rng.below(1_000_000);
+            let count = TermCount {
+                docs: 1 + rng.below(docs),
+                most: 1 + rng.below(8) as u32,
+            };
+            let words = Words {
+                terms: vec![Term {
+                    name: "deploy".into(),
+                    postings: Vec::new(),
+                    common: true,
+                    count: Some(count),
+                }],
+                docs: docs as f64,
+                average_length: 1.0 + rng.unit() * 200.0,
+            };
+            let most = words.most_added(0, &bm25);
+            // Any record with the term: as often as the count allows, any
+            // length from one term.
+            let times = 1 + rng.below(u64::from(count.most));
+            let length = times as i64 + rng.below(400) as i64;
+            let repeats = (times > 1).then(|| format!("deploy {times}"));
+            let text = RecordText {
+                length,
+                distinct: "deploy".into(),
+                repeats,
+            };
+            let added = words.relevance(&text, &bm25);
+            assert!(added > 0.0);
+            assert!(
+                added <= most,
+                "{bm25:?} {count:?} length {length}: {added} > {most}"
+            );
+        }
+    }
 }
