@@ -40,10 +40,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::exact::{Exact, Unmatched};
-use super::source::{Posting, RankingSource, RecordText, Stored, TermCount};
+use super::exact::{Exact, Matched, Unmatched};
+use super::source::{Posting, RankingSource, RecordText, Stored, TermCount, TermsIn};
 use super::turns::{in_context, TermWeights};
 use super::{within_budget, DecayBound, Rank, TopK, MAX_PAGE};
+use crate::domain::analysis::term_frequency;
 use crate::domain::record::MemoryType;
 use crate::domain::relevance::Bm25;
 use crate::domain::relevance::{relative, Signals};
@@ -198,6 +199,8 @@ pub(super) struct Words {
     /// Visible documents, and their average length.
     pub docs: f64,
     pub average_length: f64,
+    /// The terms, to find in a record's text.
+    pub finder: TermsIn,
 }
 
 impl Words {
@@ -279,10 +282,12 @@ impl Words {
         } else {
             (0.0, 1.0)
         };
+        let names: Vec<String> = terms.iter().map(|t| t.name.clone()).collect();
         Ok(Words {
             terms,
             docs,
             average_length,
+            finder: TermsIn::new(&names),
         })
     }
 
@@ -319,54 +324,19 @@ impl Words {
     /// query, each weighed by its document frequency.
     pub(super) fn relevance(&self, text: &RecordText, bm25: &Bm25) -> f64 {
         let mut sum = 0.0;
-        for term in &self.terms {
-            let tf = text.frequency(&term.name);
-            if tf > 0.0 {
-                let idf = self.idf(term.count.map_or(0, |c| c.docs) as usize);
-                sum += idf * bm25.saturation(tf, text.length.max(1) as f64, self.average_length);
-            }
-        }
-        sum
-    }
-
-    /// `candidates` with their relevance over every term of the query,
-    /// from their texts: a candidate found by its rarer terms gains what
-    /// the common ones add (whose matches are not all read), and one found
-    /// among a common term's newest matches has its true relevance.
-    pub(super) fn rescored<S: RankingSource>(
-        &self,
-        source: &S,
-        bm25: &Bm25,
-        candidates: Vec<Stored>,
-    ) -> Result<Vec<(Stored, f64)>, StoreError> {
-        let keys: Vec<i64> = candidates.iter().map(|s| s.key).collect();
-        let texts = source.texts(&keys)?;
-        Ok(candidates
-            .into_iter()
-            .filter_map(|stored| {
-                let text = texts.get(&stored.key)?;
-                Some((stored, self.relevance(text, bm25)))
-            })
-            .collect())
-    }
-
-    /// The most term `i` (counted) adds to any record's relevance: its
-    /// weight at the most times one record has had it, in the shortest
-    /// text. Rounded up a little, so floating point cannot make it too
-    /// tight.
-    pub(super) fn most_added(&self, i: usize, bm25: &Bm25) -> f64 {
-        let count = self.terms[i].count.unwrap_or(TermCount {
-            docs: 0,
-            most: u32::MAX,
+        let length = text.length.max(1) as f64;
+        self.finder.each(&text.distinct, |i| {
+            let term = &self.terms[i];
+            let tf = term_frequency(text.repeats.as_deref(), &term.name);
+            let idf = self.idf(term.count.map_or(0, |c| c.docs) as usize);
+            sum += idf * bm25.saturation(tf, length, self.average_length);
         });
-        let most = self.idf(count.docs as usize)
-            * bm25.saturation(f64::from(count.most.max(1)), 1.0, self.average_length);
-        most * (1.0 + 1e-9) + 1e-12
+        sum
     }
 
     /// BM25 inverse document frequency of a term in `n` of the visible
     /// documents.
-    fn idf(&self, n: usize) -> f64 {
+    pub(super) fn idf(&self, n: usize) -> f64 {
         let n = n as f64;
         (1.0 + (self.docs - n + 0.5) / (n + 0.5)).ln()
     }
@@ -465,28 +435,39 @@ fn ranked<S: RankingSource>(
     let with_turns = query.memory_types.contains(&MemoryType::Episodic);
     // Exact when the combinations of common terms to read are few enough;
     // else the ways of matching below.
-    let exact = Exact::new(&words, &query.bm25);
-    if let Some(exact) = &exact {
-        if let Some(mut candidates) = exact.candidates(source, query, bounds, now)? {
-            if with_turns {
-                candidates = in_context(source, query, &in_turns, candidates)?;
+    // The relevance over every term of the candidates below, when the
+    // common terms are counted but too many records have them.
+    let mut relevance: Option<HashMap<i64, f64>> = None;
+    if let Some(exact) = Exact::new(&words, &query.bm25) {
+        match exact.candidates(source, query, bounds, now)? {
+            Matched::Exactly(mut candidates) => {
+                if with_turns {
+                    candidates = in_context(source, query, &in_turns, candidates)?;
+                }
+                let unmatched = exact.unmatched(&query.bm25);
+                return scored(
+                    source,
+                    query,
+                    bounds,
+                    Some(candidates),
+                    Some(&unmatched),
+                    now,
+                );
             }
-            let unmatched = exact.unmatched(&query.bm25);
-            return scored(
-                source,
-                query,
-                bounds,
-                Some(candidates),
-                Some(&unmatched),
-                now,
-            );
+            Matched::TooMany(found) => relevance = Some(found),
         }
     }
     for (i, tier) in tiers.iter().enumerate() {
         let mut candidates = text_candidates(&words, tier, &query.bm25);
-        if words.terms.iter().any(|t| t.common) && words.all_counted() {
-            let stored = candidates.into_iter().map(|(s, _)| s).collect();
-            candidates = words.rescored(source, &query.bm25, stored)?;
+        if let Some(relevance) = &relevance {
+            // Each candidate is among a term's postings, read and scored.
+            candidates.retain_mut(|(stored, r)| match relevance.get(&stored.key) {
+                Some(&whole) => {
+                    *r = whole;
+                    true
+                }
+                None => false,
+            });
         }
         if with_turns {
             candidates = in_context(source, query, &in_turns, candidates)?;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::engine::{scored, Words};
-use super::source::{RankingSource, Stored};
+use super::source::{RankingSource, Stored, TermCount};
 use super::DecayBound;
 use crate::domain::relevance::{relative, Bm25, Signals};
 use crate::domain::retrieval::RecordQuery;
@@ -104,20 +104,20 @@ impl<'a> Exact<'a> {
     }
 
     /// Every record that can make the answer, with its relevance over
-    /// every term of the query; `None` when the combinations to read
-    /// could hold more than [`MAX_EXACT_RECORDS`].
+    /// every term of the query; or, when the combinations to read could
+    /// hold more than [`MAX_EXACT_RECORDS`], the relevance of those read.
     pub fn candidates<S: RankingSource>(
         &self,
         source: &S,
         query: &RecordQuery,
         bounds: &HashMap<i64, DecayBound>,
         now: Timestamp,
-    ) -> Result<Option<Vec<(Stored, f64)>>, StoreError> {
+    ) -> Result<Matched, StoreError> {
         let bm25 = &query.bm25;
         let words = self.words;
         let mut found: HashMap<i64, (Stored, f64)> = HashMap::new();
         if query.answer_limit == 0 {
-            return Ok(Some(Vec::new()));
+            return Ok(Matched::Exactly(Vec::new()));
         }
         // Every match of the rarer terms and the newest of the common ones
         // (read already), scored over every term.
@@ -173,7 +173,7 @@ impl<'a> Exact<'a> {
                 break;
             }
             if !take(&mut found, &mut read, due)? {
-                return Ok(None);
+                return Ok(Matched::TooMany(relevance_of(&found)));
             }
         }
         let best = best_of(&found);
@@ -221,11 +221,61 @@ impl<'a> Exact<'a> {
                 break;
             }
             if !take(&mut found, &mut read, due)? {
-                return Ok(None);
+                return Ok(Matched::TooMany(relevance_of(&found)));
             }
         }
-        Ok(Some(found.into_values().collect()))
+        Ok(Matched::Exactly(found.into_values().collect()))
     }
+}
+
+impl Words {
+    /// `candidates` with their relevance over every term of the query,
+    /// from their texts: a candidate found by its rarer terms gains what
+    /// the common ones add (whose matches are not all read), and one found
+    /// among a common term's newest matches has its true relevance.
+    fn rescored<S: RankingSource>(
+        &self,
+        source: &S,
+        bm25: &Bm25,
+        candidates: Vec<Stored>,
+    ) -> Result<Vec<(Stored, f64)>, StoreError> {
+        let keys: Vec<i64> = candidates.iter().map(|s| s.key).collect();
+        let texts = source.texts(&keys)?;
+        Ok(candidates
+            .into_iter()
+            .filter_map(|stored| {
+                let text = texts.get(&stored.key)?;
+                Some((stored, self.relevance(text, bm25)))
+            })
+            .collect())
+    }
+
+    /// The most term `i` (counted) adds to any record's relevance: its
+    /// weight at the most times one record has had it, in the shortest
+    /// text. Rounded up a little, so floating point cannot make it too
+    /// tight.
+    fn most_added(&self, i: usize, bm25: &Bm25) -> f64 {
+        let count = self.terms[i].count.unwrap_or(TermCount {
+            docs: 0,
+            most: u32::MAX,
+        });
+        let most = self.idf(count.docs as usize)
+            * bm25.saturation(f64::from(count.most.max(1)), 1.0, self.average_length);
+        most * (1.0 + 1e-9) + 1e-12
+    }
+}
+
+/// What [`Exact::candidates`] found.
+pub(super) enum Matched {
+    /// Every record that can make the answer, with its relevance.
+    Exactly(Vec<(Stored, f64)>),
+    /// Too many to read: the relevance of every record read so far (each
+    /// term's postings read, at least), by key.
+    TooMany(HashMap<i64, f64>),
+}
+
+fn relevance_of(found: &HashMap<i64, (Stored, f64)>) -> HashMap<i64, f64> {
+    found.iter().map(|(&key, &(_, r))| (key, r)).collect()
 }
 
 /// The highest stored salience of any record the query may see (decay
@@ -256,7 +306,7 @@ pub(super) struct Unmatched<'a> {
 #[cfg(test)]
 mod tests {
     use super::super::engine::Term;
-    use super::super::source::{RecordText, TermCount};
+    use super::super::source::{RecordText, TermCount, TermsIn};
     use super::*;
 
     /// A small deterministic generator.
@@ -298,6 +348,7 @@ mod tests {
                 }],
                 docs: docs as f64,
                 average_length: 1.0 + rng.unit() * 200.0,
+                finder: TermsIn::new(&["deploy".to_string()]),
             };
             let most = words.most_added(0, &bm25);
             // Any record with the term: as often as the count allows, any

@@ -159,17 +159,6 @@ pub(crate) struct RecordText {
     pub repeats: Option<String>,
 }
 
-impl RecordText {
-    /// How many times `term` is in it (0 when it is not).
-    pub fn frequency(&self, term: &str) -> f64 {
-        if self.distinct.split(' ').any(|t| t == term) {
-            term_frequency(self.repeats.as_deref(), term)
-        } else {
-            0.0
-        }
-    }
-}
-
 /// A visible record with a vector.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct VectorHit {

@@ -28,11 +28,17 @@ pub struct CountedTerms {
     /// it (as far as this writer knows: it only raises it).
     numbers: HashMap<String, (u32, u32)>,
     read_up_to: u32,
+    /// Whether `numbers` holds every number given: only this writer
+    /// gives them, so it reads them again only after it gave some.
+    current: bool,
 }
 
 impl CountedTerms {
-    /// Reads the numbers given since the last call.
+    /// Reads the numbers given since the last call, if any may have been.
     fn refresh(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        if self.current {
+            return Ok(());
+        }
         let mut stmt = conn
             .prepare_cached("SELECT id, term, most FROM counted_terms WHERE id > ?1 ORDER BY id")?;
         let mut rows = stmt.query([self.read_up_to])?;
@@ -42,7 +48,14 @@ impl CountedTerms {
             self.numbers.insert(term, (id, row.get(2)?));
             self.read_up_to = id;
         }
+        self.current = true;
         Ok(())
+    }
+
+    /// Forgets what it read: a transaction that numbered terms may have
+    /// been rolled back.
+    pub fn forget(&mut self) {
+        *self = CountedTerms::default();
     }
 }
 
@@ -60,9 +73,14 @@ pub fn add(
     }
     let mut deltas: BTreeMap<Partition, BTreeMap<u32, i64>> = BTreeMap::new();
     for (c, sign) in changes {
-        let partition = deltas.entry(c.partition()).or_default();
-        for term in c.terms.split_ascii_whitespace() {
-            if let Some(&(number, _)) = counted.numbers.get(term) {
+        let mut numbers = c
+            .terms
+            .split_ascii_whitespace()
+            .filter_map(|term| counted.numbers.get(term).map(|n| n.0))
+            .peekable();
+        if numbers.peek().is_some() {
+            let partition = deltas.entry(c.partition()).or_default();
+            for number in numbers {
                 *partition.entry(number).or_default() += sign;
             }
         }
@@ -271,6 +289,7 @@ pub fn count_new(
         raise_most(conn, number, most)?;
         write(conn, deltas)?;
     }
+    counted.current = false;
     counted.refresh(conn)
 }
 

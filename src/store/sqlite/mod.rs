@@ -332,6 +332,7 @@ impl WriteConnection for SqliteWriter {
 
     fn rollback(&mut self) {
         search::discard();
+        self.counted.forget();
         let _ = self.conn.execute_batch("ROLLBACK");
     }
 
