@@ -138,13 +138,21 @@ pub fn analyse(text: &str) -> Analysed {
 /// How often a text with `repeats` (of [`Analysed`]) that has `term`
 /// has it.
 pub fn term_frequency(repeats: Option<&str>, term: &str) -> f64 {
+    repeated(repeats)
+        .find(|(t, _)| *t == term)
+        .map_or(1.0, |(_, times)| f64::from(times))
+}
+
+/// The terms of `repeats` (of [`Analysed`]) and how often the text has
+/// each.
+pub fn repeated(repeats: Option<&str>) -> impl Iterator<Item = (&str, u32)> {
     let mut parts = repeats.unwrap_or_default().split(' ');
-    while let (Some(t), Some(n)) = (parts.next(), parts.next()) {
-        if t == term {
-            return n.parse().unwrap_or(1.0);
+    std::iter::from_fn(move || loop {
+        let (term, times) = (parts.next()?, parts.next()?);
+        if let Ok(times) = times.parse() {
+            return Some((term, times));
         }
-    }
-    1.0
+    })
 }
 
 #[cfg(test)]

@@ -434,13 +434,20 @@ fn ranked<S: RankingSource>(
     };
     let with_turns = query.memory_types.contains(&MemoryType::Episodic);
     // Exact when the combinations of common terms to read are few enough;
-    // else the ways of matching below.
-    // The relevance over every term of the candidates below, when the
-    // common terms are counted but too many records have them.
+    // else the ways of matching below, with the relevance over every term
+    // of their candidates when the common terms are counted.
     let mut relevance: Option<HashMap<i64, f64>> = None;
     if let Some(exact) = Exact::new(&words, &query.bm25) {
         match exact.candidates(source, query, bounds, now)? {
-            Matched::Exactly(mut candidates) => {
+            Matched::Exactly {
+                mut candidates,
+                answer,
+            } => {
+                // Turns rank again in context; else the first page was
+                // ranked already.
+                if first_page && !with_turns {
+                    return Ok(answer);
+                }
                 if with_turns {
                     candidates = in_context(source, query, &in_turns, candidates)?;
                 }

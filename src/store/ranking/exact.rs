@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use super::engine::{scored, Words};
 use super::source::{RankingSource, Stored, TermCount};
-use super::DecayBound;
+use super::{DecayBound, Rank};
 use crate::domain::relevance::{relative, Bm25, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
@@ -60,13 +60,15 @@ impl<'a> Exact<'a> {
         })
     }
 
-    /// The most a record can have whose common terms are those of `mask`
-    /// (bit `i`: the `i`-th common term).
+    /// The places in `common` of the terms of combination `mask` (bit
+    /// `i`: the `i`-th common term).
+    fn of(&self, mask: u32) -> impl Iterator<Item = usize> {
+        (0..self.common.len()).filter(move |b| mask & (1 << b) != 0)
+    }
+
+    /// The most a record can have whose common terms are those of `mask`.
     fn most_of(&self, mask: u32) -> f64 {
-        (0..self.common.len())
-            .filter(|b| mask & (1 << b) != 0)
-            .map(|b| self.most[b])
-            .sum()
+        self.of(mask).map(|b| self.most[b]).sum()
     }
 
     /// What a candidate the text candidates left out can have.
@@ -96,8 +98,7 @@ impl<'a> Exact<'a> {
     /// The most records the combination `mask` can hold: the fewest any
     /// of its terms is in.
     fn most_records(&self, mask: u32) -> u64 {
-        (0..self.common.len())
-            .filter(|b| mask & (1 << b) != 0)
+        self.of(mask)
             .map(|b| self.words.terms[self.common[b]].count.map_or(0, |c| c.docs))
             .min()
             .unwrap_or(0)
@@ -117,7 +118,10 @@ impl<'a> Exact<'a> {
         let words = self.words;
         let mut found: HashMap<i64, (Stored, f64)> = HashMap::new();
         if query.answer_limit == 0 {
-            return Ok(Matched::Exactly(Vec::new()));
+            return Ok(Matched::Exactly {
+                candidates: Vec::new(),
+                answer: (Vec::new(), HashMap::new()),
+            });
         }
         // Every match of the rarer terms and the newest of the common ones
         // (read already), scored over every term.
@@ -146,8 +150,8 @@ impl<'a> Exact<'a> {
             budget -= most;
             for mask in due {
                 crate::store::budget::check()?;
-                let names: Vec<String> = (0..self.common.len())
-                    .filter(|b| mask & (1 << b) != 0)
+                let names: Vec<String> = self
+                    .of(mask)
                     .map(|b| words.terms[self.common[b]].name.clone())
                     .collect();
                 let rows = source.conjunction(query, &names)?;
@@ -185,9 +189,9 @@ impl<'a> Exact<'a> {
         };
         let unmatched = self.unmatched(bm25);
         // Then every record whose score could reach the last of the answer.
-        loop {
+        let answer = loop {
             let candidates: Vec<(Stored, f64)> = found.values().copied().collect();
-            let (top, _) = scored(
+            let (top, signals) = scored(
                 source,
                 &whole,
                 bounds,
@@ -218,13 +222,16 @@ impl<'a> Exact<'a> {
                 "exact: answer"
             );
             if due.is_empty() {
-                break;
+                break (top, signals);
             }
             if !take(&mut found, &mut read, due)? {
                 return Ok(Matched::TooMany(relevance_of(&found)));
             }
-        }
-        Ok(Matched::Exactly(found.into_values().collect()))
+        };
+        Ok(Matched::Exactly {
+            candidates: found.into_values().collect(),
+            answer,
+        })
     }
 }
 
@@ -267,8 +274,13 @@ impl Words {
 
 /// What [`Exact::candidates`] found.
 pub(super) enum Matched {
-    /// Every record that can make the answer, with its relevance.
-    Exactly(Vec<(Stored, f64)>),
+    /// Every record that can make the answer, with its relevance, and the
+    /// first page of the answer they make (the query's `answer_limit`,
+    /// no cursor).
+    Exactly {
+        candidates: Vec<(Stored, f64)>,
+        answer: (Vec<Rank>, HashMap<i64, Signals>),
+    },
     /// Too many to read: the relevance of every record read so far (each
     /// term's postings read, at least), by key.
     TooMany(HashMap<i64, f64>),
@@ -307,24 +319,8 @@ pub(super) struct Unmatched<'a> {
 mod tests {
     use super::super::engine::Term;
     use super::super::source::{RecordText, TermCount, TermsIn};
+    use super::super::Lcg;
     use super::*;
-
-    /// A small deterministic generator.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn unit(&mut self) -> f64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (self.0 >> 11) as f64 / (1u64 << 53) as f64
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            (self.unit() * n as f64) as u64
-        }
-    }
 
     #[test]
     fn a_terms_bound_is_never_below_what_it_adds_to_a_record() {

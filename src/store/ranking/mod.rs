@@ -211,6 +211,31 @@ pub(crate) fn within_budget(
     })
 }
 
+/// A small deterministic generator for tests, so a failure names its
+/// seed.
+#[cfg(test)]
+pub(crate) struct Lcg(pub u64);
+
+#[cfg(test)]
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// In [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        self.next() as f64 / (1u64 << 31) as f64
+    }
+}
+
 /// A rank, for tests that build answers by hand.
 #[cfg(test)]
 pub(crate) fn rank(salience: f64, layer: i64, created_at: i64, key: i64) -> Rank {

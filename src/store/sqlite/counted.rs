@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::search::Counted;
-use crate::domain::analysis::term_frequency;
+use crate::domain::analysis::{repeated, term_frequency};
 use crate::store::ranking::source::TermCount;
 use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas};
 use crate::store::StoreError;
@@ -96,18 +96,6 @@ pub fn add(
         }
     }
     write(conn, deltas)
-}
-
-/// The terms of `repeats` (`Analysed::repeats`) and how often each is in
-/// the text.
-fn repeated(repeats: Option<&str>) -> impl Iterator<Item = (&str, u32)> {
-    let mut parts = repeats.unwrap_or_default().split(' ');
-    std::iter::from_fn(move || loop {
-        let (term, times) = (parts.next()?, parts.next()?);
-        if let Ok(times) = times.parse() {
-            return Some((term, times));
-        }
-    })
 }
 
 fn raise_most(conn: &Connection, number: u32, times: u32) -> Result<(), StoreError> {

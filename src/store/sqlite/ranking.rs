@@ -913,7 +913,7 @@ mod tests {
     use crate::domain::relevance::Weights;
     use crate::domain::retrieval::Filters;
     use crate::domain::time::to_micros;
-    use crate::store::ranking::rank;
+    use crate::store::ranking::{rank, Lcg};
     use serde_json::json;
 
     #[test]
@@ -995,23 +995,6 @@ mod tests {
         .map(|r| r.id)
         .collect();
         assert_eq!(ids, vec!["top", "other", "hi"]);
-    }
-
-    /// A small deterministic generator, so a failure names its seed.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
     }
 
     fn random_filters(rng: &mut Lcg) -> Filters {
