@@ -139,6 +139,11 @@ impl Filters {
         .filter_map(|(name, memory_type)| name.as_deref().map(|n| (n, memory_type)))
     }
 
+    /// Whether there are none: every record a caller may see passes.
+    pub fn is_empty(&self) -> bool {
+        *self == Filters::default()
+    }
+
     /// Whether the filters pick records through an index of their own (a
     /// thread, a subject, a tag) rather than narrowing the salience order.
     pub fn selective(&self) -> bool {

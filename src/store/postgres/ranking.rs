@@ -410,6 +410,7 @@ impl RankingSource for Source<'_> {
         &self,
         _query: &RecordQuery,
         terms: &[String],
+        _count_missing: bool,
     ) -> Result<Vec<Option<TermCount>>, StoreError> {
         // No counts kept here yet: every term is counted by its matches.
         Ok(vec![None; terms.len()])

@@ -41,15 +41,14 @@
 use std::collections::{HashMap, HashSet};
 
 use super::exact::{Exact, Matched, Unmatched};
-use super::source::{Posting, RankingSource, RecordText, Stored, TermCount, TermsIn};
+use super::source::{RankingSource, Stored};
 use super::turns::{in_context, TermWeights};
+use super::words::{Term, Words};
 use super::{within_budget, DecayBound, Rank, TopK, MAX_PAGE};
-use crate::domain::analysis::term_frequency;
 use crate::domain::record::MemoryType;
 use crate::domain::relevance::Bm25;
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
-use crate::domain::search::TextQuery;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::{RecordPage, StoreError};
 
@@ -179,118 +178,7 @@ fn by_salience<S: RankingSource>(
     Ok(top.into_sorted())
 }
 
-/// A query term and its visible postings (newest first): all of them for
-/// a rare term; the newest, at least as many as a common term's part of
-/// the answer can take, for a common one.
-pub(super) struct Term {
-    pub name: String,
-    pub postings: Vec<Posting>,
-    pub common: bool,
-    /// How many visible records have it and the most times one has had
-    /// it: from its postings for a rare term, the backend's counts for a
-    /// common one, if it keeps them.
-    pub count: Option<TermCount>,
-}
-
-/// The terms of a text query as the caller's slice has them, and the
-/// statistics BM25 takes from that slice.
-pub(super) struct Words {
-    pub terms: Vec<Term>,
-    /// Visible documents, and their average length.
-    pub docs: f64,
-    pub average_length: f64,
-    /// The terms, to find in a record's text.
-    pub finder: TermsIn,
-}
-
 impl Words {
-    fn read<S: RankingSource>(
-        source: &S,
-        query: &RecordQuery,
-        text: &TextQuery,
-    ) -> Result<Words, StoreError> {
-        let newest = COMMON_QUERY_CANDIDATES.max(query.answer_limit);
-        let totals = source.totals(query)?;
-        let names: Vec<String> = text
-            .terms()
-            .iter()
-            .map(|quoted| quoted.trim_matches('"').to_string())
-            .collect();
-        // A small slice is read whole, once, rather than each term looked
-        // up among everyone's records; either way a term has the same
-        // postings.
-        let mut from_slice = if totals.docs.max(0) as usize <= query.scan_records {
-            source.slice(query, &names)?
-        } else {
-            None
-        };
-        let mut terms = Vec::with_capacity(names.len());
-        for (i, term) in names.into_iter().enumerate() {
-            crate::store::budget::check()?;
-            let (postings, common) = match &mut from_slice {
-                Some(all) => {
-                    let mut postings = std::mem::take(&mut all[i]);
-                    let common = postings.len() >= COMMON_WORD_MATCHES;
-                    if common {
-                        postings.truncate(newest);
-                    }
-                    (postings, common)
-                }
-                None => source.postings(query, &term, COMMON_WORD_MATCHES, newest)?,
-            };
-            let count = (!common).then(|| TermCount {
-                docs: postings.len() as u64,
-                most: postings
-                    .iter()
-                    .map(|p| p.frequency as u32)
-                    .max()
-                    .unwrap_or(1),
-            });
-            terms.push(Term {
-                name: term,
-                postings,
-                common,
-                count,
-            });
-        }
-        let common: Vec<String> = terms
-            .iter()
-            .filter(|t| t.common)
-            .map(|t| t.name.clone())
-            .collect();
-        if !common.is_empty() {
-            let counted = source.frequencies(query, &common)?;
-            for (term, count) in terms.iter_mut().filter(|t| t.common).zip(counted) {
-                term.count = count;
-            }
-        }
-        let (docs, average_length) = if terms.iter().any(|t| t.count.is_some()) {
-            let most = terms
-                .iter()
-                .map(|t| t.count.map_or(0, |c| c.docs) as usize)
-                .max()
-                .unwrap_or(0);
-            // Never fewer documents than a term has postings (the totals
-            // and the postings are read apart).
-            let docs = (totals.docs.max(0) as f64).max(most as f64);
-            let average = if totals.docs > 0 {
-                (totals.tokens.max(0) as f64 / totals.docs as f64).max(1.0)
-            } else {
-                1.0
-            };
-            (docs, average)
-        } else {
-            (0.0, 1.0)
-        };
-        let names: Vec<String> = terms.iter().map(|t| t.name.clone()).collect();
-        Ok(Words {
-            terms,
-            docs,
-            average_length,
-            finder: TermsIn::new(&names),
-        })
-    }
-
     /// The ways to match the query, tried in turn; the last one always
     /// answers.
     /// - Every term rare: every match, BM25.
@@ -312,33 +200,6 @@ impl Words {
                 vec![Part::Bm25(rare), Part::Newest(common, newest, 0.0)],
             ]
         }
-    }
-
-    /// Whether every term's document frequency is known: then a record's
-    /// relevance can be computed from its text alone ([`Words::relevance`]).
-    pub(super) fn all_counted(&self) -> bool {
-        self.terms.iter().all(|t| t.count.is_some())
-    }
-
-    /// The relevance of a record with `text`: BM25 over every term of the
-    /// query, each weighed by its document frequency.
-    pub(super) fn relevance(&self, text: &RecordText, bm25: &Bm25) -> f64 {
-        let mut sum = 0.0;
-        let length = text.length.max(1) as f64;
-        self.finder.each(&text.distinct, |i| {
-            let term = &self.terms[i];
-            let tf = term_frequency(text.repeats.as_deref(), &term.name);
-            let idf = self.idf(term.count.map_or(0, |c| c.docs) as usize);
-            sum += idf * bm25.saturation(tf, length, self.average_length);
-        });
-        sum
-    }
-
-    /// BM25 inverse document frequency of a term in `n` of the visible
-    /// documents.
-    pub(super) fn idf(&self, n: usize) -> f64 {
-        let n = n as f64;
-        (1.0 + (self.docs - n + 0.5) / (n + 0.5)).ln()
     }
 }
 

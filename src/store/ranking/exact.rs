@@ -7,8 +7,9 @@
 
 use std::collections::HashMap;
 
-use super::engine::{scored, Words};
+use super::engine::scored;
 use super::source::{RankingSource, Stored, TermCount};
+use super::words::Words;
 use super::{DecayBound, Rank};
 use crate::domain::relevance::{relative, Bm25, Signals};
 use crate::domain::retrieval::RecordQuery;
@@ -317,8 +318,8 @@ pub(super) struct Unmatched<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::engine::Term;
     use super::super::source::{RecordText, TermCount, TermsIn};
+    use super::super::words::Term;
     use super::super::Lcg;
     use super::*;
 

@@ -7,6 +7,7 @@ pub(crate) mod engine;
 mod exact;
 pub(crate) mod source;
 pub(crate) mod turns;
+mod words;
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};

@@ -357,11 +357,13 @@ pub(crate) trait RankingSource {
 
     /// How many of the records [`RankingSource::totals`] counts have each
     /// of `terms`, for the terms the backend keeps counts of
-    /// (`store::term_counts`); `None` for the others.
+    /// (`store::term_counts`); `None` for the others, which the backend is
+    /// asked to count from now on when `count_missing`.
     fn frequencies(
         &self,
         query: &RecordQuery,
         terms: &[String],
+        count_missing: bool,
     ) -> Result<Vec<Option<TermCount>>, StoreError>;
 
     /// The visible records that have every one of `terms` (an analyser's

@@ -345,7 +345,8 @@ fn each_record(conn: &Connection, mut each: impl FnMut(&Counted)) -> Result<(), 
 /// partitions `scopes` (`None`: every scope; else these and the unscoped),
 /// `layers`, sensitivities up to `max_sensitivity` and `lives` hold, and
 /// the most times one record has had it; `None` for a term not counted,
-/// which the writer is then asked to count ([`want`]).
+/// which the writer is then asked to count ([`want`]) when
+/// `count_missing`.
 pub fn frequencies(
     conn: &Connection,
     terms: &[String],
@@ -353,6 +354,7 @@ pub fn frequencies(
     layers: &str,
     max_sensitivity: i64,
     lives: &str,
+    count_missing: bool,
 ) -> Result<Vec<Option<TermCount>>, StoreError> {
     let mut numbers = Vec::with_capacity(terms.len());
     let mut most = Vec::with_capacity(terms.len());
@@ -366,14 +368,16 @@ pub fn frequencies(
         numbers.push(found.map(|f| f.0));
         most.push(found.map_or(1, |f| f.1));
     }
-    want(
-        conn,
-        terms
-            .iter()
-            .zip(&numbers)
-            .filter(|(_, n)| n.is_none())
-            .map(|(t, _)| t),
-    );
+    if count_missing {
+        want(
+            conn,
+            terms
+                .iter()
+                .zip(&numbers)
+                .filter(|(_, n)| n.is_none())
+                .map(|(t, _)| t),
+        );
+    }
     let mut found: Vec<Option<TermCount>> = numbers
         .iter()
         .zip(&most)
@@ -590,6 +594,7 @@ mod tests {
                 "0, 1, 2, 3, 4",
                 3,
                 "1",
+                true,
             )
             .unwrap()
         };

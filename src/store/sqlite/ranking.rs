@@ -478,6 +478,7 @@ impl RankingSource for Source<'_> {
         &self,
         query: &RecordQuery,
         terms: &[String],
+        count_missing: bool,
     ) -> Result<Vec<Option<TermCount>>, StoreError> {
         let lives: Vec<String> = RankSet::for_query(query)
             .iter()
@@ -490,6 +491,7 @@ impl RankingSource for Source<'_> {
             &layer_list(query),
             query.max_sensitivity.rank() as i64,
             &lives.join(", "),
+            count_missing,
         )
     }
 
