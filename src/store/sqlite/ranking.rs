@@ -296,7 +296,8 @@ impl RankingSource for Source<'_> {
         newest: usize,
     ) -> Result<(Vec<Posting>, bool), StoreError> {
         let limit = common.max(newest);
-        let mut values = vec![SqlValue::Text(match_expression(query, &[term]))];
+        let facets = Facets::for_query(self.conn, query)?;
+        let mut values = vec![SqlValue::Text(match_expression(query, facets, &[term]))];
         // The caller's matches lead, newest first, each looked up by key:
         // left to itself, the planner may instead read every record of a
         // layer (or thread) and run the match once per record.
@@ -501,7 +502,8 @@ impl RankingSource for Source<'_> {
         terms: &[String],
     ) -> Result<Vec<(Stored, RecordText)>, StoreError> {
         let terms: Vec<&str> = terms.iter().map(String::as_str).collect();
-        let mut values = vec![SqlValue::Text(match_expression(query, &terms))];
+        let facets = Facets::for_query(self.conn, query)?;
+        let mut values = vec![SqlValue::Text(match_expression(query, facets, &terms))];
         let sql = format!(
             "SELECT r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_terms,
                     r.search_repeats
@@ -676,7 +678,76 @@ fn slice_sql(query: &RecordQuery, columns: &str, join: &str, values: &mut Vec<Sq
 /// to scopes is asked for by the tokens of its scopes (and the unscoped
 /// records) at each sensitivity it may see, tokens as rare as its slice;
 /// any other, by its sensitivities and types when they narrow.
-fn match_expression(query: &RecordQuery, terms: &[&str]) -> String {
+/// Which of its sensitivities and types a caller of every scope looks its
+/// terms up with in the full-text index. Each is a facet token in most
+/// records, as costly to follow as a common term; the lookup carries one
+/// only where leaving it to the conditions on the records would look at
+/// more than twice the records the caller may see.
+#[derive(Debug, Clone, Copy)]
+struct Facets {
+    sensitivities: bool,
+    types: bool,
+}
+
+impl Facets {
+    fn for_query(conn: &Connection, query: &RecordQuery) -> Result<Facets, StoreError> {
+        let all = Facets {
+            sensitivities: query.max_sensitivity < Sensitivity::Hyper,
+            types: query.memory_types.len() < MemoryType::ALL.len(),
+        };
+        // A caller of some scopes has them as facets of their own.
+        if query.scopes.is_some() || !(all.sensitivities || all.types) {
+            return Ok(all);
+        }
+        let lives: Vec<String> = RankSet::for_query(query)
+            .iter()
+            .map(|s| s.live().to_string())
+            .collect();
+        let layers: Vec<i64> = query
+            .memory_types
+            .iter()
+            .map(|t| t.layer() as i64)
+            .collect();
+        let ceiling = query.max_sensitivity.rank() as i64;
+        let (mut every, mut sensitive, mut typed, mut visible) = (0i64, 0i64, 0i64, 0i64);
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT layer, sensitivity, SUM(docs) FROM text_totals_all WHERE live IN ({})
+             GROUP BY layer, sensitivity",
+            lives.join(", ")
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let (layer, sensitivity, docs): (i64, i64, i64) =
+                (row.get(0)?, row.get(1)?, row.get(2)?);
+            let (admitted, of_type) = (sensitivity <= ceiling, layers.contains(&layer));
+            every += docs;
+            sensitive += i64::from(admitted) * docs;
+            typed += i64::from(of_type) * docs;
+            visible += i64::from(admitted && of_type) * docs;
+        }
+        let near = |looked_at: i64| looked_at <= visible.saturating_mul(2);
+        Ok(if near(every) {
+            Facets {
+                sensitivities: false,
+                types: false,
+            }
+        } else if near(sensitive) && all.sensitivities {
+            Facets {
+                sensitivities: true,
+                types: false,
+            }
+        } else if near(typed) && all.types {
+            Facets {
+                sensitivities: false,
+                types: true,
+            }
+        } else {
+            all
+        })
+    }
+}
+
+fn match_expression(query: &RecordQuery, facets: Facets, terms: &[&str]) -> String {
     let any = |tokens: Vec<String>| format!("facets : ({})", tokens.join(" OR "));
     let mut parts: Vec<String> = terms
         .iter()
@@ -696,10 +767,10 @@ fn match_expression(query: &RecordQuery, terms: &[&str]) -> String {
             })
             .collect())),
         None => {
-            if query.max_sensitivity < Sensitivity::Hyper {
+            if facets.sensitivities {
                 parts.push(any(sensitivities().map(|v| format!("v{v}")).collect()));
             }
-            if query.memory_types.len() < MemoryType::ALL.len() {
+            if facets.types {
                 parts.push(any(query
                     .memory_types
                     .iter()
@@ -1273,6 +1344,78 @@ mod text_tests {
             .into_iter()
             .map(|r| r.id)
             .collect()
+    }
+
+    /// A caller of every scope looks its terms up with the facets of its
+    /// sensitivities and types only where the conditions on the records
+    /// would otherwise look at more than twice what it may see.
+    #[test]
+    fn facets_narrow_a_lookup_only_where_they_leave_out_most_records() {
+        let conn = conn();
+        let (semantic, competence) = (
+            MemoryType::Semantic.layer() as i64,
+            MemoryType::Competence.layer() as i64,
+        );
+        let (low, high) = (
+            Sensitivity::Low.rank() as i64,
+            Sensitivity::High.rank() as i64,
+        );
+        let stored = |rows: &[(i64, i64, i64)]| {
+            conn.execute_batch("DELETE FROM text_totals_all").unwrap();
+            for (layer, sensitivity, docs) in rows {
+                conn.execute(
+                    "INSERT INTO text_totals_all (layer, sensitivity, live, docs, tokens)
+                     VALUES (?1, ?2, 1, ?3, 0)",
+                    rusqlite::params![layer, sensitivity, docs],
+                )
+                .unwrap();
+            }
+        };
+        let facets = |max: Sensitivity, types: &[MemoryType]| {
+            let query = RecordQuery {
+                max_sensitivity: max,
+                memory_types: types.to_vec(),
+                ..text_query("word", 10)
+            };
+            let f = Facets::for_query(&conn, &query).unwrap();
+            (f.sensitivities, f.types)
+        };
+        let every = MemoryType::ALL;
+        // Most records are low: a ceiling of medium leaves out few.
+        stored(&[(semantic, low, 90), (semantic, high, 10)]);
+        assert_eq!(facets(Sensitivity::Medium, every), (false, false));
+        // Most are high: the ceiling narrows; all types are asked for.
+        stored(&[(semantic, low, 10), (semantic, high, 90)]);
+        assert_eq!(facets(Sensitivity::Medium, every), (true, false));
+        // A rare type narrows; every sensitivity is admitted.
+        stored(&[(semantic, low, 95), (competence, low, 5)]);
+        assert_eq!(
+            facets(Sensitivity::Hyper, &[MemoryType::Competence]),
+            (false, true)
+        );
+        assert_eq!(
+            facets(Sensitivity::Hyper, &[MemoryType::Semantic]),
+            (false, false)
+        );
+        // Each narrows, and either alone would look at too much.
+        stored(&[
+            (semantic, low, 40),
+            (semantic, high, 40),
+            (competence, low, 5),
+            (competence, high, 15),
+        ]);
+        assert_eq!(
+            facets(Sensitivity::Medium, &[MemoryType::Competence]),
+            (true, true)
+        );
+        // A caller of some scopes has its scope facets whatever the counts.
+        let scoped = RecordQuery {
+            scopes: Some(vec!["a".into()]),
+            max_sensitivity: Sensitivity::Medium,
+            ..text_query("word", 10)
+        };
+        let f = Facets::for_query(&conn, &scoped).unwrap();
+        assert!(f.sensitivities && !f.types);
     }
 
     /// Common words are left out while the rarer ones fill the answer, and
