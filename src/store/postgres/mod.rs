@@ -633,6 +633,12 @@ impl WriteConnection for PgWriter {
         Ok(())
     }
 
+    fn upkeep(&mut self) -> Result<bool, StoreError> {
+        // Nothing kept in the background here: term counts are not kept on
+        // PostgreSQL yet (every term is counted by its matches).
+        Ok(false)
+    }
+
     /// Dead rows stay on disk until `VACUUM`: after an erasure of many
     /// records ([`crate::store::BULK_ERASURE`]) one runs on the tables it
     /// deleted from, in the background on a connection of its own (it
@@ -640,12 +646,6 @@ impl WriteConnection for PgWriter {
     /// smaller erasure leaves its few dead rows to autovacuum: a `VACUUM`
     /// reads whole tables, far more than one record's erasure costs.
     /// PostgreSQL's write-ahead log is its own to recycle.
-    fn upkeep(&mut self) -> Result<bool, StoreError> {
-        // Nothing kept in the background here: term counts are not kept on
-        // PostgreSQL yet (every term is counted by its matches).
-        Ok(false)
-    }
-
     fn scrub(&mut self) -> Result<(), StoreError> {
         if !self.pg.vacuum_due.replace(false) {
             return Ok(());

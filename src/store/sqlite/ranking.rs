@@ -43,12 +43,33 @@ pub fn query_records(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
-    engine::query_records(&Source { conn }, query, now)
+    engine::query_records(
+        &Source {
+            conn,
+            facets: Default::default(),
+        },
+        query,
+        now,
+    )
 }
 
 /// What retrieval reads through one connection.
 pub(super) struct Source<'a> {
     pub conn: &'a Connection,
+    /// The facets of the query's lookups, once worked out (the same for
+    /// every term of it).
+    facets: std::cell::Cell<Option<Facets>>,
+}
+
+impl Source<'_> {
+    fn facets(&self, query: &RecordQuery) -> Result<Facets, StoreError> {
+        if let Some(facets) = self.facets.get() {
+            return Ok(facets);
+        }
+        let facets = Facets::for_query(self.conn, query)?;
+        self.facets.set(Some(facets));
+        Ok(facets)
+    }
 }
 
 /// Which of the two sets of rank indexes a range reads.
@@ -296,7 +317,7 @@ impl RankingSource for Source<'_> {
         newest: usize,
     ) -> Result<(Vec<Posting>, bool), StoreError> {
         let limit = common.max(newest);
-        let facets = Facets::for_query(self.conn, query)?;
+        let facets = self.facets(query)?;
         let mut values = vec![SqlValue::Text(match_expression(query, facets, &[term]))];
         // The caller's matches lead, newest first, each looked up by key:
         // left to itself, the planner may instead read every record of a
@@ -358,15 +379,12 @@ impl RankingSource for Source<'_> {
     }
 
     fn totals(&self, query: &RecordQuery) -> Result<Totals, StoreError> {
-        let lives: Vec<String> = RankSet::for_query(query)
-            .iter()
-            .map(|s| s.live().to_string())
-            .collect();
+        let lives = live_list(query);
         let common = format!(
             "layer IN ({}) AND sensitivity <= {} AND live IN ({})",
             layer_list(query),
             query.max_sensitivity.rank(),
-            lives.join(", ")
+            lives
         );
         let mut values: Vec<SqlValue> = Vec::new();
         let sql = match &query.scopes {
@@ -481,17 +499,14 @@ impl RankingSource for Source<'_> {
         terms: &[String],
         count_missing: bool,
     ) -> Result<Vec<Option<TermCount>>, StoreError> {
-        let lives: Vec<String> = RankSet::for_query(query)
-            .iter()
-            .map(|s| s.live().to_string())
-            .collect();
+        let lives = live_list(query);
         super::counted::frequencies(
             self.conn,
             terms,
             query.scopes.as_deref(),
             &layer_list(query),
             query.max_sensitivity.rank() as i64,
-            &lives.join(", "),
+            &lives,
             count_missing,
         )
     }
@@ -502,7 +517,7 @@ impl RankingSource for Source<'_> {
         terms: &[String],
     ) -> Result<Vec<(Stored, RecordText)>, StoreError> {
         let terms: Vec<&str> = terms.iter().map(String::as_str).collect();
-        let facets = Facets::for_query(self.conn, query)?;
+        let facets = self.facets(query)?;
         let mut values = vec![SqlValue::Text(match_expression(query, facets, &terms))];
         let sql = format!(
             "SELECT r.key, r.layer, r.salience, r.decays_from, r.search_length, r.search_terms,
@@ -673,11 +688,6 @@ fn slice_sql(query: &RecordQuery, columns: &str, join: &str, values: &mut Vec<Sq
     ranges.join(" UNION ALL ")
 }
 
-/// The full-text query of one term among the records the caller may see:
-/// the term in the text, and one of the caller's facets. A caller limited
-/// to scopes is asked for by the tokens of its scopes (and the unscoped
-/// records) at each sensitivity it may see, tokens as rare as its slice;
-/// any other, by its sensitivities and types when they narrow.
 /// Which of its sensitivities and types a caller of every scope looks its
 /// terms up with in the full-text index. Each is a facet token in most
 /// records, as costly to follow as a common term; the lookup carries one
@@ -699,10 +709,7 @@ impl Facets {
         if query.scopes.is_some() || !(all.sensitivities || all.types) {
             return Ok(all);
         }
-        let lives: Vec<String> = RankSet::for_query(query)
-            .iter()
-            .map(|s| s.live().to_string())
-            .collect();
+        let lives = live_list(query);
         let layers: Vec<i64> = query
             .memory_types
             .iter()
@@ -713,7 +720,7 @@ impl Facets {
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT layer, sensitivity, SUM(docs) FROM text_totals_all WHERE live IN ({})
              GROUP BY layer, sensitivity",
-            lives.join(", ")
+            lives
         ))?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
@@ -747,6 +754,12 @@ impl Facets {
     }
 }
 
+/// The full-text query of records with all of `terms` among the records
+/// the caller may see: the terms in the text, and one of the caller's
+/// facets. A caller limited to scopes is asked for by the tokens of its
+/// scopes (and the unscoped records) at each sensitivity it may see,
+/// tokens as rare as its slice; any other, by its sensitivities and types
+/// where `facets` says they narrow.
 fn match_expression(query: &RecordQuery, facets: Facets, terms: &[&str]) -> String {
     let any = |tokens: Vec<String>| format!("facets : ({})", tokens.join(" OR "));
     let mut parts: Vec<String> = terms
@@ -899,6 +912,15 @@ fn scope_conditions(query: &RecordQuery, column: &str, values: &mut Vec<SqlValue
         conditions.push(format!("{column} IN ({})", numbers.join(", ")));
     }
     conditions
+}
+
+/// The values of `live` (retracted or not) the caller's records may have.
+fn live_list(query: &RecordQuery) -> String {
+    RankSet::for_query(query)
+        .iter()
+        .map(|s| s.live().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn layer_list(query: &RecordQuery) -> String {
