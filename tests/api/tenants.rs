@@ -268,9 +268,6 @@ async fn ranked_answers_are_what_scoring_every_visible_record_gives() {
 /// the answers are still exactly the oracle's.
 #[actix_web::test]
 async fn answers_with_common_words_are_exact_too() {
-    if crate::helpers::sqlite_only("the counts of common words (not kept on PostgreSQL yet)") {
-        return;
-    }
     let app = spawn_app_with(|s| {
         s.retrieval.max_response_bytes = 20_000;
         s.retrieval.scan_records = 0;
@@ -302,6 +299,104 @@ async fn answers_with_common_words_are_exact_too() {
     assert!(counted, "never counted: {want:?} {}", last["scores"]);
     let (answered, _) = answers_match_the_oracle(&app, &known, &mut rng, 40).await;
     assert!(answered >= 30, "{answered} answered");
+}
+
+/// On PostgreSQL the counts of a counted term are kept by the schema's
+/// triggers: after ingests, repeats, retractions, revisions and an
+/// erasure, every partition's count is what counting the records gives.
+/// (SQLite's are checked beside their code, `store/sqlite/counted.rs`.)
+#[actix_web::test]
+async fn the_counts_of_counted_terms_follow_every_write() {
+    if crate::helpers::postgres_only("the counts kept by PostgreSQL's triggers") {
+        return;
+    }
+    let app = spawn_app_with(|_| {}).await;
+    let sail = stem("sailing");
+    // Counted from the start: every write below changes its counts.
+    app.sql_execute(&format!(
+        "INSERT INTO counted_terms (term) VALUES ('{sail}'), ('{}')",
+        stem("boats")
+    ));
+    let mut ids = Vec::new();
+    for (i, text) in [
+        "sailing boats",
+        "sailing",
+        "boats at sea",
+        "sailing sailing sailing",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let scope = [None, Some("a"), Some("b")][i % 3];
+        let sensitivity = SENSITIVITIES[i % 4];
+        ids.push(create_id(&app, fact(scope, sensitivity, text, &[1.0, 0.0])).await);
+    }
+    retract(&app, &ids[1]).await;
+    let mut replacement = fact(Some("c"), "low", "motor boats", &[0.0, 1.0]);
+    replacement["provenance"] = json!({"sources": [{"kind": "observation", "ref": "harbour log",
+                                                     "timestamp": "2026-01-01T00:00:00Z"}]});
+    let (status, body) = app
+        .post(
+            "/v1/revisions/supersede",
+            &json!({"old_id": ids[0], "new_record": replacement,
+                    "actor": "a", "rationale": "sold the sailing boat"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = app
+        .post(
+            "/v1/erase",
+            &json!({"scope": "b", "actor": "dpo", "rationale": "tenant left"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let differing = |table: &str, partition: &str, of_records: &str| {
+        app.sql_number(
+            &format!(
+                "WITH kept AS (
+                     SELECT n.term, {partition}, SUM(COALESCE(c.counts[(n.id - 1) % 256 + 1], 0)) AS d
+                     FROM counted_terms n JOIN {table} c ON c.chunk = (n.id - 1) / 256
+                     GROUP BY 1, {partition}
+                     HAVING SUM(COALESCE(c.counts[(n.id - 1) % 256 + 1], 0)) <> 0),
+                 counted AS (
+                     SELECT n.term, {of_records}, COUNT(*) AS d
+                     FROM records r CROSS JOIN LATERAL unnest(tsvector_to_array(r.search)) w(term)
+                     JOIN counted_terms n ON n.term = w.term
+                     GROUP BY 1, {partition})
+                 SELECT COUNT(*) FROM kept FULL JOIN counted USING (term, {partition})
+                 WHERE kept.d IS DISTINCT FROM counted.d"
+            ),
+            &[],
+        )
+    };
+    let live = "r.status <> 'retracted' AS live";
+    assert_eq!(
+        differing(
+            "term_counts",
+            "scope, layer, sensitivity, live",
+            &format!("COALESCE(r.scope, '') AS scope, r.layer, r.sensitivity, {live}")
+        ),
+        0
+    );
+    assert_eq!(
+        differing(
+            "term_counts_all",
+            "layer, sensitivity, live",
+            &format!("r.layer, r.sensitivity, {live}")
+        ),
+        0
+    );
+    // Not vacuous: both terms are counted in several partitions, one of
+    // them retracted; and the repeated term's bound was raised.
+    let partitions = app.sql_number(
+        "SELECT COUNT(*) FROM term_counts WHERE EXISTS (SELECT 1 FROM unnest(counts) c WHERE c > 0)",
+        &[],
+    );
+    assert!(partitions >= 3, "{partitions}");
+    assert_eq!(
+        app.sql_number("SELECT most FROM counted_terms WHERE term = $1", &[&sail]),
+        3
+    );
 }
 
 /// `n` records of one to six of [`WORDS`] (with `common`, half of the

@@ -92,6 +92,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0012_conversations.sql"),
         backfill: None,
     },
+    Migration {
+        version: 13,
+        name: "term_counts",
+        sql: include_str!("../../../migrations/postgres/0013_term_counts.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {

@@ -17,6 +17,7 @@
 
 pub mod consolidation;
 pub mod conversations;
+mod counted;
 pub mod erasure;
 pub mod import;
 pub mod keys;
@@ -269,22 +270,29 @@ pub struct Pg {
     /// scrub that ends it vacuums the tables (smaller ones are left to
     /// autovacuum, so an erasure's cost follows what it erases).
     vacuum_due: std::cell::Cell<bool>,
+    /// The terms this database's retrievals asked to be counted.
+    wanted: counted::Wanted,
 }
 
 impl Pg {
     /// A connection from the pool, for as long as the `Pg` lives.
     fn pooled(pool: &Pool, shared: &Shared) -> Result<Pg, StoreError> {
         let object = shared.runtime.wait(pool.get())?;
-        Ok(Pg::on(Client::Pooled(object), shared.runtime.clone()))
+        Ok(Pg::on(
+            Client::Pooled(object),
+            shared.runtime.clone(),
+            shared.wanted.clone(),
+        ))
     }
 
-    fn on(client: Client, runtime: Runtime) -> Pg {
+    fn on(client: Client, runtime: Runtime, wanted: counted::Wanted) -> Pg {
         Pg {
             client,
             runtime,
             bounds: Default::default(),
             pending: Default::default(),
             vacuum_due: Default::default(),
+            wanted,
         }
     }
 
@@ -421,7 +429,10 @@ pub fn open(
     Ok(Opened {
         writer: Box::new(writer),
         more_writers,
-        readers: super::ReadPool::Postgres(ReadPool { pool }),
+        readers: super::ReadPool::Postgres(ReadPool {
+            pool,
+            wanted: shared.wanted.clone(),
+        }),
         applied_migrations,
     })
 }
@@ -440,6 +451,7 @@ pub fn connect(options: &PgOptions) -> Result<Pg, StoreError> {
 #[derive(Clone)]
 struct Shared {
     runtime: Runtime,
+    wanted: counted::Wanted,
 }
 
 /// The connection pool of `options` and what its connections share.
@@ -479,7 +491,13 @@ fn pool(options: &PgOptions) -> Result<(Pool, Shared), StoreError> {
         .create_timeout(Some(Duration::from_secs(10)))
         .build()
         .map_err(|e| StoreError::Pool(e.to_string()))?;
-    Ok((pool, Shared { runtime }))
+    Ok((
+        pool,
+        Shared {
+            runtime,
+            wanted: counted::Wanted::default(),
+        },
+    ))
 }
 
 /// A connection made as the pool makes its own, but held by its maker
@@ -493,6 +511,7 @@ fn held(pool: &Pool, runtime: &Runtime) -> Result<Client, StoreError> {
 #[derive(Clone)]
 pub struct ReadPool {
     pool: Pool,
+    wanted: counted::Wanted,
 }
 
 impl ReadPool {
@@ -550,7 +569,7 @@ impl ThreadReads {
             None => {
                 let runtime = Runtime::for_this_thread()?;
                 let client = held(&self.from.pool, &runtime)?;
-                Pg::on(client, runtime)
+                Pg::on(client, runtime, self.from.wanted.clone())
             }
         };
         Ok(self.own.insert(pg))
@@ -576,7 +595,7 @@ impl PgWriter {
     fn new(pool: &Pool, shared: &Shared) -> Result<PgWriter, StoreError> {
         let client = held(pool, &shared.runtime)?;
         Ok(PgWriter {
-            pg: Pg::on(client, shared.runtime.clone()),
+            pg: Pg::on(client, shared.runtime.clone(), shared.wanted.clone()),
             pool: pool.clone(),
             shared: shared.clone(),
         })
@@ -588,6 +607,11 @@ impl WriteConnection for PgWriter {
         if self.pg.client.is_closed() {
             tracing::warn!("a writer's database connection was closed; connecting again");
             *self = PgWriter::new(&self.pool, &self.shared)?;
+        }
+        // Terms retrievals asked for are counted first, in a transaction
+        // of their own (see `counted::count_wanted`).
+        if let Err(e) = counted::count_wanted(&self.pg) {
+            tracing::warn!(error = %e, "counting the terms retrievals asked for failed");
         }
         self.pg.defer("BEGIN");
         Ok(())
@@ -634,9 +658,7 @@ impl WriteConnection for PgWriter {
     }
 
     fn upkeep(&mut self) -> Result<bool, StoreError> {
-        // Nothing kept in the background here: term counts are not kept on
-        // PostgreSQL yet (every term is counted by its matches).
-        Ok(false)
+        counted::count_wanted(&self.pg)
     }
 
     /// Dead rows stay on disk until `VACUUM`: after an erasure of many
@@ -655,7 +677,8 @@ impl WriteConnection for PgWriter {
             .name("engram-vacuum".to_string())
             .spawn(move || {
                 let vacuumed = held(&pool, &shared.runtime).and_then(|client| {
-                    Pg::on(client, shared.runtime.clone()).batch(ERASED_TABLES_VACUUM)
+                    Pg::on(client, shared.runtime.clone(), shared.wanted.clone())
+                        .batch(ERASED_TABLES_VACUUM)
                 });
                 match vacuumed {
                     Ok(()) => tracing::info!("vacuumed the tables an erasure deleted from"),

@@ -279,11 +279,7 @@ impl RankingSource for Source<'_> {
 
     fn totals(&self, query: &RecordQuery) -> Result<Totals, StoreError> {
         let layers = layers(query);
-        let lives: Vec<bool> = if query.include_retracted {
-            vec![true, false]
-        } else {
-            vec![true]
-        };
+        let lives = lives(query);
         let max = query.max_sensitivity.rank() as i64;
         let row = match &query.scopes {
             None => self.pg.query_one(
@@ -408,12 +404,19 @@ impl RankingSource for Source<'_> {
 
     fn frequencies(
         &self,
-        _query: &RecordQuery,
+        query: &RecordQuery,
         terms: &[String],
-        _count_missing: bool,
+        count_missing: bool,
     ) -> Result<Vec<Option<TermCount>>, StoreError> {
-        // No counts kept here yet: every term is counted by its matches.
-        Ok(vec![None; terms.len()])
+        super::counted::frequencies(
+            self.pg,
+            terms,
+            query.scopes.as_deref(),
+            &layers(query),
+            query.max_sensitivity.rank() as i64,
+            &lives(query),
+            count_missing,
+        )
     }
 
     fn conjunction(
@@ -900,6 +903,15 @@ struct Window {
 }
 
 /// The layers of the query's memory types.
+/// The `live` values of the partitions a caller may see.
+fn lives(query: &RecordQuery) -> Vec<bool> {
+    if query.include_retracted {
+        vec![true, false]
+    } else {
+        vec![true]
+    }
+}
+
 fn layers(query: &RecordQuery) -> Vec<i64> {
     query
         .memory_types
