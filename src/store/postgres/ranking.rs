@@ -25,14 +25,14 @@ use tokio_postgres::types::ToSql;
 use super::records::{load_records, payload_sizes};
 use super::Pg;
 use crate::domain::analysis::term_frequency;
-use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
+use crate::domain::record::{MemoryRecord, MemoryType};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    current_salience, Current, PageRow, Posting, RankingSource, RecordText, SessionOf, SessionTurn,
-    Stored, TermCount, Totals, TurnAt, VectorHit,
+    current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText, SessionOf,
+    SessionTurn, Stored, TermCount, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -43,12 +43,44 @@ pub fn query_records(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
-    engine::query_records(&Source { pg }, query, now)
+    let source = Source {
+        pg,
+        facets: Default::default(),
+    };
+    engine::query_records(&source, query, now)
 }
 
 /// What retrieval reads through one connection.
 struct Source<'a> {
     pg: &'a Pg,
+    /// The facets of the query's lookups, once worked out (the same for
+    /// every term of it).
+    facets: std::cell::Cell<Option<Facets>>,
+}
+
+impl Source<'_> {
+    fn facets(&self, query: &RecordQuery) -> Result<Facets, StoreError> {
+        if let Some(facets) = self.facets.get() {
+            return Ok(facets);
+        }
+        let facets = if Facets::counted(query) {
+            let counts = self
+                .pg
+                .query(
+                    "SELECT layer, sensitivity, SUM(docs)::bigint FROM text_totals_all
+                     WHERE live = ANY($1) GROUP BY layer, sensitivity",
+                    &[&lives(query)],
+                )?
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
+                .collect::<Result<Vec<(i64, i64, i64)>, StoreError>>()?;
+            Facets::choose(query, counts)
+        } else {
+            Facets::all(query)
+        };
+        self.facets.set(Some(facets));
+        Ok(facets)
+    }
 }
 
 /// The salience order of what a caller may see: its page and next-tier
@@ -205,7 +237,7 @@ impl RankingSource for Source<'_> {
         // statement, in no order.
         let mut c = Conditions::visible(query, Rows::Records);
         matching(&mut c, term);
-        c.facets(query, None);
+        c.facets(query, self.facets(query)?, None);
         let n = c.param(common as i64);
         let sql = format!(
             "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {} LIMIT {n}) m
@@ -215,7 +247,7 @@ impl RankingSource for Source<'_> {
         let mut found = read_postings(self.pg, &sql, &c, term)?;
         let is_common = found.len() >= common;
         if is_common {
-            found = newest_postings(self.pg, query, term, newest)?;
+            found = newest_postings(self.pg, query, self.facets(query)?, term, newest)?;
         }
         found.sort_unstable_by_key(|p| std::cmp::Reverse(p.stored.key));
         found.truncate(if is_common { newest } else { common });
@@ -240,9 +272,9 @@ impl RankingSource for Source<'_> {
         let mut c = Conditions::visible(query, Rows::Records);
         if query.scopes.is_some() {
             let every: Vec<i64> = MemoryType::ALL.iter().map(|t| t.layer() as i64).collect();
-            c.facets_of(query, &every, None);
+            c.facets_of(query, &every, Facets::all(query), None);
         } else {
-            c.facets(query, None);
+            c.facets(query, self.facets(query)?, None);
         }
         let mut has = Vec::with_capacity(terms.len());
         for (i, term) in terms.iter().enumerate() {
@@ -428,7 +460,7 @@ impl RankingSource for Source<'_> {
         for term in terms {
             matching(&mut c, term);
         }
-        c.facets(query, None);
+        c.facets(query, self.facets(query)?, None);
         let sql = format!(
             "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {}) m
              {POSTING_JOIN}",
@@ -616,6 +648,7 @@ fn matching(c: &mut Conditions, term: &str) {
 fn newest_postings(
     pg: &Pg,
     query: &RecordQuery,
+    narrow: Facets,
     term: &str,
     wanted: usize,
 ) -> Result<Vec<Posting>, StoreError> {
@@ -645,6 +678,7 @@ fn newest_postings(
         matching(&mut c, term);
         c.facets(
             query,
+            narrow,
             (!rest).then_some(Window {
                 oldest,
                 newest,
@@ -779,18 +813,25 @@ impl Conditions {
     /// The visibility and the epochs or eras (`window`) the record's
     /// facets must have, as a condition the search index answers (the
     /// conditions of [`Conditions::visible`] still decide).
-    fn facets(&mut self, query: &RecordQuery, window: Option<Window>) {
-        self.facets_of(query, &layers(query), window);
+    fn facets(&mut self, query: &RecordQuery, narrow: Facets, window: Option<Window>) {
+        self.facets_of(query, &layers(query), narrow, window);
     }
 
     /// [`Conditions::facets`] with `layers` for the query's types.
-    fn facets_of(&mut self, query: &RecordQuery, layers: &[i64], window: Option<Window>) {
+    fn facets_of(
+        &mut self,
+        query: &RecordQuery,
+        layers: &[i64],
+        narrow: Facets,
+        window: Option<Window>,
+    ) {
         let tokens = visible_tokens(
             layers,
             query.max_sensitivity.rank() as i64,
             query.scopes.as_deref(),
             query.include_retracted,
             window,
+            narrow,
         );
         if let Some(tokens) = tokens {
             // A subquery, as the words' query (see `any_of`).
@@ -818,6 +859,7 @@ fn visible_tokens(
     scopes: Option<&[String]>,
     with_retracted: bool,
     window: Option<Window>,
+    narrow: Facets,
 ) -> Option<String> {
     fn any(tokens: impl Iterator<Item = String>) -> String {
         let quoted: Vec<String> = tokens.map(|t| format!("'{t}'")).collect();
@@ -830,7 +872,7 @@ fn visible_tokens(
     let kinds: &[&str] = if with_retracted { &["", "R"] } else { &[""] };
     let of_kinds = |token: String| kinds.iter().map(move |k| format!("{k}{token}"));
     let mut parts = Vec::new();
-    if layers.len() < MemoryType::ALL.len() {
+    if layers.len() < MemoryType::ALL.len() && (scopes.is_some() || narrow.types) {
         parts.push(any(layers.iter().map(|l| format!("L {l}"))));
     }
     let sensitivities = 0..=max_sensitivity;
@@ -856,7 +898,7 @@ fn visible_tokens(
                 None => any(facets("V ").into_iter()),
             });
         }
-        (None, _) if max_sensitivity < Sensitivity::Hyper.rank() as i64 => {
+        (None, _) if narrow.sensitivities => {
             parts.push(any(of_kinds(format!("V {max_sensitivity}"))));
         }
         (None, _) => {}
@@ -974,27 +1016,60 @@ fn next_span(found: usize, wanted: usize, keys_read: i64, last_span: i64, bits: 
 mod tests {
     use super::*;
 
+    /// The tokens with every facet that narrows at all.
+    fn tokens(
+        layers: &[i64],
+        max_sensitivity: i64,
+        scopes: Option<&[String]>,
+        with_retracted: bool,
+        window: Option<Window>,
+    ) -> Option<String> {
+        let narrow = Facets {
+            sensitivities: max_sensitivity < 4,
+            types: layers.len() < 5,
+        };
+        visible_tokens(
+            layers,
+            max_sensitivity,
+            scopes,
+            with_retracted,
+            window,
+            narrow,
+        )
+    }
+
     /// The facets of the records a caller may see, as `engram_facets`
     /// (schema version 4) gives them: current records by their own
     /// tokens, retracted ones by theirs only when asked for.
     #[test]
     fn visible_tokens_name_the_facets_a_caller_may_see() {
         let all = [0, 1, 2, 3, 4];
-        assert_eq!(visible_tokens(&all, 4, None, true, None), None);
+        assert_eq!(tokens(&all, 4, None, true, None), None);
         // Every record of every sensitivity: current ones are told from
         // retracted ones by the conditions, not the index.
-        assert_eq!(visible_tokens(&all, 4, None, false, None), None);
+        assert_eq!(tokens(&all, 4, None, false, None), None);
         assert_eq!(
-            visible_tokens(&[0, 2], 4, None, true, None).as_deref(),
+            tokens(&[0, 2], 4, None, true, None).as_deref(),
             Some("('L 0' | 'L 2')")
         );
         assert_eq!(
-            visible_tokens(&[], 0, None, false, None).as_deref(),
+            tokens(&[], 0, None, false, None).as_deref(),
             Some("'L none' & ('V 0')")
         );
         assert_eq!(
-            visible_tokens(&all, 1, None, true, None).as_deref(),
+            tokens(&all, 1, None, true, None).as_deref(),
             Some("('V 1' | 'RV 1')")
+        );
+        // Where they would not narrow (`Facets::choose`), neither types
+        // nor sensitivities, but a scope's are kept.
+        let none = Facets {
+            sensitivities: false,
+            types: false,
+        };
+        assert_eq!(visible_tokens(&[0, 2], 1, None, false, None, none), None);
+        assert_eq!(
+            visible_tokens(&[0], 0, Some(&[]), false, None, none).as_deref(),
+            Some("('L 0') & ('V 0 -')")
         );
         let epochs = Window {
             oldest: 3,
@@ -1002,16 +1077,16 @@ mod tests {
             bits: EPOCH_BITS,
         };
         assert_eq!(
-            visible_tokens(&all, 2, None, false, Some(epochs)).as_deref(),
+            tokens(&all, 2, None, false, Some(epochs)).as_deref(),
             Some("('V 2') & ('E 3' | 'E 4')")
         );
         assert_eq!(
-            visible_tokens(&all, 4, None, true, Some(epochs)).as_deref(),
+            tokens(&all, 4, None, true, Some(epochs)).as_deref(),
             Some("('E 3' | 'RE 3' | 'E 4' | 'RE 4')")
         );
         let scopes = ["project-alpha".to_string()];
         assert_eq!(
-            visible_tokens(&[1], 1, Some(&scopes), false, Some(epochs)).as_deref(),
+            tokens(&[1], 1, Some(&scopes), false, Some(epochs)).as_deref(),
             Some(
                 "('L 1') & ('EV 3 0 e89cb74df0069d47' | 'EV 3 0 -' | 'EV 3 1 e89cb74df0069d47' \
                  | 'EV 3 1 -' | 'EV 4 0 e89cb74df0069d47' | 'EV 4 0 -' \
@@ -1024,11 +1099,11 @@ mod tests {
             bits: ERA_BITS,
         };
         assert_eq!(
-            visible_tokens(&all, 0, Some(&[]), true, Some(eras)).as_deref(),
+            tokens(&all, 0, Some(&[]), true, Some(eras)).as_deref(),
             Some("('EW 1 0 -' | 'REW 1 0 -')")
         );
         assert_eq!(
-            visible_tokens(&all, 0, Some(&scopes), true, None).as_deref(),
+            tokens(&all, 0, Some(&scopes), true, None).as_deref(),
             Some("('V 0 e89cb74df0069d47' | 'RV 0 e89cb74df0069d47' | 'V 0 -' | 'RV 0 -')")
         );
     }

@@ -10,12 +10,83 @@ use std::collections::HashMap;
 use super::DecayBound;
 use crate::domain::analysis::term_frequency;
 use crate::domain::decay::{salience_at, Anchor, DecayState};
-use crate::domain::record::MemoryRecord;
+use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
 use crate::store::rows::Columns;
 use crate::store::StoreError;
+
+/// Which of its sensitivities and types a caller of every scope looks its
+/// terms up with in a backend's full-text index. Each is a facet token in
+/// most records, as costly to follow as a common term; the lookup carries
+/// one only where leaving it to the conditions on the records would look
+/// at more than twice the records the caller may see. A caller limited to
+/// scopes has its scopes as facets of their own, and keeps every facet
+/// that narrows at all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Facets {
+    pub sensitivities: bool,
+    pub types: bool,
+}
+
+impl Facets {
+    /// Every facet that narrows at all: the query's sensitivities below
+    /// the highest, its types unless all.
+    pub fn all(query: &RecordQuery) -> Facets {
+        Facets {
+            sensitivities: query.max_sensitivity < Sensitivity::Hyper,
+            types: query.memory_types.len() < MemoryType::ALL.len(),
+        }
+    }
+
+    /// Whether the backend's counts of records by type and sensitivity
+    /// ([`Facets::choose`]) decide the facets of `query`.
+    pub fn counted(query: &RecordQuery) -> bool {
+        let all = Facets::all(query);
+        query.scopes.is_none() && (all.sensitivities || all.types)
+    }
+
+    /// The facets of `query` (a caller of every scope) from the number of
+    /// records of each layer and sensitivity (`(layer, sensitivity,
+    /// docs)`, of the statuses the query sees, in any grouping).
+    pub fn choose(
+        query: &RecordQuery,
+        counts: impl IntoIterator<Item = (i64, i64, i64)>,
+    ) -> Facets {
+        let all = Facets::all(query);
+        let ceiling = query.max_sensitivity.rank() as i64;
+        let (mut every, mut sensitive, mut typed, mut visible) = (0i64, 0i64, 0i64, 0i64);
+        for (layer, sensitivity, docs) in counts {
+            let admitted = sensitivity <= ceiling;
+            let of_type = query.memory_types.iter().any(|t| t.layer() as i64 == layer);
+            every += docs;
+            sensitive += i64::from(admitted) * docs;
+            typed += i64::from(of_type) * docs;
+            visible += i64::from(admitted && of_type) * docs;
+        }
+        let near = |looked_at: i64| looked_at <= visible.saturating_mul(2);
+        let none = Facets {
+            sensitivities: false,
+            types: false,
+        };
+        if near(every) {
+            none
+        } else if near(sensitive) && all.sensitivities {
+            Facets {
+                sensitivities: true,
+                ..none
+            }
+        } else if near(typed) && all.types {
+            Facets {
+                types: true,
+                ..none
+            }
+        } else {
+            all
+        }
+    }
+}
 
 /// A visible record as an index gives it: enough to bound what it can
 /// score.

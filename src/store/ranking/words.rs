@@ -57,13 +57,17 @@ impl Words {
         };
         // Without filters, what the backend counts of a term is how many
         // visible records have it: a term counted in many needs only its
-        // newest matches read, not as many as make it common.
-        let known: Vec<Option<TermCount>> =
-            if from_slice.is_none() && query.filters.is_empty() && query.min_salience <= 0.0 {
-                source.frequencies(query, &names, false)?
-            } else {
-                vec![None; names.len()]
-            };
+        // newest matches read, not as many as make it common. (No term is
+        // common among fewer records than that.)
+        let known: Vec<Option<TermCount>> = if from_slice.is_none()
+            && query.filters.is_empty()
+            && query.min_salience <= 0.0
+            && totals.docs >= COMMON_WORD_MATCHES as i64
+        {
+            source.frequencies(query, &names, false)?
+        } else {
+            vec![None; names.len()]
+        };
         let mut terms = Vec::with_capacity(names.len());
         for (i, term) in names.into_iter().enumerate() {
             crate::store::budget::check()?;

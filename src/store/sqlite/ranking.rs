@@ -31,8 +31,8 @@ use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
 use crate::store::ranking::engine;
 use crate::store::ranking::source::{
-    current_salience, Current, PageRow, Posting, RankingSource, RecordText, SessionOf, SessionTurn,
-    Stored, TermCount, TermsIn, Totals, TurnAt, VectorHit,
+    current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText, SessionOf,
+    SessionTurn, Stored, TermCount, TermsIn, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
 use crate::store::{RecordPage, StoreError};
@@ -66,7 +66,7 @@ impl Source<'_> {
         if let Some(facets) = self.facets.get() {
             return Ok(facets);
         }
-        let facets = Facets::for_query(self.conn, query)?;
+        let facets = facets_for(self.conn, query)?;
         self.facets.set(Some(facets));
         Ok(facets)
     }
@@ -688,70 +688,21 @@ fn slice_sql(query: &RecordQuery, columns: &str, join: &str, values: &mut Vec<Sq
     ranges.join(" UNION ALL ")
 }
 
-/// Which of its sensitivities and types a caller of every scope looks its
-/// terms up with in the full-text index. Each is a facet token in most
-/// records, as costly to follow as a common term; the lookup carries one
-/// only where leaving it to the conditions on the records would look at
-/// more than twice the records the caller may see.
-#[derive(Debug, Clone, Copy)]
-struct Facets {
-    sensitivities: bool,
-    types: bool,
-}
-
-impl Facets {
-    fn for_query(conn: &Connection, query: &RecordQuery) -> Result<Facets, StoreError> {
-        let all = Facets {
-            sensitivities: query.max_sensitivity < Sensitivity::Hyper,
-            types: query.memory_types.len() < MemoryType::ALL.len(),
-        };
-        // A caller of some scopes has them as facets of their own.
-        if query.scopes.is_some() || !(all.sensitivities || all.types) {
-            return Ok(all);
-        }
-        let lives = live_list(query);
-        let layers: Vec<i64> = query
-            .memory_types
-            .iter()
-            .map(|t| t.layer() as i64)
-            .collect();
-        let ceiling = query.max_sensitivity.rank() as i64;
-        let (mut every, mut sensitive, mut typed, mut visible) = (0i64, 0i64, 0i64, 0i64);
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT layer, sensitivity, SUM(docs) FROM text_totals_all WHERE live IN ({})
-             GROUP BY layer, sensitivity",
-            lives
-        ))?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let (layer, sensitivity, docs): (i64, i64, i64) =
-                (row.get(0)?, row.get(1)?, row.get(2)?);
-            let (admitted, of_type) = (sensitivity <= ceiling, layers.contains(&layer));
-            every += docs;
-            sensitive += i64::from(admitted) * docs;
-            typed += i64::from(of_type) * docs;
-            visible += i64::from(admitted && of_type) * docs;
-        }
-        let near = |looked_at: i64| looked_at <= visible.saturating_mul(2);
-        Ok(if near(every) {
-            Facets {
-                sensitivities: false,
-                types: false,
-            }
-        } else if near(sensitive) && all.sensitivities {
-            Facets {
-                sensitivities: true,
-                types: false,
-            }
-        } else if near(typed) && all.types {
-            Facets {
-                sensitivities: false,
-                types: true,
-            }
-        } else {
-            all
-        })
+/// The facets of `query`'s lookups ([`Facets`]), from `text_totals_all`
+/// for a caller of every scope.
+fn facets_for(conn: &Connection, query: &RecordQuery) -> Result<Facets, StoreError> {
+    if !Facets::counted(query) {
+        return Ok(Facets::all(query));
     }
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT layer, sensitivity, SUM(docs) FROM text_totals_all WHERE live IN ({})
+         GROUP BY layer, sensitivity",
+        live_list(query)
+    ))?;
+    let counts = stmt
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+        .collect::<Result<Vec<(i64, i64, i64)>, _>>()?;
+    Ok(Facets::choose(query, counts))
 }
 
 /// The full-text query of records with all of `terms` among the records
@@ -1399,7 +1350,7 @@ mod text_tests {
                 memory_types: types.to_vec(),
                 ..text_query("word", 10)
             };
-            let f = Facets::for_query(&conn, &query).unwrap();
+            let f = facets_for(&conn, &query).unwrap();
             (f.sensitivities, f.types)
         };
         let every = MemoryType::ALL;
@@ -1436,7 +1387,7 @@ mod text_tests {
             max_sensitivity: Sensitivity::Medium,
             ..text_query("word", 10)
         };
-        let f = Facets::for_query(&conn, &scoped).unwrap();
+        let f = facets_for(&conn, &scoped).unwrap();
         assert!(f.sensitivities && !f.types);
     }
 
