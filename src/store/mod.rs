@@ -253,8 +253,7 @@ pub trait WriteConnection: Send {
     /// whose dead rows wait for `VACUUM`.
     fn scrub(&mut self) -> Result<(), StoreError>;
     /// Outside a transaction, when no write has come for a moment: what
-    /// the backend keeps up to date in the background (on SQLite, the
-    /// counts of the terms retrievals found common; nothing on
-    /// PostgreSQL). Answers whether it did anything.
+    /// the backend keeps up to date in the background (the counts of the
+    /// terms retrievals found common). Answers whether it did anything.
     fn upkeep(&mut self) -> Result<bool, StoreError>;
 }

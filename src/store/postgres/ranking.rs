@@ -233,22 +233,33 @@ impl RankingSource for Source<'_> {
         common: usize,
         newest: usize,
     ) -> Result<(Vec<Posting>, bool), StoreError> {
-        // Every visible match, when there are fewer than `common`: one
-        // statement, in no order.
-        let mut c = Conditions::visible(query, Rows::Records);
-        matching(&mut c, term);
-        c.facets(query, self.facets(query)?, None);
-        let n = c.param(common as i64);
-        let sql = format!(
-            "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {} LIMIT {n}) m
-             {POSTING_JOIN}",
-            c.clause
-        );
-        let mut found = read_postings(self.pg, &sql, &c, term)?;
-        let is_common = found.len() >= common;
-        if is_common {
-            found = newest_postings(self.pg, query, self.facets(query)?, term, newest)?;
-        }
+        let facets = self.facets(query)?;
+        let (mut found, is_common) = if common <= newest {
+            // The newest `newest` are the answer either way (a term known
+            // to be common): the lookup of any `common` would only look at
+            // the whole list of the term's matches first.
+            let found = newest_postings(self.pg, query, facets, term, newest)?;
+            let is_common = found.len() >= common;
+            (found, is_common)
+        } else {
+            // Every visible match, when there are fewer than `common`: one
+            // statement, in no order.
+            let mut c = Conditions::visible(query, Rows::Records);
+            matching(&mut c, term);
+            c.facets(query, facets, None);
+            let n = c.param(common as i64);
+            let sql = format!(
+                "SELECT {POSTING_COLUMNS} FROM (SELECT r.key FROM records r WHERE {} LIMIT {n}) m
+                 {POSTING_JOIN}",
+                c.clause
+            );
+            let found = read_postings(self.pg, &sql, &c, term)?;
+            if found.len() >= common {
+                (newest_postings(self.pg, query, facets, term, newest)?, true)
+            } else {
+                (found, false)
+            }
+        };
         found.sort_unstable_by_key(|p| std::cmp::Reverse(p.stored.key));
         found.truncate(if is_common { newest } else { common });
         Ok((found, is_common))
