@@ -77,7 +77,11 @@ END
 $$;
 
 -- Adds the changes of one statement (rows counted -1 as they were, +1 as
--- they are) to the counts of the counted terms their search text has.
+-- they are) to the counts of the counted terms their search text has. A
+-- row of this connection's shard is changed where its few terms are (a
+-- record has a few dozen terms, a chunk 256 counts); the rows not there
+-- yet are inserted (and added to, should another connection of the same
+-- shard have inserted one meanwhile).
 CREATE FUNCTION engram_add_term_counts(scopes TEXT[], layers BIGINT[], sensitivities BIGINT[],
                                        lives BOOLEAN[], signs INT[], searches TSVECTOR[])
 RETURNS VOID LANGUAGE SQL AS $$
@@ -90,31 +94,64 @@ RETURNS VOID LANGUAGE SQL AS $$
         JOIN counted_terms n ON n.term = w.term
         GROUP BY 1, 2, 3, 4, 5 HAVING SUM(c.d) <> 0),
     by_scope AS (
+        SELECT scope, layer, sensitivity, live, (id - 1) / 256 AS chunk,
+               array_agg((id - 1) % 256 + 1) AS positions, array_agg(d) AS deltas
+        FROM t GROUP BY 1, 2, 3, 4, 5),
+    every AS (
+        SELECT layer, sensitivity, live, chunk, array_agg(p) AS positions, array_agg(d) AS deltas
+        FROM (SELECT layer, sensitivity, live, (id - 1) / 256 AS chunk, (id - 1) % 256 + 1 AS p,
+                     SUM(d)::int AS d
+              FROM t GROUP BY 1, 2, 3, 4, 5 HAVING SUM(d) <> 0) a
+        GROUP BY 1, 2, 3, 4),
+    scope_changed AS (
+        UPDATE term_counts k SET counts = engram_counts_add(k.counts, b.positions, b.deltas)
+        FROM by_scope b
+        WHERE k.scope = b.scope AND k.layer = b.layer AND k.sensitivity = b.sensitivity
+          AND k.live = b.live AND k.shard = pg_backend_pid() % 16 AND k.chunk = b.chunk
+        RETURNING k.scope, k.layer, k.sensitivity, k.live, k.chunk),
+    every_changed AS (
+        UPDATE term_counts_all k SET counts = engram_counts_add(k.counts, e.positions, e.deltas)
+        FROM every e
+        WHERE k.layer = e.layer AND k.sensitivity = e.sensitivity AND k.live = e.live
+          AND k.shard = pg_backend_pid() % 16 AND k.chunk = e.chunk
+        RETURNING k.layer, k.sensitivity, k.live, k.chunk),
+    scope_new AS (
         INSERT INTO term_counts (scope, layer, sensitivity, live, shard, chunk, counts)
-        SELECT scope, layer, sensitivity, live, pg_backend_pid() % 16, (id - 1) / 256,
-               engram_counts_add('{}', array_agg((id - 1) % 256 + 1), array_agg(d))
-        FROM t GROUP BY scope, layer, sensitivity, live, (id - 1) / 256
+        SELECT scope, layer, sensitivity, live, pg_backend_pid() % 16, chunk,
+               engram_counts_add('{}', positions, deltas)
+        FROM by_scope b
+        WHERE NOT EXISTS (SELECT 1 FROM scope_changed k
+                          WHERE k.scope = b.scope AND k.layer = b.layer
+                            AND k.sensitivity = b.sensitivity AND k.live = b.live
+                            AND k.chunk = b.chunk)
         ON CONFLICT (scope, layer, sensitivity, live, shard, chunk) DO UPDATE
         SET counts = engram_counts_sum(term_counts.counts, excluded.counts))
     INSERT INTO term_counts_all (layer, sensitivity, live, shard, chunk, counts)
-    SELECT layer, sensitivity, live, pg_backend_pid() % 16, (id - 1) / 256,
-           engram_counts_add('{}', array_agg((id - 1) % 256 + 1), array_agg(d))
-    FROM (SELECT layer, sensitivity, live, id, SUM(d)::int AS d FROM t
-          GROUP BY 1, 2, 3, 4 HAVING SUM(d) <> 0) a
-    GROUP BY layer, sensitivity, live, (id - 1) / 256
+    SELECT layer, sensitivity, live, pg_backend_pid() % 16, chunk,
+           engram_counts_add('{}', positions, deltas)
+    FROM every e
+    WHERE NOT EXISTS (SELECT 1 FROM every_changed k
+                      WHERE k.layer = e.layer AND k.sensitivity = e.sensitivity
+                        AND k.live = e.live AND k.chunk = e.chunk)
     ON CONFLICT (layer, sensitivity, live, shard, chunk) DO UPDATE
     SET counts = engram_counts_sum(term_counts_all.counts, excluded.counts)
 $$;
 
 -- Raises the most times a counted term is in one record where one of
 -- `repeats` (a record's terms it has more than once, "term times ...")
--- has it more often.
-CREATE FUNCTION engram_raise_most(repeats TEXT[]) RETURNS VOID LANGUAGE SQL AS $$
+-- has it more often; most texts raise none, and lock no row.
+CREATE FUNCTION engram_raise_most(repeats TEXT[]) RETURNS VOID LANGUAGE plpgsql AS $$
+BEGIN
+    IF repeats IS NULL THEN
+        RETURN;
+    END IF;
     UPDATE counted_terms n SET most = r.times
-    FROM (SELECT w[1] AS term, MAX(w[2]::int) AS times
+    FROM (SELECT n.id, MAX(w[2]::int) AS times
           FROM unnest(repeats) AS u(text), regexp_matches(u.text, '(\S+) (\d+)', 'g') AS w
-          GROUP BY 1) r
-    WHERE n.term = r.term AND n.most < r.times
+          JOIN counted_terms n ON n.term = w[1]
+          GROUP BY n.id, n.most HAVING MAX(w[2]::int) > n.most) r
+    WHERE n.id = r.id AND n.most < r.times;
+END
 $$;
 
 CREATE FUNCTION engram_term_counts() RETURNS TRIGGER LANGUAGE plpgsql AS $$
