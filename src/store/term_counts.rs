@@ -35,6 +35,23 @@ pub fn chunk_of(number: u32) -> (i64, u32) {
 /// Records a term must be found in to be counted.
 pub const COUNTED_FROM: u32 = if cfg!(test) { 3 } else { 1000 };
 
+/// Terms counted in one transaction at most: each reads its matches in
+/// the full-text index, and the writes behind it wait for them.
+pub const COUNTED_AT_ONCE: usize = 8;
+
+/// Takes the first [`COUNTED_AT_ONCE`] (at most) of the terms waiting to
+/// be counted.
+pub fn take_some(wanted: &mut std::collections::BTreeSet<String>) -> Vec<String> {
+    let mut taken = Vec::new();
+    while taken.len() < COUNTED_AT_ONCE {
+        match wanted.pop_first() {
+            Some(term) => taken.push(term),
+            None => break,
+        }
+    }
+    taken
+}
+
 /// The counts of a vector, from its stored bytes (little-endian `u32`,
 /// one per counted term, by number from 1; a vector shorter than the
 /// numbers given has zeros for the rest).

@@ -14,14 +14,11 @@ use std::sync::{Arc, Mutex};
 
 use super::Pg;
 use crate::store::ranking::source::TermCount;
+use crate::store::term_counts::take_some;
 use crate::store::StoreError;
 
 /// Terms per chunk: the schema's triggers number them so.
 const CHUNK: i32 = 256;
-
-/// Terms counted in one transaction at most: each reads its matches, and
-/// writes wait meanwhile.
-const COUNTED_AT_ONCE: usize = 8;
 
 /// The terms retrievals found in many records but not counted, shared by
 /// one database's readers and writers.
@@ -36,14 +33,7 @@ impl Wanted {
 
     fn take(&self) -> Vec<String> {
         let mut wanted = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let mut taken = Vec::new();
-        while taken.len() < COUNTED_AT_ONCE {
-            match wanted.pop_first() {
-                Some(term) => taken.push(term),
-                None => break,
-            }
-        }
-        taken
+        take_some(&mut wanted)
     }
 }
 
@@ -115,7 +105,7 @@ pub(crate) fn frequencies(
     Ok(found)
 }
 
-/// Counts (at most [`COUNTED_AT_ONCE`] of) the terms retrievals asked for,
+/// Counts (at most [`COUNTED_AT_ONCE`](crate::store::term_counts::COUNTED_AT_ONCE) of) the terms retrievals asked for,
 /// in a transaction of its own: no record is written meanwhile (so none is
 /// counted twice or missed), and it gives up at once rather than wait on
 /// another transaction's lock, leaving the terms for the next time.

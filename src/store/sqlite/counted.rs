@@ -13,7 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::search::Counted;
 use crate::domain::analysis::{repeated, term_frequency};
 use crate::store::ranking::source::TermCount;
-use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas};
+use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas, take_some};
 use crate::store::StoreError;
 
 /// A partition of visibility: scope ('' for none), layer, sensitivity,
@@ -109,10 +109,6 @@ fn raise_most(conn: &Connection, number: u32, times: u32) -> Result<(), StoreErr
 /// or when it has been idle a moment ([`super::SqliteWriter`]).
 static WANTED: Mutex<BTreeMap<String, BTreeSet<String>>> = Mutex::new(BTreeMap::new());
 
-/// Terms counted in one transaction at most: each reads its matches in
-/// the full-text index, and the write it commits with waits for them.
-const COUNTED_AT_ONCE: usize = 8;
-
 /// The file of `conn`'s database (none in memory: nothing to share).
 fn database_of(conn: &Connection) -> Option<String> {
     conn.path()
@@ -141,7 +137,7 @@ pub fn any_wanted(conn: &Connection) -> bool {
     wanted.get(&database).is_some_and(|w| !w.is_empty())
 }
 
-/// Takes (at most [`COUNTED_AT_ONCE`] of) the terms waiting to be counted
+/// Takes (at most [`COUNTED_AT_ONCE`](crate::store::term_counts::COUNTED_AT_ONCE) of) the terms waiting to be counted
 /// in `conn`'s database.
 pub fn take_wanted(conn: &Connection) -> Vec<String> {
     let Some(database) = database_of(conn) else {
@@ -151,14 +147,7 @@ pub fn take_wanted(conn: &Connection) -> Vec<String> {
     let Some(terms) = wanted.get_mut(&database) else {
         return Vec::new();
     };
-    let mut taken = Vec::new();
-    while taken.len() < COUNTED_AT_ONCE {
-        match terms.pop_first() {
-            Some(term) => taken.push(term),
-            None => break,
-        }
-    }
-    taken
+    take_some(terms)
 }
 
 /// Registers `engram_add_counts(vector, deltas)` on `conn`: the vector
