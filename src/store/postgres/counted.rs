@@ -54,13 +54,14 @@ pub(crate) fn frequencies(
     if terms.is_empty() {
         return Ok(Vec::new());
     }
-    let terms: Vec<String> = terms.to_vec();
-    let partitions = "c.chunk = (n.id - 1) / 256 AND c.layer = ANY($2) AND c.sensitivity <= $3
-                      AND c.live = ANY($4)";
+    let partitions = format!(
+        "c.chunk = (n.id - 1) / {CHUNK} AND c.layer = ANY($2) AND c.sensitivity <= $3
+         AND c.live = ANY($4)"
+    );
     let rows = match scopes {
         None => pg.query(
             &format!(
-                "SELECT n.term, n.most, COALESCE(SUM(c.counts[(n.id - 1) % 256 + 1]), 0)::bigint
+                "SELECT n.term, n.most, COALESCE(SUM(c.counts[(n.id - 1) % {CHUNK} + 1]), 0)::bigint
                  FROM counted_terms n LEFT JOIN term_counts_all c ON {partitions}
                  WHERE n.term = ANY($1) GROUP BY n.term, n.most"
             ),
@@ -72,7 +73,7 @@ pub(crate) fn frequencies(
             pg.query(
                 &format!(
                     "SELECT n.term, n.most,
-                            COALESCE(SUM(c.counts[(n.id - 1) % 256 + 1]), 0)::bigint
+                            COALESCE(SUM(c.counts[(n.id - 1) % {CHUNK} + 1]), 0)::bigint
                      FROM counted_terms n
                      LEFT JOIN term_counts c ON c.scope = ANY($5) AND {partitions}
                      WHERE n.term = ANY($1) GROUP BY n.term, n.most"
@@ -136,17 +137,18 @@ pub fn count_wanted(pg: &Pg) -> Result<bool, StoreError> {
 
 /// Numbers `term` and counts the records that have it, by partition, and
 /// the most times one has had it; a term counted already is left as it is.
-fn count(pg: &Pg, term: &String) -> Result<(), StoreError> {
+fn count(pg: &Pg, term: &str) -> Result<(), StoreError> {
     let Some(row) = pg.query_opt(
         "INSERT INTO counted_terms (term) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id",
-        &[term],
+        &[&term],
     )?
     else {
         return Ok(());
     };
     let id: i32 = row.try_get(0)?;
     let (chunk, at) = ((id - 1) / CHUNK, (id - 1) % CHUNK + 1);
-    let query = format!("'{}'", term.replace('\'', "''"));
+    // As the postings are looked up, so the counts are theirs.
+    let query = super::ranking::term_query(term);
     pg.execute(
         "WITH t AS (
              SELECT COALESCE(scope, '') AS scope, layer, sensitivity,
@@ -174,7 +176,7 @@ fn count(pg: &Pg, term: &String) -> Result<(), StoreError> {
              FROM records, regexp_matches(search_repeats, '(\\S+) (\\d+)', 'g') AS w
              WHERE search @@ (SELECT to_tsquery('simple', $2)) AND w[1] = $3), 1))
          WHERE id = $1",
-        &[&id, &query, term],
+        &[&id, &query, &term],
     )?;
     Ok(())
 }

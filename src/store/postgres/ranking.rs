@@ -634,10 +634,16 @@ fn read_postings(
         .collect()
 }
 
+/// The text of `to_tsquery('simple', …)` that finds the records with
+/// `term` (an analyser's term): quoted, so it is one lexeme.
+pub(super) fn term_query(term: &str) -> String {
+    format!("'{}'", term.replace('\'', "''"))
+}
+
 /// The condition that a record `r` has `term` (an analyser's term), its
 /// text a parameter of `c`.
 fn has_term(c: &mut Conditions, term: &str) -> String {
-    let p = c.param(format!("'{}'", term.replace('\'', "''")));
+    let p = c.param(term_query(term));
     // As a subquery the planner does not estimate the query from the
     // search column's statistics (thousands of lexemes, read at every
     // planning): the index answers it whatever the estimate.
