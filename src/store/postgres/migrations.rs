@@ -98,6 +98,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0013_term_counts.sql"),
         backfill: None,
     },
+    Migration {
+        version: 14,
+        name: "counts_by_plan",
+        sql: include_str!("../../../migrations/postgres/0014_counts_by_plan.sql"),
+        backfill: None,
+    },
 ];
 
 pub fn latest_version() -> i64 {
