@@ -154,14 +154,14 @@ fn jobs(args: &[String]) -> ExitCode {
         println!("{}", cli::JOBS_USAGE);
         return ExitCode::SUCCESS;
     }
-    let (command, url) = match cli::parse_jobs(args) {
+    let (command, service) = match cli::parse_jobs(args) {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("engram jobs: {message}\n\n{}", cli::JOBS_USAGE);
             return ExitCode::from(2);
         }
     };
-    match actix_web::rt::System::new().block_on(cli::run_jobs(command, &url)) {
+    match actix_web::rt::System::new().block_on(cli::run_jobs(command, &service)) {
         Ok(output) => {
             print!("{output}");
             if !output.ends_with('\n') {

@@ -39,11 +39,13 @@ fn refusal(error: ServiceError) -> String {
 
 pub const JOBS_USAGE: &str = "\
 Usage:
-  engram jobs list [--url URL]
-  engram jobs set <name> [--schedule \"<6-field cron>\"] [--enabled true|false] [--url URL]
-  engram jobs run <name> [--url URL]
+  engram jobs list [--url URL] [--key SECRET]
+  engram jobs set <name> [--schedule \"<6-field cron>\"] [--enabled true|false] [--url URL] [--key SECRET]
+  engram jobs run <name> [--url URL] [--key SECRET]
 
-URL defaults to ENGRAM_URL, or http://127.0.0.1:8080.";
+URL defaults to ENGRAM_URL, or http://127.0.0.1:8080. Once the service has
+an API key, the jobs need an admin key's secret: ENGRAM_API_KEY, or --key
+(which other users of the machine can see in its process list).";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobsCommand {
@@ -58,10 +60,22 @@ pub enum JobsCommand {
     },
 }
 
-/// Parses the words after `engram jobs`; answers the command and the URL.
-pub fn parse_jobs(args: &[String]) -> Result<(JobsCommand, String), String> {
+/// A running service, as a command reaches it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Service {
+    pub url: String,
+    /// The API key's secret to send, if any.
+    pub key: Option<String>,
+}
+
+/// Parses the words after `engram jobs`; answers the command and the
+/// service to send it to.
+pub fn parse_jobs(args: &[String]) -> Result<(JobsCommand, Service), String> {
     let mut url =
         std::env::var("ENGRAM_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".to_string());
+    let mut key = std::env::var("ENGRAM_API_KEY")
+        .ok()
+        .filter(|k| !k.trim().is_empty());
     let mut positional = Vec::new();
     let mut schedule = None;
     let mut enabled = None;
@@ -70,6 +84,13 @@ pub fn parse_jobs(args: &[String]) -> Result<(JobsCommand, String), String> {
         let mut value = |flag: &str| words.next().cloned().ok_or(format!("{flag} needs a value"));
         match word.as_str() {
             "--url" => url = value("--url")?,
+            "--key" => {
+                let secret = value("--key")?;
+                if secret.trim().is_empty() {
+                    return Err("--key needs a secret".to_string());
+                }
+                key = Some(secret);
+            }
             "--schedule" => schedule = Some(value("--schedule")?),
             "--enabled" => {
                 enabled = Some(match value("--enabled")?.as_str() {
@@ -98,14 +119,17 @@ pub fn parse_jobs(args: &[String]) -> Result<(JobsCommand, String), String> {
         [run, name] if run == "run" => JobsCommand::Run { name: name.clone() },
         _ => return Err("expected list, set <name> or run <name>".to_string()),
     };
-    Ok((command, url))
+    Ok((command, Service { url, key }))
 }
 
 /// Runs the command; answers what to print, or the error to report.
-pub async fn run_jobs(command: JobsCommand, url: &str) -> Result<String, String> {
-    let client = awc::Client::builder()
-        .timeout(Duration::from_secs(3600))
-        .finish();
+pub async fn run_jobs(command: JobsCommand, service: &Service) -> Result<String, String> {
+    let url = &service.url;
+    let mut client = awc::Client::builder().timeout(Duration::from_secs(3600));
+    if let Some(key) = &service.key {
+        client = client.bearer_auth(key);
+    }
+    let client = client.finish();
     let request = match &command {
         JobsCommand::List => client.get(format!("{url}/v1/jobs")).send().await,
         JobsCommand::Set {
@@ -225,9 +249,11 @@ mod tests {
 
     #[test]
     fn jobs_commands_parse() {
-        let (command, url) = parse_jobs(&words("list --url http://h:1/")).unwrap();
+        let (command, service) = parse_jobs(&words("list --url http://h:1/ --key s3cret")).unwrap();
         assert_eq!(command, JobsCommand::List);
-        assert_eq!(url, "http://h:1");
+        assert_eq!(service.url, "http://h:1");
+        assert_eq!(service.key.as_deref(), Some("s3cret"));
+        assert!(parse_jobs(&words("list --key")).is_err());
         let mut args = words("set decay --enabled false --schedule");
         args.push("0 */5 * * * *".into());
         let (command, _) = parse_jobs(&args).unwrap();

@@ -392,6 +392,60 @@ async fn the_operator_cli_lists_changes_and_runs_jobs() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("6 fields"));
 }
 
+/// Once the service has a key, the CLI sends one: from `--key` or
+/// `ENGRAM_API_KEY`; without, it says a key is needed.
+#[actix_web::test]
+async fn the_operator_cli_sends_a_key_to_a_secured_service() {
+    let app = spawn_app().await;
+    let root = app.root_key().await;
+    let run = |args: Vec<&str>, env_key: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+        command
+            .args(args)
+            .args(["--url", &app.address])
+            .env_remove("ENGRAM_API_KEY");
+        if let Some(key) = env_key {
+            command.env("ENGRAM_API_KEY", key);
+        }
+        actix_web::rt::task::spawn_blocking(move || {
+            command.output().expect("the engram binary runs")
+        })
+    };
+    let out = run(vec!["jobs", "list"], None).await.unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(said.contains("401") && said.contains("API key"), "{said}");
+    let out = run(vec!["jobs", "list", "--key", &root], None)
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("consolidation"));
+    let out = run(vec!["jobs", "run", "decay"], Some(&root))
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["job"], "decay", "{printed}");
+    // A key without the admin role is refused, as over HTTP.
+    let reader = app
+        .make_key(
+            Some(&root),
+            json!({"name": "reader", "max_sensitivity": "low"}),
+        )
+        .await;
+    let out = run(vec!["jobs", "list"], Some(&reader)).await.unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("403"));
+}
+
 #[actix_web::test]
 async fn a_run_whose_record_cannot_be_stored_gives_its_lease_back() {
     let app = spawn_app().await;
