@@ -118,6 +118,9 @@ fn configure_connection(conn: &Connection, options: ConnectionOptions) -> rusqli
 /// Gives SQLCipher the database key, before anything reads the file.
 fn unlock(conn: &Connection, key: Option<&str>) -> rusqlite::Result<()> {
     if let Some(key) = key {
+        // SQLCipher writes its own log to stderr (a wrong key's failed
+        // checks among it); engram reports what fails as its own errors.
+        conn.pragma_update(None, "cipher_log_level", "NONE")?;
         conn.pragma_update(None, "key", key)?;
     }
     Ok(())
