@@ -442,6 +442,20 @@ async fn views_as_of_earlier_instants_and_histories_in_order() {
         assert_eq!(edges, usize::from(i == 2), "edges as of {at}");
     }
 
+    // Before the topic was made it did not stand: no view of it then.
+    let before = app
+        .post(
+            &format!("/v1/topics/{id}/view"),
+            &json!({"trust": hyper(), "as_of": rfc(start - Duration::minutes(1))}),
+        )
+        .await;
+    assert_error(
+        &before,
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "as_of: the topic was made later",
+    );
+
     let versions = history(&app, &id, "status").await;
     assert_eq!(
         values_of(&versions),

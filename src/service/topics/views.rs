@@ -34,6 +34,8 @@ pub struct Reading {
 
 /// Topic `id` as it stands, or as it stood at `as_of`: each field's value
 /// then, and the edges that stood then to topics the caller may see.
+/// `NotFound` as of an instant before the topic was made: it did not
+/// stand then.
 pub fn view(
     tx: &mut dyn Transaction,
     caller: &Caller,
@@ -41,6 +43,14 @@ pub fn view(
     reading: &Reading,
 ) -> Result<TopicView, ServiceError> {
     let (key, topic) = load_topic(tx, caller, "", id)?;
+    if let Some(at) = reading.as_of {
+        if at < topic.created_at {
+            return Err(ServiceError::NotFound(format!(
+                "as_of: the topic was made later, at {}",
+                crate::domain::time::format_rfc3339(&topic.created_at)
+            )));
+        }
+    }
     view_of(tx, caller, key, topic, reading)
 }
 
