@@ -12,7 +12,7 @@ use super::job::Job;
 use super::retrieval::retrieve;
 use super::topics;
 use super::ServiceError;
-use crate::domain::record::MemoryRecord;
+use crate::domain::record::{MemoryRecord, MemoryType, Status};
 use crate::domain::retrieval::{GraphLimits, Ranking, Retrieval};
 use crate::domain::time::Timestamp;
 use crate::domain::topic::Topic;
@@ -112,11 +112,15 @@ pub fn graph(
     ranking: &Ranking,
 ) -> Result<Graph, ServiceError> {
     // A graph answer has no selection: any threshold does.
-    let roots = retrieve(tx, caller, now, retrieval, 1.0, ranking)?.records;
+    let mut roots = retrieve(tx, caller, now, retrieval, 1.0, ranking)?.records;
+    roots.extend(topic_roots(tx, caller, now, retrieval)?);
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut nodes = Vec::new();
     let mut queue = VecDeque::new();
     for record in roots.into_iter().take(limits.node_limit) {
+        if index.contains_key(&record.id) {
+            continue;
+        }
         index.insert(record.id.clone(), nodes.len());
         queue.push_back(nodes.len());
         nodes.push(GraphNode {
@@ -178,6 +182,46 @@ pub fn graph(
         nodes,
         edges: edges.into_iter().collect(),
     })
+}
+
+/// The current field records of the topics whose title, summary or
+/// fields match the retrieval's text (the best `limit` of those the caller
+/// may see, not archived), when it asks for semantic records: a field's
+/// record states the topic by its id, so its own text does not hold the
+/// words a caller knows the topic by. Only records the caller may see
+/// that pass the retrieval's filters.
+fn topic_roots(
+    tx: &mut dyn Transaction,
+    caller: &Caller,
+    now: Timestamp,
+    retrieval: &Retrieval,
+) -> Result<Vec<MemoryRecord>, ServiceError> {
+    let Some(text) = retrieval.task_descriptor.as_deref() else {
+        return Ok(Vec::new());
+    };
+    if text.trim().is_empty() || !retrieval.memory_types.contains(&MemoryType::Semantic) {
+        return Ok(Vec::new());
+    }
+    let mut roots = Vec::new();
+    for found in tx.search_topics(text, &caller.trust, None, retrieval.limit)? {
+        if !topics::visible(caller, &found.topic) {
+            continue;
+        }
+        for head in topics::live_heads(tx, found.key)? {
+            crate::store::budget::check()?;
+            let Some(record) = tx.get_record(&head.record_id, now)? else {
+                continue;
+            };
+            if caller.may_see(&record)
+                && (retrieval.include_retracted || record.status != Status::Retracted)
+                && record.salience >= retrieval.min_salience
+                && retrieval.filters.matches(&record)
+            {
+                roots.push(record);
+            }
+        }
+    }
+    Ok(roots)
 }
 
 /// [`graph`] as a read job.

@@ -202,3 +202,66 @@ async fn a_field_whose_record_moved_to_another_subject_leaves_the_topic() {
     assert_eq!(again["applied"][0]["op"], "created", "{again}");
     assert_eq!(view(None).await["fields"]["version"]["value"], "1.22");
 }
+
+/// A field's record names its topic by id, so a question in the words of
+/// the topic's title finds it through the topic: "payments" finds the
+/// fields of "Payment service", and what they link to; a caller that may
+/// not see the topic finds nothing.
+#[actix_web::test]
+async fn graph_retrieval_finds_a_topics_fields_by_its_title() {
+    let app = spawn_app().await;
+    let payment = topic(&app, "Payment service", "version", "2.4.1").await;
+    let ledger = topic(&app, "Ledger", "owner", "team-core").await;
+    add_edge(&app, &id(&payment), &id(&ledger), "depends_on").await;
+    let (status, more) = app
+        .post(
+            "/v1/topics/ingest",
+            &json!({"placement": "extend_topic", "topic_id": id(&payment), "source": "agent",
+                    "fields": [{"name": "owner", "value": "team-payments"}], "trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{more}");
+    let owner = record(&more);
+
+    let found = graph(&app, "payments", 2).await;
+    let nodes = node_ids(&found);
+    assert!(nodes.contains(&record(&payment)), "{found}");
+    assert!(nodes.contains(&owner), "{found}");
+    // Through the edge, the fields of the topic it depends on.
+    assert!(nodes.contains(&record(&ledger)), "{found}");
+    let roots: Vec<&Value> = found["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["root"] == true)
+        .collect();
+    assert_eq!(roots.len(), 2, "each field once: {found}");
+
+    // A caller below the topic's sensitivity finds nothing of it.
+    let (status, hidden) = app
+        .post(
+            "/v1/topics/ingest",
+            &json!({"placement": "new_topic", "title": "Payroll vault", "sensitivity": "high",
+                    "source": "agent", "fields": [{"name": "owner", "value": "finance"}],
+                    "trust": hyper()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{hidden}");
+    let (status, low) = app
+        .post(
+            "/v1/retrieve/graph",
+            &json!({"trust": trust("low", &[]), "task_descriptor": "payroll vault", "max_hops": 2}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{low}");
+    assert_eq!(low["nodes"], json!([]), "{low}");
+    // Without semantic records asked for, no field is a root.
+    let (status, events) = app
+        .post(
+            "/v1/retrieve/graph",
+            &json!({"trust": hyper(), "task_descriptor": "payments", "memory_types": ["episodic"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{events}");
+    assert_eq!(events["nodes"], json!([]), "{events}");
+}
