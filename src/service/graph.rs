@@ -1,4 +1,5 @@
-//! Graph retrieval over all records: the best-ranked records as roots,
+//! Graph retrieval over all records: the best-ranked records as roots
+//! (and, while there is room, the fields of the topics the text names),
 //! then their neighbours through record relations (`supersedes`,
 //! `derived_from`, `contested_by`, …) and topic links (the other fields of
 //! a field's topic, and the fields of topics its topic has edges with),
@@ -113,14 +114,18 @@ pub fn graph(
 ) -> Result<Graph, ServiceError> {
     // A graph answer has no selection: any threshold does.
     let mut roots = retrieve(tx, caller, now, retrieval, 1.0, ranking)?.records;
-    roots.extend(topic_roots(tx, caller, now, retrieval)?);
+    // Then the fields of the topics the text names, while there is room.
+    if roots.len() < retrieval.limit {
+        for record in topic_roots(tx, caller, now, retrieval)? {
+            if roots.len() < retrieval.limit && !roots.iter().any(|r| r.id == record.id) {
+                roots.push(record);
+            }
+        }
+    }
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut nodes = Vec::new();
     let mut queue = VecDeque::new();
     for record in roots.into_iter().take(limits.node_limit) {
-        if index.contains_key(&record.id) {
-            continue;
-        }
         index.insert(record.id.clone(), nodes.len());
         queue.push_back(nodes.len());
         nodes.push(GraphNode {
