@@ -166,6 +166,10 @@ def memory(page, url, api, shots):
 
 def records(page, url, api, ids, shots):
     visit(page, url, "#/records")
+    # Opened, the page lists records at once: the first page of everything.
+    everything = api("POST", "/v1/retrieve", {"trust": TRUST, "limit": 1000, "page_size": 20})
+    expect(page.locator("#records tbody tr")).to_have_count(len(everything["records"]))
+    expect(page.locator("#records tbody tr").first).to_contain_text(everything["records"][0]["id"])
     page.fill("input[name=task]", "billing version")
     page.check("input[name=type][value=semantic]")
     page.check("input[name=include_retracted]")
@@ -241,11 +245,15 @@ def records(page, url, api, ids, shots):
     drawn(page, "records/" + ids["old"])
     expect(page.locator("h1 .badge")).to_have_count(0)
     expect(page.locator("#created-by")).to_have_text("deploy-agent")
+    # Times name their zone, as job schedules do.
+    expect(page.locator("#audit tbody tr").first).to_contain_text(" UTC")
     expect(page.locator("#chain tbody tr").last).to_contain_text("current")
 
 
 def topics(page, url, ids, shots):
     visit(page, url, "#/topics")
+    # Opened, the page lists the topics changed most recently.
+    expect(page.locator("#results").get_by_role("link", name="Billing service")).to_be_visible()
     page.fill("input[name=text]", "billing")
     page.click("form.search button[type=submit]")
     results = page.locator("#results")

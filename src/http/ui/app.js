@@ -53,8 +53,18 @@ function show(...nodes) {
   page.replaceChildren(...nodes.flat().filter((node) => node !== null));
 }
 
+// Times as the server keeps them, in UTC (the zone job schedules use),
+// to the second, zone named.
 function when(text) {
-  return text ? new Date(text).toLocaleString() : "—";
+  if (!text) return "—";
+  const at = new Date(text);
+  return Number.isNaN(at.getTime()) ? text : at.toISOString().slice(0, 19).replace("T", " ") + " UTC";
+}
+
+// Who made a record: the provenance's creator, else its first source's.
+function creator(provenance) {
+  const sourced = (provenance.sources || []).find((s) => s.created_by);
+  return provenance.created_by || (sourced && sourced.created_by) || "—";
 }
 
 function gist(record) {
@@ -155,7 +165,7 @@ function score(value) {
   return value === null || value === undefined ? "—" : value.toFixed(3);
 }
 
-function recordsPage() {
+async function recordsPage() {
   const field = (label, input) => el("label", {}, label, input);
   const input = (name, attrs) => el("input", Object.assign({ name }, attrs));
   const types = ["working", "semantic", "competence", "plan_graph", "episodic"];
@@ -166,7 +176,9 @@ function recordsPage() {
   let search = null;
   let cursors = [];
 
-  async function showPage(cursor) {
+  // Errors show below the form, but not those of the list the page opens
+  // with (`opening`): the page as a whole says why it could not be drawn.
+  async function showPage(cursor, opening) {
     const body = cursor ? Object.assign({}, search, { cursor }) : search;
     try {
       const found = await api("POST", "/v1/retrieve", body);
@@ -189,6 +201,7 @@ function recordsPage() {
         el("p", { class: "muted" }, "score: what the records are ranked by; text and vector: the query's relevance in [0, 1] (— when not asked); salience: the record's, now."));
       document.body.dataset.ready = "records/page-" + page;
     } catch (e) {
+      if (opening) throw e;
       results.replaceChildren(el("p", { class: "error" }, e.message));
     }
   }
@@ -223,7 +236,12 @@ function recordsPage() {
   el("fieldset", {}, el("legend", {}, "types (none: all)"), typeBoxes),
   el("label", { class: "inline" }, el("input", { type: "checkbox", name: "include_retracted", value: "1" }), "include retracted"),
   el("div", {}, el("button", { class: "primary", type: "submit" }, "Search")));
-  show(el("h1", {}, "Records"), form, results);
+  show(el("h1", {}, "Records"), form,
+    el("p", { class: "muted", id: "records-default" }, "Without a search: every record the key may see, highest salience first, newest first among equals."),
+    results);
+  // Opened, the page lists records at once: the search with no text.
+  search = { trust: TRUST, limit: 1000, page_size: PAGE_SIZES[0] };
+  await showPage(undefined, true);
 }
 
 // A relation's other end: a link when it names a record, else the
@@ -267,7 +285,7 @@ async function recordPage(id) {
     el("h2", {}, "Tags"),
     record.tags.length ? el("p", { id: "tags" }, record.tags.map((t) => el("span", { class: "tag" }, t))) : el("p", { class: "muted", id: "tags" }, "no tags"),
     el("h2", {}, "Provenance"),
-    el("p", { class: "muted" }, "created by ", el("strong", { id: "created-by" }, provenance.created_by || "—")),
+    el("p", { class: "muted" }, "created by ", el("strong", { id: "created-by" }, creator(provenance))),
     provenance.sources.length
       ? table(["kind", "reference", "by", "when"], provenance.sources.map((p) =>
         [p.kind, target(p.ref), p.created_by || "—", when(p.timestamp)]), "provenance")
@@ -304,27 +322,34 @@ function withErased(chain, erased) {
 }
 
 // Topics: find one; its fields, each field's history, its neighbours.
-function topicsPage() {
+async function topicsPage() {
   const results = el("div", { id: "results" });
   const text = el("input", { name: "text", placeholder: "words of a title, summary or value", size: 40 });
   let searches = 0;
+  // Without text, the topics changed most recently.
+  async function find(opening) {
+    try {
+      const { topics } = await api("POST", "/v1/topics/query", { trust: TRUST, text: text.value || null, limit: 20 });
+      results.replaceChildren(table(["topic", "kind", "score", "fields"], topics.map((hit) =>
+        [el("a", { href: "#/topics/" + encodeURIComponent(hit.topic.id) }, hit.topic.title), hit.topic.kind || "—", hit.score.toFixed(2),
+          Object.entries(hit.topic.fields).map(([k, f]) => `${k} = ${JSON.stringify(f.value)}`).join(", ")])));
+    } catch (e) {
+      if (opening) throw e;
+      results.replaceChildren(el("p", { class: "error" }, e.message));
+    }
+  }
   const form = el("form", {
     class: "search",
     onsubmit: async (event) => {
       event.preventDefault();
-      try {
-        const { topics } = await api("POST", "/v1/topics/query", { trust: TRUST, text: text.value || null, limit: 20 });
-        results.replaceChildren(table(["topic", "kind", "score", "fields"], topics.map((hit) =>
-          [el("a", { href: "#/topics/" + encodeURIComponent(hit.topic.id) }, hit.topic.title), hit.topic.kind || "—", hit.score.toFixed(2),
-            Object.entries(hit.topic.fields).map(([k, f]) => `${k} = ${JSON.stringify(f.value)}`).join(", ")])));
-      } catch (e) {
-        results.replaceChildren(el("p", { class: "error" }, e.message));
-      }
+      await find();
       searches += 1;
       document.body.dataset.ready = "topics/search-" + searches;
     },
   }, el("label", {}, "text", text), el("div", {}, el("button", { class: "primary", type: "submit" }, "Find")));
-  show(el("h1", {}, "Topics"), form, results);
+  show(el("h1", {}, "Topics"), form,
+    el("p", { class: "muted" }, "Without text: the topics changed most recently."), results);
+  await find(true);
 }
 
 async function topicPage(id) {
@@ -366,7 +391,11 @@ async function route() {
     else show(el("p", {}, "No such page."));
   } catch (e) {
     show();
-    notice(e.status === 401 ? "engram needs an API key: enter one above. " + e.message : e.message);
+    notice(e.status === 401
+      ? "This engram needs an API key: paste a key's secret in the box above (an operator makes keys with `engram keys create`)."
+      : e.status === 403
+        ? "This key may not open this page: it needs a key with the admin role."
+        : e.message);
   }
   // Which page is drawn ("records", "records/<id>"), for whoever waits on it.
   document.body.dataset.ready = id ? current + "/" + id : current;
