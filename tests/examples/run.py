@@ -4,7 +4,9 @@ new server, with the ids its placeholders stand for (`<id>`,
 `<semantic record id>`, `<topic id>`, ...) taken from earlier answers, and
 the status of each answer checked against the one docs/api.md states for the
 route (its heading, `### POST /v1/ingest/event → 201`), or, for a route
-without one, a success status the API document lists. Then the client
+without one, a success status the API document lists, and the answer of a
+route that shows something (records, nodes, topics, a topic's fields, a
+history, turns, jobs, keys) checked to hold some of it. Then the client
 examples: the Python and TypeScript blocks of README.md and of each client's
 README, with a real key for `<secret>`.
 
@@ -252,6 +254,35 @@ def expected_statuses(document):
     return routes
 
 
+# What an answer of these routes must hold for its example to show
+# anything: (method, path regex, the answer's part that must not be empty).
+SHOWS = [
+    ("POST", r"^/v1/retrieve$", ("records",)),
+    ("POST", r"^/v1/retrieve/graph$", ("nodes",)),
+    ("POST", r"^/v1/topics/query$", ("topics",)),
+    ("POST", r"^/v1/topics/[^/]+/view$", ("topic", "fields")),
+    ("POST", r"^/v1/topics/[^/]+/fields/[^/]+/history$", ("versions",)),
+    ("POST", r"^/v1/records/[^/]+/history$", ("chain",)),
+    ("POST", r"^/v1/conversations/[^/]+/turns$", ("sessions",)),
+    ("GET", r"^/v1/jobs$", ("jobs",)),
+    ("GET", r"^/v1/keys$", ("keys",)),
+]
+
+
+def shows_nothing(method, path, answer):
+    """The part of the answer an example of this route shows, when it is
+    empty (an example that succeeds but shows nothing); else None."""
+    for m, pattern, part in SHOWS:
+        if m != method or not re.match(pattern, path.split("?")[0]):
+            continue
+        value = answer
+        for key in part:
+            value = value.get(key) if isinstance(value, dict) else None
+        if not value:
+            return ".".join(part)
+    return None
+
+
 def send(url, method, path, headers, data):
     request = urllib.request.Request(url + path, method=method, headers=headers,
                                      data=data.encode() if data is not None else None)
@@ -295,6 +326,10 @@ def run_curls(doc, server, routes, env, failures):
             answer = json.loads(text)
         except ValueError:
             answer = None
+        empty = shows_nothing(method, path, answer) if status < 300 else None
+        if empty:
+            failures.append(f"{where}: {method} {path} answered {status} with no {empty}: "
+                            f"the example shows nothing: {text[:300]}")
         reader.saw(answer, path, json.loads(data) if data else None)
     return ran
 
