@@ -480,81 +480,147 @@ fn initialize(params: &Value) -> Value {
     })
 }
 
-/// One tool: its name, what it is for, the role it needs, and the API
-/// document's schema its arguments follow.
+/// One tool: its name and title, what it is for, the role it needs, what
+/// it does to what is stored (`annotations`), and the API document's
+/// schemas its arguments and its structured result follow.
 struct Tool {
     name: &'static str,
+    title: &'static str,
     description: &'static str,
     role: Role,
+    effect: Effect,
     schema: &'static str,
+    output: &'static str,
+}
+
+/// What a tool does to what is stored, as MCP's tool annotations say it.
+#[derive(Clone, Copy)]
+enum Effect {
+    /// Changes nothing: a client may call it without asking.
+    Reads,
+    /// Adds to what is stored; the same call twice adds twice.
+    Adds,
+    /// May replace what is current (the history keeps the old).
+    Revises,
+}
+
+impl Effect {
+    fn annotations(self, title: &str) -> Value {
+        let (read_only, destructive, idempotent) = match self {
+            Effect::Reads => (true, false, true),
+            Effect::Adds => (false, false, false),
+            Effect::Revises => (false, true, false),
+        };
+        json!({
+            "title": title,
+            "readOnlyHint": read_only,
+            "destructiveHint": destructive,
+            "idempotentHint": idempotent,
+            // engram's own memory: no world outside it is touched.
+            "openWorldHint": false,
+        })
+    }
 }
 
 const TOOLS: [Tool; 11] = [
     Tool {
         name: "remember_conversation",
+        title: "Remember a conversation",
         description: "Remember turns of a conversation: who said what, and when. Later calls with the same conversation_id append in order; without session_id, turns within 30 minutes of the last one continue its session. recall with conversation_id, speakers and context_turns finds turns with the exchange around them.",
         role: Role::Write,
+        effect: Effect::Adds,
         schema: "ConversationRequest",
+        output: "ConversationIngested",
     },
     Tool {
         name: "remember_event",
+        title: "Remember an event",
         description: "Remember something that happened (episodic memory): an event of some kind, with a reference and a short summary.",
         role: Role::Write,
+        effect: Effect::Adds,
         schema: "EventRequest",
+        output: "RecordBody",
     },
     Tool {
         name: "remember_fact",
+        title: "Remember a fact",
         description: "Remember a fact as subject, predicate and object (semantic memory), e.g. subject \"service:billing\", predicate \"owner\", object \"team-payments\".",
         role: Role::Write,
+        effect: Effect::Adds,
         schema: "ObservationRequest",
+        output: "RecordBody",
     },
     Tool {
         name: "set_working_state",
+        title: "Set a task's working state",
         description: "Set the current state of a task thread (working memory): its state, next actions, open questions and a summary. The newest state of a thread replaces the last.",
         role: Role::Write,
+        effect: Effect::Revises,
         schema: "WorkingStateRequest",
+        output: "RecordBody",
     },
     Tool {
         name: "record_outcome",
+        title: "Record a procedure's outcome",
         description: "Record whether a remembered procedure or plan worked (success, failure or partial); it counts toward which procedure is chosen next time.",
         role: Role::Write,
+        effect: Effect::Adds,
         schema: "OutcomeRequest",
+        output: "RecordBody",
     },
     Tool {
         name: "recall",
-        description: "Recall what a task needs: records ranked by relevance to the task text, across the memory layers, within the caller's trust. Filters: memory_types, tags, sources, thread_id, subject, conversation_id, speakers, created_after, created_before; limit; context_turns returns the turns around each conversation turn found. When procedures compete, says which one and how sure it is.",
+        title: "Recall what a task needs",
+        description: "Recall what a task needs: records ranked by relevance to the task text, across the memory layers, within the caller's trust. Filters: memory_types, tags, sources, thread_id, subject, conversation_id, speakers, created_after, created_before; limit; context_turns returns the turns around each conversation turn found. When procedures compete, says which one and how sure it is. trust (max_sensitivity, scopes) says what the caller may see: with an API key it may be left out (the key's grant) and can only narrow it; without a key it is required.",
         role: Role::Read,
+        effect: Effect::Reads,
         schema: "RetrieveRequest",
+        output: "RetrieveResult",
     },
     Tool {
         name: "get_record",
-        description: "Read one record by its id.",
+        title: "Read a record",
+        description: "Read one record by its id. trust (max_sensitivity, scopes) says what the caller may see: with an API key it may be left out (the key's grant) and can only narrow it; without a key it is required.",
         role: Role::Read,
+        effect: Effect::Reads,
         schema: "GetRecordArgs",
+        output: "RecordBody",
     },
     Tool {
         name: "revise",
-        description: "Change knowledge, with the history kept: supersede a record with a new version (new_record), retract it, or contest it (it stays, marked as disputed). Needs who (actor) and why (rationale).",
+        title: "Revise a record",
+        description: "Change knowledge, with the history kept: supersede a record with a new version (new_record), retract it, or contest it (it stays, marked as disputed). Needs who (actor) and why (rationale). A semantic new_record must carry evidence of its own: at least one payload.evidence entry ({source_type, source_id}) or provenance source; the link to the old record is added by engram.",
         role: Role::Revise,
+        effect: Effect::Revises,
         schema: "ReviseArgs",
+        output: "RecordBody",
     },
     Tool {
         name: "feedback",
+        title: "Say a record helped or misled",
         description: "Say a record helped (reinforce: it stays salient longer) or misled (penalize by amount, 0 to 1).",
         role: Role::Write,
+        effect: Effect::Revises,
         schema: "FeedbackArgs",
+        output: "RecordBody",
     },
     Tool {
         name: "topic_ingest",
+        title: "Put an observation about a topic",
         description: "Put an observation about a thing (a topic) with fields whose values change over time; every version is kept. placement \"auto\" (the default) finds the topic by its title, an alias, or a title alike enough (never across kinds, numbers or versions), or makes it; when two topics could be the one, it makes a new topic and lists them in similar_topic_ids (on_ambiguous \"fail\" refuses instead).",
         role: Role::Write,
+        effect: Effect::Revises,
         schema: "IngestBody",
+        output: "Ingested",
     },
     Tool {
         name: "topic_query",
-        description: "Find topics by text (or vector), with their current fields, neighbours through edges, and field histories if asked.",
+        title: "Find topics",
+        description: "Find topics by text (or vector), with their current fields, neighbours through edges, and field histories if asked. trust (max_sensitivity, scopes) says what the caller may see: with an API key it may be left out (the key's grant) and can only narrow it; without a key it is required.",
         role: Role::Read,
+        effect: Effect::Reads,
         schema: "QueryBody",
+        output: "TopicsBody",
     },
 ];
 
@@ -580,54 +646,113 @@ fn build_tool_list() -> Vec<Value> {
     TOOLS
         .iter()
         .map(|tool| {
-            let mut schema = inline(&components[tool.schema], components, 0);
             // MCP clients show the schema as given; the examples belong
             // to the HTTP document.
-            if let Some(object) = schema.as_object_mut() {
-                object.remove("example");
-            }
+            let schema = inline(&components[tool.schema], components, 0);
+            let output = inline(&components[tool.output], components, 0);
             json!({
                 "name": tool.name,
+                "title": tool.title,
                 "description": format!("{} Needs the `{}` role.", tool.description, tool.role.as_str()),
                 "inputSchema": schema,
+                "outputSchema": output,
+                "annotations": tool.effect.annotations(tool.title),
             })
         })
         .collect()
 }
 
-/// `schema` with every reference to a component replaced by the component
-/// itself: a tool's input schema must stand alone.
-fn inline(schema: &Value, components: &Value, depth: usize) -> Value {
-    match schema {
-        Value::Object(map) => {
-            if let Some(name) = map
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| r.strip_prefix("#/components/schemas/"))
-            {
-                // The schemas are not recursive; the bound only guards
-                // against one that would be.
-                return if depth < 16 {
-                    inline(&components[name], components, depth + 1)
-                } else {
-                    json!({})
-                };
-            }
-            Value::Object(
-                map.iter()
-                    .filter(|(key, _)| key.as_str() != "example")
-                    .map(|(key, value)| (key.clone(), inline(value, components, depth)))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| inline(item, components, depth))
-                .collect(),
-        ),
-        other => other.clone(),
+/// The formats of JSON Schema 2020-12's format vocabulary; the API
+/// document's others (`int64`, `double`, ...) are OpenAPI's own.
+const JSON_SCHEMA_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Whether a keyword of the API document's schemas stays in a tool's:
+/// not OpenAPI's own (`discriminator`, `example`, an OpenAPI format), so
+/// a strict JSON Schema 2020-12 compiler takes the schema.
+fn plain_json_schema(key: &str, value: &Value) -> bool {
+    match key {
+        "example" | "discriminator" => false,
+        "format" => value
+            .as_str()
+            .is_some_and(|f| JSON_SCHEMA_FORMATS.contains(&f)),
+        _ => true,
     }
+}
+
+/// `schema` with every reference to a component replaced by the component
+/// itself (a tool's schemas must stand alone), in plain JSON Schema
+/// ([`plain_json_schema`]).
+fn inline(schema: &Value, components: &Value, depth: usize) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    if let Some(name) = map
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+    {
+        // The schemas are not recursive; the bound only guards against one
+        // that would be.
+        return if depth < 16 {
+            inline(&components[name], components, depth + 1)
+        } else {
+            json!({})
+        };
+    }
+    let inner = |value: &Value| inline(value, components, depth);
+    Value::Object(
+        map.iter()
+            .filter(|(key, value)| plain_json_schema(key, value))
+            .map(|(key, value)| {
+                // Only what holds schemas is walked: a property, a default
+                // or an enum value keeps every key it has.
+                let walked = match (key.as_str(), value) {
+                    (
+                        "properties" | "patternProperties" | "$defs" | "dependentSchemas",
+                        Value::Object(named),
+                    ) => Value::Object(named.iter().map(|(n, s)| (n.clone(), inner(s))).collect()),
+                    ("allOf" | "anyOf" | "oneOf" | "prefixItems", Value::Array(schemas)) => {
+                        Value::Array(schemas.iter().map(inner).collect())
+                    }
+                    (
+                        "items"
+                        | "additionalProperties"
+                        | "not"
+                        | "if"
+                        | "then"
+                        | "else"
+                        | "contains"
+                        | "propertyNames"
+                        | "unevaluatedProperties"
+                        | "unevaluatedItems",
+                        _,
+                    ) => inner(value),
+                    _ => value.clone(),
+                };
+                (key.clone(), walked)
+            })
+            .collect(),
+    )
 }
 
 async fn call(state: &AppState, access: Access, params: Value) -> Result<Value, RpcError> {
@@ -999,11 +1124,48 @@ mod tests {
             revise["inputSchema"]["properties"]["operation"]["enum"],
             json!(["supersede", "retract", "contest"])
         );
-        assert_eq!(
-            revise["inputSchema"]["properties"]["new_record"]["oneOf"][1]["properties"]["payload"]
-                ["discriminator"]["propertyName"],
-            "kind"
-        );
+    }
+
+    #[test]
+    fn every_tool_has_a_title_annotations_and_an_output_schema_in_plain_json_schema() {
+        for tool in tool_list() {
+            let name = tool["name"].as_str().unwrap();
+            assert!(
+                tool["title"].as_str().is_some_and(|t| !t.is_empty()),
+                "{name}"
+            );
+            assert_eq!(tool["annotations"]["title"], tool["title"], "{name}");
+            assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
+            for schema in [&tool["inputSchema"], &tool["outputSchema"]] {
+                let text = schema.to_string();
+                for openapi_only in [
+                    "$ref",
+                    "\"discriminator\"",
+                    "\"example\"",
+                    "\"int64\"",
+                    "\"double\"",
+                ] {
+                    assert!(
+                        !text.contains(openapi_only),
+                        "{name}: {openapi_only} in {text}"
+                    );
+                }
+            }
+            let annotations = &tool["annotations"];
+            let reads = annotations["readOnlyHint"] == true;
+            assert_eq!(
+                reads,
+                ["recall", "get_record", "topic_query"].contains(&name),
+                "{name}"
+            );
+            if reads {
+                assert_eq!(annotations["idempotentHint"], true, "{name}");
+            }
+            let revises =
+                ["revise", "feedback", "set_working_state", "topic_ingest"].contains(&name);
+            assert_eq!(annotations["destructiveHint"], revises, "{name}");
+            assert_eq!(annotations["openWorldHint"], false, "{name}");
+        }
     }
 
     #[test]

@@ -1,8 +1,10 @@
 """Drives engram's MCP endpoint with the official MCP Python client.
 
-Usage: python client.py URL ADMIN_SECRET
+Usage: python client.py URL ADMIN_SECRET [TOOLS_JSON]
 
-Initializes a session, lists the tools, calls every one, and runs the
+Initializes a session, lists the tools (each with a title, annotations and
+an output schema, which the client checks every result against; with
+TOOLS_JSON, the list is written there), calls every one, and runs the
 remember -> recall -> revise -> recall loop; then checks that errors come
 back as tool errors and that a key without the role is refused. Exits
 non-zero (with the failed assertion) on the first thing that is not so.
@@ -53,9 +55,23 @@ async def everything(session):
     tools = await session.list_tools()
     names = {tool.name for tool in tools.tools}
     assert names == TOOLS, names
+    reads = {"recall", "get_record", "topic_query"}
     for tool in tools.tools:
         assert tool.inputSchema["type"] == "object", tool.name
         assert tool.description, tool.name
+        assert tool.title, tool.name
+        # The client checks every result against it (below, each tool is
+        # called and answers without error at least once).
+        assert tool.outputSchema and tool.outputSchema["type"] == "object", tool.name
+        hints = tool.annotations
+        assert hints.readOnlyHint == (tool.name in reads), tool.name
+        assert hints.openWorldHint is False, tool.name
+        if tool.name in reads:
+            assert hints.idempotentHint is True, tool.name
+    if len(sys.argv) > 3:
+        # For the strict schema compile (tests/mcp/strict-schemas.mjs).
+        with open(sys.argv[3], "w") as out:
+            json.dump([tool.model_dump(by_alias=True, exclude_none=True) for tool in tools.tools], out)
     await session.send_ping()
 
     # remember -> recall -> revise -> recall
