@@ -37,12 +37,30 @@ use crate::domain::trust::TrustContext;
 use crate::domain::validate::ValidationError;
 use crate::error::{ApiError, Code, ErrorBody};
 
+mod modern;
+
 pub(super) fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::new(Method::POST, "/mcp", Role::Read, mcp)]
 }
 
-/// The protocol versions this server speaks, newest first.
+/// The handshake-era protocol versions this server speaks, newest first:
+/// a session agreed at `initialize`.
 const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The stateless protocol versions this server speaks (2026-07-28 and
+/// later): no handshake; each request names its version and the client's
+/// capabilities in `params._meta` and in its headers (see [`modern`]).
+const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+
+/// Every version this server speaks, newest first, as an unsupported
+/// version's error lists them.
+fn every_version() -> Vec<&'static str> {
+    MODERN_VERSIONS
+        .iter()
+        .chain(PROTOCOL_VERSIONS.iter())
+        .copied()
+        .collect()
+}
 
 /// The version a request without `MCP-Protocol-Version` is taken to speak,
 /// as the transport says (the header came with 2025-06-18).
@@ -121,17 +139,26 @@ fn response_id() -> utoipa::openapi::Object {
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RpcError {
-    /// JSON-RPC's: -32700 not JSON, -32600 not a valid request (or an
-    /// unsupported `MCP-Protocol-Version`), -32601 unknown method, -32602
-    /// bad parameters.
+    /// JSON-RPC's: -32700 not JSON, -32600 not a valid request, -32601
+    /// unknown method, -32602 bad parameters; MCP's: -32020 headers that
+    /// do not match the body, -32022 an unsupported protocol version.
     code: i64,
     message: String,
+    /// With -32022, `{"supported": [...], "requested": "..."}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    data: Option<Box<Value>>,
 }
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+/// MCP 2026-07-28: the HTTP headers do not match the request's body, or a
+/// required one is missing.
+const HEADER_MISMATCH: i64 = -32020;
+/// MCP 2026-07-28: the request's protocol version is not one spoken here.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// A request's id as its client wrote it; `None` where none could be read.
 type RpcId = Option<Box<RawValue>>;
 
@@ -144,6 +171,22 @@ fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
     RpcError {
         code,
         message: message.into(),
+        data: None,
+    }
+}
+
+/// The error for a request naming protocol version `requested`, which this
+/// server does not speak: every version it does, for the client to pick.
+fn unsupported_version(requested: &str) -> RpcError {
+    RpcError {
+        code: UNSUPPORTED_PROTOCOL_VERSION,
+        message: format!(
+            "Unsupported protocol version {requested:?}: this server speaks {}",
+            every_version().join(", ")
+        ),
+        data: Some(Box::new(
+            json!({"supported": every_version(), "requested": requested}),
+        )),
     }
 }
 
@@ -191,23 +234,6 @@ async fn mcp(
 ) -> Result<HttpResponse, ApiError> {
     let JsonBytes(body, _permit) = body;
     let stream = wants_event_stream(&req);
-    let version = match req.headers().get(PROTOCOL_VERSION_HEADER) {
-        None => UNSTATED_VERSION,
-        Some(value) => match PROTOCOL_VERSIONS
-            .iter()
-            .find(|known| value.as_bytes() == known.as_bytes())
-        {
-            Some(known) => known,
-            None => {
-                let message = format!(
-                    "MCP-Protocol-Version: {:?} is not a version this server speaks ({})",
-                    String::from_utf8_lossy(value.as_bytes()),
-                    PROTOCOL_VERSIONS.join(", ")
-                );
-                return Ok(unreadable(INVALID_REQUEST, message));
-            }
-        },
-    };
     // Read as raw JSON first: each message's id is echoed as it was sent.
     let message: &RawValue = match serde_json::from_slice(&body) {
         Ok(message) => message,
@@ -215,6 +241,18 @@ async fn mcp(
             let message = format!("parse error: the body is not JSON ({e})");
             return Ok(unreadable(PARSE_ERROR, message));
         }
+    };
+    let version = match req.headers().get(PROTOCOL_VERSION_HEADER) {
+        None => UNSTATED_VERSION,
+        Some(value) => match PROTOCOL_VERSIONS
+            .iter()
+            .find(|known| value.as_bytes() == known.as_bytes())
+        {
+            Some(known) => known,
+            // Any other version is the stateless protocol's to accept or
+            // refuse, with the versions spoken.
+            None => return Ok(modern::answer(&state, &access, &req, message, stream).await),
+        },
     };
     if !message.get().starts_with('[') {
         return Ok(match read_message(message, false) {
@@ -441,11 +479,21 @@ fn wants_event_stream(req: &HttpRequest) -> bool {
 }
 
 fn respond(stream: bool, answer: &impl Serialize) -> HttpResponse {
+    respond_with(actix_web::http::StatusCode::OK, stream, answer)
+}
+
+/// [`respond`] with `status`: the stateless protocol gives a refused
+/// request the HTTP status of its error.
+fn respond_with(
+    status: actix_web::http::StatusCode,
+    stream: bool,
+    answer: &impl Serialize,
+) -> HttpResponse {
     if !stream {
-        return HttpResponse::Ok().json(answer);
+        return HttpResponse::build(status).json(answer);
     }
     let data = serde_json::to_string(answer).expect("JSON-RPC answers serialize");
-    HttpResponse::Ok()
+    HttpResponse::build(status)
         .content_type("text/event-stream")
         .insert_header((header::CACHE_CONTROL, "no-cache"))
         .body(format!("event: message\ndata: {data}\n\n"))
@@ -461,6 +509,14 @@ fn unreadable(code: i64, message: impl Into<String>) -> HttpResponse {
     bad_request(RpcResponse::failed(None, code, message))
 }
 
+/// What a model is told of engram when a client connects.
+const INSTRUCTIONS: &str = "engram is a shared, durable memory. Remember what happened \
+    (remember_event), facts (remember_fact) and task state (set_working_state); \
+    recall what a task needs (recall); correct knowledge with revise, never by \
+    writing a contradicting fact beside it; tell engram what helped (feedback, \
+    record_outcome). Topics keep things whose attributes change over time \
+    (topic_ingest, topic_query).";
+
 fn initialize(params: &Value) -> Value {
     let asked = params["protocolVersion"].as_str().unwrap_or_default();
     let version = PROTOCOL_VERSIONS
@@ -471,12 +527,7 @@ fn initialize(params: &Value) -> Value {
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": false}},
         "serverInfo": {"name": "engram", "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "engram is a shared, durable memory. Remember what happened \
-            (remember_event), facts (remember_fact) and task state (set_working_state); \
-            recall what a task needs (recall); correct knowledge with revise, never by \
-            writing a contradicting fact beside it; tell engram what helped (feedback, \
-            record_outcome). Topics keep things whose attributes change over time \
-            (topic_ingest, topic_query).",
+        "instructions": INSTRUCTIONS,
     })
 }
 

@@ -32,18 +32,176 @@ async fn the_newest_version_is_agreed_and_an_unknown_one_is_refused() {
         assert_eq!(status, 200, "{version}: {body}");
         assert_eq!(parsed(&body)["id"], 2);
     }
+    // A version no era speaks: refused with the versions that are, the
+    // request's id echoed.
     let header = "MCP-Protocol-Version: 2099-01-01";
     let (status, body) = raw(&app, "POST", "/mcp", &[LOCAL, JSON, BOTH, header], ping).await;
     assert_eq!(status, 400, "{body}");
     let answer = parsed(&body);
     assert_eq!(answer["jsonrpc"], "2.0");
-    assert_eq!(answer["id"], Value::Null);
-    assert_eq!(answer["error"]["code"], -32600);
-    let message = answer["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("MCP-Protocol-Version") && message.contains("2099-01-01"),
-        "{message}"
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["error"]["code"], -32022);
+    assert_eq!(
+        answer["error"]["data"],
+        json!({"supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
+               "requested": "2099-01-01"})
     );
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("2099-01-01"), "{message}");
+}
+
+/// A request of the stateless protocol (2026-07-28): `params._meta` names
+/// the version and the client's capabilities, the headers repeat the
+/// version, the method and a tool's name.
+fn stateless(id: Value, method: &str, mut params: Value) -> String {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+#[actix_web::test]
+async fn the_stateless_protocol_needs_no_handshake_and_checks_each_request() {
+    let app = spawn_app().await;
+    let version = "MCP-Protocol-Version: 2026-07-28";
+    let post = |headers: Vec<&'static str>, body: String| {
+        let app = &app;
+        async move {
+            let mut all = vec![LOCAL, JSON, BOTH, version];
+            all.extend(headers);
+            let (status, body) = raw(app, "POST", "/mcp", &all, &body).await;
+            (status, parsed(&body))
+        }
+    };
+    let (status, found) = post(
+        vec!["Mcp-Method: server/discover"],
+        stateless(json!("d"), "server/discover", json!({})),
+    )
+    .await;
+    assert_eq!(status, 200, "{found}");
+    let result = &found["result"];
+    assert_eq!(found["id"], "d");
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["supportedVersions"][0], "2026-07-28");
+    assert!(result["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("2025-11-25")));
+    assert_eq!(
+        result["capabilities"]["tools"],
+        json!({"listChanged": false})
+    );
+    assert_eq!(result["serverInfo"]["name"], "engram");
+    assert!(result["instructions"].as_str().unwrap().contains("recall"));
+
+    let (status, listed) = post(
+        vec!["Mcp-Method: tools/list"],
+        stateless(json!(1), "tools/list", json!({})),
+    )
+    .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["result"]["resultType"], "complete");
+    assert_eq!(listed["result"]["ttlMs"], 0);
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 11);
+
+    // A tool call, its name in Mcp-Name (base64 where a header cannot
+    // hold it as it is: the same name).
+    let call = stateless(
+        json!(2),
+        "tools/call",
+        json!({"name": "get_record", "arguments": {"id": "nothing", "trust": {"max_sensitivity": "low"}}}),
+    );
+    let (status, called) = post(
+        vec!["Mcp-Method: tools/call", "Mcp-Name: get_record"],
+        call.clone(),
+    )
+    .await;
+    assert_eq!(status, 200, "{called}");
+    assert_eq!(called["result"]["isError"], true);
+    assert_eq!(called["result"]["resultType"], "complete");
+    let (status, called) = post(
+        vec![
+            "Mcp-Method: tools/call",
+            "Mcp-Name: =?base64?Z2V0X3JlY29yZA==?=",
+        ],
+        call.clone(),
+    )
+    .await;
+    assert_eq!(status, 200, "{called}");
+
+    // Headers that do not say what the body says; a missing envelope; a
+    // method the stateless protocol has not; a batch; a notification.
+    for (headers, body, status, code) in [
+        (
+            vec!["Mcp-Method: tools/call", "Mcp-Name: recall"],
+            call.clone(),
+            400,
+            -32020,
+        ),
+        (vec!["Mcp-Method: tools/list"], call.clone(), 400, -32020),
+        (
+            vec![],
+            stateless(json!(3), "tools/list", json!({})),
+            400,
+            -32020,
+        ),
+        (
+            vec!["Mcp-Method: tools/list", "Mcp-Method: tools/list"],
+            stateless(json!(3), "tools/list", json!({})),
+            400,
+            -32020,
+        ),
+        (
+            vec!["Mcp-Method: tools/list"],
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}).to_string(),
+            400,
+            -32602,
+        ),
+        (
+            vec!["Mcp-Method: initialize"],
+            stateless(json!(5), "initialize", json!({})),
+            404,
+            -32601,
+        ),
+        (
+            vec!["Mcp-Method: ping"],
+            stateless(json!(6), "ping", json!({})),
+            404,
+            -32601,
+        ),
+    ] {
+        let (got, answer) = post(headers.clone(), body).await;
+        assert_eq!(got, status, "{headers:?}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{headers:?}: {answer}");
+        assert_ne!(answer["id"], Value::Null, "the id is echoed: {answer}");
+    }
+    let mut other = stateless(json!(7), "tools/list", json!({}));
+    other = other.replace("\"2026-07-28\"", "\"2026-01-01\"");
+    let (status, answer) = post(vec!["Mcp-Method: tools/list"], other).await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(
+        answer["error"]["code"], -32020,
+        "the body's version is not the header's"
+    );
+
+    let batch = format!("[{}]", stateless(json!(8), "tools/list", json!({})));
+    let (status, answer) = post(vec!["Mcp-Method: tools/list"], batch).await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600);
+    let (status, body) = raw(
+        &app,
+        "POST",
+        "/mcp",
+        &[
+            LOCAL,
+            JSON,
+            BOTH,
+            version,
+            "Mcp-Method: notifications/cancelled",
+        ],
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#,
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
 }
 
 #[actix_web::test]

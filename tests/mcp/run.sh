@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs tests/mcp/client.py (the official MCP Python client, from PyPI into a
+# Runs tests/mcp/client.py (the official MCP Python SDK, from PyPI into a
 # virtual environment under target/) against a live server with a new
 # database and an admin key; then compiles every tool's schemas with Ajv
 # (from npm, into target/) in strict JSON Schema 2020-12 mode.
@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 . tests/live.sh
-python_env mcp-venv mcp==1.30.0
+python_env mcp-venv mcp==2.3.0
 ajv=target/mcp-ajv
 if [ ! -d "$ajv/node_modules/ajv-formats" ] || [ ! -d "$ajv/node_modules/ajv" ]; then
   mkdir -p "$ajv"
