@@ -5,6 +5,11 @@
 //! transport allows). It sits behind the same keys as the rest of the API,
 //! and each tool needs the role its HTTP route needs.
 //!
+//! Two eras on one endpoint: the handshake versions (2024-11-05 to
+//! 2025-11-25, `initialize` first) here, and the stateless protocol
+//! (2026-07-28) in `mcp/modern.rs`, chosen by the `MCP-Protocol-Version`
+//! header. The tools are the same in both.
+//!
 //! A tool's arguments are the body of the route it stands for, parsed by
 //! the same types with the same checks and error messages, and its input
 //! schema is that body's schema from the API document. The answer is short
@@ -215,15 +220,18 @@ impl RpcResponse {
     operation_id = "callMcp",
     tag = "mcp",
     summary = "Model Context Protocol (streamable HTTP)",
-    description = "A JSON-RPC 2.0 message. Requests (`initialize`, `ping`, `tools/list`, `tools/call`) are answered with one JSON-RPC response: as JSON, or as a one-event `text/event-stream` when the request accepts only that; notifications with 202 and no body. Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05; a request without `MCP-Protocol-Version` is taken as 2025-03-26, the one version with JSON-RPC batches (an array of messages, answered with an array). Bytes that are not JSON are 400 with JSON-RPC error -32700; a message that is not a JSON-RPC request, a batch where the version has none, or an unsupported `MCP-Protocol-Version` are 400 with -32600. Each tool needs the role of the route it stands for.",
+    description = "A JSON-RPC 2.0 message. Requests (`initialize`, `ping`, `tools/list`, `tools/call`; `server/discover`, `tools/list`, `tools/call` in 2026-07-28) are answered with one JSON-RPC response: as JSON, or as a one-event `text/event-stream` when the request accepts only that; notifications with 202 and no body. Protocol versions 2026-07-28 (stateless: `params._meta` names the version and the client's capabilities, the `Mcp-Method` and `Mcp-Name` headers repeat the method and a tool's name) and 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05 (the `initialize` handshake); a request without `MCP-Protocol-Version` is taken as 2025-03-26, the one version with JSON-RPC batches (an array of messages, answered with an array). Bytes that are not JSON are 400 with JSON-RPC error -32700; a message that is not a JSON-RPC request or a batch where the version has none are 400 with -32600; a version no era speaks is 400 with -32022 and the versions spoken; in 2026-07-28, a missing `_meta` is 400 with -32602, headers that do not match the body 400 with -32020, an unknown method 404 with -32601. Each tool needs the role of the route it stands for.",
     request_body = RpcRequest,
     params(
-        ("MCP-Protocol-Version" = Option<String>, Header, description = "The version agreed at `initialize`; 2025-03-26 when absent"),
+        ("MCP-Protocol-Version" = Option<String>, Header, description = "2026-07-28, or the version agreed at `initialize`; 2025-03-26 when absent"),
+        ("Mcp-Method" = Option<String>, Header, description = "2026-07-28: the request's method"),
+        ("Mcp-Name" = Option<String>, Header, description = "2026-07-28, `tools/call`: the tool's name"),
     ),
     responses(
         (status = 200, description = "The JSON-RPC response (an array for a batch)", body = RpcResponse),
         (status = 202, description = "A notification (or a batch of them), taken"),
-        (status = 400, description = "Not JSON (-32700), not a JSON-RPC request, a batch the version lacks, or an unsupported protocol version (-32600)", body = RpcResponse),
+        (status = 400, description = "Not JSON (-32700), not a JSON-RPC request or a batch the version lacks (-32600), an unsupported protocol version (-32022); in 2026-07-28, no `_meta` (-32602) or headers that do not match the body (-32020)", body = RpcResponse),
+        (status = 404, description = "2026-07-28: a method the stateless protocol has not (-32601)", body = RpcResponse),
     )
 )]
 async fn mcp(
