@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# Runs tests/mcp/client.py (the official MCP Python SDK, from PyPI into a
-# virtual environment under target/) against a live server with a new
-# database and an admin key; then compiles every tool's schemas with Ajv
-# (from npm, into target/) in strict JSON Schema 2020-12 mode.
+# Runs the official MCP SDKs against a live server with a new database and an
+# admin key, each at the stateless protocol 2026-07-28 and at 2025-11-25:
+# tests/mcp/client.py (the Python SDK, from PyPI into a virtual environment
+# under target/) and tests/mcp/ts-client.mjs (the TypeScript SDK, from npm
+# into target/); then compiles every tool's schemas with Ajv (from npm) in
+# strict JSON Schema 2020-12 mode.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 . tests/live.sh
 python_env mcp-venv mcp==2.3.0
-ajv=target/mcp-ajv
-if [ ! -d "$ajv/node_modules/ajv-formats" ] || [ ! -d "$ajv/node_modules/ajv" ]; then
-  mkdir -p "$ajv"
-  npm install --silent --no-audit --no-fund --prefix "$ajv" ajv@8.17.1 ajv-formats@3.0.1
-fi
+# Node packages at pinned versions, into target/$1, when one is missing.
+node_env() {
+  local dir=target/$1
+  shift
+  local pin name
+  for pin in "$@"; do
+    name=${pin%@*}
+    if [ "$(node -p "require('./$dir/node_modules/$name/package.json').version" 2>/dev/null)" != "${pin##*@}" ]; then
+      mkdir -p "$dir"
+      npm install --silent --no-audit --no-fund --prefix "$dir" "$@"
+      return
+    fi
+  done
+}
+node_env mcp-ts @modelcontextprotocol/client@2.4.0
+node_env mcp-ajv ajv@8.17.1 ajv-formats@3.0.1
 live_server mcp
 "$venv/bin/python" tests/mcp/client.py "$url" "$secret" "$work/tools.json"
-AJV_MODULES="$PWD/$ajv/node_modules" node tests/mcp/strict-schemas.mjs "$work/tools.json"
+MCP_TS_MODULES="$PWD/target/mcp-ts/node_modules" node tests/mcp/ts-client.mjs "$url" "$secret"
+AJV_MODULES="$PWD/target/mcp-ajv/node_modules" node tests/mcp/strict-schemas.mjs "$work/tools.json"
