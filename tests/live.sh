@@ -1,6 +1,7 @@
 # Sourced by the scripts that test engram from outside (schemathesis, the
-# MCP client, the dashboard): a Python virtual environment under target/,
-# and a live server on a new database with an admin key.
+# MCP SDKs, the generated clients, the dashboard): a Python virtual
+# environment or npm packages under target/, and a live server on a new
+# database with an admin key.
 
 # Makes the virtual environment target/$1 hold exactly the pinned packages
 # that follow ("name==version"); installs them only when one differs.
@@ -24,6 +25,22 @@ EOF
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "$@"
   fi
+}
+
+# Makes target/$1 hold the npm packages that follow ("name@version"):
+# installs them when one is missing or of another version.
+node_env() {
+  local dir=target/$1
+  shift
+  local pin name
+  for pin in "$@"; do
+    name=${pin%@*}
+    if [ "$(node -p "require('./$dir/node_modules/$name/package.json').version" 2>/dev/null)" != "${pin##*@}" ]; then
+      mkdir -p "$dir"
+      npm install --silent --no-audit --no-fund --prefix "$dir" "$@"
+      return
+    fi
+  done
 }
 
 # Builds engram, makes an admin key (rate $2, default 1000 a second) in a

@@ -16,10 +16,14 @@ use utoipa::openapi::schema::{Discriminator, OneOfBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Content, OpenApi as Document, Ref, ResponseBuilder};
 use utoipa::openapi::{ObjectBuilder, RefOr};
-use utoipa::{Modify, OpenApi};
+use utoipa::{Modify, OpenApi, PartialSchema};
 use utoipa_swagger_ui::Config;
 
 use super::Endpoint;
+use crate::domain::requests::{
+    EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
+    WorkingStateRequest,
+};
 use crate::domain::payload::{
     CompetencePayload, EpisodicPayload, Payload, PlanGraphPayload, SemanticPayload, WorkingPayload,
 };
@@ -207,10 +211,12 @@ impl Modify for Shared {
 fn share(operation: &mut Operation, endpoint: &Endpoint) {
     let mut codes: Vec<Code> = vec![Code::Internal, Code::Unavailable];
     if let Some(role) = endpoint.role {
-        operation.security = Some(vec![SecurityRequirement::new(
-            KEY_SCHEME,
-            Vec::<String>::new(),
-        )]);
+        // A key, or none: a service with keys off (`auth.mode`) serves
+        // without one, and its clients should not need to pretend.
+        operation.security = Some(vec![
+            SecurityRequirement::new(KEY_SCHEME, Vec::<String>::new()),
+            SecurityRequirement::default(),
+        ]);
         let needs = format!(
             "Needs a key with the `{}` role (or `admin`) when keys are in use.",
             role.as_str()
@@ -279,49 +285,126 @@ fn describe(code: Code) -> String {
     }
 }
 
-/// A payload is one of the five kinds' objects with `kind` naming it. The
-/// derive would join each kind's object (which refuses other fields) with
-/// `kind` in an `allOf`, which nothing satisfies; so `kind` is written into
-/// a copy of each.
-impl utoipa::PartialSchema for Payload {
-    fn schema() -> RefOr<Schema> {
-        let kinds = [
-            ("working", WorkingPayload::schema()),
-            ("semantic", SemanticPayload::schema()),
-            ("competence", CompetencePayload::schema()),
-            ("plan_graph", PlanGraphPayload::schema()),
-            ("episodic", EpisodicPayload::schema()),
-        ];
-        let mut one_of = OneOfBuilder::new().description(Some(
-            "What the record holds; `kind` says which of the five shapes, and is the record's type.",
-        ));
-        for (kind, schema) in kinds {
-            let RefOr::T(Schema::Object(mut object)) = schema else {
-                unreachable!("a payload is an object")
+/// One of several objects told apart by `kind` (serde's internally tagged
+/// enums: a record's payload, a batch's item). Each kind's object, with
+/// `kind` written into a copy of it, is a component of its own, named
+/// `{prefix}{Kind}`; the whole is a `oneOf` of references to them with a
+/// discriminator. (The derive joins each kind's object, which refuses
+/// other fields, with `kind` in an `allOf` that nothing satisfies; and
+/// client generators give the inner objects of inline variants one name.)
+struct Tagged {
+    prefix: &'static str,
+    kinds: Vec<(&'static str, RefOr<Schema>)>,
+}
+
+impl Tagged {
+    fn name(&self, kind: &str) -> String {
+        let camel: String = kind
+            .split('_')
+            .map(|word| {
+                let mut chars = word.chars();
+                chars
+                    .next()
+                    .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                    .unwrap_or_default()
+            })
+            .collect();
+        format!("{}{camel}", self.prefix)
+    }
+
+    fn one_of(&self, description: &str) -> RefOr<Schema> {
+        let mut one_of = OneOfBuilder::new().description(Some(description));
+        let mut mapping = Vec::new();
+        for (kind, _) in &self.kinds {
+            let name = self.name(kind);
+            one_of = one_of.item(Ref::from_schema_name(&name));
+            mapping.push((kind.to_string(), format!("#/components/schemas/{name}")));
+        }
+        one_of
+            .discriminator(Some(Discriminator::with_mapping("kind", mapping)))
+            .into()
+    }
+
+    /// Each kind's object, `kind` first among its required fields.
+    fn components(self, schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        for (kind, schema) in &self.kinds {
+            let RefOr::T(Schema::Object(mut object)) = schema.clone() else {
+                unreachable!("each kind is an object")
             };
             object.properties.insert(
                 "kind".to_string(),
                 ObjectBuilder::new()
                     .schema_type(Type::String)
-                    .enum_values(Some([kind]))
+                    .enum_values(Some([*kind]))
                     .into(),
             );
             object.required.insert(0, "kind".to_string());
-            one_of = one_of.item(object);
+            schemas.push((self.name(kind), object.into()));
         }
-        one_of
-            .discriminator(Some(Discriminator::new("kind")))
-            .into()
+    }
+}
+
+fn payload_kinds() -> Tagged {
+    Tagged {
+        prefix: "Payload",
+        kinds: vec![
+            ("working", WorkingPayload::schema()),
+            ("semantic", SemanticPayload::schema()),
+            ("competence", CompetencePayload::schema()),
+            ("plan_graph", PlanGraphPayload::schema()),
+            ("episodic", EpisodicPayload::schema()),
+        ],
+    }
+}
+
+impl utoipa::PartialSchema for Payload {
+    fn schema() -> RefOr<Schema> {
+        payload_kinds().one_of(
+            "What the record holds; `kind` says which of the five shapes, and is the record's type.",
+        )
     }
 }
 
 impl utoipa::ToSchema for Payload {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        payload_kinds().components(schemas);
         WorkingPayload::schemas(schemas);
         SemanticPayload::schemas(schemas);
         CompetencePayload::schemas(schemas);
         PlanGraphPayload::schemas(schemas);
         EpisodicPayload::schemas(schemas);
+    }
+}
+
+fn item_kinds() -> Tagged {
+    Tagged {
+        prefix: "IngestItem",
+        kinds: vec![
+            ("event", EventRequest::schema()),
+            ("tool_output", ToolOutputRequest::schema()),
+            ("observation", ObservationRequest::schema()),
+            ("outcome", OutcomeRequest::schema()),
+            ("working_state", WorkingStateRequest::schema()),
+        ],
+    }
+}
+
+impl utoipa::PartialSchema for IngestItem {
+    fn schema() -> RefOr<Schema> {
+        item_kinds().one_of(
+            "One item of `POST /v1/ingest/batch`: the fields of the single endpoint for its `kind`, and `kind`.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for IngestItem {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        item_kinds().components(schemas);
+        EventRequest::schemas(schemas);
+        ToolOutputRequest::schemas(schemas);
+        ObservationRequest::schemas(schemas);
+        OutcomeRequest::schemas(schemas);
+        WorkingStateRequest::schemas(schemas);
     }
 }
 
@@ -410,7 +493,7 @@ mod tests {
                     assert!(responses.contains_key("429"), "{at}: no 429");
                     let text = op.description.as_deref().unwrap_or_default();
                     assert!(text.contains(role.as_str()), "{at}: role not named");
-                    assert_eq!(op.security.as_ref().map(Vec::len), Some(1), "{at}");
+                    assert_eq!(op.security.as_ref().map(Vec::len), Some(2), "{at}");
                 }
                 None => assert_eq!(op.security.as_ref().map(Vec::len), Some(0), "{at}"),
             }

@@ -10,20 +10,6 @@ cd "$(dirname "$0")/../.."
 
 . tests/live.sh
 python_env mcp-venv mcp==2.3.0
-# Node packages at pinned versions, into target/$1, when one is missing.
-node_env() {
-  local dir=target/$1
-  shift
-  local pin name
-  for pin in "$@"; do
-    name=${pin%@*}
-    if [ "$(node -p "require('./$dir/node_modules/$name/package.json').version" 2>/dev/null)" != "${pin##*@}" ]; then
-      mkdir -p "$dir"
-      npm install --silent --no-audit --no-fund --prefix "$dir" "$@"
-      return
-    fi
-  done
-}
 node_env mcp-ts @modelcontextprotocol/client@2.4.0
 node_env mcp-ajv ajv@8.17.1 ajv-formats@3.0.1
 live_server mcp

@@ -119,8 +119,8 @@ pub struct WorkingStateRequest {
 }
 
 /// One item of `POST /v1/ingest/batch`: the same fields as the single
-/// endpoints, plus `kind`.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+/// endpoints, plus `kind` (its schema: `http/openapi.rs`).
+#[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum IngestItem {
     Event(EventRequest),
