@@ -20,12 +20,12 @@ use utoipa::{Modify, OpenApi, PartialSchema};
 use utoipa_swagger_ui::Config;
 
 use super::Endpoint;
+use crate::domain::payload::{
+    CompetencePayload, EpisodicPayload, Payload, PlanGraphPayload, SemanticPayload, WorkingPayload,
+};
 use crate::domain::requests::{
     EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
     WorkingStateRequest,
-};
-use crate::domain::payload::{
-    CompetencePayload, EpisodicPayload, Payload, PlanGraphPayload, SemanticPayload, WorkingPayload,
 };
 use crate::error::{ApiError, Code, ErrorBody};
 
