@@ -143,7 +143,9 @@ class Reader:
 
         def walk(value):
             if isinstance(value, dict):
-                if "id" in value and "type" in value and "status" in value and "payload" in value:
+                # (A schema of one, in the API document, has them too.)
+                if isinstance(value.get("id"), str) and "type" in value and "status" in value \
+                        and "payload" in value:
                     found.append(value)
                 for inner in value.values():
                     walk(inner)
