@@ -344,69 +344,52 @@ impl Tagged {
     }
 }
 
-fn payload_kinds() -> Tagged {
-    Tagged {
-        prefix: "Payload",
-        kinds: vec![
-            ("working", WorkingPayload::schema()),
-            ("semantic", SemanticPayload::schema()),
-            ("competence", CompetencePayload::schema()),
-            ("plan_graph", PlanGraphPayload::schema()),
-            ("episodic", EpisodicPayload::schema()),
-        ],
-    }
+/// The schema of an internally tagged enum (a [`Tagged`] union), from its
+/// kinds' names and types.
+macro_rules! tagged_schema {
+    ($enum:ty, $prefix:literal, $description:literal, [$(($kind:literal, $ty:ty)),+ $(,)?]) => {
+        impl utoipa::PartialSchema for $enum {
+            fn schema() -> RefOr<Schema> {
+                Tagged { prefix: $prefix, kinds: vec![$(($kind, <$ty>::schema())),+] }
+                    .one_of($description)
+            }
+        }
+
+        impl utoipa::ToSchema for $enum {
+            fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+                Tagged { prefix: $prefix, kinds: vec![$(($kind, <$ty>::schema())),+] }
+                    .components(schemas);
+                $(<$ty as utoipa::ToSchema>::schemas(schemas);)+
+            }
+        }
+    };
 }
 
-impl utoipa::PartialSchema for Payload {
-    fn schema() -> RefOr<Schema> {
-        payload_kinds().one_of(
-            "What the record holds; `kind` says which of the five shapes, and is the record's type.",
-        )
-    }
-}
+tagged_schema!(
+    Payload,
+    "Payload",
+    "What the record holds; `kind` says which of the five shapes, and is the record's type.",
+    [
+        ("working", WorkingPayload),
+        ("semantic", SemanticPayload),
+        ("competence", CompetencePayload),
+        ("plan_graph", PlanGraphPayload),
+        ("episodic", EpisodicPayload),
+    ]
+);
 
-impl utoipa::ToSchema for Payload {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        payload_kinds().components(schemas);
-        WorkingPayload::schemas(schemas);
-        SemanticPayload::schemas(schemas);
-        CompetencePayload::schemas(schemas);
-        PlanGraphPayload::schemas(schemas);
-        EpisodicPayload::schemas(schemas);
-    }
-}
-
-fn item_kinds() -> Tagged {
-    Tagged {
-        prefix: "IngestItem",
-        kinds: vec![
-            ("event", EventRequest::schema()),
-            ("tool_output", ToolOutputRequest::schema()),
-            ("observation", ObservationRequest::schema()),
-            ("outcome", OutcomeRequest::schema()),
-            ("working_state", WorkingStateRequest::schema()),
-        ],
-    }
-}
-
-impl utoipa::PartialSchema for IngestItem {
-    fn schema() -> RefOr<Schema> {
-        item_kinds().one_of(
-            "One item of `POST /v1/ingest/batch`: the fields of the single endpoint for its `kind`, and `kind`.",
-        )
-    }
-}
-
-impl utoipa::ToSchema for IngestItem {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        item_kinds().components(schemas);
-        EventRequest::schemas(schemas);
-        ToolOutputRequest::schemas(schemas);
-        ObservationRequest::schemas(schemas);
-        OutcomeRequest::schemas(schemas);
-        WorkingStateRequest::schemas(schemas);
-    }
-}
+tagged_schema!(
+    IngestItem,
+    "IngestItem",
+    "One item of `POST /v1/ingest/batch`: the fields of the single endpoint for its `kind`, and `kind`.",
+    [
+        ("event", EventRequest),
+        ("tool_output", ToolOutputRequest),
+        ("observation", ObservationRequest),
+        ("outcome", OutcomeRequest),
+        ("working_state", WorkingStateRequest),
+    ]
+);
 
 #[cfg(test)]
 mod tests {

@@ -415,24 +415,26 @@ async fn the_operator_cli_sends_a_key_to_a_secured_service() {
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(said.contains("401") && said.contains("API key"), "{said}");
-    let out = run(vec!["jobs", "list", "--key", &root], None)
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let succeeded = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let listed = succeeded(
+        run(vec!["jobs", "list", "--key", &root], None)
+            .await
+            .unwrap(),
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("consolidation"));
-    let out = run(vec!["jobs", "run", "decay"], Some(&root))
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert!(String::from_utf8_lossy(&listed).contains("consolidation"));
+    let ran = succeeded(
+        run(vec!["jobs", "run", "decay"], Some(&root))
+            .await
+            .unwrap(),
     );
-    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let printed: Value = serde_json::from_slice(&ran).unwrap();
     assert_eq!(printed["job"], "decay", "{printed}");
     // A key without the admin role is refused, as over HTTP.
     let reader = app
