@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{
-    call, every_version, read_message, respond_with, rpc_error, tools_listed, Access, Answer,
-    AppState, HttpResponse, RpcError, RpcResponse, HEADER_MISMATCH, INSTRUCTIONS, INVALID_PARAMS,
+    call, every_version, read_message, respond_with, rpc_error, Access, Answer, AppState,
+    HttpResponse, RpcError, RpcResponse, HEADER_MISMATCH, INSTRUCTIONS, INVALID_PARAMS,
     INVALID_REQUEST, METHOD_NOT_FOUND, MODERN_VERSIONS, PARSE_ERROR, PROTOCOL_VERSION_HEADER,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
@@ -196,23 +196,16 @@ async fn run(
     method: &str,
     params: Value,
 ) -> Result<Answer, RpcError> {
-    let server_info = json!({"name": "engram", "version": env!("CARGO_PKG_VERSION")});
-    let mut result = match method {
+    let result = match method {
         "server/discover" => json!({
             "supportedVersions": every_version(),
             "capabilities": {"tools": {"listChanged": false}},
-            "serverInfo": server_info,
+            "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
             "ttlMs": 0,
             "cacheScope": "private",
         }),
-        "tools/list" => {
-            let mut listed: Value =
-                serde_json::from_str(tools_listed().get()).expect("the tool list is JSON");
-            listed["ttlMs"] = json!(0);
-            listed["cacheScope"] = json!("private");
-            listed
-        }
+        "tools/list" => return Ok(Answer::Written(tools_listed())),
         "tools/call" => call(state, access.clone(), params).await?,
         other => {
             return Err(rpc_error(
@@ -221,9 +214,31 @@ async fn run(
             ))
         }
     };
+    Ok(Answer::Made(completed(result)))
+}
+
+fn server_info() -> Value {
+    json!({"name": "engram", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// A result as this protocol gives it: complete, and naming the server.
+fn completed(mut result: Value) -> Value {
     result["resultType"] = json!("complete");
-    result["_meta"] = json!({SERVER_INFO_META: server_info});
-    Ok(Answer::Made(result))
+    result["_meta"] = json!({SERVER_INFO_META: server_info()});
+    result
+}
+
+/// The answer to `tools/list` in this protocol, written as JSON once (from
+/// the handshake era's), as that one is.
+fn tools_listed() -> &'static RawValue {
+    static LISTED: std::sync::LazyLock<Box<RawValue>> = std::sync::LazyLock::new(|| {
+        let mut listed: Value =
+            serde_json::from_str(super::tools_listed().get()).expect("the tool list is JSON");
+        listed["ttlMs"] = json!(0);
+        listed["cacheScope"] = json!("private");
+        serde_json::value::to_raw_value(&completed(listed)).expect("the tool list is JSON")
+    });
+    &LISTED
 }
 
 #[cfg(test)]
