@@ -70,14 +70,96 @@ impl ConversationSettings {
     }
 }
 
-/// What is logged about requests beyond the access log.
-#[derive(Debug, Clone, Copy, Deserialize)]
+/// What is logged about requests beyond the access log, and where their
+/// spans are sent.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TelemetrySettings {
     /// A request that takes at least this long is logged as `slow request`,
     /// with its route, its key's name, and the time its work waited in
     /// queues and ran off the HTTP worker.
     pub slow_request_ms: u64,
+    /// An OTLP/HTTP traces endpoint (`http://host:4318/v1/traces`) spans
+    /// are sent to, as protobuf; none are sent when it is not set. Else
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces` added, when set.
+    #[serde(default)]
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the spans' resource.
+    pub otlp_service_name: String,
+    /// Longest a finished span waits before it is sent.
+    pub otlp_export_ms: u64,
+    /// Finished spans waiting to be sent; more are dropped (and counted).
+    pub otlp_max_queue: usize,
+    /// Most spans sent in one request.
+    pub otlp_max_batch: usize,
+    /// How long one send may take.
+    pub otlp_timeout_ms: u64,
+}
+
+/// The standard OpenTelemetry variables that name a collector, which
+/// `telemetry.otlp_endpoint` stands in for when it is not set.
+#[derive(Default)]
+struct OtelEndpoints {
+    traces: Option<String>,
+    base: Option<String>,
+}
+
+impl OtelEndpoints {
+    fn take(&mut self, name: &str, value: &str) {
+        let value = Some(value.trim().to_string()).filter(|v| !v.is_empty());
+        match name {
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" => self.traces = value,
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => self.base = value,
+            _ => {}
+        }
+    }
+
+    /// The traces endpoint is used as given; the general one is a base
+    /// that `/v1/traces` is added to.
+    fn traces_endpoint(self) -> Option<String> {
+        self.traces.or_else(|| {
+            self.base
+                .map(|base| format!("{}/v1/traces", base.trim_end_matches('/')))
+        })
+    }
+}
+
+impl TelemetrySettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid =
+            |key: &str, why: &str| Err(ConfigError::Invalid(format!("telemetry.{key}: {why}")));
+        if let Some(endpoint) = &self.otlp_endpoint {
+            if !endpoint.starts_with("http://") {
+                return invalid(
+                    "otlp_endpoint",
+                    "must be an http:// URL (https is not supported yet: send to a local collector, which forwards over TLS)",
+                );
+            }
+            if endpoint.parse::<awc::http::Uri>().is_err() {
+                return invalid("otlp_endpoint", "is not a valid URL");
+            }
+        }
+        if self.otlp_service_name.trim().is_empty() {
+            return invalid("otlp_service_name", "must not be empty");
+        }
+        if self.otlp_export_ms == 0 {
+            return invalid("otlp_export_ms", "must be greater than 0");
+        }
+        if self.otlp_max_queue == 0 {
+            return invalid("otlp_max_queue", "must be greater than 0");
+        }
+        if self.otlp_max_batch == 0 || self.otlp_max_batch > self.otlp_max_queue {
+            return invalid(
+                "otlp_max_batch",
+                "must be greater than 0 and at most telemetry.otlp_max_queue",
+            );
+        }
+        if self.otlp_timeout_ms == 0 {
+            return invalid("otlp_timeout_ms", "must be greater than 0");
+        }
+        Ok(())
+    }
 }
 
 /// Topics: how much history a field keeps, and when `auto` placement
@@ -437,7 +519,9 @@ impl Settings {
             merge(&mut merged, overlay);
         }
         let mut database_url_given = false;
+        let mut otel = OtelEndpoints::default();
         for (name, value) in env {
+            otel.take(&name, &value);
             let Some(path) = env_key(&name) else {
                 continue;
             };
@@ -462,16 +546,19 @@ impl Settings {
         }
         // The path names the key (`storage.pool_size`) whichever layer
         // set it.
-        let settings: Settings = serde_path_to_error::deserialize(toml::Value::Table(merged))
+        let mut settings: Settings = serde_path_to_error::deserialize(toml::Value::Table(merged))
             .map_err(|e| {
-                let path = e.path().to_string();
-                let message = e.into_inner().message().trim().to_string();
-                if path == "." {
-                    ConfigError::Invalid(message)
-                } else {
-                    ConfigError::Invalid(format!("{path}: {message}"))
-                }
-            })?;
+            let path = e.path().to_string();
+            let message = e.into_inner().message().trim().to_string();
+            if path == "." {
+                ConfigError::Invalid(message)
+            } else {
+                ConfigError::Invalid(format!("{path}: {message}"))
+            }
+        })?;
+        if settings.telemetry.otlp_endpoint.is_none() {
+            settings.telemetry.otlp_endpoint = otel.traces_endpoint();
+        }
         settings.validate()?;
         Ok(settings)
     }
@@ -737,6 +824,7 @@ impl Settings {
         if let Some(embedding) = &self.embedding {
             embedding.validate(self.retrieval.embedding_dimensions())?;
         }
+        self.telemetry.validate()?;
         let threshold = self.retrieval.selection_confidence_threshold;
         if !(0.0..=1.0).contains(&threshold) {
             return invalid(
@@ -968,6 +1056,80 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("jobs.decay.schedule"), "{err}");
+    }
+
+    #[test]
+    fn spans_are_sent_only_to_a_collector_that_is_named() {
+        assert_eq!(Settings::embedded().telemetry.otlp_endpoint, None);
+        let endpoint = |pairs: &[(&str, &str)]| {
+            Settings::from_layers(None, env(pairs))
+                .unwrap()
+                .telemetry
+                .otlp_endpoint
+        };
+        assert_eq!(
+            endpoint(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")]).as_deref(),
+            Some("http://collector:4318/v1/traces")
+        );
+        assert_eq!(
+            endpoint(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+                (
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "http://traces:4318/custom"
+                ),
+            ])
+            .as_deref(),
+            Some("http://traces:4318/custom")
+        );
+        assert_eq!(
+            endpoint(&[
+                (
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "http://traces:4318/custom"
+                ),
+                (
+                    "ENGRAM_TELEMETRY__OTLP_ENDPOINT",
+                    "http://mine:4318/v1/traces"
+                ),
+            ])
+            .as_deref(),
+            Some("http://mine:4318/v1/traces")
+        );
+        for (pairs, key) in [
+            (
+                vec![(
+                    "ENGRAM_TELEMETRY__OTLP_ENDPOINT",
+                    "https://c:4318/v1/traces",
+                )],
+                "telemetry.otlp_endpoint",
+            ),
+            (
+                vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")],
+                "telemetry.otlp_endpoint",
+            ),
+            (
+                vec![("ENGRAM_TELEMETRY__OTLP_MAX_QUEUE", "0")],
+                "telemetry.otlp_max_queue",
+            ),
+            (
+                vec![("ENGRAM_TELEMETRY__OTLP_MAX_BATCH", "4096")],
+                "telemetry.otlp_max_batch",
+            ),
+            (
+                vec![("ENGRAM_TELEMETRY__OTLP_EXPORT_MS", "0")],
+                "telemetry.otlp_export_ms",
+            ),
+            (
+                vec![("ENGRAM_TELEMETRY__OTLP_SERVICE_NAME", " ")],
+                "telemetry.otlp_service_name",
+            ),
+        ] {
+            let err = Settings::from_layers(None, env(&pairs))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{pairs:?}: {err}");
+        }
     }
 
     #[test]

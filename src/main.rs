@@ -131,7 +131,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    engram::telemetry::init(settings.server.log_format);
+    engram::telemetry::init(settings.server.log_format, &settings.telemetry);
     engram::memory::configure();
     let served = actix_web::rt::System::new().block_on(async move {
         let app = Application::build(settings, Clock::system()).await?;
@@ -139,6 +139,8 @@ fn main() -> ExitCode {
         app.run_until_stopped().await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     });
+    // The last requests' spans, before the process ends.
+    engram::telemetry::otlp::flush(std::time::Duration::from_secs(2));
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

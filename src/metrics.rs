@@ -245,6 +245,28 @@ impl Metrics {
             reads_in_flight as f64,
         );
 
+        if let Some(spans) = crate::telemetry::otlp::stats() {
+            let count = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed) as f64;
+            counter(
+                &mut out,
+                "engram_trace_spans_exported_total",
+                "Spans the collector took.",
+                count(&spans.exported),
+            );
+            counter(
+                &mut out,
+                "engram_trace_spans_dropped_total",
+                "Spans dropped: the queue to the collector was full, or the collector did not take their batch.",
+                count(&spans.dropped),
+            );
+            counter(
+                &mut out,
+                "engram_trace_export_failures_total",
+                "Batches of spans the collector did not take.",
+                count(&spans.failed_batches),
+            );
+        }
+
         let _ = writeln!(out, "# HELP engram_http_requests_total HTTP requests by route and status.\n# TYPE engram_http_requests_total counter");
         for ((method, route, status), count) in self.requests.lock().expect("metrics lock").iter() {
             let _ = writeln!(out, "engram_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {count}");

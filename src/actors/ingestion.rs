@@ -109,7 +109,6 @@ pub struct CreateRecord {
 impl Handler<Ingest> for Ingestor {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
-    #[tracing::instrument(name = "ingest", level = "debug", skip_all)]
     fn handle(&mut self, msg: Ingest, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let cx = self.context(&msg.caller, now);
@@ -143,7 +142,6 @@ impl Handler<Ingest> for Ingestor {
 impl Handler<IngestBatch> for Ingestor {
     type Result = ResponseFuture<Result<Vec<MemoryRecord>, ServiceError>>;
 
-    #[tracing::instrument(name = "ingest_batch", level = "debug", skip_all)]
     fn handle(&mut self, msg: IngestBatch, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let cx = self.context(&msg.caller, now);
@@ -177,7 +175,6 @@ pub struct IngestConversation {
 impl Handler<IngestConversation> for Ingestor {
     type Result = ResponseFuture<Result<ConversationIngested, ServiceError>>;
 
-    #[tracing::instrument(name = "ingest_conversation", level = "debug", skip_all)]
     fn handle(&mut self, msg: IngestConversation, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let cx = self.context(&msg.caller, now);
@@ -202,7 +199,6 @@ impl Handler<IngestConversation> for Ingestor {
 impl Handler<CreateRecord> for Ingestor {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
-    #[tracing::instrument(name = "create_record", level = "debug", skip_all)]
     fn handle(&mut self, msg: CreateRecord, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let record = msg
@@ -245,7 +241,6 @@ pub struct IngestTopic {
 impl Handler<IngestTopic> for Ingestor {
     type Result = ResponseFuture<Result<Ingested, ServiceError>>;
 
-    #[tracing::instrument(name = "ingest_topic", level = "debug", skip_all)]
     fn handle(&mut self, msg: IngestTopic, _: &mut Self::Context) -> Self::Result {
         let writer = self.writer.clone();
         let touched = self.touched.clone();
@@ -295,7 +290,6 @@ pub struct AddTopicEdge(pub TopicLink);
 impl Handler<AddTopicEdge> for Ingestor {
     type Result = ResponseFuture<Result<(TopicEdge, bool), ServiceError>>;
 
-    #[tracing::instrument(name = "add_topic_edge", level = "debug", skip_all)]
     fn handle(&mut self, msg: AddTopicEdge, _: &mut Self::Context) -> Self::Result {
         self.write(LinkTopics(self.edge(msg.0)))
     }
@@ -309,7 +303,6 @@ pub struct RemoveTopicEdge(pub TopicLink);
 impl Handler<RemoveTopicEdge> for Ingestor {
     type Result = ResponseFuture<Result<(), ServiceError>>;
 
-    #[tracing::instrument(name = "remove_topic_edge", level = "debug", skip_all)]
     fn handle(&mut self, msg: RemoveTopicEdge, _: &mut Self::Context) -> Self::Result {
         self.write(UnlinkTopics(self.edge(msg.0)))
     }
@@ -326,7 +319,6 @@ pub struct ArchiveTopic {
 impl Handler<ArchiveTopic> for Ingestor {
     type Result = ResponseFuture<Result<Topic, ServiceError>>;
 
-    #[tracing::instrument(name = "archive_topic", level = "debug", skip_all)]
     fn handle(&mut self, msg: ArchiveTopic, _: &mut Self::Context) -> Self::Result {
         self.write(ArchiveOne {
             caller: msg.caller,

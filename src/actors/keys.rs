@@ -50,7 +50,6 @@ pub struct CreateKey {
 impl Handler<CreateKey> for KeyKeeper {
     type Result = ResponseFuture<Result<(ApiKey, String), ServiceError>>;
 
-    #[tracing::instrument(name = "create_key", level = "debug", skip_all)]
     fn handle(&mut self, msg: CreateKey, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let writer = self.writer.clone();
@@ -80,7 +79,6 @@ pub struct ListKeys {
 impl Handler<ListKeys> for KeyKeeper {
     type Result = ResponseFuture<Result<Vec<ApiKey>, ServiceError>>;
 
-    #[tracing::instrument(name = "list_keys", level = "debug", skip_all)]
     fn handle(&mut self, msg: ListKeys, _: &mut Self::Context) -> Self::Result {
         let reader = self.reader.clone();
         Box::pin(async move { reader.read(ListKeysFor { by: msg.by }).await })
@@ -99,7 +97,6 @@ pub struct RevokeKey {
 impl Handler<RevokeKey> for KeyKeeper {
     type Result = ResponseFuture<Result<(ApiKey, bool), ServiceError>>;
 
-    #[tracing::instrument(name = "revoke_key", level = "debug", skip_all)]
     fn handle(&mut self, msg: RevokeKey, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let writer = self.writer.clone();

@@ -40,19 +40,21 @@ impl<M> InRequest<M> {
         }
     }
 
-    /// Handles the message with `handle` inside the request's span (the
-    /// time it waited in the actor's mailbox counted as queued), and runs
-    /// the future it answers with the request's waiter and trace in scope.
+    /// Handles the message with `handle` inside the span of `actor` within
+    /// the request's (the time it waited in the actor's mailbox counted as
+    /// queued), and runs the future it answers with the request's waiter
+    /// and trace in scope.
     pub fn handle_with<T: 'static>(
         self,
+        (actor, name): (&'static str, &'static str),
         handle: impl FnOnce(M) -> ResponseFuture<T>,
     ) -> ResponseFuture<T> {
         let InRequest {
             message,
             waiter,
-            handoff,
+            mut handoff,
         } = self;
-        handoff.started(Instant::now());
+        handoff.started(actor, name, Instant::now());
         let work = handoff.span().in_scope(|| handle(message));
         let work = match waiter {
             Some(waiter) => Box::pin(watched(waiter, work)),
@@ -78,7 +80,7 @@ macro_rules! handles_in_request {
                     msg: $crate::actors::request::InRequest<$message>,
                     ctx: &mut Self::Context,
                 ) -> Self::Result {
-                    msg.handle_with(|message| {
+                    msg.handle_with((stringify!($actor), stringify!($message)), |message| {
                         <$actor as actix::Handler<$message>>::handle(self, message, ctx)
                     })
                 }

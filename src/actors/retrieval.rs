@@ -128,7 +128,6 @@ pub struct Retrieve {
 impl Handler<Retrieve> for Retriever {
     type Result = ResponseFuture<Result<RetrieveResult, ServiceError>>;
 
-    #[tracing::instrument(name = "retrieve", level = "debug", skip_all)]
     fn handle(&mut self, msg: Retrieve, _: &mut Self::Context) -> Self::Result {
         let Retrieve {
             access,
@@ -205,7 +204,6 @@ pub struct RetrieveGraph {
 impl Handler<RetrieveGraph> for Retriever {
     type Result = ResponseFuture<Result<Graph, ServiceError>>;
 
-    #[tracing::instrument(name = "retrieve_graph", level = "debug", skip_all)]
     fn handle(&mut self, msg: RetrieveGraph, _: &mut Self::Context) -> Self::Result {
         let (caller, retrieval, limits) =
             match msg.request.into_graph(&msg.access, self.settings.max_limit) {
@@ -233,7 +231,6 @@ pub struct GetRecord {
 impl Handler<GetRecord> for Retriever {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
-    #[tracing::instrument(name = "get_record", level = "debug", skip_all)]
     fn handle(&mut self, msg: GetRecord, _: &mut Self::Context) -> Self::Result {
         let GetRecord { caller, id } = msg;
         let now = self.clock.now();
@@ -252,7 +249,6 @@ pub struct RecordHistory {
 impl Handler<RecordHistory> for Retriever {
     type Result = ResponseFuture<Result<History, ServiceError>>;
 
-    #[tracing::instrument(name = "record_history", level = "debug", skip_all)]
     fn handle(&mut self, msg: RecordHistory, _: &mut Self::Context) -> Self::Result {
         let RecordHistory { caller, id } = msg;
         let now = self.clock.now();
@@ -272,7 +268,6 @@ pub struct ViewTopic {
 impl Handler<ViewTopic> for Retriever {
     type Result = ResponseFuture<Result<TopicView, ServiceError>>;
 
-    #[tracing::instrument(name = "view_topic", level = "debug", skip_all)]
     fn handle(&mut self, msg: ViewTopic, _: &mut Self::Context) -> Self::Result {
         let ViewTopic { caller, id, as_of } = msg;
         let reading = topics::Reading {
@@ -299,7 +294,6 @@ pub struct QueryTopics {
 impl Handler<QueryTopics> for Retriever {
     type Result = ResponseFuture<Result<Vec<QueryHit>, ServiceError>>;
 
-    #[tracing::instrument(name = "query_topics", level = "debug", skip_all)]
     fn handle(&mut self, msg: QueryTopics, _: &mut Self::Context) -> Self::Result {
         let QueryTopics { caller, mut query } = msg;
         query.max_hop_nodes = self.topics.settings.max_hop_nodes;
@@ -324,7 +318,6 @@ pub struct FieldHistory {
 impl Handler<FieldHistory> for Retriever {
     type Result = ResponseFuture<Result<Vec<VersionView>, ServiceError>>;
 
-    #[tracing::instrument(name = "field_history", level = "debug", skip_all)]
     fn handle(&mut self, msg: FieldHistory, _: &mut Self::Context) -> Self::Result {
         let FieldHistory { caller, id, name } = msg;
         self.bounded_read(ReadFieldHistory { caller, id, name })
@@ -342,7 +335,6 @@ pub struct SummaryHistory {
 impl Handler<SummaryHistory> for Retriever {
     type Result = ResponseFuture<Result<Vec<SummaryView>, ServiceError>>;
 
-    #[tracing::instrument(name = "summary_history", level = "debug", skip_all)]
     fn handle(&mut self, msg: SummaryHistory, _: &mut Self::Context) -> Self::Result {
         let SummaryHistory { caller, id } = msg;
         self.bounded_read(ReadSummaryHistory { caller, id })
@@ -369,7 +361,6 @@ pub struct ErasureLogPage {
 impl Handler<ErasureLog> for Retriever {
     type Result = ResponseFuture<Result<ErasureLogPage, ServiceError>>;
 
-    #[tracing::instrument(name = "erasure_log", level = "debug", skip_all)]
     fn handle(&mut self, msg: ErasureLog, _: &mut Self::Context) -> Self::Result {
         let ErasureLog {
             caller,
@@ -442,7 +433,6 @@ pub struct MemoryMetrics;
 impl Handler<MemoryMetrics> for Retriever {
     type Result = ResponseFuture<Result<MemoryStats, ServiceError>>;
 
-    #[tracing::instrument(name = "memory_metrics", level = "debug", skip_all)]
     fn handle(&mut self, _: MemoryMetrics, _: &mut Self::Context) -> Self::Result {
         let reader = self.reader.clone();
         let job = ReadStats {
@@ -471,7 +461,6 @@ pub struct ConversationPage {
 impl Handler<ReadConversation> for Retriever {
     type Result = ResponseFuture<Result<ConversationPage, ServiceError>>;
 
-    #[tracing::instrument(name = "read_conversation", level = "debug", skip_all)]
     fn handle(&mut self, msg: ReadConversation, _: &mut Self::Context) -> Self::Result {
         let ReadConversation {
             access,

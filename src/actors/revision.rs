@@ -56,7 +56,6 @@ pub struct Revise {
 impl Handler<Revise> for Reviser {
     type Result = ResponseFuture<Result<MemoryRecord, ServiceError>>;
 
-    #[tracing::instrument(name = "revise", level = "debug", skip_all)]
     fn handle(&mut self, msg: Revise, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         let cx = NewRecordContext {
@@ -95,7 +94,6 @@ pub struct Erase {
 impl Handler<Erase> for Reviser {
     type Result = ResponseFuture<Result<ErasureReport, ServiceError>>;
 
-    #[tracing::instrument(name = "erase", level = "debug", skip_all)]
     fn handle(&mut self, msg: Erase, _: &mut Self::Context) -> Self::Result {
         let (reader, writer) = (self.reader.clone(), self.writer.clone());
         let planned = PlanErasure {

@@ -97,7 +97,7 @@ impl<T: Send + 'static> Handler<Read<T>> for StoreReader {
             work,
             answer,
             budget,
-            handoff,
+            mut handoff,
         } = msg;
         if answer.is_closed() || budget.spent() {
             // Its caller stopped waiting.
@@ -106,7 +106,7 @@ impl<T: Send + 'static> Handler<Read<T>> for StoreReader {
         let mut answer = Some(answer);
         let reads = &mut self.reads;
         let started = Instant::now();
-        handoff.started(started);
+        handoff.started("StoreReader", work.name(), started);
         let read = handoff.span().in_scope(|| {
             budget::within(budget, || {
                 reads.read(|tx| {
@@ -188,6 +188,9 @@ async fn within<T>(
 trait WriteJob: Send {
     /// The request it works for, and when it was queued.
     fn handoff(&self) -> &Handoff;
+    fn handoff_mut(&mut self) -> &mut Handoff;
+    /// What it does, as the log and traces name it.
+    fn name(&self) -> &'static str;
     /// Its caller stopped waiting: the job is answered without being run.
     fn expired(&self, now: Instant) -> bool;
     /// The new record the job stores, before it runs when that is all it
@@ -240,6 +243,7 @@ fn answer<T>(
 }
 
 struct PendingWrite<T> {
+    name: &'static str,
     work: Option<Work<T>>,
     handoff: Handoff,
     deadline: Instant,
@@ -250,6 +254,14 @@ struct PendingWrite<T> {
 impl<T: Send> WriteJob for PendingWrite<T> {
     fn handoff(&self) -> &Handoff {
         &self.handoff
+    }
+
+    fn handoff_mut(&mut self) -> &mut Handoff {
+        &mut self.handoff
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
     }
 
     fn expired(&self, now: Instant) -> bool {
@@ -273,6 +285,7 @@ impl<T: Send> WriteJob for PendingWrite<T> {
 /// A new record to store, with the others of its transaction: given, or
 /// made by work that runs first (and may change other rows).
 struct PendingInsert {
+    name: &'static str,
     work: Option<Work<MemoryRecord>>,
     /// The thread whose states the work looks up.
     thread: Option<String>,
@@ -286,6 +299,14 @@ struct PendingInsert {
 impl WriteJob for PendingInsert {
     fn handoff(&self) -> &Handoff {
         &self.handoff
+    }
+
+    fn handoff_mut(&mut self) -> &mut Handoff {
+        &mut self.handoff
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
     }
 
     fn expired(&self, now: Instant) -> bool {
@@ -496,6 +517,7 @@ impl StorageWriter {
     pub async fn insert(&self, record: MemoryRecord) -> Result<MemoryRecord, ServiceError> {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingInsert {
+            name: "InsertRecord",
             work: None,
             thread: None,
             record: Some(record),
@@ -521,6 +543,7 @@ impl StorageWriter {
     ) -> Result<MemoryRecord, ServiceError> {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingInsert {
+            name: J::NAME,
             work: Some(Box::new(job)),
             thread: Some(thread),
             record: None,
@@ -556,6 +579,7 @@ impl StorageWriter {
     async fn write_on<J: Job>(&self, lane: &Lane, job: J) -> Result<J::Output, ServiceError> {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingWrite {
+            name: J::NAME,
             work: Some(Box::new(job)),
             handoff: Handoff::now(),
             deadline: Instant::now() + self.timeout,
@@ -716,8 +740,9 @@ fn write_loop(
         }
         counts.taken(batch.len());
         let started = Instant::now();
-        for job in &batch {
-            job.handoff().started(started);
+        for job in &mut batch {
+            let name = job.name();
+            job.handoff_mut().started("Writer", name, started);
         }
         let commit = {
             let _commit = tracing::debug_span!("group_commit", writes = batch.len()).entered();

@@ -57,13 +57,15 @@ pub(super) async fn ingest_item(
     access: Access,
     item: IngestItem,
 ) -> Result<MemoryRecord, ApiError> {
-    Ok(state
+    let record = state
         .ingestor
         .send(InRequest::new(Ingest {
             caller: access.writer(),
             item,
         }))
-        .await??)
+        .await??;
+    crate::telemetry::record_count(1);
+    Ok(record)
 }
 
 async fn ingest(
@@ -217,6 +219,7 @@ async fn batch(
             batch: body.0,
         }))
         .await??;
+    crate::telemetry::record_count(records.len());
     Ok(records_response(StatusCode::CREATED, &records))
 }
 
@@ -244,11 +247,13 @@ pub(super) async fn ingest_conversation(
     access: Access,
     conversation: ConversationRequest,
 ) -> Result<ConversationIngested, ApiError> {
-    Ok(state
+    let ingested = state
         .ingestor
         .send(InRequest::new(IngestConversation {
             caller: access.writer(),
             conversation,
         }))
-        .await??)
+        .await??;
+    crate::telemetry::record_count(ingested.records.len());
+    Ok(ingested)
 }

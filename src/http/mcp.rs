@@ -454,6 +454,7 @@ async fn run_method(
     request: RpcRequest,
 ) -> Result<Answer, RpcError> {
     let params = request.params.unwrap_or(Value::Null);
+    crate::telemetry::record_mcp_method(&request.method);
     match request.method.as_str() {
         "initialize" => Ok(Answer::Made(initialize(&params))),
         "ping" => Ok(Answer::Made(json!({}))),
@@ -822,6 +823,7 @@ async fn call(state: &AppState, access: Access, params: Value) -> Result<Value, 
         .iter()
         .find(|tool| tool.name == name)
         .ok_or_else(|| rpc_error(INVALID_PARAMS, format!("unknown tool {name:?}")))?;
+    crate::telemetry::record_tool(tool.name);
     let arguments = match &params["arguments"] {
         Value::Null => Value::Object(Map::new()),
         other => other.clone(),

@@ -52,10 +52,12 @@ pub(super) async fn retrieved(
     access: Access,
     request: RetrieveRequest,
 ) -> Result<RetrieveResult, ApiError> {
-    Ok(state
+    let result = state
         .retriever
         .send(InRequest::new(Retrieve { access, request }))
-        .await??)
+        .await??;
+    crate::telemetry::record_count(result.records.len());
+    Ok(result)
 }
 
 #[utoipa::path(

@@ -253,12 +253,12 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
 
 /// Starts the service on the database in `dir`, which may hold data.
 pub async fn spawn_app_in(dir: TempDir, adjust: impl FnOnce(&mut Settings)) -> TestApp {
-    if std::env::var_os("TEST_LOG").is_some() {
-        engram::telemetry::init(engram::config::LogFormat::Text);
-    }
     let db_path = dir.path().join("engram.db");
     let mut settings = test_settings(&db_path);
     adjust(&mut settings);
+    if std::env::var_os("TEST_LOG").is_some() {
+        engram::telemetry::init(engram::config::LogFormat::Text, &settings.telemetry);
+    }
     let (clock, handle) = Clock::manual(start_time());
     let app = Application::build(settings, clock)
         .await

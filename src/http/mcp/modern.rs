@@ -196,6 +196,7 @@ async fn run(
     method: &str,
     params: Value,
 ) -> Result<Answer, RpcError> {
+    crate::telemetry::record_mcp_method(method);
     let result = match method {
         "server/discover" => json!({
             "supportedVersions": every_version(),

@@ -8,6 +8,14 @@
 //! time they waited in a queue and the time they worked to it. A request
 //! slower than `telemetry.slow_request_ms` is logged as `slow request` with
 //! that split, so its time can be followed past the HTTP worker.
+//!
+//! Each actor that handles a request's work does so in an `actor` span
+//! (debug) within the request's, and each storage job in a `job` span
+//! within that: with `telemetry.otlp_endpoint` set, [`otlp`] sends them
+//! all to a collector.
+
+pub mod otlp;
+mod protobuf;
 
 use std::future::Future;
 use std::io::IsTerminal;
@@ -21,25 +29,42 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
-use crate::config::LogFormat;
+use crate::config::{LogFormat, TelemetrySettings};
 use crate::domain::access::Access;
 use crate::http::AppState;
 
-/// Installs the global subscriber; a second call is a no-op, so tests may
-/// call it freely.
-pub fn init(format: LogFormat) {
+/// Installs the global subscriber: the log, and the span exporter when
+/// `settings` name a collector. A second call is a no-op, so tests may call
+/// it freely.
+pub fn init(format: LogFormat, settings: &TelemetrySettings) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,tokio_cron_scheduler=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let log = match format {
+        LogFormat::Text => log.with_filter(filter).boxed(),
+        LogFormat::Json => log.json().with_filter(filter).boxed(),
     };
+    // The log's filter is its own: the exporter takes engram's debug spans
+    // (actors, jobs) whatever `RUST_LOG` keeps for the log.
+    let export = otlp::ExportOptions::from_settings(settings)
+        .filter(|_| !tracing::dispatcher::has_been_set())
+        .and_then(otlp::start)
+        .map(|layer| {
+            layer.with_filter(
+                tracing_subscriber::filter::Targets::new()
+                    .with_target("engram", tracing::Level::DEBUG),
+            )
+        });
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(export)
+        .try_init();
 }
 
 tokio::task_local! {
@@ -124,10 +149,24 @@ impl Handoff {
         }
     }
 
-    /// The work left its queue at `started`.
-    pub fn started(&self, started: Instant) {
-        self.trace
-            .queued(started.saturating_duration_since(self.at));
+    /// `actor` took the work (its `message`) from its queue at `started`:
+    /// what follows runs in a span of the actor's within the request's,
+    /// which says how long the work waited.
+    pub fn started(&mut self, actor: &'static str, message: &'static str, started: Instant) {
+        let waited = started.saturating_duration_since(self.at);
+        self.trace.queued(waited);
+        let span = tracing::debug_span!(
+            parent: &self.trace.span,
+            "actor",
+            actor,
+            message,
+            queued_ms = waited.as_secs_f64() * 1000.0,
+        );
+        // Unless something follows actors' spans, the work goes on in the
+        // request's, which the log shows.
+        if !span.is_disabled() {
+            self.trace.span = span;
+        }
     }
 
     /// The work ran for `ran`.
@@ -155,6 +194,21 @@ pub fn record_key(name: &str) {
     tracing::Span::current().record("key", name);
 }
 
+/// How many records a request returned or wrote, in the request's span.
+pub fn record_count(records: usize) {
+    tracing::Span::current().record("records", records);
+}
+
+/// The MCP method a request calls, in the request's span.
+pub fn record_mcp_method(method: &str) {
+    tracing::Span::current().record("mcp_method", method);
+}
+
+/// The MCP tool a request calls, in the request's span.
+pub fn record_tool(name: &str) {
+    tracing::Span::current().record("tool", name);
+}
+
 pub async fn access_log(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -169,12 +223,26 @@ pub async fn access_log(
         %method,
         route = %route.as_deref().unwrap_or("unmatched"),
         key = tracing::field::Empty,
+        status = tracing::field::Empty,
+        records = tracing::field::Empty,
+        mcp_method = tracing::field::Empty,
+        tool = tracing::field::Empty,
+        path = tracing::field::Empty,
+        scheme = tracing::field::Empty,
+        protocol = tracing::field::Empty,
+        peer = tracing::field::Empty,
+        user_agent = tracing::field::Empty,
+        traceparent = tracing::field::Empty,
     );
-    let trace = Trace::new(span);
+    if otlp::enabled() {
+        describe_for_collector(&span, &req);
+    }
+    let trace = Trace::new(span.clone());
     let response = trace.clone().scope(next.call(req)).await?;
     let elapsed = started.elapsed();
     let route = route.unwrap_or_else(|| "unmatched".to_string());
     let status = response.status().as_u16();
+    span.record("status", status);
     if let Some(state) = &state {
         state
             .metrics
@@ -203,4 +271,30 @@ pub async fn access_log(
         );
     }
     Ok(response)
+}
+
+/// What a collector wants to know of a request and the log does not show:
+/// where it came from and how, and the caller's trace it continues. The
+/// query string is left out, as it may hold a query's text.
+fn describe_for_collector(span: &tracing::Span, req: &ServiceRequest) {
+    span.record("path", req.path());
+    span.record("scheme", req.connection_info().scheme());
+    let protocol = match req.version() {
+        actix_web::http::Version::HTTP_09 => "0.9",
+        actix_web::http::Version::HTTP_10 => "1.0",
+        actix_web::http::Version::HTTP_2 => "2",
+        actix_web::http::Version::HTTP_3 => "3",
+        _ => "1.1",
+    };
+    span.record("protocol", protocol);
+    if let Some(peer) = req.peer_addr() {
+        span.record("peer", peer.ip().to_string());
+    }
+    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    if let Some(agent) = header("user-agent") {
+        span.record("user_agent", agent);
+    }
+    if let Some(parent) = header("traceparent") {
+        span.record("traceparent", parent);
+    }
 }

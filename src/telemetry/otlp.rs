@@ -1,0 +1,835 @@
+//! Spans sent to an OpenTelemetry collector over OTLP/HTTP (protobuf), when
+//! `telemetry.otlp_endpoint` is set.
+//!
+//! [`OtlpLayer`] follows engram's own spans (the request, the actors that
+//! handle its messages, the storage jobs) and, as each closes, offers it to
+//! a bounded queue: a full queue drops the span and counts it, so a slow or
+//! absent collector never holds up a request nor grows memory. One thread
+//! sends the queue in batches. The names and attributes are the
+//! OpenTelemetry semantic conventions' ([`describe`]): HTTP server spans,
+//! and the GenAI memory operation a route performs. A span never carries a
+//! secret, a query's text or a record's content: only routes, methods,
+//! statuses, key names, counts and queue times.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::Subscriber;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+use super::protobuf::{export_request, SpanData, SpanKind, Value};
+use crate::config::TelemetrySettings;
+
+/// How the exporter was asked to work (from `[telemetry]`).
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    pub endpoint: String,
+    pub service_name: String,
+    pub every: Duration,
+    pub max_queue: usize,
+    pub max_batch: usize,
+    pub timeout: Duration,
+}
+
+impl ExportOptions {
+    /// The options `settings` give, or none when no endpoint is set.
+    pub fn from_settings(settings: &TelemetrySettings) -> Option<ExportOptions> {
+        Some(ExportOptions {
+            endpoint: settings.otlp_endpoint.clone()?,
+            service_name: settings.otlp_service_name.clone(),
+            every: Duration::from_millis(settings.otlp_export_ms),
+            max_queue: settings.otlp_max_queue,
+            max_batch: settings.otlp_max_batch,
+            timeout: Duration::from_millis(settings.otlp_timeout_ms),
+        })
+    }
+}
+
+/// What the exporter has done since the service started.
+#[derive(Debug, Default)]
+pub struct ExportStats {
+    pub exported: AtomicU64,
+    /// Spans the full queue had no room for, or whose batch the collector
+    /// did not take.
+    pub dropped: AtomicU64,
+    pub failed_batches: AtomicU64,
+}
+
+enum Message {
+    Span(SpanData),
+    /// Send what is queued now, then say so.
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+struct Shared {
+    queue: SyncSender<Message>,
+    stats: ExportStats,
+}
+
+static EXPORTER: OnceLock<Arc<Shared>> = OnceLock::new();
+
+/// The exporter's counts, when spans are exported.
+pub fn stats() -> Option<&'static ExportStats> {
+    EXPORTER.get().map(|shared| &shared.stats)
+}
+
+/// Whether spans are exported: fields only a collector wants are recorded
+/// then.
+pub fn enabled() -> bool {
+    EXPORTER.get().is_some()
+}
+
+/// Sends the spans queued so far, waiting at most `within`; at shutdown,
+/// so the last requests' spans are not lost.
+pub fn flush(within: Duration) {
+    let Some(shared) = EXPORTER.get() else {
+        return;
+    };
+    let (done, sent) = std::sync::mpsc::channel();
+    let deadline = Instant::now() + within;
+    let mut message = Message::Flush(done);
+    loop {
+        match shared.queue.try_send(message) {
+            Ok(()) => break,
+            Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                message = back;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => return,
+        }
+    }
+    let _ = sent.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+}
+
+/// Starts the exporting thread and answers the layer that feeds it; the
+/// first call only (one exporter per process).
+pub fn start(options: ExportOptions) -> Option<OtlpLayer> {
+    let (queue, inbox) = sync_channel(options.max_queue.max(1));
+    let shared = Arc::new(Shared {
+        queue,
+        stats: ExportStats::default(),
+    });
+    EXPORTER.set(shared.clone()).ok()?;
+    let exporter = Exporter::new(options, shared.clone());
+    std::thread::Builder::new()
+        .name("otlp-exporter".to_string())
+        .spawn(move || exporter.run(inbox))
+        .expect("the exporter thread starts");
+    Some(OtlpLayer { shared })
+}
+
+/// A span's identity and what it has recorded so far, kept in the span's
+/// extensions until it closes.
+struct Live {
+    trace_id: [u8; 16],
+    span_id: [u8; 8],
+    parent: Option<[u8; 8]>,
+    remote_parent: bool,
+    start: SystemTime,
+    fields: Fields,
+}
+
+/// A span's fields by name.
+#[derive(Default)]
+pub struct Fields(HashMap<&'static str, Value>);
+
+impl Fields {
+    fn str(&self, name: &str) -> Option<&str> {
+        match self.0.get(name) {
+            Some(Value::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn int(&self, name: &str) -> Option<i64> {
+        match self.0.get(name) {
+            Some(Value::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name(), Value::Str(value.to_string()));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name(), Value::Int(value));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(
+            field.name(),
+            Value::Int(i64::try_from(value).unwrap_or(i64::MAX)),
+        );
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.insert(field.name(), Value::Float(value));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name(), Value::Bool(value));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0
+            .insert(field.name(), Value::Str(format!("{value:?}")));
+    }
+}
+
+pub struct OtlpLayer {
+    shared: Arc<Shared>,
+}
+
+impl<S> Layer<S> for OtlpLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        let parent = span.parent().and_then(|parent| {
+            let extensions = parent.extensions();
+            extensions
+                .get::<Live>()
+                .map(|live| (live.trace_id, live.span_id))
+        });
+        let (trace_id, parent) = match parent {
+            Some((trace_id, parent)) => (trace_id, Some(parent)),
+            None => (new_trace_id(), None),
+        };
+        span.extensions_mut().insert(Live {
+            trace_id,
+            span_id: new_span_id(),
+            parent,
+            remote_parent: false,
+            start: SystemTime::now(),
+            fields,
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut extensions = span.extensions_mut();
+        let Some(live) = extensions.get_mut::<Live>() else {
+            return;
+        };
+        values.record(&mut live.fields);
+        // A caller's trace context joins the request to the caller's trace;
+        // recorded before anything runs in the span, so no child has taken
+        // the trace id it replaces.
+        if let Some(Value::Str(header)) = live.fields.0.remove("traceparent") {
+            if let Some((trace_id, parent)) = parse_traceparent(&header) {
+                live.trace_id = trace_id;
+                live.parent = Some(parent);
+                live.remote_parent = true;
+            }
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else {
+            return;
+        };
+        let Some(live) = span.extensions_mut().remove::<Live>() else {
+            return;
+        };
+        let end = SystemTime::now();
+        let described = describe(span.name(), &live.fields);
+        let data = SpanData {
+            trace_id: live.trace_id,
+            span_id: live.span_id,
+            parent_span_id: live.parent,
+            remote_parent: live.remote_parent,
+            name: described.name,
+            kind: described.kind,
+            start_unix_nano: unix_nanos(live.start),
+            end_unix_nano: unix_nanos(end),
+            attributes: described.attributes,
+            error: described.error,
+        };
+        if let Err(TrySendError::Full(_)) = self.shared.queue.try_send(Message::Span(data)) {
+            self.shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A span as the semantic conventions name it.
+#[derive(Debug, PartialEq)]
+pub struct Described {
+    pub name: String,
+    pub kind: SpanKind,
+    pub attributes: Vec<(String, Value)>,
+    pub error: Option<String>,
+}
+
+/// The name, kind, attributes and status the conventions give the span
+/// `name` with `fields`:
+/// - `request`: an HTTP server span (`{method} {route}`), with the GenAI
+///   memory operation its route performs;
+/// - `actor`: an actor handling a request's message (`{actor} {message}`),
+///   with the time the message waited in the actor's queue;
+/// - `job`: a storage job (`job {name}`);
+/// - any other: its own name, its fields under `engram.`.
+pub fn describe(name: &str, fields: &Fields) -> Described {
+    let mut attributes = Vec::new();
+    let mut put = |key: &str, value: Value| attributes.push((key.to_string(), value));
+    match name {
+        "request" => {
+            let method = fields.str("method").unwrap_or("_OTHER");
+            let route = fields.str("route").filter(|route| *route != "unmatched");
+            let known = matches!(
+                method,
+                "GET"
+                    | "HEAD"
+                    | "POST"
+                    | "PUT"
+                    | "DELETE"
+                    | "PATCH"
+                    | "OPTIONS"
+                    | "CONNECT"
+                    | "TRACE"
+            );
+            let span_method = if known { method } else { "HTTP" };
+            let name = match route {
+                Some(route) => format!("{span_method} {route}"),
+                None => span_method.to_string(),
+            };
+            if known {
+                put("http.request.method", Value::Str(method.to_string()));
+            } else {
+                put("http.request.method", Value::Str("_OTHER".to_string()));
+                put(
+                    "http.request.method_original",
+                    Value::Str(method.to_string()),
+                );
+            }
+            if let Some(route) = route {
+                put("http.route", Value::Str(route.to_string()));
+            }
+            for (field, key) in [
+                ("path", "url.path"),
+                ("scheme", "url.scheme"),
+                ("protocol", "network.protocol.version"),
+                ("peer", "client.address"),
+                ("user_agent", "user_agent.original"),
+                ("key", "engram.key.name"),
+                ("mcp_method", "mcp.method.name"),
+                ("tool", "gen_ai.tool.name"),
+            ] {
+                if let Some(value) = fields.str(field) {
+                    put(key, Value::Str(value.to_string()));
+                }
+            }
+            let status = fields.int("status");
+            if let Some(status) = status {
+                put("http.response.status_code", Value::Int(status));
+            }
+            let operation = match fields.str("tool") {
+                Some(tool) => tool_operation(tool),
+                None => route.and_then(|route| route_operation(method, route)),
+            };
+            if let Some(operation) = operation {
+                put("gen_ai.operation.name", Value::Str(operation.to_string()));
+                if let Some(count) = fields.int("records") {
+                    put("gen_ai.memory.record.count", Value::Int(count));
+                }
+            }
+            // Only a server's own failure is the span's error: a 4xx is
+            // the client's.
+            let error = status.filter(|s| *s >= 500).map(|s| s.to_string());
+            if let Some(error) = &error {
+                put("error.type", Value::Str(error.clone()));
+            }
+            Described {
+                name,
+                kind: SpanKind::Server,
+                attributes,
+                error: error.map(|_| String::new()),
+            }
+        }
+        "actor" => {
+            let actor = fields.str("actor").unwrap_or("actor");
+            let message = fields.str("message").unwrap_or("message");
+            put("engram.actor", Value::Str(actor.to_string()));
+            put("engram.message", Value::Str(message.to_string()));
+            if let Some(Value::Float(ms)) = fields.0.get("queued_ms") {
+                put("engram.queue.wait_ms", Value::Float(*ms));
+            }
+            Described {
+                name: format!("{actor} {message}"),
+                kind: SpanKind::Internal,
+                attributes,
+                error: None,
+            }
+        }
+        "job" => {
+            let job = fields.str("name").unwrap_or("job");
+            put("engram.job", Value::Str(job.to_string()));
+            Described {
+                name: format!("job {job}"),
+                kind: SpanKind::Internal,
+                attributes,
+                error: None,
+            }
+        }
+        other => {
+            let mut named: Vec<_> = fields.0.iter().collect();
+            named.sort_by_key(|(field, _)| *field);
+            for (field, value) in named {
+                put(&format!("engram.{field}"), value.clone());
+            }
+            Described {
+                name: other.to_string(),
+                kind: SpanKind::Internal,
+                attributes,
+                error: None,
+            }
+        }
+    }
+}
+
+/// The GenAI memory operation (`gen_ai.operation.name`) of a route.
+fn route_operation(method: &str, route: &str) -> Option<&'static str> {
+    let operation = match (method, route) {
+        ("POST", "/v1/records" | "/v1/conversations/{conversation_id}/turns") => "create_memory",
+        ("POST", route) if route.starts_with("/v1/ingest/") => "create_memory",
+        // Placement decides whether a topic is made or changed.
+        ("POST", "/v1/topics/ingest") => "upsert_memory",
+        ("POST", route)
+            if route.starts_with("/v1/retrieve")
+                || route == "/v1/topics/query"
+                || route.ends_with("/view")
+                || route.ends_with("/history") =>
+        {
+            "search_memory"
+        }
+        ("POST", route)
+            if route.starts_with("/v1/revisions/")
+                || route.ends_with("/reinforce")
+                || route.ends_with("/penalize")
+                || route.ends_with("/archive") =>
+        {
+            "update_memory"
+        }
+        ("POST" | "DELETE", "/v1/topics/{id}/edges") => "update_memory",
+        ("POST", "/v1/erase") => "delete_memory",
+        _ => return None,
+    };
+    Some(operation)
+}
+
+/// The GenAI memory operation of an MCP tool.
+fn tool_operation(tool: &str) -> Option<&'static str> {
+    let operation = match tool {
+        "remember_conversation" | "remember_event" | "remember_fact" | "record_outcome" => {
+            "create_memory"
+        }
+        // A thread has one current working state: set, it is made or
+        // replaced.
+        "set_working_state" | "topic_ingest" => "upsert_memory",
+        "revise" | "feedback" => "update_memory",
+        "recall" | "get_record" | "topic_query" => "search_memory",
+        _ => return None,
+    };
+    Some(operation)
+}
+
+/// The trace id and parent span id of a W3C `traceparent` header
+/// (`00-<32 hex>-<16 hex>-<2 hex>`), when it is well formed.
+pub fn parse_traceparent(header: &str) -> Option<([u8; 16], [u8; 8])> {
+    let parts: Vec<&str> = header.trim().split('-').collect();
+    let [version, trace, parent, flags, rest @ ..] = parts.as_slice() else {
+        return None;
+    };
+    let lower_hex = |s: &str, len: usize| {
+        s.len() == len
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    // Version ff is invalid; a later version may add fields after these.
+    if !lower_hex(version, 2) || *version == "ff" || (*version == "00" && !rest.is_empty()) {
+        return None;
+    }
+    if !lower_hex(trace, 32) || !lower_hex(parent, 16) || !lower_hex(flags, 2) {
+        return None;
+    }
+    let mut trace_id = [0u8; 16];
+    let mut parent_id = [0u8; 8];
+    hex_into(trace, &mut trace_id);
+    hex_into(parent, &mut parent_id);
+    if trace_id == [0; 16] || parent_id == [0; 8] {
+        return None;
+    }
+    Some((trace_id, parent_id))
+}
+
+fn hex_into(hex: &str, out: &mut [u8]) {
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("checked as hex");
+    }
+}
+
+fn unix_nanos(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+thread_local! {
+    /// Ids come from a per-thread generator seeded from the system's
+    /// randomness: a system call per span would cost more than the span.
+    static IDS: Cell<u64> = Cell::new(u64::from_le_bytes(
+        uuid::Uuid::new_v4().as_bytes()[..8].try_into().expect("8 bytes"),
+    ));
+}
+
+/// splitmix64: a different, well-mixed, non-zero value each call.
+fn next_id() -> u64 {
+    IDS.with(|state| loop {
+        let next = state.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        state.set(next);
+        let mut z = next;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        if z != 0 {
+            return z;
+        }
+    })
+}
+
+fn new_span_id() -> [u8; 8] {
+    next_id().to_be_bytes()
+}
+
+fn new_trace_id() -> [u8; 16] {
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&next_id().to_be_bytes());
+    id[8..].copy_from_slice(&next_id().to_be_bytes());
+    id
+}
+
+/// Sends the queue's spans in batches: when a batch is full, or every
+/// `every`, whichever comes first.
+struct Exporter {
+    options: ExportOptions,
+    shared: Arc<Shared>,
+    resource: Vec<(String, Value)>,
+}
+
+/// Tries of one batch before it is dropped (the queue keeps filling, and
+/// drops, meanwhile).
+const TRIES: u32 = 3;
+
+impl Exporter {
+    fn new(options: ExportOptions, shared: Arc<Shared>) -> Exporter {
+        let resource = vec![
+            (
+                "service.name".to_string(),
+                Value::Str(options.service_name.clone()),
+            ),
+            (
+                "service.version".to_string(),
+                Value::Str(env!("CARGO_PKG_VERSION").to_string()),
+            ),
+            (
+                "service.instance.id".to_string(),
+                Value::Str(uuid::Uuid::new_v4().to_string()),
+            ),
+            (
+                "telemetry.sdk.name".to_string(),
+                Value::Str("engram".to_string()),
+            ),
+            (
+                "telemetry.sdk.language".to_string(),
+                Value::Str("rust".to_string()),
+            ),
+        ];
+        Exporter {
+            options,
+            shared,
+            resource,
+        }
+    }
+
+    fn run(self, inbox: Receiver<Message>) {
+        // awc needs an actix runtime; this thread's is its own, and waiting
+        // on the queue blocks nothing else.
+        actix_web::rt::System::new().block_on(async move {
+            let client = awc::Client::builder()
+                .timeout(self.options.timeout)
+                .finish();
+            let mut batch = Vec::with_capacity(self.options.max_batch);
+            let mut due = Instant::now() + self.options.every;
+            let mut failing = false;
+            loop {
+                let mut flushed = None;
+                match inbox.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                    Ok(Message::Span(span)) => {
+                        batch.push(span);
+                        if batch.len() < self.options.max_batch {
+                            continue;
+                        }
+                    }
+                    Ok(Message::Flush(done)) => flushed = Some(done),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+                if flushed.is_some() {
+                    // Everything queued before the flush.
+                    while let Ok(Message::Span(span)) = inbox.try_recv() {
+                        batch.push(span);
+                    }
+                }
+                for chunk in batch.chunks(self.options.max_batch) {
+                    failing = self.export(&client, chunk, failing).await;
+                }
+                batch.clear();
+                due = Instant::now() + self.options.every;
+                if let Some(done) = flushed {
+                    let _ = done.send(());
+                }
+            }
+        });
+    }
+
+    /// Sends `spans`, trying again on the answers the protocol says are
+    /// worth it; answers whether this export failed. A failure is logged
+    /// when exports start failing and when they recover, not every batch.
+    async fn export(&self, client: &awc::Client, spans: &[SpanData], failing: bool) -> bool {
+        let body = export_request(&self.resource, ("engram", env!("CARGO_PKG_VERSION")), spans);
+        let stats = &self.shared.stats;
+        let mut backoff = Duration::from_millis(200);
+        let mut why = String::new();
+        for attempt in 1..=TRIES {
+            let sent = client
+                .post(&self.options.endpoint)
+                .insert_header(("Content-Type", "application/x-protobuf"))
+                .send_body(body.clone())
+                .await;
+            let retry = match sent {
+                Ok(response) if response.status().is_success() => {
+                    stats
+                        .exported
+                        .fetch_add(spans.len() as u64, Ordering::Relaxed);
+                    if failing {
+                        tracing::info!(endpoint = %self.options.endpoint, "span export recovered");
+                    }
+                    return false;
+                }
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    why = format!("the collector answered {status}");
+                    if let Some(after) = response
+                        .headers()
+                        .get("Retry-After")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                    {
+                        backoff = Duration::from_secs(after.min(5));
+                    }
+                    matches!(status, 429 | 502 | 503 | 504)
+                }
+                Err(e) => {
+                    why = format!("sending failed: {e}");
+                    true
+                }
+            };
+            if !retry || attempt == TRIES {
+                break;
+            }
+            actix_web::rt::time::sleep(backoff).await;
+            backoff *= 2;
+        }
+        stats.failed_batches.fetch_add(1, Ordering::Relaxed);
+        stats
+            .dropped
+            .fetch_add(spans.len() as u64, Ordering::Relaxed);
+        if !failing {
+            tracing::warn!(
+                endpoint = %self.options.endpoint,
+                spans = spans.len(),
+                error = %why,
+                "span export failed; spans are dropped until the collector takes them again"
+            );
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(pairs: &[(&'static str, Value)]) -> Fields {
+        Fields(pairs.iter().cloned().collect())
+    }
+
+    fn attribute<'a>(described: &'a Described, key: &str) -> Option<&'a Value> {
+        described
+            .attributes
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
+
+    #[test]
+    fn a_request_is_an_http_server_span_named_by_its_route() {
+        let described = describe(
+            "request",
+            &fields(&[
+                ("method", Value::Str("POST".into())),
+                ("route", Value::Str("/v1/retrieve".into())),
+                ("path", Value::Str("/v1/retrieve".into())),
+                ("status", Value::Int(200)),
+                ("records", Value::Int(3)),
+                ("key", Value::Str("agent".into())),
+            ]),
+        );
+        assert_eq!(described.name, "POST /v1/retrieve");
+        assert_eq!(described.kind, SpanKind::Server);
+        assert_eq!(described.error, None);
+        assert_eq!(
+            attribute(&described, "http.route"),
+            Some(&Value::Str("/v1/retrieve".into()))
+        );
+        assert_eq!(
+            attribute(&described, "http.response.status_code"),
+            Some(&Value::Int(200))
+        );
+        assert_eq!(
+            attribute(&described, "gen_ai.operation.name"),
+            Some(&Value::Str("search_memory".into()))
+        );
+        assert_eq!(
+            attribute(&described, "gen_ai.memory.record.count"),
+            Some(&Value::Int(3))
+        );
+    }
+
+    #[test]
+    fn only_a_server_error_fails_a_request_span() {
+        let with = |status| {
+            describe(
+                "request",
+                &fields(&[
+                    ("method", Value::Str("GET".into())),
+                    ("route", Value::Str("unmatched".into())),
+                    ("status", Value::Int(status)),
+                ]),
+            )
+        };
+        let missing = with(404);
+        assert_eq!(missing.name, "GET");
+        assert_eq!(missing.error, None);
+        assert_eq!(attribute(&missing, "error.type"), None);
+        let failed = with(503);
+        assert!(failed.error.is_some());
+        assert_eq!(
+            attribute(&failed, "error.type"),
+            Some(&Value::Str("503".into()))
+        );
+    }
+
+    #[test]
+    fn an_unknown_method_is_other_and_keeps_its_original() {
+        let described = describe("request", &fields(&[("method", Value::Str("BREW".into()))]));
+        assert_eq!(described.name, "HTTP");
+        assert_eq!(
+            attribute(&described, "http.request.method"),
+            Some(&Value::Str("_OTHER".into()))
+        );
+        assert_eq!(
+            attribute(&described, "http.request.method_original"),
+            Some(&Value::Str("BREW".into()))
+        );
+    }
+
+    #[test]
+    fn routes_and_tools_name_their_memory_operation() {
+        assert_eq!(
+            route_operation("POST", "/v1/ingest/event"),
+            Some("create_memory")
+        );
+        assert_eq!(
+            route_operation("POST", "/v1/ingest/batch"),
+            Some("create_memory")
+        );
+        assert_eq!(
+            route_operation("POST", "/v1/topics/ingest"),
+            Some("upsert_memory")
+        );
+        assert_eq!(
+            route_operation("POST", "/v1/retrieve/graph"),
+            Some("search_memory")
+        );
+        assert_eq!(
+            route_operation("POST", "/v1/topics/{id}/view"),
+            Some("search_memory")
+        );
+        assert_eq!(
+            route_operation("POST", "/v1/revisions/supersede"),
+            Some("update_memory")
+        );
+        assert_eq!(
+            route_operation("DELETE", "/v1/topics/{id}/edges"),
+            Some("update_memory")
+        );
+        assert_eq!(route_operation("POST", "/v1/erase"), Some("delete_memory"));
+        assert_eq!(route_operation("GET", "/v1/keys"), None);
+        assert_eq!(route_operation("POST", "/mcp"), None);
+        assert_eq!(tool_operation("remember_event"), Some("create_memory"));
+        assert_eq!(tool_operation("revise"), Some("update_memory"));
+        assert_eq!(tool_operation("recall"), Some("search_memory"));
+        assert_eq!(tool_operation("unknown"), None);
+    }
+
+    #[test]
+    fn a_traceparent_is_taken_only_when_well_formed() {
+        let (trace, parent) =
+            parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        assert_eq!(trace[0], 0x4b);
+        assert_eq!(parent[7], 0xb7);
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+        ] {
+            assert_eq!(parse_traceparent(bad), None, "{bad}");
+        }
+        // A later version may carry more.
+        assert!(
+            parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn ids_are_never_zero_and_differ() {
+        let a = new_span_id();
+        let b = new_span_id();
+        assert_ne!(a, [0; 8]);
+        assert_ne!(a, b);
+        assert_ne!(new_trace_id(), [0; 16]);
+    }
+}
