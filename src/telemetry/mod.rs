@@ -14,6 +14,7 @@
 //! within that: with `telemetry.otlp_endpoint` set, [`otlp`] sends them
 //! all to a collector.
 
+mod conventions;
 pub mod otlp;
 mod protobuf;
 
@@ -43,6 +44,22 @@ use crate::http::AppState;
 pub fn init(format: LogFormat, settings: &TelemetrySettings) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,tokio_cron_scheduler=warn"));
+    let export = otlp::ExportOptions::from_settings(settings)
+        .filter(|_| !tracing::dispatcher::has_been_set())
+        .and_then(otlp::start);
+    let Some(export) = export else {
+        // The log alone, its filter for every span: what it leaves out
+        // costs nothing.
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr);
+        let _ = match format {
+            LogFormat::Text => builder.try_init(),
+            LogFormat::Json => builder.json().try_init(),
+        };
+        return;
+    };
     let log = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
@@ -50,17 +67,11 @@ pub fn init(format: LogFormat, settings: &TelemetrySettings) {
         LogFormat::Text => log.with_filter(filter).boxed(),
         LogFormat::Json => log.json().with_filter(filter).boxed(),
     };
-    // The log's filter is its own: the exporter takes engram's debug spans
-    // (actors, jobs) whatever `RUST_LOG` keeps for the log.
-    let export = otlp::ExportOptions::from_settings(settings)
-        .filter(|_| !tracing::dispatcher::has_been_set())
-        .and_then(otlp::start)
-        .map(|layer| {
-            layer.with_filter(
-                tracing_subscriber::filter::Targets::new()
-                    .with_target("engram", tracing::Level::DEBUG),
-            )
-        });
+    // Each its own filter: the exporter takes engram's debug spans (actors,
+    // jobs) whatever `RUST_LOG` keeps for the log.
+    let export = export.with_filter(
+        tracing_subscriber::filter::Targets::new().with_target("engram", tracing::Level::DEBUG),
+    );
     let _ = tracing_subscriber::registry()
         .with(log)
         .with(export)
