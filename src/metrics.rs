@@ -10,8 +10,17 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::actors::storage::WriterStats;
 use crate::store::MemoryStats;
+
+/// How much the writers have worked since the service started.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WriterStats {
+    /// Writes waiting in the queues now.
+    pub queue_depth: usize,
+    /// Seconds spent in transactions and scrubs, all writers together.
+    pub busy_seconds: f64,
+    pub transactions: u64,
+}
 
 /// Upper bounds of the latency histogram, in seconds.
 const LATENCY_BUCKETS: [f64; 12] = [

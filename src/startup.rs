@@ -23,7 +23,6 @@ use crate::actors::scheduler::{self, JobName, JobsError, Scheduler, SchedulerDep
 use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::auth;
 use crate::auth::gate::{self, Protection, Unprotected};
-use crate::auth::keys::KeyCheck;
 use crate::auth::secret::SecretError;
 use crate::auth::secret::{Pepper, Sealer};
 use crate::clock::Clock;
@@ -32,12 +31,12 @@ use crate::domain::policy::Policy;
 use crate::domain::retrieval::Ranking;
 use crate::http::auth::Gatekeeper;
 use crate::http::body::BodyBudget;
+use crate::http::key_check::KeyCheck;
 use crate::http::{self, AppState};
 use crate::metrics::Metrics;
 use crate::service::schedule;
 use crate::service::topics::TopicRules;
 use crate::store::{self, StoreError};
-use crate::telemetry;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -273,7 +272,7 @@ impl Application {
                     http::origin::guard(origins.clone(), req, next)
                 }))
                 .wrap(from_fn(http::disconnect::watch))
-                .wrap(from_fn(telemetry::access_log))
+                .wrap(from_fn(http::access_log::access_log))
                 // Outermost: a browser's preflight carries no key.
                 .wrap(Condition::new(
                     !cors_origins.is_empty(),

@@ -16,6 +16,7 @@ use actix::{Actor, Addr, Handler, Message, SyncContext};
 use tokio::sync::oneshot;
 
 use crate::domain::record::MemoryRecord;
+use crate::metrics::WriterStats;
 use crate::service::job::Job;
 use crate::service::ServiceError;
 use crate::store::budget::{self, Budget};
@@ -400,16 +401,6 @@ struct LaneCounts {
     busy_us: AtomicU64,
     /// Transactions committed or rolled back.
     transactions: AtomicU64,
-}
-
-/// How much the writers have worked since the service started.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct WriterStats {
-    /// Writes waiting in the queues now.
-    pub queue_depth: usize,
-    /// Seconds spent in transactions and scrubs, all writers together.
-    pub busy_seconds: f64,
-    pub transactions: u64,
 }
 
 /// How the writer works: its queue, its transactions, its deadline.

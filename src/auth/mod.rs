@@ -1,8 +1,8 @@
-//! API keys: their secrets and how they are checked. A key's secret is
-//! shown once, when it is made; engram keeps only a keyed hash of it.
+//! API keys' secrets and whether requests need a key. A key's secret is
+//! shown once, when it is made; engram keeps only a keyed hash of it (the
+//! HTTP layer checks keys: `http::key_check`).
 
 pub mod gate;
-pub mod keys;
 pub mod secret;
 
 use crate::config::Settings;

@@ -19,7 +19,7 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest, ResponseError};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::auth::keys::{KeyCheck, KEY_RECHECK};
+use super::key_check::{KeyCheck, KEY_RECHECK};
 use crate::config::AuthMode;
 use crate::domain::access::{Access, ApiKey, Role, MAX_RATE, MIN_RATE};
 use crate::error::{ApiError, Code};

@@ -3,6 +3,7 @@
 //! is not JSON or a route that does not exist, answers with the same
 //! `{"error":{"code","message"}}` body.
 
+pub mod access_log;
 pub mod auth;
 pub mod body;
 mod conversations;
@@ -11,6 +12,7 @@ mod erasure;
 mod health;
 mod ingest;
 mod jobs;
+pub mod key_check;
 mod keys;
 mod mcp;
 mod metrics;
@@ -34,7 +36,6 @@ use actix_web::{
 };
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
-use serde_json::error::Category;
 
 use crate::actors::ingestion::Ingestor;
 use crate::actors::retrieval::{ReadGate, Retriever};
@@ -43,8 +44,6 @@ use crate::actors::scheduler::Scheduler;
 use crate::actors::storage::{Reader, StorageWriter};
 use crate::domain::access::Role;
 use crate::domain::record::MemoryRecord;
-use crate::domain::strict::Strict;
-use crate::domain::validate::split_nested_error;
 use crate::error::{ApiError, Code};
 use body::{BodyBudget, BodyPermit};
 
@@ -369,121 +368,10 @@ fn too_large(limit: usize) -> ApiError {
     )
 }
 
+/// A JSON object body read into `T`, or why not, naming the field.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "malformed JSON: the request body is empty; expected a JSON object",
-        ));
-    }
-    // Every body is an object. Serde would take an array for a struct,
-    // field by field in order; that is no form a client should rely on.
-    if let Some(first) = body.iter().find(|b| !b.is_ascii_whitespace()) {
-        if *first == b'[' {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "the request body must be a JSON object, not an array",
-            ));
-        }
-    }
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(Strict(&mut deserializer)).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        match inner.classify() {
-            // Bytes that are not JSON at all are told as such, even when a
-            // shape error came first; checked only on this error path.
-            Category::Data => match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                Err(syntax) => {
-                    ApiError::new(Code::InvalidArgument, format!("malformed JSON: {syntax}"))
-                }
-                Ok(_) => data_error(&path, &inner.to_string()),
-            },
-            Category::Syntax | Category::Eof | Category::Io => {
-                ApiError::new(Code::InvalidArgument, format!("malformed JSON: {inner}"))
-            }
-        }
-    })?;
-    deserializer
-        .end()
-        .map_err(|e| ApiError::new(Code::InvalidArgument, format!("malformed JSON: {e}")))?;
-    Ok(value)
-}
-
-/// A JSON value of the wrong shape at `path` (`.` for the whole body). A
-/// required field that is missing or null is named with the reference's
-/// words for it, like a blank one.
-fn data_error(path: &str, message: &str) -> ApiError {
-    let path = if path == "." { "" } else { path };
-    let (path, message) = match split_nested_error(message) {
-        Some((inner, message)) if path.is_empty() => (inner.to_string(), message),
-        Some((inner, message)) => (format!("{path}.{inner}"), message),
-        None => (path.to_string(), message),
-    };
-    let path = path.as_str();
-    let missing = message
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.split('`').next())
-        .map(|field| (path.to_string(), field.to_string()))
-        .or_else(|| {
-            // `"source": null` for a required string: the path names the
-            // field itself.
-            message
-                .starts_with("invalid type: null")
-                .then(|| match path.rsplit_once('.') {
-                    Some((parent, field)) => (parent.to_string(), field.to_string()),
-                    None => (String::new(), path.to_string()),
-                })
-        })
-        .filter(|(_, field)| !field.is_empty() && !field.contains('['));
-    match missing {
-        Some((parent, field)) => {
-            let at = if parent.is_empty() {
-                field.clone()
-            } else {
-                format!("{parent}.{field}")
-            };
-            let words = required_words(&parent, &field);
-            ApiError::new(Code::InvalidArgument, format!("{at}: {words}"))
-        }
-        None if path.is_empty() => ApiError::new(Code::InvalidArgument, message),
-        None => ApiError::new(Code::InvalidArgument, format!("{path}: {message}")),
-    }
-}
-
-/// What the API says when a required field is missing: the ingestion
-/// reference's messages for the ingest fields (at the top of a body or of
-/// a batch item), `{field} is required` otherwise.
-fn required_words(parent: &str, field: &str) -> String {
-    let ingest_level = parent.is_empty() || is_batch_item(parent);
-    let reference = match field {
-        "source" => "candidate source is required",
-        "event_kind" => "event kind is required for event candidates",
-        "ref" => "event ref is required for event candidates",
-        "tool_name" => "tool name is required for tool output candidates",
-        "subject" => "subject is required for observation candidates",
-        "predicate" => "predicate is required for observation candidates",
-        "target_record_id" => "target record ID is required for outcome candidates",
-        "outcome_status" => "outcome status is required for outcome candidates",
-        "thread_id" => "thread ID is required for working state candidates",
-        "state" => "task state is required for working state candidates",
-        "trust" => "trust context is required",
-        "items" => "at least one item is required",
-        "ids" => "at least one record id is required",
-        _ => "",
-    };
-    if ingest_level && !reference.is_empty() {
-        reference.to_string()
-    } else {
-        format!("{field} is required")
-    }
-}
-
-/// `items[3]`: one item of a batch.
-fn is_batch_item(path: &str) -> bool {
-    path.strip_prefix("items[")
-        .and_then(|rest| rest.strip_suffix(']'))
-        .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
+    crate::domain::requests::parse_json(body)
+        .map_err(|e| ApiError::new(Code::InvalidArgument, e.message))
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]

@@ -1,9 +1,9 @@
 //! Logging: `tracing` to stderr, text or JSON, filtered by `RUST_LOG`
-//! (default `info`), plus a middleware that counts and times every request
-//! for the metrics and logs it (health checks are counted, not logged).
+//! (default `info`).
 //!
 //! Each request runs in a span of its own (`request`: method, route, the
-//! key's name once known) and with a [`Trace`]: the actors' messages and
+//! key's name once known; `http::access_log` makes it) and with a
+//! [`Trace`]: the actors' messages and
 //! the storage jobs a request causes carry it, enter its span, and add the
 //! time they waited in a queue and the time they worked to it. A request
 //! slower than `telemetry.slow_request_ms` is logged as `slow request` with
@@ -26,17 +26,11 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
-use actix_web::{web, HttpMessage};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 use crate::config::{LogFormat, TelemetrySettings};
-use crate::domain::access::Access;
-use crate::http::AppState;
 
 /// Installs the global subscriber: the log, and the span exporter when
 /// `settings` name a collector. A second call is a no-op, so tests may call
@@ -99,7 +93,8 @@ struct Timing {
 }
 
 impl Trace {
-    fn new(span: tracing::Span) -> Trace {
+    /// A request's trace, in its span.
+    pub fn new(span: tracing::Span) -> Trace {
         Trace {
             span,
             timing: Arc::default(),
@@ -138,7 +133,8 @@ impl Trace {
             .fetch_add(micros(ran), Ordering::Relaxed);
     }
 
-    fn split_ms(&self) -> (f64, f64) {
+    /// Milliseconds the request's work waited in queues, and ran.
+    pub fn split_ms(&self) -> (f64, f64) {
         let ms = |us: &AtomicU64| us.load(Ordering::Relaxed) as f64 / 1000.0;
         (ms(&self.timing.queued_us), ms(&self.timing.working_us))
     }
@@ -218,94 +214,4 @@ pub fn record_mcp_method(method: &str) {
 /// The MCP tool a request calls, in the request's span.
 pub fn record_tool(name: &str) {
     tracing::Span::current().record("tool", name);
-}
-
-pub async fn access_log(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let started = Instant::now();
-    let method = req.method().clone();
-    let path = req.path().to_owned();
-    let state = req.app_data::<web::Data<AppState>>().cloned();
-    let route = req.match_pattern();
-    let span = tracing::info_span!(
-        "request",
-        %method,
-        route = %route.as_deref().unwrap_or("unmatched"),
-        key = tracing::field::Empty,
-        status = tracing::field::Empty,
-        records = tracing::field::Empty,
-        mcp_method = tracing::field::Empty,
-        tool = tracing::field::Empty,
-        path = tracing::field::Empty,
-        scheme = tracing::field::Empty,
-        protocol = tracing::field::Empty,
-        peer = tracing::field::Empty,
-        user_agent = tracing::field::Empty,
-        traceparent = tracing::field::Empty,
-    );
-    if otlp::enabled() {
-        describe_for_collector(&span, &req);
-    }
-    let trace = Trace::new(span.clone());
-    let response = trace.clone().scope(next.call(req)).await?;
-    let elapsed = started.elapsed();
-    let route = route.unwrap_or_else(|| "unmatched".to_string());
-    let status = response.status().as_u16();
-    span.record("status", status);
-    if let Some(state) = &state {
-        state
-            .metrics
-            .request_finished(method.as_str(), &route, status, elapsed.as_secs_f64());
-    }
-    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
-    if path != "/healthz" && path != "/readyz" {
-        tracing::info!(%method, %path, status, elapsed_ms, "request");
-    }
-    if state.is_some_and(|state| elapsed >= state.slow_request) {
-        let (queued_ms, working_ms) = trace.split_ms();
-        let access = response.request().extensions().get::<Access>().cloned();
-        let key = match &access {
-            Some(Access::Key(key)) => key.name.as_str(),
-            _ => "-",
-        };
-        tracing::warn!(
-            %method,
-            %route,
-            key = %key,
-            status,
-            elapsed_ms,
-            queued_ms,
-            working_ms,
-            "slow request"
-        );
-    }
-    Ok(response)
-}
-
-/// What a collector wants to know of a request and the log does not show:
-/// where it came from and how, and the caller's trace it continues. The
-/// query string is left out, as it may hold a query's text.
-fn describe_for_collector(span: &tracing::Span, req: &ServiceRequest) {
-    span.record("path", req.path());
-    span.record("scheme", req.connection_info().scheme());
-    let protocol = match req.version() {
-        actix_web::http::Version::HTTP_09 => "0.9",
-        actix_web::http::Version::HTTP_10 => "1.0",
-        actix_web::http::Version::HTTP_2 => "2",
-        actix_web::http::Version::HTTP_3 => "3",
-        _ => "1.1",
-    };
-    span.record("protocol", protocol);
-    if let Some(peer) = req.peer_addr() {
-        span.record("peer", peer.ip().to_string());
-    }
-    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
-    if let Some(agent) = header("user-agent") {
-        span.record("user_agent", agent);
-    }
-    if let Some(parent) = header("traceparent") {
-        span.record("traceparent", parent);
-    }
 }

@@ -71,6 +71,7 @@ fn the_architecture_document_names_only_what_exists() {
     let mut tree = Vec::new();
     files(&root.join("src"), &mut tree);
     files(&root.join("migrations"), &mut tree);
+    files(&root.join("tests"), &mut tree);
     let tree: Vec<String> = tree
         .iter()
         .map(|p| p.strip_prefix(root).unwrap().display().to_string())
@@ -163,4 +164,96 @@ fn every_long_source_file_is_one_piece_the_architecture_document_explains() {
         unexplained.is_empty(),
         "over 700 lines with no word in docs/architecture.md on why: {unexplained:?}"
     );
+}
+
+/// The layers of docs/architecture.md's first table, top first: each with
+/// the folders (`src/http/`) and files (`src/error.rs`) it names.
+fn layers(document: &str) -> Vec<(String, Vec<String>)> {
+    document
+        .lines()
+        .skip_while(|line| !line.starts_with("| layer |"))
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let places = cells[2]
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|place| place.starts_with("src/"))
+                .map(str::to_string)
+                .collect();
+            (cells[1].to_string(), places)
+        })
+        .collect()
+}
+
+/// Which of `layers` holds `file` (a path under `src/`): the longest
+/// place that names it or a folder of it.
+fn layer_of(layers: &[(String, Vec<String>)], file: &str) -> Option<usize> {
+    layers
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, places))| places.iter().map(move |place| (i, place)))
+        .filter(|(_, place)| {
+            file == place.as_str() || (place.ends_with('/') && file.starts_with(place.as_str()))
+        })
+        .max_by_key(|(_, place)| place.len())
+        .map(|(i, _)| i)
+}
+
+#[test]
+fn every_import_points_down_the_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let document = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let layers = layers(&document);
+    assert!(
+        layers.len() >= 5,
+        "no layer table in docs/architecture.md: {layers:?}"
+    );
+    let mut sources = Vec::new();
+    files(&root.join("src"), &mut sources);
+    let mut unplaced = Vec::new();
+    let mut upward = BTreeSet::new();
+    for path in sources
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+    {
+        let file = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let Some(from) = layer_of(&layers, &file) else {
+            unplaced.push(file);
+            continue;
+        };
+        let text = std::fs::read_to_string(path).unwrap();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for (at, _) in line.match_indices("crate::") {
+                let module: String = line[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let target = [format!("src/{module}/mod.rs"), format!("src/{module}.rs")]
+                    .into_iter()
+                    .find_map(|candidate| layer_of(&layers, &candidate));
+                match target {
+                    Some(to) if to < from => {
+                        upward.insert(format!(
+                            "{file} ({}) uses crate::{module} ({})",
+                            layers[from].0, layers[to].0
+                        ));
+                    }
+                    Some(_) => {}
+                    None => unplaced.push(format!("crate::{module}, used in {file}")),
+                }
+            }
+        }
+    }
+    assert!(
+        unplaced.is_empty(),
+        "in no layer of docs/architecture.md: {unplaced:?}"
+    );
+    assert!(upward.is_empty(), "imports that point up: {upward:#?}");
 }

@@ -8,15 +8,17 @@
 //! through the domain's own checks (`domain::ingest`, `domain::revision`,
 //! `domain::retrieval`); the actors run these conversions, so the checks
 //! run on their threads, once. A missing field is reported by
-//! `http::parse_json` with the reference's words for it.
+//! [`parse_json`] with the reference's words for it.
 
 mod conversations;
 mod ingest;
+mod json;
 mod retrieve;
 mod revisions;
 
 pub use conversations::*;
 pub use ingest::*;
+pub use json::{parse_json, MalformedBody};
 pub use retrieve::*;
 pub use revisions::*;
 

@@ -170,7 +170,7 @@ impl GraphRequest {
 mod tests {
     use super::*;
 
-    use crate::http::parse_json;
+    use crate::domain::requests::parse_json;
     use serde_json::json;
 
     fn parsed<T: serde::de::DeserializeOwned>(body: Value) -> Result<T, String> {

@@ -179,8 +179,8 @@ mod tests {
 
     use crate::domain::policy::Policy;
 
+    use crate::domain::requests::parse_json;
     use crate::domain::time::{parse_rfc3339, Timestamp};
-    use crate::http::parse_json;
     use serde_json::json;
 
     fn now() -> Timestamp {

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::secret::Pepper;
 use crate::actors::storage::Reader;
+use crate::auth::secret::Pepper;
 use crate::domain::access::ApiKey;
 use crate::service::keys::{AnyKey, Authenticate};
 use crate::service::ServiceError;
