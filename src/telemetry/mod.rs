@@ -61,11 +61,14 @@ pub fn init(format: LogFormat, settings: &TelemetrySettings) {
         LogFormat::Text => log.with_filter(filter).boxed(),
         LogFormat::Json => log.json().with_filter(filter).boxed(),
     };
-    // Each its own filter: the exporter takes engram's debug spans (actors,
-    // jobs) whatever `RUST_LOG` keeps for the log.
-    let export = export.with_filter(
-        tracing_subscriber::filter::Targets::new().with_target("engram", tracing::Level::DEBUG),
-    );
+    // Each its own filter: the exporter takes engram's spans down to debug
+    // (actors, jobs) whatever `RUST_LOG` keeps for the log, and no events,
+    // so no debug event is made for it.
+    let export = export.with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+        meta.is_span()
+            && meta.target().starts_with("engram")
+            && *meta.level() <= tracing::Level::DEBUG
+    }));
     let _ = tracing_subscriber::registry()
         .with(log)
         .with(export)

@@ -12,7 +12,7 @@
 //! statuses, key names, counts and queue times.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -62,14 +62,23 @@ pub struct ExportStats {
     pub failed_batches: AtomicU64,
 }
 
-enum Message {
-    Span(SpanData),
+/// Why the exporter should send now rather than when its time comes.
+enum Wake {
+    /// A batch is waiting.
+    Batch,
     /// Send what is queued now, then say so.
     Flush(std::sync::mpsc::Sender<()>),
 }
 
+/// What the layer and the exporter share. Finished spans wait in `queue`;
+/// the exporter is woken only when a batch is full (or to flush), not for
+/// each span, which would cost a thread switch per span.
 struct Shared {
-    queue: SyncSender<Message>,
+    queue: SyncSender<SpanData>,
+    /// Spans in the queue.
+    queued: AtomicUsize,
+    wake: SyncSender<Wake>,
+    max_batch: usize,
     stats: ExportStats,
 }
 
@@ -94,9 +103,9 @@ pub fn flush(within: Duration) {
     };
     let (done, sent) = std::sync::mpsc::channel();
     let deadline = Instant::now() + within;
-    let mut message = Message::Flush(done);
+    let mut message = Wake::Flush(done);
     loop {
-        match shared.queue.try_send(message) {
+        match shared.wake.try_send(message) {
             Ok(()) => break,
             Err(TrySendError::Full(back)) if Instant::now() < deadline => {
                 message = back;
@@ -112,15 +121,19 @@ pub fn flush(within: Duration) {
 /// first call only (one exporter per process).
 pub fn start(options: ExportOptions) -> Option<OtlpLayer> {
     let (queue, inbox) = sync_channel(options.max_queue.max(1));
+    let (wake, woken) = sync_channel(4);
     let shared = Arc::new(Shared {
         queue,
+        queued: AtomicUsize::new(0),
+        wake,
+        max_batch: options.max_batch.max(1),
         stats: ExportStats::default(),
     });
     EXPORTER.set(shared.clone()).ok()?;
     let exporter = Exporter::new(options, shared.clone());
     std::thread::Builder::new()
         .name("otlp-exporter".to_string())
-        .spawn(move || exporter.run(inbox))
+        .spawn(move || exporter.run(inbox, woken))
         .expect("the exporter thread starts");
     Some(OtlpLayer { shared })
 }
@@ -212,8 +225,17 @@ where
             attributes: described.attributes,
             error: described.error,
         };
-        if let Err(TrySendError::Full(_)) = self.shared.queue.try_send(Message::Span(data)) {
-            self.shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
+        let shared = &self.shared;
+        match shared.queue.try_send(data) {
+            Ok(()) => {
+                let queued = shared.queued.fetch_add(1, Ordering::Relaxed) + 1;
+                if queued % shared.max_batch == 0 {
+                    let _ = shared.wake.try_send(Wake::Batch);
+                }
+            }
+            Err(_) => {
+                shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -336,9 +358,9 @@ impl Exporter {
         }
     }
 
-    fn run(self, inbox: Receiver<Message>) {
+    fn run(self, inbox: Receiver<SpanData>, woken: Receiver<Wake>) {
         // awc needs an actix runtime; this thread's is its own, and waiting
-        // on the queue blocks nothing else.
+        // to be woken blocks nothing else.
         actix_web::rt::System::new().block_on(async move {
             let client = awc::Client::builder()
                 .timeout(self.options.timeout)
@@ -347,24 +369,16 @@ impl Exporter {
             let mut due = Instant::now() + self.options.every;
             let mut failing = false;
             loop {
-                let mut flushed = None;
-                match inbox.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                    Ok(Message::Span(span)) => {
-                        batch.push(span);
-                        if batch.len() < self.options.max_batch {
-                            continue;
-                        }
-                    }
-                    Ok(Message::Flush(done)) => flushed = Some(done),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => break,
+                let flushed =
+                    match woken.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                        Ok(Wake::Flush(done)) => Some(done),
+                        Ok(Wake::Batch) | Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    };
+                while let Ok(span) = inbox.try_recv() {
+                    batch.push(span);
                 }
-                if flushed.is_some() {
-                    // Everything queued before the flush.
-                    while let Ok(Message::Span(span)) = inbox.try_recv() {
-                        batch.push(span);
-                    }
-                }
+                self.shared.queued.fetch_sub(batch.len(), Ordering::Relaxed);
                 for chunk in batch.chunks(self.options.max_batch) {
                     failing = self.export(&client, chunk, failing).await;
                 }
