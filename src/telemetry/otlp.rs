@@ -229,7 +229,7 @@ where
         match shared.queue.try_send(data) {
             Ok(()) => {
                 let queued = shared.queued.fetch_add(1, Ordering::Relaxed) + 1;
-                if queued % shared.max_batch == 0 {
+                if queued.is_multiple_of(shared.max_batch) {
                     let _ = shared.wake.try_send(Wake::Batch);
                 }
             }
