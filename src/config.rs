@@ -1133,6 +1133,19 @@ mod tests {
     }
 
     #[test]
+    fn the_maxima_the_api_document_states_are_the_default_ones() {
+        let settings = Settings::embedded();
+        assert_eq!(
+            settings.retrieval.max_limit,
+            crate::domain::schema::DOCUMENTED_MAX_LIMIT
+        );
+        assert_eq!(
+            crate::domain::policy::Policy::default().max_salience,
+            crate::domain::schema::DOCUMENTED_MAX_SALIENCE
+        );
+    }
+
+    #[test]
     fn an_unknown_key_is_refused_by_name() {
         let file = Some((
             "f.toml".to_string(),

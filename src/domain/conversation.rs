@@ -29,20 +29,26 @@ pub const MAX_SPEAKERS: usize = 100;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
+    #[schema(schema_with = conversation_id_schema)]
     pub conversation_id: String,
+    #[schema(schema_with = conversation_id_schema)]
     pub session_id: String,
     /// Its place in the conversation, from 0, among the turns its writer
     /// could see.
     pub index: u64,
+    #[schema(schema_with = speaker_schema)]
     pub speaker: String,
+    #[schema(schema_with = text_schema)]
     pub text: String,
     #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
     /// The client's own id of the turn.
     #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = ref_schema)]
     pub reference: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(schema_with = attachments_schema)]
     pub attachments: Vec<Attachment>,
 }
 
@@ -51,9 +57,44 @@ pub struct Turn {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Attachment {
+    #[schema(schema_with = caption_schema)]
     pub caption: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = url_schema)]
     pub url: Option<String>,
+}
+
+fn conversation_id_schema() -> utoipa::openapi::Object {
+    super::schema::conversation_id()
+}
+
+fn speaker_schema() -> utoipa::openapi::Object {
+    super::schema::speaker()
+}
+
+fn text_schema() -> utoipa::openapi::Object {
+    super::schema::turn_text()
+}
+
+fn ref_schema() -> utoipa::openapi::Object {
+    super::schema::optional_conversation_id()
+}
+
+fn attachments_schema() -> utoipa::openapi::Array {
+    super::schema::list(
+        utoipa::openapi::Ref::from_schema_name("Attachment"),
+        0,
+        MAX_ATTACHMENTS,
+        false,
+    )
+}
+
+fn caption_schema() -> utoipa::openapi::Object {
+    super::schema::utf8_text(MAX_CAPTION_BYTES, true, false)
+}
+
+fn url_schema() -> utoipa::openapi::Object {
+    super::schema::utf8_text(MAX_CAPTION_BYTES, false, true)
 }
 
 /// An id (conversation, session, `ref`): not blank, at most

@@ -21,6 +21,7 @@ pub mod resolution;
 pub mod retrieval;
 pub mod revision;
 pub mod schedule;
+pub mod schema;
 pub mod search;
 pub mod selection;
 pub mod strict;

@@ -12,6 +12,7 @@ use super::record::{
     MemoryRecord, MemoryType, Provenance, ProvenanceSource, Relation, Sensitivity, Status,
 };
 use super::revision::{CONTESTED_BY, SUPERSEDES};
+use super::schema;
 use super::time::{rfc3339_option, Timestamp};
 use super::validate::{
     check_actor, normalize_tags, null_as_default, optional_string, Validated, ValidationError,
@@ -32,39 +33,48 @@ const REVISION_PREDICATES: [&str; 2] = [SUPERSEDES, CONTESTED_BY];
 #[schema(example = json!({"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}))]
 pub struct NewRecord {
     #[serde(default)]
+    #[schema(schema_with = optional_id)]
     pub id: Option<String>,
     #[serde(rename = "type")]
     pub memory_type: MemoryType,
     pub sensitivity: Sensitivity,
     #[serde(default)]
+    #[schema(schema_with = confidence)]
     pub confidence: Option<f64>,
     #[serde(default)]
+    #[schema(schema_with = salience)]
     pub salience: Option<f64>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_name)]
     pub scope: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::tags)]
     pub tags: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = status)]
     pub status: Option<Status>,
     #[serde(default, with = "rfc3339_option")]
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(schema_with = schema::optional_past_time)]
     pub created_at: Option<Timestamp>,
     /// Accepted so a record read back can be sent again; the server always
     /// sets `updated_at` itself.
     #[serde(default, with = "rfc3339_option")]
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(schema_with = updated_at)]
     pub updated_at: Option<Timestamp>,
     #[serde(default)]
     pub lifecycle: Option<NewLifecycle>,
     #[serde(default)]
     pub provenance: Option<NewProvenance>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = relations)]
     pub relations: Vec<NewRelation>,
     pub payload: Payload,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = audit_log)]
     pub audit_log: Vec<AuditEntry>,
     /// A vector to store with the record; not part of the record's JSON.
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub embedding: Option<Vec<f64>>,
 }
 
@@ -90,7 +100,7 @@ pub struct NewLifecycle {
     #[serde(default)]
     pub decay: Option<NewDecayProfile>,
     #[serde(default, with = "rfc3339_option")]
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(schema_with = schema::optional_past_time)]
     pub last_reinforced_at: Option<Timestamp>,
     #[serde(default)]
     pub pinned: Option<bool>,
@@ -104,12 +114,16 @@ pub struct NewDecayProfile {
     #[serde(default)]
     pub curve: Option<DecayCurve>,
     #[serde(default)]
+    #[schema(schema_with = positive_seconds)]
     pub half_life_seconds: Option<i64>,
     #[serde(default)]
+    #[schema(schema_with = non_negative)]
     pub min_salience: Option<f64>,
     #[serde(default)]
+    #[schema(schema_with = positive_seconds)]
     pub max_age_seconds: Option<i64>,
     #[serde(default)]
+    #[schema(schema_with = non_negative)]
     pub reinforcement_gain: Option<f64>,
 }
 
@@ -117,21 +131,123 @@ pub struct NewDecayProfile {
 #[serde(deny_unknown_fields)]
 pub struct NewProvenance {
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = sources)]
     pub sources: Vec<ProvenanceSource>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_actor)]
     pub created_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewRelation {
+    #[schema(schema_with = relation_predicate)]
     pub predicate: String,
+    #[schema(schema_with = schema::id)]
     pub target_id: String,
     #[serde(default)]
+    #[schema(schema_with = weight)]
     pub weight: Option<f64>,
     #[serde(default, with = "rfc3339_option")]
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(schema_with = schema::optional_past_time)]
     pub created_at: Option<Timestamp>,
+}
+
+/// A list of the component `name`; `null`: none.
+fn list_of(name: &str) -> utoipa::openapi::Array {
+    schema::list(
+        utoipa::openapi::Ref::from_schema_name(name),
+        0,
+        usize::MAX,
+        true,
+    )
+}
+
+fn relations() -> utoipa::openapi::Array {
+    list_of("NewRelation")
+}
+
+fn audit_log() -> utoipa::openapi::Array {
+    let mut entries = list_of("AuditEntry");
+    entries.description = Some(
+        "History brought from elsewhere: kept, marked `imported`; the server adds its own `create` entry."
+            .into(),
+    );
+    entries
+}
+
+fn sources() -> utoipa::openapi::Array {
+    list_of("ProvenanceSource")
+}
+
+fn optional_id() -> utoipa::openapi::Object {
+    let mut id = schema::id();
+    id.schema_type = utoipa::openapi::schema::SchemaType::from_iter([
+        utoipa::openapi::schema::Type::String,
+        utoipa::openapi::schema::Type::Null,
+    ]);
+    id
+}
+
+fn confidence() -> utoipa::openapi::Object {
+    let mut confidence = schema::unit_interval(true);
+    confidence.description = Some("Absent: 1.".into());
+    confidence
+}
+
+fn salience() -> utoipa::openapi::Object {
+    let mut salience = schema::non_negative(true);
+    salience.maximum = Some(schema::DOCUMENTED_MAX_SALIENCE.into());
+    salience.description = Some(format!(
+        "At most `policy.max_salience` ({} unless configured); absent: the type's policy.",
+        schema::DOCUMENTED_MAX_SALIENCE
+    ));
+    salience
+}
+
+fn status() -> utoipa::openapi::Object {
+    schema::optional_enum(
+        &["active"],
+        "A new record is active; every other status comes from a revision.",
+    )
+}
+
+fn updated_at() -> utoipa::openapi::Object {
+    schema::time(
+        true,
+        "Accepted so a record read back can be sent again; the server always sets `updated_at` itself.",
+    )
+}
+
+fn positive_seconds() -> utoipa::openapi::Object {
+    schema::integer(true, 1, i64::MAX)
+}
+
+fn non_negative() -> utoipa::openapi::Object {
+    schema::non_negative(true)
+}
+
+fn weight() -> utoipa::openapi::Object {
+    let mut weight = schema::unit_interval(true);
+    weight.description = Some("Absent: 1.".into());
+    weight
+}
+
+/// Not blank; the links only revisions make are refused.
+fn relation_predicate() -> utoipa::openapi::Object {
+    let mut predicate = schema::bounded(
+        super::validate::MAX_STRING_CHARS,
+        false,
+        &[
+            schema::Refused::Blank,
+            schema::Refused::Names(&REVISION_PREDICATES),
+        ],
+    );
+    predicate.description = Some(format!(
+        "Not `{}`: those links are made only by revisions.",
+        REVISION_PREDICATES.join("` nor `")
+    ));
+    predicate
 }
 
 impl NewRecord {

@@ -7,12 +7,15 @@ use serde_json::{Map, Value};
 
 use super::conversation::Turn;
 use super::record::{MemoryType, Status};
+use super::schema;
 use super::strict::Strict;
 use super::time::{rfc3339, rfc3339_option, Timestamp};
 use super::validate::{
     check_count, check_json_size, check_non_negative, check_string, check_strings,
     check_unit_interval, nested_error, null_as_default, Validated, ValidationError,
 };
+
+mod schemas;
 
 /// Deserialized by hand (below) rather than with serde's internal tagging,
 /// which buffers the content and so loses the path of an error inside it.
@@ -57,14 +60,17 @@ pub enum ValidityMode {
 #[serde(deny_unknown_fields)]
 pub struct EpisodicPayload {
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::timeline)]
     pub timeline: Vec<TimelineEvent>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::tool_graph)]
     pub tool_graph: Vec<ToolNode>,
     #[serde(default)]
     pub outcome: Option<OutcomeStatus>,
     #[serde(default)]
     pub environment: Option<Value>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::artifacts)]
     pub artifacts: Vec<Value>,
     /// A conversation's turn: what was said, by whom, where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,17 +83,22 @@ pub struct TimelineEvent {
     #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub t: Timestamp,
+    #[schema(schema_with = schema::any_text)]
     pub event_kind: String,
     #[serde(rename = "ref")]
+    #[schema(schema_with = schema::any_text)]
     pub reference: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schema::optional_text)]
     pub summary: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolNode {
+    #[schema(schema_with = schema::text)]
     pub id: String,
+    #[schema(schema_with = schema::text)]
     pub tool: String,
     #[serde(default)]
     pub args: Value,
@@ -97,21 +108,26 @@ pub struct ToolNode {
     #[schema(value_type = String, format = DateTime)]
     pub timestamp: Timestamp,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub depends_on: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SemanticPayload {
+    #[schema(schema_with = schema::text)]
     pub subject: String,
+    #[schema(schema_with = schema::text)]
     pub predicate: String,
     #[serde(default)]
     pub object: Value,
     #[serde(default)]
     pub validity: Validity,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::evidence)]
     pub evidence: Vec<Evidence>,
     #[serde(default = "default_revision_policy")]
+    #[schema(schema_with = schema::text)]
     pub revision_policy: String,
     #[serde(default)]
     pub revision: RevisionState,
@@ -148,7 +164,9 @@ pub struct Validity {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
+    #[schema(schema_with = schema::text)]
     pub source_type: String,
+    #[schema(schema_with = schema::text)]
     pub source_id: String,
     #[serde(
         default,
@@ -187,15 +205,19 @@ impl Default for RevisionState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkingPayload {
+    #[schema(schema_with = schema::text)]
     pub thread_id: String,
     pub state: TaskState,
     #[serde(default = "empty_array")]
     pub active_constraints: Value,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub next_actions: Vec<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub open_questions: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schema::optional_text)]
     pub context_summary: Option<String>,
 }
 
@@ -206,16 +228,22 @@ pub fn empty_array() -> Value {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompetencePayload {
+    #[schema(schema_with = schema::text)]
     pub skill_name: String,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::triggers)]
     pub triggers: Vec<Trigger>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::recipe)]
     pub recipe: Vec<RecipeStep>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub required_tools: Vec<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub failure_modes: Vec<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub fallbacks: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub performance: Option<Performance>,
@@ -226,20 +254,25 @@ pub struct CompetencePayload {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trigger {
+    #[schema(schema_with = schema::text)]
     pub signal: String,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::conditions)]
     pub conditions: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecipeStep {
+    #[schema(schema_with = schema::text)]
     pub step: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schema::optional_text)]
     pub tool: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schema::optional_text)]
     pub validation: Option<String>,
 }
 
@@ -247,12 +280,16 @@ pub struct RecipeStep {
 #[serde(deny_unknown_fields)]
 pub struct Performance {
     #[serde(default)]
+    #[schema(schema_with = schemas::count)]
     pub success_count: u64,
     #[serde(default)]
+    #[schema(schema_with = schemas::count)]
     pub failure_count: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schemas::rate)]
     pub success_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schemas::latency)]
     pub avg_latency_ms: Option<f64>,
     #[serde(
         default,
@@ -266,20 +303,24 @@ pub struct Performance {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanGraphPayload {
+    #[schema(schema_with = schema::text)]
     pub plan_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::conditions)]
     pub constraints: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs_schema: Option<Value>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::plan_nodes)]
     pub nodes: Vec<PlanNode>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schemas::plan_edges)]
     pub edges: Vec<PlanEdge>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<PlanMetrics>,
@@ -288,7 +329,9 @@ pub struct PlanGraphPayload {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanNode {
+    #[schema(schema_with = schema::text)]
     pub id: String,
+    #[schema(schema_with = schema::text)]
     pub op: String,
     #[serde(default)]
     pub params: Value,
@@ -315,10 +358,13 @@ pub struct PlanEdge {
 #[serde(deny_unknown_fields)]
 pub struct PlanMetrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schemas::latency)]
     pub avg_latency_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schemas::rate)]
     pub failure_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = schemas::optional_count)]
     pub execution_count: Option<u64>,
     #[serde(
         default,

@@ -207,10 +207,13 @@ pub struct Provenance {
 pub struct ProvenanceSource {
     pub kind: ProvenanceKind,
     #[serde(rename = "ref")]
+    #[schema(schema_with = source_ref)]
     pub reference: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = source_hash)]
     pub hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = source_created_by)]
     pub created_by: Option<String>,
     #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
@@ -231,10 +234,12 @@ pub struct Relation {
 #[serde(deny_unknown_fields)]
 pub struct AuditEntry {
     pub action: AuditAction,
+    #[schema(schema_with = audit_actor)]
     pub actor: String,
     #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub timestamp: Timestamp,
+    #[schema(schema_with = audit_rationale)]
     pub rationale: String,
     /// Set on entries a client sent with a record (`POST /v1/records`):
     /// history carried over from elsewhere, kept but never confused with
@@ -242,6 +247,26 @@ pub struct AuditEntry {
     /// server decides it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub imported: bool,
+}
+
+fn audit_actor() -> utoipa::openapi::Object {
+    super::schema::optional_name_item()
+}
+
+fn audit_rationale() -> utoipa::openapi::Object {
+    super::schema::any_text()
+}
+
+fn source_ref() -> utoipa::openapi::Object {
+    super::schema::text()
+}
+
+fn source_hash() -> utoipa::openapi::Object {
+    super::schema::optional_text()
+}
+
+fn source_created_by() -> utoipa::openapi::Object {
+    super::schema::optional_name()
 }
 
 fn is_false(value: &bool) -> bool {

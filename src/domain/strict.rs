@@ -6,6 +6,10 @@
 //! able to rely on (it breaks silently when a field is added), so every
 //! request is read through [`Strict`], which asks for a map wherever a
 //! struct is expected, at any depth: an array there is "invalid type".
+//!
+//! It also reads a whole number written with a fraction (`10.0`) where an
+//! integer is expected: JSON, and JSON Schema's `integer`, do not tell the
+//! two apart, so the API document cannot promise a client more.
 
 use std::fmt;
 
@@ -27,13 +31,23 @@ macro_rules! forward {
     };
 }
 
+/// Integer `deserialize_*` methods: the visitor also takes a whole number
+/// written with a fraction.
+macro_rules! integers {
+    ($($method:ident),* $(,)?) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+                self.0.$method(Whole(Strict(visitor)))
+            }
+        )*
+    };
+}
+
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
     type Error = D::Error;
 
     forward! {
-        deserialize_any(), deserialize_bool(), deserialize_i8(), deserialize_i16(),
-        deserialize_i32(), deserialize_i64(), deserialize_i128(), deserialize_u8(),
-        deserialize_u16(), deserialize_u32(), deserialize_u64(), deserialize_u128(),
+        deserialize_any(), deserialize_bool(), deserialize_i128(), deserialize_u128(),
         deserialize_f32(), deserialize_f64(), deserialize_char(), deserialize_str(),
         deserialize_string(), deserialize_bytes(), deserialize_byte_buf(),
         deserialize_option(), deserialize_unit(), deserialize_seq(), deserialize_map(),
@@ -43,6 +57,11 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
         deserialize_tuple(len: usize),
         deserialize_tuple_struct(name: &'static str, len: usize),
         deserialize_enum(name: &'static str, variants: &'static [&'static str]),
+    }
+
+    integers! {
+        deserialize_i8, deserialize_i16, deserialize_i32, deserialize_i64,
+        deserialize_u8, deserialize_u16, deserialize_u32, deserialize_u64,
     }
 
     /// The point of the adapter: a struct is read as a map only.
@@ -112,6 +131,69 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Strict<V> {
 
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
         self.0.visit_enum(Strict(data))
+    }
+}
+
+/// A visitor of an integer that reads `10.0` as `10`; any other fraction,
+/// or a number past the 64-bit range, is left to the inner visitor to
+/// refuse.
+struct Whole<V>(V);
+
+/// 2^63 and 2^64 as doubles: the ends of the ranges `i64` and `u64` hold.
+const I64_END: f64 = 9_223_372_036_854_775_808.0;
+const U64_END: f64 = 18_446_744_073_709_551_616.0;
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Whole<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        self.0.expecting(f)
+    }
+
+    visit! {
+        visit_bool(bool), visit_i8(i8), visit_i16(i16), visit_i32(i32), visit_i64(i64),
+        visit_i128(i128), visit_u8(u8), visit_u16(u16), visit_u32(u32), visit_u64(u64),
+        visit_u128(u128), visit_f32(f32), visit_char(char),
+        visit_str(&str), visit_borrowed_str(&'de str), visit_string(String),
+        visit_bytes(&[u8]), visit_borrowed_bytes(&'de [u8]), visit_byte_buf(Vec<u8>),
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<V::Value, E> {
+        if value.fract() == 0.0 && (0.0..U64_END).contains(&value) {
+            self.0.visit_u64(value as u64)
+        } else if value.fract() == 0.0 && (-I64_END..0.0).contains(&value) {
+            self.0.visit_i64(value as i64)
+        } else {
+            self.0.visit_f64(value)
+        }
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.0.visit_none()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.0.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.0.visit_some(d)
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.0.visit_newtype_struct(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.0.visit_seq(seq)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.0.visit_map(map)
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+        self.0.visit_enum(data)
     }
 }
 
@@ -227,6 +309,34 @@ mod tests {
     fn strict<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, String> {
         let mut de = serde_json::Deserializer::from_str(json);
         T::deserialize(Strict(&mut de)).map_err(|e| e.to_string())
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Counts {
+        small: u8,
+        signed: i64,
+        maybe: Option<u32>,
+    }
+
+    #[test]
+    fn whole_numbers_with_a_fraction_are_integers_and_no_others() {
+        let read: Counts = strict(r#"{"small": 10.0, "signed": -3.0, "maybe": 7.0}"#).unwrap();
+        assert_eq!(
+            read,
+            Counts {
+                small: 10,
+                signed: -3,
+                maybe: Some(7)
+            }
+        );
+        for json in [
+            r#"{"small": 1.5, "signed": 0, "maybe": null}"#,
+            r#"{"small": 256.0, "signed": 0, "maybe": null}"#,
+            r#"{"small": -1.0, "signed": 0, "maybe": null}"#,
+            r#"{"small": 1, "signed": 1e19, "maybe": null}"#,
+        ] {
+            assert!(strict::<Counts>(json).is_err(), "{json}");
+        }
     }
 
     #[test]

@@ -21,14 +21,36 @@ pub struct TrustContext {
     pub authenticated: bool,
     /// Recorded for logs; does not change visibility.
     #[serde(default)]
+    #[schema(schema_with = actor_id)]
     pub actor_id: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = scopes)]
     pub scopes: Vec<String>,
     /// The scopes are a limit even when there are none: a request's scopes
     /// narrowed by a key's grant to nothing see unscoped records only, never
     /// every scope. Set by the server, never read from a request.
     #[serde(skip)]
     pub scopes_narrowed: bool,
+}
+
+fn actor_id() -> utoipa::openapi::Object {
+    let mut actor = super::schema::optional_name();
+    actor.description = Some("Recorded for logs; does not change visibility.".into());
+    actor
+}
+
+fn scopes() -> utoipa::openapi::Array {
+    let mut scopes = super::schema::list(
+        super::schema::optional_name_item(),
+        0,
+        MAX_TRUST_SCOPES,
+        true,
+    );
+    scopes.description = Some(
+        "The scopes whose records are visible besides unscoped ones; none (or `null`): every scope."
+            .into(),
+    );
+    scopes
 }
 
 impl TrustContext {

@@ -106,7 +106,8 @@ pub fn check_strings(field: &str, values: &[String]) -> Validated<()> {
     Ok(())
 }
 
-/// Tags: at most 100, each non-empty and at most 256 characters; duplicates
+/// Tags: at most 100, each non-empty, at most 256 characters and free of
+/// control characters (a tag is a name records are matched on); duplicates
 /// are dropped, first occurrence kept.
 pub fn normalize_tags(field: &str, tags: Vec<String>) -> Validated<Vec<String>> {
     if tags.len() > MAX_TAGS {
@@ -129,6 +130,7 @@ pub fn normalize_tags(field: &str, tags: Vec<String>) -> Validated<Vec<String>> 
                 format!("tag exceeds maximum length of {MAX_TAG_CHARS} characters"),
             ));
         }
+        check_name(&format!("{field}[{i}]"), &tag)?;
         if !kept.contains(&tag) {
             kept.push(tag);
         }

@@ -12,6 +12,11 @@ use super::validate::{Validated, ValidationError};
 /// models have 3,072).
 pub const MAX_DIMENSIONS: usize = 8192;
 
+/// The magnitude one number of a vector must reach: the smallest normal
+/// 32-bit float. Below it every number would round to zero or lose its
+/// precision, leaving no direction to compare.
+pub const MIN_SIGNAL: f64 = f32::MIN_POSITIVE as f64;
+
 /// A checked vector: at least one dimension, at most [`MAX_DIMENSIONS`],
 /// every value finite, not all zero (a zero vector has no direction, so no
 /// similarity to anything).
@@ -37,24 +42,26 @@ impl Embedding {
             ));
         }
         let mut vector = Vec::with_capacity(values.len());
+        // Bounds on the numbers as sent, not as rounded to 32 bits, so the
+        // rule is the one the API document states.
+        let mut signal = false;
         for (i, value) in values.into_iter().enumerate() {
-            let single = value as f32;
-            if !single.is_finite() {
+            if value.is_nan() || value.abs() > f64::from(f32::MAX) {
                 return Err(ValidationError::new(
                     format!("{field}[{i}]"),
                     format!("{value} is not a finite 32-bit number"),
                 ));
             }
-            vector.push(single);
+            signal |= value.abs() >= MIN_SIGNAL;
+            vector.push(value as f32);
         }
-        let embedding = Embedding(vector);
-        if embedding.norm() == 0.0 {
+        if !signal {
             return Err(ValidationError::new(
                 field,
-                "an embedding cannot be all zeros",
+                "an embedding cannot be all zeros (or all below the smallest normal 32-bit number)",
             ));
         }
-        Ok(embedding)
+        Ok(Embedding(vector))
     }
 
     /// A vector a client may send (`null` or absent: none).

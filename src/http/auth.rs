@@ -90,7 +90,7 @@ impl Gatekeeper {
     }
 
     /// Whether requests need a key now.
-    fn keys_required(&self) -> bool {
+    pub fn keys_required(&self) -> bool {
         match self.mode {
             AuthMode::Off => false,
             AuthMode::Required => true,

@@ -32,27 +32,51 @@ fn caller(access: &Access, trust: Option<TrustContext>) -> Result<Caller, Valida
     }
 }
 
+fn erase_ids() -> utoipa::openapi::Array {
+    let mut ids = crate::domain::schema::ids(crate::domain::erasure::MAX_IDS, false);
+    ids.schema_type = utoipa::openapi::schema::SchemaType::from_iter([
+        utoipa::openapi::schema::Type::Array,
+        utoipa::openapi::schema::Type::Null,
+    ]);
+    ids.description = Some("Record ids (1 to 1,000).".into());
+    ids
+}
+
+/// `actor` and `rationale`: required, though `null` reads as absent.
+fn required_name() -> utoipa::openapi::Object {
+    let mut name = crate::domain::schema::name();
+    name.description = Some("Required: not blank, no control characters.".into());
+    name
+}
+
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"scope": "tenant-a", "actor": "dpo", "rationale": "tenant left; contract clause 9", "dry_run": true}))]
 struct EraseBody {
     /// Record ids (1 to 1,000).
     #[serde(default)]
+    #[schema(schema_with = erase_ids)]
     ids: Option<Vec<String>>,
     #[serde(default)]
+    #[schema(schema_with = crate::domain::schema::optional_filled_name)]
     scope: Option<String>,
     /// Records whose provenance names this creator.
     #[serde(default)]
+    #[schema(schema_with = crate::domain::schema::optional_filled_name)]
     source: Option<String>,
     /// Facts with this subject, and topics of this title.
     #[serde(default)]
+    #[schema(schema_with = crate::domain::schema::optional_filled_name)]
     subject: Option<String>,
     /// The turns of this conversation.
     #[serde(default)]
+    #[schema(schema_with = crate::domain::schema::optional_conversation_id)]
     conversation_id: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = required_name)]
     actor: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = required_name)]
     rationale: Option<String>,
     #[serde(default)]
     dry_run: bool,

@@ -230,7 +230,7 @@ async fn batch(
     tag = "ingest",
     summary = "Append turns to a conversation (one episodic record per turn, all or none)",
     request_body = ConversationRequest,
-    responses((status = 201, description = "The turns stored, and the session they went to", body = ConversationIngested))
+    responses((status = 201, description = "The turns stored, and the session they went to", body = ConversationIngested), (status = 409, description = "`failed_precondition`: the first turn is earlier than the last turn of its session", body = ErrorBody))
 )]
 async fn conversation(
     state: web::Data<AppState>,

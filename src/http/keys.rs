@@ -10,9 +10,14 @@ use super::auth::Gatekeeper;
 use super::{AppState, Endpoint, JsonBody};
 use crate::actors::keys::{CreateKey, ListKeys, NewKey, RevokeKey};
 use crate::actors::request::InRequest;
-use crate::domain::access::{check_key_name, Access, ApiKey, Grant, Role};
+use crate::domain::access::{
+    check_key_name, Access, ApiKey, Grant, Role, MAX_KEY_NAME, MAX_RATE, MIN_RATE,
+};
 use crate::domain::record::Sensitivity;
+use crate::domain::schema;
 use crate::domain::time::Timestamp;
+use crate::domain::trust::MAX_TRUST_SCOPES;
+use crate::domain::validate::RESERVED_ACTOR_PREFIX;
 use crate::error::ApiError;
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -29,15 +34,57 @@ pub fn endpoints() -> Vec<Endpoint> {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"name": "planner", "roles": ["read", "write"], "max_sensitivity": "medium", "scopes": ["team-a"], "rate": 50}))]
 struct CreateKeyBody {
+    #[schema(schema_with = key_name)]
     name: String,
     #[serde(default)]
+    #[schema(schema_with = roles)]
     roles: Vec<Role>,
     #[serde(default)]
     max_sensitivity: Option<Sensitivity>,
     #[serde(default)]
+    #[schema(schema_with = scopes)]
     scopes: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = rate)]
     rate: Option<f64>,
+}
+
+pub(super) fn key_name() -> utoipa::openapi::Object {
+    let name = utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(format!("^[A-Za-z0-9._:-]{{1,{MAX_KEY_NAME}}}$")))
+        .description(Some(format!(
+            "1 to {MAX_KEY_NAME} letters, digits, `.`, `_`, `-` or `:`, not starting with `{RESERVED_ACTOR_PREFIX}`."
+        )))
+        .build();
+    schema::refusing(name, &[schema::Refused::Reserved])
+}
+
+fn roles() -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("Role"))
+        .min_items(Some(1))
+        .build()
+}
+
+fn scopes() -> utoipa::openapi::Array {
+    let mut scopes = schema::list(schema::name(), 0, MAX_TRUST_SCOPES, false);
+    scopes.description = Some("The scopes the key may see; none: every scope.".into());
+    scopes
+}
+
+fn rate() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            utoipa::openapi::schema::Type::Number,
+            utoipa::openapi::schema::Type::Null,
+        ]))
+        .minimum(Some(MIN_RATE))
+        .maximum(Some(MAX_RATE))
+        .description(Some(
+            "Requests per second; absent: `auth.default_rate`. No more than the creating key's own.",
+        ))
+        .build()
 }
 
 /// A key as answered: its rate is the one it is held to, its own or the

@@ -59,7 +59,7 @@ const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 
 /// Every version this server speaks, newest first, as an unsupported
 /// version's error lists them.
-fn every_version() -> Vec<&'static str> {
+pub(super) fn every_version() -> Vec<&'static str> {
     MODERN_VERSIONS
         .iter()
         .chain(PROTOCOL_VERSIONS.iter())
@@ -83,7 +83,7 @@ fn has_batches(version: &str) -> bool {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))]
 pub struct RpcRequest {
-    /// Always `2.0`.
+    #[schema(schema_with = jsonrpc_version)]
     jsonrpc: String,
     /// A string or a number; absent in a notification.
     #[serde(default)]
@@ -119,6 +119,14 @@ pub struct RpcResponse {
 enum Answer {
     Made(Value),
     Written(&'static RawValue),
+}
+
+fn jsonrpc_version() -> utoipa::openapi::Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["2.0"]))
+        .description(Some("Always `2.0`."))
+        .build()
 }
 
 fn id_schema(types: &[Type], description: &str) -> utoipa::openapi::Object {

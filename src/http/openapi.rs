@@ -10,8 +10,8 @@
 use std::sync::{Arc, OnceLock};
 
 use actix_web::http::Method;
-use actix_web::{web, HttpResponse};
-use utoipa::openapi::path::Operation;
+use actix_web::{web, HttpRequest, HttpResponse};
+use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::schema::{Discriminator, OneOfBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Content, OpenApi as Document, Ref, ResponseBuilder};
@@ -19,14 +19,25 @@ use utoipa::openapi::{ObjectBuilder, RefOr};
 use utoipa::{Modify, OpenApi, PartialSchema};
 use utoipa_swagger_ui::Config;
 
+use super::auth::Gatekeeper;
 use super::Endpoint;
+pub use rules::document_without_keys;
+use rules::Rules;
+
+mod rules;
+use crate::actors::scheduler::JobName;
+use crate::domain::access::Role;
+use crate::domain::conversation::Attachment;
+use crate::domain::new_record::NewRelation;
 use crate::domain::payload::{
-    CompetencePayload, EpisodicPayload, Payload, PlanGraphPayload, SemanticPayload, WorkingPayload,
+    CompetencePayload, EpisodicPayload, Evidence, Payload, PlanEdge, PlanGraphPayload, PlanNode,
+    RecipeStep, SemanticPayload, TimelineEvent, ToolNode, Trigger, WorkingPayload,
 };
 use crate::domain::requests::{
-    EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest,
+    EventRequest, IngestItem, ObservationRequest, OutcomeRequest, ToolOutputRequest, TurnRequest,
     WorkingStateRequest,
 };
+use crate::domain::schema;
 use crate::error::{ApiError, Code, ErrorBody};
 
 // The handlers' modules are private to `http`; their paths are named
@@ -87,8 +98,27 @@ use super::{
         topics::remove_edge,
         topics::archive,
     ),
-    components(schemas(ErrorBody, mcp::GetRecordArgs, mcp::ReviseArgs, mcp::FeedbackArgs)),
-    modifiers(&Shared),
+    components(schemas(
+        ErrorBody,
+        mcp::GetRecordArgs,
+        mcp::ReviseArgs,
+        mcp::FeedbackArgs,
+        IngestItem,
+        TurnRequest,
+        Attachment,
+        Role,
+        topics::FieldBody,
+        topics::EdgeBody,
+        TimelineEvent,
+        ToolNode,
+        Evidence,
+        Trigger,
+        RecipeStep,
+        PlanNode,
+        PlanEdge,
+        NewRelation,
+    )),
+    modifiers(&Shared, &Rules),
     tags(
         (name = "health", description = "Liveness and readiness; no key needed"),
         (name = "ingest", description = "Agents' experience in: classified, completed by policy, stored with provenance"),
@@ -166,8 +196,17 @@ pub fn is_public(path: &str) -> bool {
     responses((status = 200, description = "The document", content_type = "application/json",
         example = json!({"openapi": "3.1.0", "info": {"title": "engram", "version": "0.1.0"}, "paths": {"/healthz": {"get": {"summary": "Liveness: the process serves HTTP"}}}})))
 )]
-async fn openapi_json() -> HttpResponse {
-    HttpResponse::Ok().json(document())
+async fn openapi_json(req: HttpRequest) -> HttpResponse {
+    // The document describes the instance as it runs now: whether it
+    // needs keys changes which bodies must carry `trust`.
+    let open = req
+        .app_data::<web::Data<Gatekeeper>>()
+        .is_some_and(|gate| !gate.keys_required());
+    HttpResponse::Ok().json(if open {
+        document_without_keys()
+    } else {
+        document()
+    })
 }
 
 /// Adds what every operation shares: the bearer key scheme, the role each
@@ -191,6 +230,7 @@ impl Modify for Shared {
                     .build(),
             ),
         );
+        let schemas = serde_json::to_value(&components.schemas).expect("the schemas are JSON");
         for endpoint in super::endpoints() {
             let Some(item) = doc.paths.paths.get_mut(endpoint.path) else {
                 continue;
@@ -203,12 +243,40 @@ impl Modify for Shared {
                 _ => None,
             };
             let Some(operation) = operation else { continue };
-            share(operation, &endpoint);
+            let body = serde_json::to_value(&operation.request_body).expect("a body is JSON");
+            share(operation, &endpoint, carries_vector(&body, &schemas, 0));
         }
     }
 }
 
-fn share(operation: &mut Operation, endpoint: &Endpoint) {
+/// Whether a body of `schema` may carry a vector: a property `embedding`
+/// or `query_embedding`, at any depth of the components it names.
+fn carries_vector(schema: &serde_json::Value, schemas: &serde_json::Value, depth: usize) -> bool {
+    use serde_json::Value;
+    match schema {
+        // The components are not recursive; the bound only guards
+        // against one that would be.
+        _ if depth > 32 => false,
+        Value::Object(map) => map.iter().any(|(key, value)| match (key.as_str(), value) {
+            ("properties", Value::Object(properties))
+                if properties.contains_key("embedding")
+                    || properties.contains_key("query_embedding") =>
+            {
+                true
+            }
+            ("$ref", Value::String(reference)) => reference
+                .strip_prefix("#/components/schemas/")
+                .is_some_and(|name| carries_vector(&schemas[name], schemas, depth + 1)),
+            _ => carries_vector(value, schemas, depth + 1),
+        }),
+        Value::Array(items) => items
+            .iter()
+            .any(|item| carries_vector(item, schemas, depth + 1)),
+        _ => false,
+    }
+}
+
+fn share(operation: &mut Operation, endpoint: &Endpoint, vectors: bool) {
     let mut codes: Vec<Code> = vec![Code::Internal, Code::Unavailable];
     if let Some(role) = endpoint.role {
         // A key, or none: a service with keys off (`auth.mode`) serves
@@ -233,6 +301,19 @@ fn share(operation: &mut Operation, endpoint: &Endpoint) {
     } else {
         operation.security = Some(Vec::new());
     }
+    for parameter in operation.parameters.iter_mut().flatten() {
+        if parameter.parameter_in == ParameterIn::Path {
+            parameter.schema = Some(path_parameter(endpoint.path, &parameter.name));
+        }
+        if parameter.name == "MCP-Protocol-Version" {
+            parameter.schema = Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(mcp::every_version()))
+                    .into(),
+            );
+        }
+    }
     if operation.request_body.is_some() || endpoint.path.contains('{') {
         codes.extend([Code::InvalidArgument]);
     }
@@ -245,6 +326,15 @@ fn share(operation: &mut Operation, endpoint: &Endpoint) {
     }
     if !super::origin::any_host(endpoint.path) {
         codes.push(Code::MisdirectedRequest);
+    }
+    if vectors {
+        let conflict = describe(Code::FailedPrecondition);
+        match operation.responses.responses.get_mut("409") {
+            Some(RefOr::T(response)) => {
+                response.description = format!("{}; or {conflict}", response.description);
+            }
+            _ => codes.push(Code::FailedPrecondition),
+        }
     }
     for code in codes {
         let status = code.status().as_u16().to_string();
@@ -265,6 +355,21 @@ fn share(operation: &mut Operation, endpoint: &Endpoint) {
     }
 }
 
+/// The schema of a path's parameter: what the handler checks it against.
+fn path_parameter(path: &str, name: &str) -> RefOr<Schema> {
+    match name {
+        "id" => schema::id().into(),
+        "conversation_id" => schema::conversation_id().into(),
+        "name" if path.starts_with("/v1/jobs/") => ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(JobName::ALL.iter().map(|job| job.as_str())))
+            .into(),
+        "name" if path.starts_with("/v1/keys/") => keys::key_name().into(),
+        "name" if path.starts_with("/v1/topics/") => topics::field_name().into(),
+        _ => unreachable!("a path parameter without a schema: {name} of {path}"),
+    }
+}
+
 fn describe(code: Code) -> String {
     match code {
         Code::InvalidArgument => "The request is not valid: the message names the field".into(),
@@ -278,6 +383,11 @@ fn describe(code: Code) -> String {
         Code::UnsupportedMediaType => "The body is not declared `application/json`".into(),
         Code::MisdirectedRequest => "The `Host` is not a name of this service".into(),
         Code::RateLimited => "Over the key's rate; retry after `Retry-After`".into(),
+        Code::FailedPrecondition => {
+            "`failed_precondition`: a vector of other dimensions than the database's (the first vector \
+             stored, or `retrieval.embedding_dimensions`, fixes them)"
+                .into()
+        }
         Code::Unavailable | Code::Overloaded => {
             "Overloaded or unavailable; retry after `Retry-After`".into()
         }

@@ -84,7 +84,7 @@ pub(super) fn refuse_import(
     tag = "records",
     summary = "Store a whole record, completed by policy",
     request_body = NewRecord,
-    responses((status = 201, description = "The record stored", body = RecordBody), (status = 409, description = "A record with that id exists", body = ErrorBody))
+    responses((status = 201, description = "The record stored", body = RecordBody), (status = 404, description = "A relation's target is no record the caller may see", body = ErrorBody), (status = 409, description = "A record with that id exists (`conflict`)", body = ErrorBody))
 )]
 async fn create(
     state: web::Data<AppState>,

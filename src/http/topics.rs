@@ -19,15 +19,18 @@ use crate::actors::retrieval::{
 };
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
+use crate::domain::schema;
 use crate::domain::time::{rfc3339_option, Timestamp};
 use crate::domain::topic::Topic;
 use crate::domain::topic::{
     check_edge_kind, check_field_name, EdgeItem, FieldItem, OnAmbiguous, Placement, TopicIngest,
+    MAX_EDGES, MAX_FIELDS, MAX_NAME,
 };
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::{check_id, null_as_default};
 use crate::domain::vector::Embedding;
 use crate::error::ApiError;
+use crate::service::topics::{DEFAULT_QUERY_LIMIT, MAX_HOPS, MAX_QUERY_LIMIT};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -62,20 +65,99 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
+pub(super) fn field_name() -> utoipa::openapi::Object {
+    let mut name = schema::bounded_name(MAX_NAME, false);
+    name.description = Some(format!(
+        "1 to {MAX_NAME} characters, not blank, no control characters; each field once."
+    ));
+    name
+}
+
+fn edge_kind() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some("^[a-z][a-z0-9_]*$"))
+        .max_length(Some(MAX_NAME))
+        .description(Some(
+            "A lowercase identifier, such as `depends_on` or `part_of`.",
+        ))
+        .build()
+}
+
+fn placement() -> utoipa::openapi::Object {
+    schema::optional_enum(
+        &["new_topic", "extend_topic", "version_field", "auto"],
+        "Absent: `auto`.",
+    )
+}
+
+fn on_ambiguous() -> utoipa::openapi::Object {
+    schema::optional_enum(
+        &["new_topic", "fail"],
+        "What `auto` does when no topic is clearly the one: a new topic (absent), or fail (409).",
+    )
+}
+
+/// Empty: none; else an id.
+fn topic_id() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    schema::empty_or(schema::id())
+}
+
+fn fields() -> utoipa::openapi::Array {
+    schema::list(
+        utoipa::openapi::Ref::from_schema_name("FieldBody"),
+        0,
+        MAX_FIELDS,
+        true,
+    )
+}
+
+fn edges() -> utoipa::openapi::Array {
+    schema::list(
+        utoipa::openapi::Ref::from_schema_name("EdgeBody"),
+        0,
+        MAX_EDGES,
+        true,
+    )
+}
+
+/// Not empty, no control characters.
+fn topic_source() -> utoipa::openapi::Object {
+    let mut source = schema::optional_name_item();
+    source.min_length = Some(1);
+    source
+}
+
+fn query_limit() -> utoipa::openapi::Object {
+    let mut limit = schema::integer(true, 0, MAX_QUERY_LIMIT as i64);
+    limit.description = Some(format!("0 or absent: {DEFAULT_QUERY_LIMIT}."));
+    limit
+}
+
+fn hops() -> utoipa::openapi::Object {
+    let mut hops = schema::integer(true, 0, MAX_HOPS as i64);
+    hops.description = Some("Absent: 1.".into());
+    hops
+}
+
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct FieldBody {
+pub(super) struct FieldBody {
+    #[schema(schema_with = field_name)]
     name: String,
     #[serde(default)]
     value: Value,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_text)]
     why_changed: Option<String>,
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct EdgeBody {
+pub(super) struct EdgeBody {
+    #[schema(schema_with = schema::id)]
     to_topic_id: String,
+    #[schema(schema_with = edge_kind)]
     kind: String,
 }
 
@@ -84,35 +166,48 @@ struct EdgeBody {
 #[schema(example = json!({"placement": "auto", "title": "Billing service", "summary": "Invoices and payments", "kind": "service", "fields": [{"name": "owner", "value": "team-payments"}, {"name": "version", "value": "1.4", "why_changed": "release"}], "edges": [], "suggest_similar": true, "source": "agent:planner", "trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}}))]
 pub(super) struct IngestBody {
     #[serde(default)]
+    #[schema(schema_with = placement)]
     placement: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = topic_id)]
     topic_id: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_name)]
     title: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_text)]
     summary: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_name)]
     kind: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = fields)]
     fields: Vec<FieldBody>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = edges)]
     edges: Vec<EdgeBody>,
     #[serde(default)]
     suggest_similar: bool,
     #[serde(default)]
+    #[schema(schema_with = on_ambiguous)]
     on_ambiguous: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_text)]
     why_changed: Option<String>,
+    #[schema(schema_with = topic_source)]
     source: String,
     #[serde(default)]
     sensitivity: Option<Sensitivity>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_text)]
     scope: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::tags)]
     tags: Vec<String>,
     #[serde(default)]
     trust: Option<TrustContext>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     embedding: Option<Vec<f64>>,
 }
 
@@ -123,7 +218,7 @@ pub(super) struct IngestBody {
     tag = "topics",
     summary = "Place an observation: a new topic, an extension, a field version, or where it fits",
     request_body = IngestBody,
-    responses((status = 201, description = "Where it went and what it did", body = Ingested), (status = 404, description = "No such topic the caller may see", body = ErrorBody), (status = 409, description = "`auto` with `on_ambiguous` `fail` could not tell which topic the observation names; `error.similar_topic_ids` lists them", body = ErrorBody))
+    responses((status = 201, description = "Where it went and what it did", body = Ingested), (status = 404, description = "No such topic the caller may see", body = ErrorBody), (status = 409, description = "`auto` with `on_ambiguous` `fail` could not tell which topic the observation names (`conflict`; `error.similar_topic_ids` lists them); or `failed_precondition`: `version_field` names a field the topic has not", body = ErrorBody))
 )]
 async fn ingest(
     state: web::Data<AppState>,
@@ -242,8 +337,10 @@ pub(super) struct QueryBody {
     #[serde(default)]
     kind: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = query_limit)]
     limit: Option<usize>,
     #[serde(default)]
+    #[schema(schema_with = hops)]
     hops: Option<u8>,
     #[serde(default, with = "rfc3339_option")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -251,6 +348,7 @@ pub(super) struct QueryBody {
     #[serde(default)]
     include_history: bool,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     embedding: Option<Vec<f64>>,
 }
 
@@ -388,7 +486,9 @@ async fn summary_history(
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"to_topic_id": "6a0b3c2d-1e4f-4a5b-8c7d-9e0f1a2b3c4d", "kind": "depends_on", "trust": {"max_sensitivity": "medium", "actor_id": "planner-1"}}))]
 struct EdgeChangeBody {
+    #[schema(schema_with = schema::id)]
     to_topic_id: String,
+    #[schema(schema_with = edge_kind)]
     kind: String,
     #[serde(default)]
     trust: Option<TrustContext>,

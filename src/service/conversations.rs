@@ -73,7 +73,16 @@ pub fn append(
         &times,
         gap,
         session_named,
-    )?;
+    )
+    .map_err(|e| {
+        // The first turn is refused only for the turns stored before it:
+        // the session's state, not the request, decides (409).
+        if e.field == "turns[0].at" {
+            ServiceError::FailedPrecondition(e.to_string())
+        } else {
+            e.into()
+        }
+    })?;
     for (i, record) in records.iter_mut().enumerate() {
         if let Payload::Episodic(episode) = &mut record.payload {
             if let Some(turn) = &mut episode.turn {

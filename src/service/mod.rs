@@ -86,9 +86,9 @@ impl From<StoreError> for ServiceError {
                 ServiceError::Unavailable("the database is unavailable; retry shortly".to_string())
             }
             StoreError::Stopped => ServiceError::Unavailable(format!("{error}; retry shortly")),
-            StoreError::Dimensions { given, expected } => {
-                ServiceError::Invalid(dimensions_mismatch("embedding", given, expected))
-            }
+            StoreError::Dimensions { given, expected } => ServiceError::FailedPrecondition(
+                dimensions_mismatch("embedding", given, expected).to_string(),
+            ),
             other => ServiceError::Store(other),
         }
     }
@@ -195,7 +195,9 @@ fn place(
 }
 
 /// A vector a client sent (`field`) must have the dimensions of the
-/// database's vectors, once they are fixed.
+/// database's vectors, once they are fixed: a well-formed vector of
+/// another length conflicts with what the database holds (409), which no
+/// schema of the request can state.
 fn check_embedding(
     tx: &mut dyn Transaction,
     field: &str,
@@ -205,7 +207,8 @@ fn check_embedding(
         return Ok(());
     };
     if let Some(expected) = tx.vector_dimensions()? {
-        check_dimensions(field, embedding.dimensions(), expected)?;
+        check_dimensions(field, embedding.dimensions(), expected)
+            .map_err(|e| ServiceError::FailedPrecondition(e.to_string()))?;
     }
     Ok(())
 }

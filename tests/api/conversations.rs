@@ -278,14 +278,10 @@ async fn bad_turns_name_their_field_and_store_nothing() {
             json!([good, {"speaker": "Bo", "text": "x", "at": "2030-01-01T00:00:00Z"}]),
             "turns[1].at",
         ),
-        // Earlier than the turn before it, and than the session's last.
+        // Earlier than the turn before it.
         (
             json!([good, turn("Bo", "x", "2025-12-01T10:04:00Z")]),
             "turns[1].at",
-        ),
-        (
-            json!([turn("Bo", "x", "2025-12-01T09:59:00Z")]),
-            "turns[0].at",
         ),
         (
             json!([good, {"speaker": "Bo", "text": "x", "attachments": [{"caption": ""}]}]),
@@ -296,6 +292,13 @@ async fn bad_turns_name_their_field_and_store_nothing() {
         let answer = send(turns).await;
         assert_error(&answer, StatusCode::BAD_REQUEST, "invalid_argument", field);
     }
+    // Earlier than the session's last stored turn: the session refuses it.
+    assert_error(
+        &send(json!([turn("Bo", "x", "2025-12-01T09:59:00Z")])).await,
+        StatusCode::CONFLICT,
+        "failed_precondition",
+        "turns[0].at",
+    );
     let (status, body) = app
         .post(
             "/v1/ingest/conversation",

@@ -220,8 +220,8 @@ async fn bad_ingests_are_refused_and_nothing_is_written() {
         ),
         (
             json!({"placement": "version_field", "topic_id": go_id, "source": "a", "fields": [{"name": "nope", "value": 2}]}),
-            StatusCode::BAD_REQUEST,
-            "invalid_argument",
+            StatusCode::CONFLICT,
+            "failed_precondition",
             "fields[0].name",
         ),
         (
@@ -1056,8 +1056,8 @@ async fn topic_vectors_rank_queries_and_hint_similar_topics_within_trust() {
         .await;
     assert_error(
         &(status, answer),
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
+        StatusCode::CONFLICT,
+        "failed_precondition",
         "embedding",
     );
     assert_eq!(topic_count(&app), before);
@@ -1069,8 +1069,8 @@ async fn topic_vectors_rank_queries_and_hint_similar_topics_within_trust() {
         .await;
     assert_error(
         &(status, answer),
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
+        StatusCode::CONFLICT,
+        "failed_precondition",
         "embedding",
     );
 }

@@ -300,15 +300,15 @@ async fn a_vector_of_other_dimensions_is_refused_by_field_and_nothing_is_stored(
             ]}),
         )
         .await,
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
+        StatusCode::CONFLICT,
+        "failed_precondition",
         "items[1].embedding: has 2 dimensions",
     );
     assert_error(
         &app.post("/v1/records", &fact("second", "x", wrong.clone()))
             .await,
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
+        StatusCode::CONFLICT,
+        "failed_precondition",
         "embedding: has 2 dimensions",
     );
     let evidence = json!({"sources": [{"kind": "observation", "ref": "n", "timestamp": "2026-01-01T00:00:00Z"}]});
@@ -321,8 +321,8 @@ async fn a_vector_of_other_dimensions_is_refused_by_field_and_nothing_is_stored(
             &json!({"old_id": "first", "new_record": new_record, "actor": "r", "rationale": "r"}),
         )
         .await,
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
+        StatusCode::CONFLICT,
+        "failed_precondition",
         "new_record.embedding: has 2 dimensions",
     );
     assert_error(
@@ -331,16 +331,23 @@ async fn a_vector_of_other_dimensions_is_refused_by_field_and_nothing_is_stored(
             &json!({"trust": trust("hyper", &[]), "query_embedding": wrong}),
         )
         .await,
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
+        StatusCode::CONFLICT,
+        "failed_precondition",
         "query_embedding: has 2 dimensions, but the vectors of this database have 3",
     );
-    // Of other dimensions, or not vectors at all.
+    // Of other dimensions: a conflict with the database's vectors.
+    assert_error(
+        &app.post(
+            "/v1/ingest/observation",
+            &json!({"source": "a", "subject": "s", "predicate": "p", "embedding": wrong}),
+        )
+        .await,
+        StatusCode::CONFLICT,
+        "failed_precondition",
+        "embedding: has 2 dimensions, but the vectors of this database have 3",
+    );
+    // Not vectors at all.
     for (embedding, needle) in [
-        (
-            wrong.clone(),
-            "embedding: has 2 dimensions, but the vectors of this database have 3",
-        ),
         (
             json!([]),
             "embedding: an embedding needs at least one number",
@@ -375,8 +382,8 @@ async fn configured_dimensions_hold_from_the_first_vector() {
     assert_error(
         &app.post("/v1/records", &fact("a", "tea", json!([1.0, 0.0])))
             .await,
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
+        StatusCode::CONFLICT,
+        "failed_precondition",
         "embedding: has 2 dimensions, but the vectors of this database have 3",
     );
     assert_error(
@@ -385,8 +392,8 @@ async fn configured_dimensions_hold_from_the_first_vector() {
             &json!({"trust": trust("hyper", &[]), "query_embedding": [1.0]}),
         )
         .await,
-        StatusCode::BAD_REQUEST,
-        "invalid_argument",
+        StatusCode::CONFLICT,
+        "failed_precondition",
         "query_embedding",
     );
     create(&app, fact("b", "tea", json!([1.0, 0.0, 0.0]))).await;

@@ -23,26 +23,53 @@ pub struct TurnsRequest {
     /// The conversation of this scope only (a conversation is its id
     /// within a scope).
     #[serde(default)]
+    #[schema(schema_with = crate::domain::schema::optional_text)]
     pub scope: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = crate::domain::schema::optional_conversation_id)]
     pub session_id: Option<String>,
     /// Turns by any of these speakers.
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = crate::domain::schema::speakers)]
     pub speakers: Vec<String>,
     /// Turns said strictly after / before (RFC 3339).
     #[serde(default)]
+    #[schema(schema_with = after)]
     pub after: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = before)]
     pub before: Option<String>,
     #[serde(default)]
     pub include_retracted: Option<bool>,
     /// Turns per page (1 to `retrieval.max_limit`; default 100); a page
     /// also ends before the server's response size.
     #[serde(default)]
+    #[schema(schema_with = page_size)]
     pub page_size: Option<i64>,
     /// `next_cursor` of the previous page, with the same request.
     #[serde(default)]
+    #[schema(schema_with = crate::domain::schema::cursor)]
     pub cursor: Option<String>,
+}
+
+fn after() -> utoipa::openapi::Object {
+    crate::domain::schema::time(true, "Turns said strictly after (RFC 3339 with an offset).")
+}
+
+fn before() -> utoipa::openapi::Object {
+    crate::domain::schema::time(
+        true,
+        "Turns said strictly before (RFC 3339 with an offset); later than `after`.",
+    )
+}
+
+fn page_size() -> utoipa::openapi::Object {
+    let mut size = crate::domain::schema::page_size();
+    size.description = Some(format!(
+        "Turns per page (1 to `retrieval.max_limit`, {} unless configured; default {DEFAULT_TURN_PAGE}); a page also ends before the server's response size.",
+        crate::domain::schema::DOCUMENTED_MAX_LIMIT
+    ));
+    size
 }
 
 /// Checks a `speakers` filter.

@@ -8,27 +8,36 @@ use crate::domain::conversation::Attachment;
 use crate::domain::ingest::{self, Candidate, IngestContext, NewConversation, TurnFields};
 use crate::domain::payload::{empty_array, OutcomeStatus, TaskState, WorkingPayload};
 use crate::domain::record::Sensitivity;
+use crate::domain::schema;
 use crate::domain::validate::{null_as_default, Validated};
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"source": "agent:planner", "event_kind": "deploy", "ref": "run-42", "summary": "Deployed billing 1.4 to staging", "tags": ["deploy"], "sensitivity": "low"}))]
 pub struct EventRequest {
+    #[schema(schema_with = schema::actor)]
     pub source: String,
+    #[schema(schema_with = schema::text)]
     pub event_kind: String,
     #[serde(rename = "ref", alias = "event_ref")]
+    #[schema(schema_with = schema::text)]
     pub reference: String,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_text)]
     pub summary: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::past_time_or_empty)]
     pub timestamp: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::tags)]
     pub tags: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_name)]
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub embedding: Option<Vec<f64>>,
 }
 
@@ -36,23 +45,30 @@ pub struct EventRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"source": "agent:coder", "tool_name": "pytest", "args": {"path": "tests/"}, "result": {"passed": 120, "failed": 0}, "tags": ["ci"]}))]
 pub struct ToolOutputRequest {
+    #[schema(schema_with = schema::actor)]
     pub source: String,
+    #[schema(schema_with = schema::text)]
     pub tool_name: String,
     #[serde(default)]
     pub args: Option<Value>,
     #[serde(default)]
     pub result: Option<Value>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub depends_on: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::past_time_or_empty)]
     pub timestamp: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::tags)]
     pub tags: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_name)]
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub embedding: Option<Vec<f64>>,
 }
 
@@ -60,20 +76,27 @@ pub struct ToolOutputRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"source": "agent:planner", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "sensitivity": "low"}))]
 pub struct ObservationRequest {
+    #[schema(schema_with = schema::actor)]
     pub source: String,
+    #[schema(schema_with = schema::text)]
     pub subject: String,
+    #[schema(schema_with = schema::text)]
     pub predicate: String,
     #[serde(default)]
     pub object: Option<Value>,
     #[serde(default)]
+    #[schema(schema_with = schema::past_time_or_empty)]
     pub timestamp: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::tags)]
     pub tags: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_name)]
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub embedding: Option<Vec<f64>>,
 }
 
@@ -81,12 +104,16 @@ pub struct ObservationRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"source": "agent:coder", "target_record_id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "outcome_status": "success"}))]
 pub struct OutcomeRequest {
+    #[schema(schema_with = schema::actor)]
     pub source: String,
+    #[schema(schema_with = schema::id)]
     pub target_record_id: String,
     pub outcome_status: OutcomeStatus,
     #[serde(default)]
+    #[schema(schema_with = schema::past_time_or_empty)]
     pub timestamp: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub embedding: Option<Vec<f64>>,
 }
 
@@ -94,27 +121,36 @@ pub struct OutcomeRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"source": "agent:coder", "thread_id": "ticket-1182", "state": "executing", "next_actions": ["run the migration on staging"], "open_questions": ["is the index needed?"], "context_summary": "Adding a column to invoices"}))]
 pub struct WorkingStateRequest {
+    #[schema(schema_with = schema::actor)]
     pub source: String,
+    #[schema(schema_with = schema::text)]
     pub thread_id: String,
     #[serde(alias = "task_state")]
     pub state: TaskState,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub next_actions: Vec<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::strings)]
     pub open_questions: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_text)]
     pub context_summary: Option<String>,
     #[serde(default)]
     pub active_constraints: Option<Value>,
     #[serde(default)]
+    #[schema(schema_with = schema::past_time_or_empty)]
     pub timestamp: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::tags)]
     pub tags: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_name)]
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub embedding: Option<Vec<f64>>,
 }
 
@@ -134,6 +170,7 @@ pub enum IngestItem {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"items": [{"kind": "event", "source": "agent:planner", "event_kind": "deploy", "ref": "run-42"}, {"kind": "observation", "source": "agent:planner", "subject": "service:billing", "predicate": "version", "object": "1.4"}]}))]
 pub struct BatchRequest {
+    #[schema(schema_with = items)]
     pub items: Vec<IngestItem>,
 }
 
@@ -143,19 +180,25 @@ pub struct BatchRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"source": "chat-agent", "conversation_id": "support-4711", "session_id": "s-2023-05-08", "scope": "team-a", "sensitivity": "low", "tags": ["support"], "turns": [{"speaker": "Caroline", "text": "I went to a support group yesterday.", "at": "2023-05-08T13:56:00Z", "ref": "D1:3"}, {"speaker": "Melanie", "text": "How did it go?", "at": "2023-05-08T13:57:10Z", "ref": "D1:4", "attachments": [{"caption": "a photo of a sunset over a lake"}]}]}))]
 pub struct ConversationRequest {
+    #[schema(schema_with = schema::actor)]
     pub source: String,
+    #[schema(schema_with = schema::conversation_id)]
     pub conversation_id: String,
     /// Absent: the latest session goes on when its last turn is at most
     /// `conversations.session_gap_minutes` before the first new one, else
     /// a new session opens.
     #[serde(default)]
+    #[schema(schema_with = schema::optional_conversation_id)]
     pub session_id: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_name)]
     pub scope: Option<String>,
     #[serde(default)]
     pub sensitivity: Option<Sensitivity>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = schema::tags)]
     pub tags: Vec<String>,
+    #[schema(schema_with = turns)]
     pub turns: Vec<TurnRequest>,
 }
 
@@ -163,16 +206,22 @@ pub struct ConversationRequest {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnRequest {
+    #[schema(schema_with = schema::speaker)]
     pub speaker: String,
+    #[schema(schema_with = schema::turn_text)]
     pub text: String,
     /// RFC 3339 with an offset; absent: now.
     #[serde(default)]
+    #[schema(schema_with = schema::optional_past_time)]
     pub at: Option<String>,
     #[serde(rename = "ref", default)]
+    #[schema(schema_with = schema::optional_conversation_id)]
     pub reference: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(schema_with = attachments)]
     pub attachments: Vec<Attachment>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub embedding: Option<Vec<f64>>,
 }
 
@@ -274,6 +323,33 @@ impl BatchRequest {
             })
             .collect()
     }
+}
+
+fn items() -> utoipa::openapi::Array {
+    schema::list(
+        utoipa::openapi::Ref::from_schema_name("IngestItem"),
+        1,
+        ingest::MAX_BATCH_ITEMS,
+        false,
+    )
+}
+
+fn turns() -> utoipa::openapi::Array {
+    schema::list(
+        utoipa::openapi::Ref::from_schema_name("TurnRequest"),
+        1,
+        crate::domain::conversation::MAX_TURNS,
+        false,
+    )
+}
+
+fn attachments() -> utoipa::openapi::Array {
+    schema::list(
+        utoipa::openapi::Ref::from_schema_name("Attachment"),
+        0,
+        crate::domain::conversation::MAX_ATTACHMENTS,
+        true,
+    )
 }
 
 #[cfg(test)]

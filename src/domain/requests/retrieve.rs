@@ -5,9 +5,13 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::domain::access::Access;
+use crate::domain::conversation::MAX_CONTEXT_TURNS;
 use crate::domain::record::MemoryType;
-use crate::domain::retrieval::GraphLimits;
 use crate::domain::retrieval::{FilterFields, Filters, Retrieval};
+use crate::domain::retrieval::{
+    GraphLimits, MAX_FILTER_SOURCES, MAX_GRAPH_EDGES, MAX_GRAPH_HOPS, MAX_GRAPH_NODES,
+};
+use crate::domain::schema;
 use crate::domain::trust::{Caller, TrustContext};
 use crate::domain::validate::Validated;
 use crate::domain::vector::Embedding;
@@ -20,50 +24,132 @@ pub struct RetrieveRequest {
     #[serde(default)]
     pub trust: Option<TrustContext>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_text)]
     pub task_descriptor: Option<String>,
     #[serde(default)]
     pub memory_types: Option<Vec<MemoryType>>,
     #[serde(default)]
+    #[schema(schema_with = min_salience)]
     pub min_salience: Option<f64>,
     /// 0 or absent: the server's maximum.
     #[serde(default)]
+    #[schema(schema_with = limit)]
     pub limit: Option<i64>,
     #[serde(default)]
+    #[schema(schema_with = context)]
     pub context: Option<Value>,
     #[serde(default)]
     pub include_retracted: Option<bool>,
     /// `next_cursor` of an earlier answer, to continue it.
     #[serde(default)]
+    #[schema(schema_with = schema::cursor)]
     pub cursor: Option<String>,
     /// At most this many records in one answer, the rest of `limit`
     /// following through `next_cursor`; absent: as many as fit in the
     /// server's response size.
     #[serde(default)]
+    #[schema(schema_with = schema::page_size)]
     pub page_size: Option<i64>,
     #[serde(default)]
+    #[schema(schema_with = schema::tags)]
     pub tags: Option<Vec<String>>,
     #[serde(default)]
+    #[schema(schema_with = sources)]
     pub sources: Option<Vec<String>>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_filled_name)]
     pub thread_id: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_filled_name)]
     pub subject: Option<String>,
     /// Turns of this conversation only.
     #[serde(default)]
+    #[schema(schema_with = schema::optional_conversation_id)]
     pub conversation_id: Option<String>,
     /// Turns by any of these speakers only.
     #[serde(default)]
+    #[schema(schema_with = schema::speakers)]
     pub speakers: Option<Vec<String>>,
     /// Each turn returned carries `context`: up to this many (0 to 10)
     /// visible turns of its session before and after it.
     #[serde(default)]
+    #[schema(schema_with = context_turns)]
     pub context_turns: Option<i64>,
     #[serde(default)]
+    #[schema(schema_with = created_after)]
     pub created_after: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = created_before)]
     pub created_before: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub query_embedding: Option<Vec<f64>>,
+}
+
+fn min_salience() -> utoipa::openapi::Object {
+    schema::non_negative(true)
+}
+
+fn limit() -> utoipa::openapi::Object {
+    let mut limit = schema::integer(true, 0, schema::DOCUMENTED_MAX_LIMIT as i64);
+    limit.description = Some(format!(
+        "0 or absent: the server's maximum, `retrieval.max_limit` ({} unless configured).",
+        schema::DOCUMENTED_MAX_LIMIT
+    ));
+    limit
+}
+
+fn context() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            utoipa::openapi::schema::Type::Object,
+            utoipa::openapi::schema::Type::Null,
+        ]))
+        .description(Some(
+            "What the caller is doing, matched against the conditions of competences and plans.",
+        ))
+        .build()
+}
+
+fn sources() -> utoipa::openapi::Array {
+    schema::list(schema::name(), 0, MAX_FILTER_SOURCES, true)
+}
+
+fn context_turns() -> utoipa::openapi::Object {
+    let mut turns = schema::integer(true, 0, MAX_CONTEXT_TURNS as i64);
+    turns.description = Some(format!(
+        "Each turn returned carries `context`: up to this many (0 to {MAX_CONTEXT_TURNS}) visible turns of its session before and after it."
+    ));
+    turns
+}
+
+fn created_after() -> utoipa::openapi::Object {
+    schema::time(true, "RFC 3339 with an offset.")
+}
+
+fn created_before() -> utoipa::openapi::Object {
+    schema::time(true, "RFC 3339 with an offset; later than `created_after`.")
+}
+
+fn root_limit() -> utoipa::openapi::Object {
+    let mut limit = schema::integer(true, 1, schema::DOCUMENTED_MAX_LIMIT as i64);
+    limit.description = Some(format!(
+        "Absent: 10; at most `retrieval.max_limit` ({} unless configured).",
+        schema::DOCUMENTED_MAX_LIMIT
+    ));
+    limit
+}
+
+fn max_hops() -> utoipa::openapi::Object {
+    schema::integer(true, 0, MAX_GRAPH_HOPS as i64)
+}
+
+fn node_limit() -> utoipa::openapi::Object {
+    schema::integer(true, 1, MAX_GRAPH_NODES as i64)
+}
+
+fn edge_limit() -> utoipa::openapi::Object {
+    schema::integer(true, 1, MAX_GRAPH_EDGES as i64)
 }
 
 impl RetrieveRequest {
@@ -113,18 +199,24 @@ pub struct GraphRequest {
     #[serde(default)]
     pub trust: Option<TrustContext>,
     #[serde(default)]
+    #[schema(schema_with = schema::optional_text)]
     pub task_descriptor: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::embedding)]
     pub query_embedding: Option<Vec<f64>>,
     #[serde(default)]
     pub memory_types: Option<Vec<MemoryType>>,
     #[serde(default)]
+    #[schema(schema_with = root_limit)]
     pub root_limit: Option<i64>,
     #[serde(default)]
+    #[schema(schema_with = max_hops)]
     pub max_hops: Option<u8>,
     #[serde(default)]
+    #[schema(schema_with = node_limit)]
     pub node_limit: Option<usize>,
     #[serde(default)]
+    #[schema(schema_with = edge_limit)]
     pub edge_limit: Option<usize>,
 }
 

@@ -7,14 +7,18 @@ use crate::domain::new_record::NewRecord;
 use crate::domain::revision::{
     self, attribution, record_id, revised_record, NewRecordContext, Revision, RevisionCommand,
 };
+use crate::domain::schema;
 use crate::domain::validate::Validated;
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"actor": "agent:planner", "rationale": "ownership moved", "old_id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "new_record": {"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}}))]
 pub struct SupersedeRequest {
+    #[schema(schema_with = schema::actor)]
     pub actor: String,
+    #[schema(schema_with = schema::text)]
     pub rationale: String,
+    #[schema(schema_with = schema::id)]
     pub old_id: String,
     pub new_record: NewRecord,
 }
@@ -23,8 +27,11 @@ pub struct SupersedeRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"actor": "agent:planner", "rationale": "a variant for the EU region", "source_id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "forked_record": {"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}}))]
 pub struct ForkRequest {
+    #[schema(schema_with = schema::actor)]
     pub actor: String,
+    #[schema(schema_with = schema::text)]
     pub rationale: String,
+    #[schema(schema_with = schema::id)]
     pub source_id: String,
     pub forked_record: NewRecord,
 }
@@ -33,8 +40,11 @@ pub struct ForkRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"actor": "agent:reviewer", "rationale": "the observation was wrong", "id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10"}))]
 pub struct RetractRequest {
+    #[schema(schema_with = schema::actor)]
     pub actor: String,
+    #[schema(schema_with = schema::text)]
     pub rationale: String,
+    #[schema(schema_with = schema::id)]
     pub id: String,
 }
 
@@ -42,8 +52,11 @@ pub struct RetractRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"actor": "agent:curator", "rationale": "two records of one fact", "ids": ["3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "8d1e4b2a-0c9f-4e3d-a6b5-7c2d1e0f9a8b"], "merged_record": {"type": "semantic", "sensitivity": "low", "payload": {"kind": "semantic", "subject": "service:billing", "predicate": "owner", "object": "team-payments", "evidence": [{"source_type": "event", "source_id": "run-42"}]}}}))]
 pub struct MergeRequest {
+    #[schema(schema_with = schema::actor)]
     pub actor: String,
+    #[schema(schema_with = schema::text)]
     pub rationale: String,
+    #[schema(schema_with = merge_ids)]
     pub ids: Vec<String>,
     pub merged_record: NewRecord,
 }
@@ -52,10 +65,14 @@ pub struct MergeRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"actor": "agent:reviewer", "rationale": "the dashboard shows another owner", "id": "3f2c9a1e-5b7d-4c11-9e0a-2b6f4d8c7a10", "contesting_ref": "dashboard:owners"}))]
 pub struct ContestRequest {
+    #[schema(schema_with = schema::actor)]
     pub actor: String,
+    #[schema(schema_with = schema::text)]
     pub rationale: String,
+    #[schema(schema_with = schema::id)]
     pub id: String,
     #[serde(default)]
+    #[schema(schema_with = contesting_ref)]
     pub contesting_ref: Option<String>,
     /// Clears a contest: the record goes back to active.
     #[serde(default)]
@@ -66,7 +83,9 @@ pub struct ContestRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"actor": "agent:coder", "rationale": "the procedure worked"}))]
 pub struct ReinforceRequest {
+    #[schema(schema_with = schema::actor)]
     pub actor: String,
+    #[schema(schema_with = schema::text)]
     pub rationale: String,
 }
 
@@ -74,9 +93,30 @@ pub struct ReinforceRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"actor": "agent:coder", "rationale": "the procedure failed twice", "amount": 0.2}))]
 pub struct PenalizeRequest {
+    #[schema(schema_with = schema::actor)]
     pub actor: String,
+    #[schema(schema_with = schema::text)]
     pub rationale: String,
+    #[schema(schema_with = amount)]
     pub amount: f64,
+}
+
+fn merge_ids() -> utoipa::openapi::Array {
+    let mut ids = schema::ids(revision::MAX_MERGE_SOURCES, true);
+    ids.description = Some("Distinct record ids.".to_string());
+    ids
+}
+
+/// Blank: none; else a record id ([`revision::contest_revision`]).
+fn contesting_ref() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    schema::blank_or(schema::id())
+}
+
+fn amount() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Number)
+        .exclusive_minimum(Some(0))
+        .build()
 }
 
 /// A revision as a client asks for it; the record id of reinforce and

@@ -107,12 +107,11 @@ pub fn ingest(
     let mut heads = current_fields(tx, key)?;
     if placement == Placement::VersionField {
         let name = &request.fields[0].name;
+        // The topic's state, not the request, decides: 409.
         if !heads.contains_key(name) {
-            return Err(ValidationError::new(
-                "fields[0].name",
-                format!("version_field needs a field the topic has; it has no field {name:?}"),
-            )
-            .into());
+            return Err(ServiceError::FailedPrecondition(format!(
+                "fields[0].name: version_field needs a field the topic has; it has no field {name:?}"
+            )));
         }
     }
 
