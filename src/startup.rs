@@ -7,32 +7,26 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, Addr, Recipient, SyncArbiter};
+use actix::{Actor, Addr, SyncArbiter};
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::{from_fn, Condition};
 use actix_web::{web, App, HttpServer};
 
-use crate::actors::consolidation::{Consolidator, TopicsRead, TopicsTouched};
+use crate::actors::consolidation::Consolidator;
 use crate::actors::decay::Decayer;
 use crate::actors::embedder::Embedder;
-use crate::actors::ingestion::Ingestor;
-use crate::actors::keys::KeyKeeper;
-use crate::actors::retrieval::{ReadGate, ReadSettings, Retriever};
-use crate::actors::revision::Reviser;
 use crate::actors::scheduler::{self, JobName, JobsError, Scheduler, SchedulerDeps, StopSchedule};
-use crate::actors::storage::{Reader, StorageWriter, StoreReader, WriterOptions};
+use crate::actors::storage::{ReadGate, Reader, StorageWriter, StoreReader, WriterOptions};
 use crate::auth;
 use crate::auth::gate::{self, Protection, Unprotected};
 use crate::auth::secret::SecretError;
-use crate::auth::secret::{Pepper, Sealer};
 use crate::clock::Clock;
 use crate::config::{Backend, Settings};
-use crate::domain::policy::Policy;
 use crate::domain::retrieval::Ranking;
 use crate::http::auth::Gatekeeper;
 use crate::http::body::BodyBudget;
 use crate::http::key_check::KeyCheck;
-use crate::http::{self, AppState};
+use crate::http::{self, AppState, ReadSettings};
 use crate::metrics::Metrics;
 use crate::service::schedule;
 use crate::service::topics::TopicRules;
@@ -206,9 +200,9 @@ impl Application {
             },
         )
         .await?;
-        let shared = SharedState {
+        let state = web::Data::new(AppState {
             policy: settings.policy.clone(),
-            reader: reader.clone(),
+            reader: reader.gated(read_gate.clone()),
             read_gate: read_gate.clone(),
             writer: writer.clone(),
             scheduler: scheduler.clone(),
@@ -245,7 +239,7 @@ impl Application {
                 ),
                 max_answer_bytes: settings.retrieval.max_response_bytes,
             },
-        };
+        });
 
         let listener =
             TcpListener::bind(addr).map_err(|source| StartupError::Listen { addr, source })?;
@@ -253,8 +247,8 @@ impl Application {
             .local_addr()
             .map_err(|source| StartupError::Listen { addr, source })?;
         // Each HTTP worker is an arbiter of its own, one per core (unless
-        // configured): the request actors are started on each, so the CPU
-        // work of a request stays on the thread that parsed it.
+        // configured): a request's handler checks it and builds its job on
+        // the thread that parsed it.
         let cors_origins = settings.server.cors_origins.clone();
         let origins = http::origin::OriginRules::new(
             local,
@@ -265,7 +259,7 @@ impl Application {
         let mut server = HttpServer::new(move || {
             let origins = origins.clone();
             App::new()
-                .app_data(web::Data::new(shared.worker_state()))
+                .app_data(state.clone())
                 .app_data(gatekeeper.clone())
                 .wrap(from_fn(http::auth::authenticate))
                 .wrap(from_fn(move |req, next| {
@@ -358,88 +352,6 @@ impl Application {
         let writer = self.writer;
         let _ = actix_web::rt::task::spawn_blocking(move || writer.shutdown()).await;
         result
-    }
-}
-
-/// What every HTTP worker shares; each worker makes its own request
-/// actors from it.
-#[derive(Clone)]
-struct SharedState {
-    policy: Policy,
-    reader: Reader,
-    read_gate: ReadGate,
-    writer: StorageWriter,
-    scheduler: Addr<Scheduler>,
-    metrics: Arc<Metrics>,
-    clock: Clock,
-    read_settings: ReadSettings,
-    max_body_bytes: usize,
-    /// One for all workers: the bound is on the whole process.
-    body_budget: Arc<BodyBudget>,
-    body_read_timeout: Duration,
-    slow_request: Duration,
-    topics: TopicRules,
-    /// What new keys' secrets are hashed with.
-    pepper: Arc<Pepper>,
-    /// What cursors are sealed with (derived from the pepper).
-    sealer: Arc<Sealer>,
-    topics_touched: Recipient<TopicsTouched>,
-    /// `conversations.session_gap_minutes`.
-    session_gap: chrono::Duration,
-    topics_read: Recipient<TopicsRead>,
-    request_limits: http::RequestLimits,
-}
-
-impl SharedState {
-    /// The state of one worker, with its ingestion, retrieval and revision
-    /// actors started on the worker's arbiter.
-    fn worker_state(&self) -> AppState {
-        AppState {
-            ingestor: Ingestor::new(
-                self.policy.clone(),
-                self.writer.clone(),
-                self.clock.clone(),
-                self.topics.clone(),
-                self.topics_touched.clone(),
-                self.session_gap,
-            )
-            .start(),
-            retriever: Retriever::new(
-                self.reader.clone(),
-                self.sealer.clone(),
-                self.clock.clone(),
-                self.read_gate.clone(),
-                self.read_settings,
-                self.topics.clone(),
-            )
-            .start(),
-            reviser: Reviser::new(
-                self.policy.clone(),
-                self.writer.clone(),
-                self.reader.clone(),
-                self.clock.clone(),
-            )
-            .start(),
-            keys: KeyKeeper::new(
-                self.writer.clone(),
-                self.reader.clone(),
-                self.clock.clone(),
-                self.pepper.clone(),
-            )
-            .start(),
-            reader: self.reader.clone(),
-            read_gate: self.read_gate.clone(),
-            writer: self.writer.clone(),
-            scheduler: self.scheduler.clone(),
-            metrics: self.metrics.clone(),
-            clock: self.clock.clone(),
-            max_body_bytes: self.max_body_bytes,
-            body_budget: self.body_budget.clone(),
-            body_read_timeout: self.body_read_timeout,
-            slow_request: self.slow_request,
-            topics_read: self.topics_read.clone(),
-            request_limits: self.request_limits,
-        }
     }
 }
 

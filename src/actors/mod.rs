@@ -1,17 +1,16 @@
-//! The actors, and what each owns:
+//! The actors, and what each owns. Each owns work over time; a request's
+//! own work needs none: its handler checks it on the HTTP worker's thread
+//! that took it and sends its job straight to the storage actors.
 //!
-//! - [`ingestion::Ingestor`] validates ingest requests and whole records
-//!   into records (classification, policy, the record builder) and hands
-//!   each to the writer as one service call; it owns the ingestion policy.
-//! - [`retrieval::Retriever`] validates retrieval requests, bounds the reads
-//!   in flight (the reader pool's mailbox is not bounded itself) and sends
-//!   each read, selection included, to the readers; it owns the bound and
-//!   the selection threshold.
-//! - [`revision::Reviser`] validates the revision operations (supersede,
-//!   fork, retract, merge, contest, reinforce, penalize) and runs each as
-//!   one writer job, so it commits whole or not at all.
-//! - [`keys::KeyKeeper`] makes, lists and revokes API keys for the admin
-//!   routes, each as one writer job or read; it holds the pepper.
+//! - [`storage::StoreReader`] is a `SyncArbiter` pool of threads, one read
+//!   connection each; [`storage::Reader`] is the way to it, with a
+//!   deadline per read and, for requests, a bound on reads in flight
+//!   ([`storage::ReadGate`]: the pool's mailbox is not bounded itself).
+//!   [`storage::StorageWriter`] is the writer thread (on PostgreSQL,
+//!   threads): one connection fed by a bounded queue, committing every
+//!   write waiting in the queue in one transaction (group commit).
+//! - [`erasure::erase`] runs an erasure over time: planned on a reader,
+//!   erased a chunk per writer job, so ingests go on between them.
 //! - [`decay::Decayer`] sweeps salience down and prunes what decayed away,
 //!   a chunk per read and a chunk per writer job.
 //! - [`consolidation::Consolidator`] distils episodes into facts, skills and
@@ -24,27 +23,14 @@
 //!   the background, a batch per read and per writer job.
 //! - [`scheduler::Scheduler`] owns the cron schedule, the job settings, and
 //!   which job is running; it sends the runs to the two actors above.
-//! - [`storage::StoreReader`] is a `SyncArbiter` pool of threads, one read
-//!   connection each; [`storage::StorageWriter`] is the writer thread (on
-//!   PostgreSQL, threads): one connection fed by a bounded queue,
-//!   committing every write waiting in the queue in one transaction
-//!   (group commit).
 //!
-//! The three request actors run one instance per HTTP worker: each worker
-//! of actix-web is an arbiter of its own (one per core by default), and the
-//! worker's actors are started on it, so parsing, validation, record
-//! building and serialisation of a request all run on the thread that took
-//! it, in parallel across cores and never on the System arbiter. Blocking storage work runs only on
-//! the storage threads. Every call into storage has a deadline, and the
-//! memory operations themselves are the functions of `crate::service`.
+//! Blocking storage work runs only on the storage threads. Every call into
+//! storage has a deadline, and the memory operations themselves are the
+//! functions of `crate::service`.
 
 pub mod consolidation;
 pub mod decay;
 pub mod embedder;
-pub mod ingestion;
-pub mod keys;
-pub mod request;
-pub mod retrieval;
-pub mod revision;
+pub mod erasure;
 pub mod scheduler;
 pub mod storage;

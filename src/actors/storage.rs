@@ -13,10 +13,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, Handler, Message, SyncContext};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::domain::record::MemoryRecord;
 use crate::metrics::WriterStats;
+use crate::service::ingest::{Ingest, Route};
 use crate::service::job::Job;
 use crate::service::ServiceError;
 use crate::store::budget::{self, Budget};
@@ -127,29 +128,83 @@ impl<T: Send + 'static> Handler<Read<T>> for StoreReader {
     }
 }
 
+/// The bound on reads in flight for requests, shared by every handle
+/// that holds it: the reader pool's mailbox is not bounded itself.
+#[derive(Clone)]
+pub struct ReadGate {
+    permits: Arc<Semaphore>,
+    max: usize,
+}
+
+impl ReadGate {
+    pub fn new(max: usize) -> Self {
+        ReadGate {
+            permits: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+
+    /// Reads in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.max - self.permits.available_permits()
+    }
+
+    fn enter(&self) -> Result<OwnedSemaphorePermit, ServiceError> {
+        self.permits.clone().try_acquire_owned().map_err(|_| {
+            ServiceError::Overloaded("too many reads in flight; retry shortly".to_string())
+        })
+    }
+}
+
 /// The way to the readers: each read is answered within `timeout` or
-/// fails with `Unavailable`.
+/// fails with `Unavailable`; with a [`ReadGate`], a read past its bound
+/// fails at once with `Overloaded`.
 #[derive(Clone)]
 pub struct Reader {
     addr: Addr<StoreReader>,
     timeout: Duration,
+    gate: Option<ReadGate>,
 }
 
 impl Reader {
     pub fn new(addr: Addr<StoreReader>, timeout: Duration) -> Self {
-        Reader { addr, timeout }
+        Reader {
+            addr,
+            timeout,
+            gate: None,
+        }
+    }
+
+    /// This way to the readers, its reads held to `gate`.
+    pub fn gated(&self, gate: ReadGate) -> Reader {
+        Reader {
+            gate: Some(gate),
+            ..self.clone()
+        }
     }
 
     pub async fn read<J: Job>(&self, job: J) -> Result<J::Output, ServiceError> {
-        self.read_within(self.timeout, job).await
+        let _permit = self.gate.as_ref().map(ReadGate::enter).transpose()?;
+        self.send(self.timeout, job).await
     }
 
-    /// [`Reader::read`] with a deadline of its own.
+    /// [`Reader::read`] held to no gate: for operators' reads (metrics,
+    /// keys, the plan of an erasure), which must answer under load.
+    pub async fn read_ungated<J: Job>(&self, job: J) -> Result<J::Output, ServiceError> {
+        self.send(self.timeout, job).await
+    }
+
+    /// [`Reader::read`] with a deadline of its own, and held to no gate:
+    /// for the readiness check, which is about health, not load.
     pub async fn read_within<J: Job>(
         &self,
         timeout: Duration,
         job: J,
     ) -> Result<J::Output, ServiceError> {
+        self.send(timeout, job).await
+    }
+
+    async fn send<J: Job>(&self, timeout: Duration, job: J) -> Result<J::Output, ServiceError> {
         let (answer, answered) = oneshot::channel();
         // Dropped when this future ends or is dropped (its client went
         // away): the read then stops where it is.
@@ -375,7 +430,7 @@ enum WriterMessage {
 /// The first writer takes every write in order. A backend that lets
 /// several connections write at once (PostgreSQL) may have more: they take
 /// only writes that add new rows and read nothing they depend on staying
-/// as read ([`StorageWriter::write_new`]), so whatever they run beside
+/// as read ([`Job::adds_only`]), so whatever they run beside
 /// cannot change what they do.
 #[derive(Clone)]
 pub struct StorageWriter {
@@ -492,23 +547,32 @@ impl StorageWriter {
     /// `Unavailable`. A write still queued at that moment is dropped
     /// unapplied; one already running when it passes may still commit.
     pub async fn write<J: Job>(&self, job: J) -> Result<J::Output, ServiceError> {
-        self.write_on(&self.lanes[0], job).await
+        // Work that only adds new rows goes to whichever writer has the
+        // fewest writes not yet answered.
+        let lane = match job.adds_only() {
+            true => self.least_busy(),
+            false => &self.lanes[0],
+        };
+        self.write_on(lane, job).await
     }
 
-    /// [`StorageWriter::write`] for work that only adds new rows and
-    /// depends on nothing another write may change meanwhile: it goes to
-    /// whichever writer has the fewest writes not yet answered.
-    pub async fn write_new<J: Job>(&self, job: J) -> Result<J::Output, ServiceError> {
-        self.write_on(self.least_busy(), job).await
+    /// Writes one ingest item the way [`Ingest::route`] finds for it; answers
+    /// the record as stored.
+    pub async fn ingest(&self, job: Ingest) -> Result<MemoryRecord, ServiceError> {
+        match job.route()? {
+            Route::Insert(record) => self.insert(*record).await,
+            Route::State(thread, job) => self.write_then_insert(thread, job).await,
+            Route::Write(job) => self.write(job).await,
+        }
     }
 
     /// Stores a new record that needs nothing read first, with the other
     /// new records of its transaction (on the least busy writer, as
-    /// [`StorageWriter::write_new`]); answers it as stored.
-    pub async fn insert(&self, record: MemoryRecord) -> Result<MemoryRecord, ServiceError> {
+    /// [`Job::adds_only`] work goes); answers it as stored.
+    async fn insert(&self, record: MemoryRecord) -> Result<MemoryRecord, ServiceError> {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(PendingInsert {
-            name: "InsertRecord",
+            name: "insert",
             work: None,
             thread: None,
             record: Some(record),
@@ -527,7 +591,7 @@ impl StorageWriter {
     /// storing the record fails, the whole transaction is undone with
     /// `job`'s other changes (and every write in it answered
     /// `Unavailable`): `job` is to answer a record that can be stored.
-    pub async fn write_then_insert<J: Job<Output = MemoryRecord>>(
+    async fn write_then_insert<J: Job<Output = MemoryRecord>>(
         &self,
         thread: String,
         job: J,
@@ -551,20 +615,6 @@ impl StorageWriter {
             .iter()
             .min_by_key(|lane| lane.counts.unanswered.load(Ordering::Relaxed))
             .expect("a writer has at least one lane")
-    }
-
-    /// [`StorageWriter::write_new`] when `adds_only`, else
-    /// [`StorageWriter::write`].
-    pub async fn write_or_new<J: Job>(
-        &self,
-        adds_only: bool,
-        job: J,
-    ) -> Result<J::Output, ServiceError> {
-        if adds_only {
-            self.write_new(job).await
-        } else {
-            self.write(job).await
-        }
     }
 
     async fn write_on<J: Job>(&self, lane: &Lane, job: J) -> Result<J::Output, ServiceError> {
@@ -906,6 +956,22 @@ mod tests {
         }
     }
 
+    /// A job that declares it only adds new rows.
+    struct AddsOnly<J>(J);
+
+    impl<J: crate::service::job::Job> crate::service::job::Job for AddsOnly<J> {
+        type Output = J::Output;
+        const NAME: &'static str = J::NAME;
+
+        fn adds_only(&self) -> bool {
+            true
+        }
+
+        fn run(self, tx: &mut dyn Transaction) -> Result<J::Output, ServiceError> {
+            self.0.run(tx)
+        }
+    }
+
     fn options() -> ConnectionOptions {
         ConnectionOptions {
             busy_timeout: Duration::from_secs(5),
@@ -1199,10 +1265,10 @@ mod tests {
         );
         let (release, held) = hold(&writer).await;
         writer
-            .write_new(Do::new(|tx| {
+            .write(AddsOnly(Do::new(|tx| {
                 tx.insert_record(&record("new"))?;
                 Ok(())
-            }))
+            })))
             .await
             .unwrap();
         assert!(stored(&second.readers, "new"));

@@ -7,11 +7,12 @@ use serde_json::Value;
 
 use super::builder::RecordDraft;
 use super::conversation::{check_id as check_conversation_id, Attachment, Turn, MAX_TURNS};
+use super::new_record::NewRecordContext;
 use super::payload::{
     EpisodicPayload, Evidence, OutcomeStatus, Payload, RevisionState, SemanticPayload,
     TimelineEvent, ToolNode, Validity, WorkingPayload,
 };
-use super::policy::{CandidateKind, Policy};
+use super::policy::CandidateKind;
 use super::record::{
     Attribution, AuditAction, MemoryRecord, Provenance, ProvenanceKind, ProvenanceSource,
     Sensitivity,
@@ -83,15 +84,6 @@ pub struct NotEpisodic {
     pub actual: super::record::MemoryType,
 }
 
-/// What every ingest needs besides the request.
-pub struct IngestContext<'a> {
-    pub policy: &'a Policy,
-    pub now: Timestamp,
-    pub new_id: &'a dyn Fn() -> String,
-    /// The API key of the request: audit entries name it (see `signed`).
-    pub key: Option<&'a str>,
-}
-
 /// Checks the number of items of a batch; each item is checked on its own.
 pub fn check_batch_size(items: usize) -> Validated<()> {
     if items == 0 {
@@ -121,7 +113,7 @@ pub struct Common {
 
 /// Checks the fields every record-creating request has.
 pub fn common(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     source: String,
     timestamp: Option<String>,
     tags: Vec<String>,
@@ -146,12 +138,12 @@ fn require_source(source: String) -> Validated<String> {
 }
 
 /// The time the data describes; ingest time when not given.
-fn event_time(cx: &IngestContext<'_>, timestamp: Option<String>) -> Validated<Timestamp> {
+fn event_time(cx: &NewRecordContext<'_>, timestamp: Option<String>) -> Validated<Timestamp> {
     past_time("timestamp", timestamp.filter(|t| !t.is_empty()), cx.now)
 }
 
 fn new_record(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     kind: CandidateKind,
     common: Common,
     reference: String,
@@ -162,7 +154,7 @@ fn new_record(
 
 /// [`new_record`], its audit entry saying it ingested `what`.
 fn new_record_as(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     kind: CandidateKind,
     what: &str,
     common: Common,
@@ -210,7 +202,7 @@ fn kind_name(kind: CandidateKind) -> &'static str {
 
 /// An event: an episode with one timeline entry.
 pub fn event(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     common: Common,
     event_kind: String,
     reference: String,
@@ -248,7 +240,7 @@ pub fn event(
 /// A tool call: an episode with one tool-graph node, whose generated id is
 /// the provenance reference.
 pub fn tool_output(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     common: Common,
     tool_name: String,
     args: Option<Value>,
@@ -288,7 +280,7 @@ pub fn tool_output(
 
 /// An observation: a fact, kept as sent, evidenced by its source.
 pub fn observation(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     common: Common,
     subject: String,
     predicate: String,
@@ -331,7 +323,7 @@ pub fn observation(
 
 /// Current task state: working memory, referenced by its thread.
 pub fn working_state(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     common: Common,
     state: WorkingPayload,
 ) -> Validated<Candidate> {
@@ -363,7 +355,7 @@ fn created(record: Validated<MemoryRecord>) -> Validated<Candidate> {
 
 /// The outcome of an earlier episode, to be set on it.
 pub fn outcome(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     source: String,
     target_record_id: String,
     status: OutcomeStatus,
@@ -430,6 +422,7 @@ fn outcome_name(status: OutcomeStatus) -> &'static str {
 mod tests {
     use super::*;
     use crate::domain::new_record::NewRecord;
+    use crate::domain::policy::Policy;
     use crate::domain::record::Attribution;
     use crate::domain::vector::Embedding;
 
@@ -503,7 +496,7 @@ const UNPLACED: &str = "-";
 /// scope, sensitivity and tags.
 #[allow(clippy::too_many_arguments)]
 pub fn conversation(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     source: String,
     conversation_id: String,
     session_id: Option<String>,

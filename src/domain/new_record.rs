@@ -19,6 +19,16 @@ use super::validate::{
 };
 use super::vector::Embedding;
 
+/// What making a new record from a request takes: the policy, the time,
+/// a way to new ids, and the request's key (audit entries name it; see
+/// `trust::signed`).
+pub struct NewRecordContext<'a> {
+    pub policy: &'a Policy,
+    pub now: Timestamp,
+    pub new_id: &'a dyn Fn() -> String,
+    pub key: Option<&'a str>,
+}
+
 /// Relations only a revision may create: a client-made one would give a
 /// chain two heads, or a contest with no audit entry.
 const REVISION_PREDICATES: [&str; 2] = [SUPERSEDES, CONTESTED_BY];

@@ -12,7 +12,7 @@
 //!
 //! Episodic records are immutable: none of these applies to them.
 
-use super::new_record::NewRecord;
+use super::new_record::{NewRecord, NewRecordContext};
 use super::payload::Payload;
 use super::record::{
     Attribution, AuditAction, MemoryRecord, MemoryType, ProvenanceKind, ProvenanceSource, Relation,
@@ -90,15 +90,6 @@ pub enum Revision {
 pub struct RevisionCommand {
     pub revision: Revision,
     pub by: Attribution,
-}
-
-/// What building a new record needs from the caller's context.
-pub struct NewRecordContext<'a> {
-    pub policy: &'a super::policy::Policy,
-    pub now: Timestamp,
-    pub new_id: &'a dyn Fn() -> String,
-    /// The API key of the request: audit entries name it (see `signed`).
-    pub key: Option<&'a str>,
 }
 
 /// Who asks for a revision and why: both required. With a key, the

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::builder::RecordDraft;
 use super::decay::{salience_at, Anchor, DecayState};
-use super::ingest::IngestContext;
+use super::new_record::NewRecordContext;
 use super::payload::{Evidence, Payload, RevisionState, SemanticPayload, Validity};
 use super::policy::CandidateKind;
 use super::record::{
@@ -409,7 +409,7 @@ impl Topic {
 /// entry names `source` (signed by the request's key) and says why the
 /// value changed when the caller did.
 pub fn field_record(
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     topic: &Topic,
     item: &FieldItem,
     source: &str,

@@ -21,7 +21,19 @@ use actix_web::dev::{Extensions, ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::rt::net::TcpStream;
 
-use crate::actors::request::{watched, Waiter, Waiting};
+use crate::store::budget::{self, Waiter, Waiting};
+
+/// Runs `request` with `waiter` telling its reads whether its client still
+/// waits.
+async fn watched<F: std::future::Future>(waiter: Waiter, request: F) -> F::Output {
+    budget::WAITER.scope(waiter, request).await
+}
+
+/// Whether the client of the request this task works for has closed its
+/// connection (false where nothing watches it).
+pub fn client_gone() -> bool {
+    budget::waiter().is_some_and(|waiter| waiter.gone())
+}
 
 /// The socket of a connection, as `on_connect` found it.
 #[derive(Debug, Clone, Copy)]

@@ -7,14 +7,14 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::{AppState, Endpoint, JsonBody};
-use crate::actors::request::InRequest;
-use crate::actors::retrieval::{ErasureEntry, ErasureLog};
-use crate::actors::revision::{Erase, ErasureReport};
+use crate::actors::erasure::erase as erase_over_time;
 use crate::domain::access::{Access, Role};
 use crate::domain::erasure::{Erasure, Selector, SelectorFields};
 use crate::domain::trust::{Caller, TrustContext};
 use crate::domain::validate::ValidationError;
 use crate::error::ApiError;
+use crate::service::erasure::{ErasureReport, ListErasures};
+use crate::store::{ErasureEntry, LogPlace};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -108,10 +108,8 @@ async fn erase(
         conversation_id: body.conversation_id,
     })?;
     let erasure = Erasure::checked(selector, body.actor, body.rationale, body.dry_run)?;
-    let report = state
-        .reviser
-        .send(InRequest::new(Erase { caller, erasure }))
-        .await??;
+    let now = state.clock.now();
+    let report = erase_over_time(&state.reader, &state.writer, caller, now, erasure).await?;
     Ok(HttpResponse::Ok().json(report))
 }
 
@@ -163,16 +161,31 @@ async fn erasures(
         Some(n @ 1..=1000) => n,
         Some(_) => return Err(ValidationError::new("limit", "limit is 1 to 1000").into()),
     };
-    let page = state
-        .retriever
-        .send(InRequest::new(ErasureLog {
-            caller: caller(&access, None)?,
-            limit,
-            cursor: query.into_inner().cursor,
-        }))
-        .await??;
+    let caller = caller(&access, None)?;
+    let bound = format!("erasures|{caller:?}|{limit}").into_bytes();
+    let after = query
+        .into_inner()
+        .cursor
+        .map(|token| {
+            super::cursors::open(
+                &state.sealer,
+                &token,
+                &bound,
+                LogPlace::from_bytes,
+                "this caller and this limit; send next_cursor as it came",
+            )
+        })
+        .transpose()?;
+    let job = ListErasures {
+        caller,
+        after,
+        limit,
+    };
+    let page = state.reader.read(job).await?;
     Ok(HttpResponse::Ok().json(ErasuresBody {
         erasures: page.entries,
-        next_cursor: page.next_cursor,
+        next_cursor: page
+            .next
+            .map(|next| state.sealer.seal(&next.to_bytes(), &bound)),
     }))
 }

@@ -4,8 +4,8 @@ use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
 use super::{AppState, Endpoint};
-use crate::actors::retrieval::Ping;
 use crate::error::{ApiError, Code};
+use crate::service::stats::Ping;
 
 /// How long readiness waits for the database.
 const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -50,21 +50,14 @@ async fn healthz() -> HttpResponse {
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     // Probes give up after a few seconds: a database that hangs is told
     // within them, not at the end of a read's whole deadline.
-    let answer = state
-        .retriever
-        .send(Ping {
-            within: READY_TIMEOUT,
-        })
-        .await;
-    match answer {
-        Ok(Ok(())) => Ok(HttpResponse::Ok().json(HealthBody { status: "ready" })),
-        Ok(Err(e)) => {
+    match state.reader.read_within(READY_TIMEOUT, Ping).await {
+        Ok(()) => Ok(HttpResponse::Ok().json(HealthBody { status: "ready" })),
+        Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
             Err(ApiError::new(
                 Code::Unavailable,
                 "database is not available",
             ))
         }
-        Err(e) => Err(e.into()),
     }
 }

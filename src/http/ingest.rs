@@ -8,8 +8,6 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::{record_response, records_response, AppState, Endpoint, JsonBody};
-use crate::actors::ingestion::{Ingest, IngestBatch, IngestConversation};
-use crate::actors::request::InRequest;
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
 use crate::domain::requests::{
@@ -17,7 +15,8 @@ use crate::domain::requests::{
     OutcomeRequest, ToolOutputRequest, WorkingStateRequest,
 };
 use crate::error::ApiError;
-use crate::service::conversations::ConversationIngested;
+use crate::service::conversations::{ConversationIngested, StoreConversation};
+use crate::service::ingest::{Ingest, StoreBatch};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -57,13 +56,12 @@ pub(super) async fn ingest_item(
     access: Access,
     item: IngestItem,
 ) -> Result<MemoryRecord, ApiError> {
+    let (caller, now) = (access.writer(), state.clock.now());
+    let candidate = item.into_candidate(&state.new_records(&caller, now))?;
     let record = state
-        .ingestor
-        .send(InRequest::new(Ingest {
-            caller: access.writer(),
-            item,
-        }))
-        .await??;
+        .writer
+        .ingest(Ingest::new(caller, now, candidate))
+        .await?;
     crate::telemetry::record_count(1);
     Ok(record)
 }
@@ -212,13 +210,12 @@ async fn batch(
     access: Access,
     body: JsonBody<BatchRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    let (caller, now) = (access.writer(), state.clock.now());
+    let candidates = body.0.into_candidates(&state.new_records(&caller, now))?;
     let records = state
-        .ingestor
-        .send(InRequest::new(IngestBatch {
-            caller: access.writer(),
-            batch: body.0,
-        }))
-        .await??;
+        .writer
+        .write(StoreBatch::new(caller, now, candidates))
+        .await?;
     crate::telemetry::record_count(records.len());
     Ok(records_response(StatusCode::CREATED, &records))
 }
@@ -247,13 +244,10 @@ pub(super) async fn ingest_conversation(
     access: Access,
     conversation: ConversationRequest,
 ) -> Result<ConversationIngested, ApiError> {
-    let ingested = state
-        .ingestor
-        .send(InRequest::new(IngestConversation {
-            caller: access.writer(),
-            conversation,
-        }))
-        .await??;
+    let (caller, now) = (access.writer(), state.clock.now());
+    let conversation = conversation.into_conversation(&state.new_records(&caller, now))?;
+    let job = StoreConversation::new(caller, now, conversation, state.session_gap);
+    let ingested = state.writer.write(job).await?;
     crate::telemetry::record_count(ingested.records.len());
     Ok(ingested)
 }

@@ -2,14 +2,13 @@
 //! `engram keys` does on the command line.
 
 use crate::error::ErrorBody;
+use crate::service::keys::{ListKeysFor, MakeKey, NewKey, RevokeNamed};
 use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Gatekeeper;
 use super::{AppState, Endpoint, JsonBody};
-use crate::actors::keys::{CreateKey, ListKeys, NewKey, RevokeKey};
-use crate::actors::request::InRequest;
 use crate::domain::access::{
     check_key_name, Access, ApiKey, Grant, Role, MAX_KEY_NAME, MAX_RATE, MIN_RATE,
 };
@@ -157,7 +156,7 @@ async fn create(
     if roles.is_empty() {
         roles.insert(Role::Read);
     }
-    // Checked by the keys actor's service call, on the writer.
+    // Checked by the service call, on the writer.
     let new = NewKey {
         name: body.name,
         roles,
@@ -165,14 +164,14 @@ async fn create(
         scopes: body.scopes,
         rate: body.rate,
     };
-    let (key, secret) = state
-        .keys
-        .send(InRequest::new(CreateKey {
-            by: access,
-            new,
-            default_rate: gate.default_rate(),
-        }))
-        .await??;
+    let job = MakeKey {
+        by: access,
+        pepper: state.pepper.clone(),
+        new,
+        default_rate: gate.default_rate(),
+        now: state.clock.now(),
+    };
+    let (key, secret) = state.writer.write(job).await?;
     gate.key_created();
     tracing::info!(key = %key.name, "API key created");
     Ok(HttpResponse::build(StatusCode::CREATED).json(CreatedBody {
@@ -195,9 +194,9 @@ async fn list(
     access: Access,
 ) -> Result<HttpResponse, ApiError> {
     let keys = state
-        .keys
-        .send(InRequest::new(ListKeys { by: access }))
-        .await??;
+        .reader
+        .read_ungated(ListKeysFor { by: access })
+        .await?;
     Ok(HttpResponse::Ok().json(KeysBody {
         keys: keys
             .into_iter()
@@ -226,10 +225,12 @@ async fn revoke(
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
     check_key_name(&name)?;
-    let (key, _) = state
-        .keys
-        .send(InRequest::new(RevokeKey { by: access, name }))
-        .await??;
+    let job = RevokeNamed {
+        by: access,
+        name,
+        now: state.clock.now(),
+    };
+    let (key, _) = state.writer.write(job).await?;
     gate.key_revoked(&key.name);
     tracing::info!(key = %key.name, "API key revoked");
     Ok(HttpResponse::Ok().json(KeyBody {

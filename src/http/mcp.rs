@@ -329,7 +329,7 @@ async fn run_batch(state: &AppState, access: &Access, batch: Vec<&RawValue>) -> 
     let mut answers = Vec::new();
     let mut bytes = 2;
     for message in batch {
-        if crate::actors::request::client_gone() {
+        if super::disconnect::client_gone() {
             return Vec::new();
         }
         let (id, request) = match read_message(message, true) {

@@ -5,10 +5,10 @@ use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
 use super::{AppState, Endpoint};
-use crate::actors::request::InRequest;
-use crate::actors::retrieval::{MemoryMetrics, MemoryStats};
 use crate::domain::access::Role;
 use crate::error::ApiError;
+use crate::service::stats::ReadStats;
+use crate::store::MemoryStats;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -18,10 +18,10 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 async fn collect(state: &AppState) -> Result<MemoryStats, ApiError> {
-    Ok(state
-        .retriever
-        .send(InRequest::new(MemoryMetrics))
-        .await??)
+    let job = ReadStats {
+        now: state.clock.now(),
+    };
+    Ok(state.reader.read_ungated(job).await?)
 }
 
 #[utoipa::path(

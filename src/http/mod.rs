@@ -7,6 +7,7 @@ pub mod access_log;
 pub mod auth;
 pub mod body;
 mod conversations;
+mod cursors;
 pub mod disconnect;
 mod erasure;
 mod health;
@@ -37,39 +38,75 @@ use actix_web::{
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
-use crate::actors::ingestion::Ingestor;
-use crate::actors::retrieval::{ReadGate, Retriever};
-use crate::actors::revision::Reviser;
+use crate::actors::consolidation::{TopicsRead, TopicsTouched};
 use crate::actors::scheduler::Scheduler;
-use crate::actors::storage::{Reader, StorageWriter};
+use crate::actors::storage::{ReadGate, Reader, StorageWriter};
+use crate::auth::secret::{Pepper, Sealer};
 use crate::domain::access::Role;
-use crate::domain::record::MemoryRecord;
+use crate::domain::new_record::NewRecordContext;
+use crate::domain::policy::Policy;
+use crate::domain::record::{new_record_id, MemoryRecord};
+use crate::domain::retrieval::Ranking;
+use crate::domain::time::Timestamp;
+use crate::domain::trust::Caller;
 use crate::error::{ApiError, Code};
+use crate::service::topics::TopicRules;
 use body::{BodyBudget, BodyPermit};
 
-/// What handlers reach the actors through: the request actors of this
-/// worker, and handles shared by all.
+/// What handlers need to check a request and send its job to the
+/// storage actors: one for all HTTP workers.
 pub struct AppState {
-    pub ingestor: actix::Addr<Ingestor>,
-    pub retriever: actix::Addr<Retriever>,
-    pub reviser: actix::Addr<Reviser>,
-    pub keys: actix::Addr<crate::actors::keys::KeyKeeper>,
+    /// Reads for requests, held to `retrieval.max_reads_in_flight`
+    /// (`read_gate`).
     pub reader: Reader,
     pub read_gate: ReadGate,
     pub writer: StorageWriter,
     pub scheduler: actix::Addr<Scheduler>,
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     pub clock: crate::clock::Clock,
+    /// The ingestion policy new records are made with.
+    pub policy: Policy,
+    pub read_settings: ReadSettings,
+    /// How topics are placed, fade, and how far their queries walk.
+    pub topics: TopicRules,
+    /// What new keys' secrets are hashed with.
+    pub pepper: std::sync::Arc<Pepper>,
+    /// What cursors are sealed with (derived from the pepper).
+    pub sealer: std::sync::Arc<Sealer>,
+    /// `conversations.session_gap_minutes`.
+    pub session_gap: chrono::Duration,
     pub max_body_bytes: usize,
     pub body_budget: std::sync::Arc<BodyBudget>,
     pub body_read_timeout: std::time::Duration,
     /// `telemetry.slow_request_ms`.
     pub slow_request: std::time::Duration,
-    /// Where views and queries report the topics they returned.
-    pub topics_read: actix::Recipient<crate::actors::consolidation::TopicsRead>,
+    /// Where topics ingests report the topics they touched, and views and
+    /// queries those they returned (the consolidation actor's upkeep).
+    pub topics_touched: actix::Recipient<TopicsTouched>,
+    pub topics_read: actix::Recipient<TopicsRead>,
     /// What one request may take in all, however many messages it carries
     /// (an MCP batch).
     pub request_limits: RequestLimits,
+}
+
+impl AppState {
+    /// What checking the new records `caller` sends at `now` takes.
+    pub fn new_records<'a>(&'a self, caller: &'a Caller, now: Timestamp) -> NewRecordContext<'a> {
+        NewRecordContext {
+            policy: &self.policy,
+            now,
+            new_id: &new_record_id,
+            key: caller.key.as_deref(),
+        }
+    }
+}
+
+/// How retrievals are answered, from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadSettings {
+    pub max_limit: usize,
+    pub selection_threshold: f64,
+    pub ranking: Ranking,
 }
 
 /// The most one request may take, whatever it carries.

@@ -9,17 +9,16 @@ use actix_web::{web, HttpResponse};
 
 use super::revisions::revise;
 use super::{record_response, AppState, Endpoint, JsonBody};
-use crate::actors::ingestion::CreateRecord;
-use crate::actors::request::InRequest;
-use crate::actors::retrieval::{History, RecordHistory};
 use crate::domain::access::{Access, Role};
 use crate::domain::new_record::NewRecord;
-use crate::domain::record::Attribution;
+use crate::domain::record::{new_record_id, Attribution};
 use crate::domain::requests::{
     PenalizeRequest, ReinforceRequest, RevisionRequest, TrustOnlyRequest,
 };
 use crate::domain::revision::record_id;
 use crate::error::{ApiError, Code};
+use crate::service::ingest::StoreRecord;
+use crate::service::retrieval::{History, ReadHistory};
 
 /// Actor named in the `create` audit entry when the record names no
 /// creator.
@@ -101,10 +100,12 @@ async fn create(
         .filter(|actor| !actor.is_empty())
         .unwrap_or(DEFAULT_ACTOR);
     let by = Attribution::new(caller.actor(claimed), "record created");
+    let now = state.clock.now();
+    let record = record.into_record(&state.policy, &by, now, new_record_id)?;
     let record = state
-        .ingestor
-        .send(InRequest::new(CreateRecord { caller, record, by }))
-        .await??;
+        .writer
+        .write(StoreRecord::new(caller, now, record))
+        .await?;
     Ok(record_response(StatusCode::CREATED, &record))
 }
 
@@ -172,11 +173,12 @@ async fn history(
 ) -> Result<HttpResponse, ApiError> {
     let id = record_id("id", id.into_inner())?;
     let history = state
-        .retriever
-        .send(InRequest::new(RecordHistory {
+        .reader
+        .read(ReadHistory {
             caller: access.reader(body.0.trust)?,
+            now: state.clock.now(),
             id,
-        }))
-        .await??;
+        })
+        .await?;
     Ok(HttpResponse::Ok().json(history))
 }

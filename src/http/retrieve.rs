@@ -7,14 +7,15 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::{record_response, AppState, Endpoint, JsonBody};
-use crate::actors::request::InRequest;
-use crate::actors::retrieval::{GetRecord, Graph, Retrieve, RetrieveGraph, RetrieveResult};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
 use crate::domain::requests::{GraphRequest, RetrieveRequest, TrustOnlyRequest};
+use crate::domain::retrieval::Cursor;
 use crate::domain::revision::record_id;
 use crate::domain::trust::TrustContext;
 use crate::error::ApiError;
+use crate::service::graph::{Graph, RankGraph};
+use crate::service::retrieval::{Rank, ReadRecord, RetrieveResult};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -50,12 +51,42 @@ async fn retrieve(
 pub(super) async fn retrieved(
     state: &AppState,
     access: Access,
-    request: RetrieveRequest,
+    mut request: RetrieveRequest,
 ) -> Result<RetrieveResult, ApiError> {
-    let result = state
-        .retriever
-        .send(InRequest::new(Retrieve { access, request }))
-        .await??;
+    let settings = state.read_settings;
+    let token = request.cursor.take();
+    let (caller, mut retrieval) = request.into_retrieval(&access, settings.max_limit)?;
+    if let Some(token) = token {
+        let bound = retrieval.binding(&caller);
+        retrieval.cursor = Some(super::cursors::open(
+            &state.sealer,
+            &token,
+            &bound,
+            Cursor::from_bytes,
+            "this caller and this query; send next_cursor as it came, with the request it came with",
+        )?);
+    }
+    // What a next cursor is bound to, made only if there is one: writing
+    // out the whole request costs more than a small caller's read.
+    let asked = (caller.clone(), retrieval.clone());
+    tracing::debug!(
+        actor_id = caller.trust.actor_id.as_deref().unwrap_or(""),
+        authenticated = caller.trust.authenticated,
+        task_descriptor = retrieval.task_descriptor.as_deref().unwrap_or(""),
+        "retrieve"
+    );
+    let job = Rank {
+        caller,
+        now: state.clock.now(),
+        retrieval,
+        selection_threshold: settings.selection_threshold,
+        ranking: settings.ranking,
+    };
+    let mut result = state.reader.read(job).await?;
+    result.next_cursor = result.next.map(|next| {
+        let bound = asked.1.binding(&asked.0);
+        state.sealer.seal(&next.to_bytes(), &bound)
+    });
     crate::telemetry::record_count(result.records.len());
     Ok(result)
 }
@@ -88,13 +119,12 @@ pub(super) async fn record_by_id(
     trust: Option<TrustContext>,
 ) -> Result<MemoryRecord, ApiError> {
     let id = record_id("id", id)?;
-    Ok(state
-        .retriever
-        .send(InRequest::new(GetRecord {
-            caller: access.reader(trust)?,
-            id,
-        }))
-        .await??)
+    let job = ReadRecord {
+        caller: access.reader(trust)?,
+        now: state.clock.now(),
+        id,
+    };
+    Ok(state.reader.read(job).await?)
 }
 
 #[utoipa::path(
@@ -111,12 +141,15 @@ async fn graph(
     access: Access,
     body: JsonBody<GraphRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let graph = state
-        .retriever
-        .send(InRequest::new(RetrieveGraph {
-            access,
-            request: body.0,
-        }))
-        .await??;
+    let settings = state.read_settings;
+    let (caller, retrieval, limits) = body.0.into_graph(&access, settings.max_limit)?;
+    let job = RankGraph {
+        caller,
+        now: state.clock.now(),
+        retrieval,
+        limits,
+        ranking: settings.ranking,
+    };
+    let graph = state.reader.read(job).await?;
     Ok(HttpResponse::Ok().json(graph))
 }

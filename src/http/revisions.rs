@@ -7,14 +7,13 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
 use super::{record_response, AppState, Endpoint, JsonBody};
-use crate::actors::request::InRequest;
-use crate::actors::revision::Revise;
 use crate::domain::access::{Access, Role};
 use crate::domain::record::MemoryRecord;
 use crate::domain::requests::{
     ContestRequest, ForkRequest, MergeRequest, RetractRequest, RevisionRequest, SupersedeRequest,
 };
 use crate::error::ApiError;
+use crate::service::revise::ApplyRevision;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -40,13 +39,15 @@ pub(super) async fn revised(
     if let Some((field, record)) = request.new_record() {
         super::records::refuse_import(&access, Some(field), record)?;
     }
-    Ok(state
-        .reviser
-        .send(InRequest::new(Revise {
-            caller: access.writer(),
-            request,
-        }))
-        .await??)
+    let (caller, now) = (access.writer(), state.clock.now());
+    let command = request.into_command(&state.new_records(&caller, now))?;
+    let job = ApplyRevision {
+        caller,
+        now,
+        policy: state.policy.clone(),
+        command,
+    };
+    Ok(state.writer.write(job).await?)
 }
 
 /// Makes a revision and answers its record with `status`.

@@ -8,15 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{AppState, Endpoint, JsonBody};
-use crate::actors::consolidation::TopicsRead;
-use crate::actors::ingestion::{
-    AddTopicEdge, ArchiveTopic, IngestTopic, Ingested, RemoveTopicEdge, TopicEdge, TopicLink,
-};
-use crate::actors::request::InRequest;
-use crate::actors::retrieval::{
-    FieldHistory, QueryHit, QueryTopics, SummaryHistory, SummaryView, TopicQuery, TopicView,
-    VersionView, ViewTopic,
-};
+use crate::actors::consolidation::{TopicsRead, TopicsTouched};
 use crate::domain::access::{Access, Role};
 use crate::domain::record::Sensitivity;
 use crate::domain::schema;
@@ -30,7 +22,12 @@ use crate::domain::trust::TrustContext;
 use crate::domain::validate::{check_id, null_as_default};
 use crate::domain::vector::Embedding;
 use crate::error::ApiError;
-use crate::service::topics::{DEFAULT_QUERY_LIMIT, MAX_HOPS, MAX_QUERY_LIMIT};
+use crate::service::topics::{
+    self, ArchiveOne, EdgeRequest, Ingested, LinkTopics, PlaceObservation, QueryHit,
+    ReadFieldHistory, ReadSummaryHistory, ReadTopic, SearchTopics, SummaryView, TopicQuery,
+    TopicView, UnlinkTopics, VersionView, DEFAULT_QUERY_LIMIT, MAX_HOPS, MAX_QUERY_LIMIT,
+};
+use crate::store::TopicEdge;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -267,10 +264,18 @@ pub(super) async fn ingested(
         tags: body.tags,
         embedding: Embedding::optional("embedding", body.embedding)?,
     })?;
-    Ok(state
-        .ingestor
-        .send(InRequest::new(IngestTopic { caller, request }))
-        .await??)
+    let job = PlaceObservation {
+        caller,
+        policy: state.policy.clone(),
+        now: state.clock.now(),
+        rules: state.topics.clone(),
+        request,
+    };
+    let ingested = state.writer.write(job).await?;
+    state.topics_touched.do_send(TopicsTouched {
+        ids: vec![ingested.topic_id.clone()],
+    });
+    Ok(ingested)
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -312,14 +317,16 @@ async fn view(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     check_id("id", &id)?;
-    let topic = state
-        .retriever
-        .send(InRequest::new(ViewTopic {
-            caller: access.reader(body.0.trust)?,
-            id,
+    let job = ReadTopic {
+        caller: access.reader(body.0.trust)?,
+        id,
+        reading: topics::Reading {
+            now: state.clock.now(),
             as_of: body.0.as_of,
-        }))
-        .await??;
+            decay: state.topics.decay.clone(),
+        },
+    };
+    let topic = state.reader.read(job).await?;
     state.topics_read.do_send(TopicsRead {
         ids: vec![topic.topic.id.clone()],
     });
@@ -382,7 +389,7 @@ pub(super) async fn queried(
     access: Access,
     body: QueryBody,
 ) -> Result<Vec<QueryHit>, ApiError> {
-    let query = TopicQuery::checked(
+    let mut query = TopicQuery::checked(
         body.text,
         Embedding::optional("embedding", body.embedding)?,
         body.kind,
@@ -391,13 +398,14 @@ pub(super) async fn queried(
         body.as_of,
         body.include_history,
     )?;
-    let found = state
-        .retriever
-        .send(InRequest::new(QueryTopics {
-            caller: access.reader(body.trust)?,
-            query,
-        }))
-        .await??;
+    query.max_hop_nodes = state.topics.settings.max_hop_nodes;
+    let job = SearchTopics {
+        caller: access.reader(body.trust)?,
+        query,
+        now: state.clock.now(),
+        decay: state.topics.decay.clone(),
+    };
+    let found = state.reader.read(job).await?;
     if !found.is_empty() {
         state.topics_read.do_send(TopicsRead {
             ids: found.iter().map(|hit| hit.topic.topic.id.clone()).collect(),
@@ -438,14 +446,12 @@ async fn field_history(
     let (id, name) = path.into_inner();
     check_id("id", &id)?;
     check_field_name("name", &name)?;
-    let versions = state
-        .retriever
-        .send(InRequest::new(FieldHistory {
-            caller: access.reader(body.0.trust)?,
-            id,
-            name,
-        }))
-        .await??;
+    let job = ReadFieldHistory {
+        caller: access.reader(body.0.trust)?,
+        id,
+        name,
+    };
+    let versions = state.reader.read(job).await?;
     Ok(HttpResponse::Ok().json(VersionsBody { versions }))
 }
 
@@ -472,13 +478,11 @@ async fn summary_history(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     check_id("id", &id)?;
-    let versions = state
-        .retriever
-        .send(InRequest::new(SummaryHistory {
-            caller: access.reader(body.0.trust)?,
-            id,
-        }))
-        .await??;
+    let job = ReadSummaryHistory {
+        caller: access.reader(body.0.trust)?,
+        id,
+    };
+    let versions = state.reader.read(job).await?;
     Ok(HttpResponse::Ok().json(SummariesBody { versions }))
 }
 
@@ -501,11 +505,23 @@ struct EdgeAnswer {
     added: bool,
 }
 
-fn edge_change(id: String, body: &EdgeChangeBody) -> Result<(String, String, String), ApiError> {
+/// The edge `body` names from topic `id`, as `access` changes it now.
+fn edge_change(
+    state: &AppState,
+    access: &Access,
+    id: String,
+    body: EdgeChangeBody,
+) -> Result<EdgeRequest, ApiError> {
     check_id("id", &id)?;
     check_id("to_topic_id", &body.to_topic_id)?;
     check_edge_kind("kind", &body.kind)?;
-    Ok((id, body.to_topic_id.clone(), body.kind.clone()))
+    Ok(EdgeRequest {
+        caller: access.acting(body.trust)?,
+        now: state.clock.now(),
+        from: id,
+        to: body.to_topic_id,
+        kind: body.kind,
+    })
 }
 
 #[utoipa::path(
@@ -524,16 +540,8 @@ async fn add_edge(
     id: web::Path<String>,
     body: JsonBody<EdgeChangeBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
-    let (edge, added) = state
-        .ingestor
-        .send(InRequest::new(AddTopicEdge(TopicLink {
-            caller: access.acting(body.0.trust)?,
-            from,
-            to,
-            kind,
-        })))
-        .await??;
+    let edge = edge_change(&state, &access, id.into_inner(), body.0)?;
+    let (edge, added) = state.writer.write(LinkTopics(edge)).await?;
     Ok(HttpResponse::build(StatusCode::CREATED).json(EdgeAnswer { edge, added }))
 }
 
@@ -558,16 +566,8 @@ async fn remove_edge(
     id: web::Path<String>,
     body: JsonBody<EdgeChangeBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let (from, to, kind) = edge_change(id.into_inner(), &body.0)?;
-    state
-        .ingestor
-        .send(InRequest::new(RemoveTopicEdge(TopicLink {
-            caller: access.acting(body.0.trust)?,
-            from,
-            to,
-            kind,
-        })))
-        .await??;
+    let edge = edge_change(&state, &access, id.into_inner(), body.0)?;
+    state.writer.write(UnlinkTopics(edge)).await?;
     Ok(HttpResponse::Ok().json(RemovedBody { removed: true }))
 }
 
@@ -589,12 +589,12 @@ async fn archive(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     check_id("id", &id)?;
-    let topic = state
-        .ingestor
-        .send(InRequest::new(ArchiveTopic {
-            caller: access.acting(body.0.trust)?,
-            id,
-        }))
-        .await??;
+    let job = ArchiveOne {
+        caller: access.acting(body.0.trust)?,
+        now: state.clock.now(),
+        id,
+        decay: state.topics.decay.clone(),
+    };
+    let topic = state.writer.write(job).await?;
     Ok(HttpResponse::Ok().json(TopicBody { topic }))
 }

@@ -113,6 +113,29 @@ pub struct StoreConversation {
     pub gap: chrono::Duration,
 }
 
+impl StoreConversation {
+    /// The turns of `conversation`, with their search texts analysed here,
+    /// on the caller's thread, so that the one writer need not; sessions
+    /// end after `gap` without a turn.
+    pub fn new(
+        caller: Caller,
+        now: Timestamp,
+        mut conversation: NewConversation,
+        gap: chrono::Duration,
+    ) -> Self {
+        conversation
+            .records
+            .iter_mut()
+            .for_each(crate::domain::search::analyse_ahead);
+        StoreConversation {
+            caller,
+            now,
+            conversation,
+            gap,
+        }
+    }
+}
+
 impl Job for StoreConversation {
     type Output = ConversationIngested;
     const NAME: &'static str = "store_conversation";

@@ -7,6 +7,7 @@ use crate::domain::ingest::{Candidate, OutcomeUpdate};
 use crate::domain::payload::Payload;
 use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
 use crate::domain::revision;
+use crate::domain::search::analyse_ahead;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::domain::validate::RESERVED_ACTOR_PREFIX;
@@ -66,30 +67,15 @@ pub fn prepare_new(
 /// How a single ingest is written.
 pub enum Route {
     /// A record that only adds itself ([`Candidate::adds_only`]), placed
-    /// for the caller: stored as it is, since storing it reads nothing.
+    /// for the caller: stored as it is, with the other new records of its
+    /// transaction, since storing it reads nothing.
     Insert(Box<MemoryRecord>),
     /// A working state without a vector, with its thread: the writer runs
     /// [`prepare_new`], then stores the record with the other new records
     /// of its transaction.
-    State(String, Box<MemoryRecord>),
-    /// Anything else, for [`ingest`].
-    Write(Candidate),
-}
-
-/// How `candidate`, sent by `caller`, is to be written.
-pub fn route(caller: &Caller, candidate: Candidate) -> Result<Route, ServiceError> {
-    let adds_only = candidate.adds_only();
-    let Candidate::Create(mut record) = candidate else {
-        return Ok(Route::Write(candidate));
-    };
-    if adds_only {
-        place_new(caller, "", &mut record)?;
-        return Ok(Route::Insert(record));
-    }
-    match record.payload.thread() {
-        Some(thread) if record.embedding.is_none() => Ok(Route::State(thread.to_string(), record)),
-        _ => Ok(Route::Write(Candidate::Create(record))),
-    }
+    State(String, PrepareState),
+    /// Anything else: [`ingest`], the job as it is.
+    Write(Ingest),
 }
 
 /// Stores every item or none: the first failure undoes the batch, its
@@ -248,16 +234,70 @@ fn in_item(error: ServiceError, index: usize) -> ServiceError {
     }
 }
 
-/// [`ingest`] as a write job.
-pub struct StoreCandidate {
+/// One ingest item as a write job: [`ingest`], unless [`Ingest::route`]
+/// finds a cheaper way to the same result.
+pub struct Ingest {
     pub caller: Caller,
     pub now: Timestamp,
     pub candidate: Candidate,
 }
 
-impl Job for StoreCandidate {
+impl Ingest {
+    /// `candidate`, sent by `caller` at `now`, with a new record's search
+    /// text analysed here, on the caller's thread, so that the one writer
+    /// need not.
+    pub fn new(caller: Caller, now: Timestamp, mut candidate: Candidate) -> Self {
+        ahead(&mut candidate);
+        Ingest {
+            caller,
+            now,
+            candidate,
+        }
+    }
+
+    /// How it is to be written: a record that only adds itself is placed
+    /// now and stored with the other new records of its transaction; a
+    /// working state without a vector is prepared by [`prepare_new`] and
+    /// then stored the same way; anything else runs [`ingest`].
+    pub fn route(self) -> Result<Route, ServiceError> {
+        let Ingest {
+            caller,
+            now,
+            candidate,
+        } = self;
+        let adds_only = candidate.adds_only();
+        let Candidate::Create(mut record) = candidate else {
+            return Ok(Route::Write(Ingest {
+                caller,
+                now,
+                candidate,
+            }));
+        };
+        if adds_only {
+            place_new(&caller, "", &mut record)?;
+            return Ok(Route::Insert(record));
+        }
+        match record.payload.thread() {
+            Some(thread) if record.embedding.is_none() => Ok(Route::State(
+                thread.to_string(),
+                PrepareState {
+                    caller,
+                    now,
+                    record,
+                },
+            )),
+            _ => Ok(Route::Write(Ingest {
+                caller,
+                now,
+                candidate: Candidate::Create(record),
+            })),
+        }
+    }
+}
+
+impl Job for Ingest {
     type Output = MemoryRecord;
-    const NAME: &'static str = "store_candidate";
+    const NAME: &'static str = "ingest";
 
     fn run(self, tx: &mut dyn Transaction) -> Result<MemoryRecord, ServiceError> {
         ingest(tx, &self.caller, self.now, self.candidate)
@@ -288,9 +328,26 @@ pub struct StoreBatch {
     pub candidates: Vec<Candidate>,
 }
 
+impl StoreBatch {
+    /// `candidates`, sent by `caller` at `now`, with new records' search
+    /// texts analysed here, as [`Ingest::new`] does.
+    pub fn new(caller: Caller, now: Timestamp, mut candidates: Vec<Candidate>) -> Self {
+        candidates.iter_mut().for_each(ahead);
+        StoreBatch {
+            caller,
+            now,
+            candidates,
+        }
+    }
+}
+
 impl Job for StoreBatch {
     type Output = Vec<MemoryRecord>;
     const NAME: &'static str = "store_batch";
+
+    fn adds_only(&self) -> bool {
+        self.candidates.iter().all(Candidate::adds_only)
+    }
 
     fn run(self, tx: &mut dyn Transaction) -> Result<Vec<MemoryRecord>, ServiceError> {
         ingest_batch(tx, &self.caller, self.now, self.candidates)
@@ -302,6 +359,27 @@ pub struct StoreRecord {
     pub caller: Caller,
     pub now: Timestamp,
     pub record: MemoryRecord,
+}
+
+impl StoreRecord {
+    /// `record`, sent by `caller` at `now`, with its search text analysed
+    /// here, as [`Ingest::new`] does.
+    pub fn new(caller: Caller, now: Timestamp, mut record: MemoryRecord) -> Self {
+        analyse_ahead(&mut record);
+        StoreRecord {
+            caller,
+            now,
+            record,
+        }
+    }
+}
+
+/// A new record's search text analysed on the caller's thread, before
+/// its job is queued, so that the one writer need not.
+fn ahead(candidate: &mut Candidate) {
+    if let Candidate::Create(record) = candidate {
+        analyse_ahead(record);
+    }
 }
 
 impl Job for StoreRecord {

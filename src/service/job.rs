@@ -12,5 +12,12 @@ pub trait Job: Send + 'static {
     /// Its name in traces: the storage actor runs it in a span of this name.
     const NAME: &'static str;
 
+    /// Whether it only adds new rows and depends on nothing another write
+    /// may change meanwhile: then any writer may run it (the least busy),
+    /// not only the first, which takes every other write in order.
+    fn adds_only(&self) -> bool {
+        false
+    }
+
     fn run(self, tx: &mut dyn Transaction) -> Result<Self::Output, ServiceError>;
 }

@@ -10,7 +10,7 @@ use super::job::Job;
 use super::revision::{merge, supersede};
 use super::topics::{archive_topic, current_fields, index, TopicRules};
 use super::ServiceError;
-use crate::domain::ingest::IngestContext;
+use crate::domain::new_record::NewRecordContext;
 use crate::domain::policy::Policy;
 use crate::domain::record::{new_record_id, Attribution, SCHEDULER_ACTOR};
 use crate::domain::time::Timestamp;
@@ -90,7 +90,7 @@ pub fn duplicate_groups(
 /// duplicate of it when the merge runs; answers how many were merged.
 pub fn merge_group(
     tx: &mut dyn Transaction,
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     rules: &TopicRules,
     group: &[i64],
 ) -> Result<u64, ServiceError> {
@@ -121,7 +121,7 @@ pub fn merge_group(
 /// move to the winner; the loser is archived with a `merged_into` edge.
 fn merge_into(
     tx: &mut dyn Transaction,
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     rules: &TopicRules,
     (winner_key, winner): (i64, &mut Topic),
     (loser_key, mut loser): (i64, Topic),
@@ -295,7 +295,7 @@ impl Job for MergeTopics {
     const NAME: &'static str = "merge_topics";
 
     fn run(self, tx: &mut dyn Transaction) -> Result<u64, ServiceError> {
-        let cx = IngestContext {
+        let cx = NewRecordContext {
             policy: &self.policy,
             now: self.now,
             new_id: &new_record_id,

@@ -34,7 +34,7 @@ pub struct TestApp {
     pub clock: ManualClock,
     pub writer: engram::actors::storage::StorageWriter,
     pub reader: engram::actors::storage::Reader,
-    pub read_gate: engram::actors::retrieval::ReadGate,
+    pub read_gate: engram::actors::storage::ReadGate,
     handle: ServerHandle,
     server: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
     dir: TempDir,
@@ -464,11 +464,12 @@ impl TestApp {
             let job = Hold {
                 started: Some(started),
                 wait,
+                adds_only: n > 0,
             };
             // The first writer takes the first; each other one goes to the
             // least busy writer, which is not yet blocked.
             actix_web::rt::spawn(async move {
-                let _ = writer.write_or_new(n > 0, job).await;
+                let _ = writer.write(job).await;
             });
             let deadline = Deadline::after(10, "a writer to take the blocking job");
             while is_started.try_recv().is_err() {
@@ -672,11 +673,17 @@ pub async fn raw(
 pub struct Hold {
     pub started: Option<std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Sender<()>>>>,
     pub wait: std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+    /// Declared as adding new rows only: it may go to any writer.
+    pub adds_only: bool,
 }
 
 impl engram::service::job::Job for Hold {
     type Output = ();
     const NAME: &'static str = "hold";
+
+    fn adds_only(&self) -> bool {
+        self.adds_only
+    }
 
     fn run(
         self,

@@ -33,6 +33,7 @@ async fn reads_beyond_the_bound_answer_503_while_the_first_completes() {
     let hold = Hold {
         started: None,
         wait: std::sync::Arc::new(std::sync::Mutex::new(wait)),
+        adds_only: false,
     };
     let reader = app.reader.clone();
     let holder = actix_web::rt::spawn(async move { reader.read(hold).await });

@@ -2,8 +2,8 @@
 official OTLP protobuf definitions (opentelemetry-proto).
 
 Checks, against the real binary:
-- a request's span tree: the HTTP server span, the actors that handled its
-  messages within it, the storage jobs within those, in one trace that
+- a request's span tree: the HTTP server span, the storage actor that ran
+  its job within it, the job within that, in one trace that
   continues the caller's `traceparent`;
 - the semantic conventions' names, kinds, attributes and status (HTTP
   server spans; the GenAI memory operation of the route);
@@ -221,20 +221,18 @@ def the_span_tree_follows_the_conventions():
         check(retrieve.status.code == trace_pb2.Status.STATUS_CODE_UNSET, "a 200 is no error")
         check(retrieve.end_time_unix_nano >= retrieve.start_time_unix_nano > 0, "times")
 
-        # HTTP → actor → actor → storage job, each within its parent.
-        for root, first_actor in [(retrieve, "Retriever Retrieve"), (supersede, "Reviser Revise")]:
+        # HTTP → storage actor → storage job, each within its parent.
+        for root, storage_actor in [(retrieve, "StoreReader"), (supersede, "Writer")]:
             shape = "\n".join(tree_below(spans, root))
-            actors = children(spans, root)
-            check([a.name for a in actors] == [first_actor], f"under {root.name}:\n{shape}")
-            actor = actors[0]
-            check(attributes(actor).get("engram.actor") == first_actor.split()[0], shape)
-            check(isinstance(attributes(actor).get("engram.queue.wait_ms"), float), shape)
-            storage = children(spans, actor)
-            check(storage and all(s.name.split()[0] in ("StoreReader", "Writer") for s in storage),
-                  f"no storage actor under {first_actor}:\n{shape}")
+            storage = children(spans, root)
+            check(storage and all(s.name.split()[0] == storage_actor for s in storage),
+                  f"not {storage_actor} under {root.name}:\n{shape}")
+            for actor in storage:
+                check(attributes(actor).get("engram.actor") == storage_actor, shape)
+                check(isinstance(attributes(actor).get("engram.queue.wait_ms"), float), shape)
             jobs = [job for s in storage for job in children(spans, s)]
             check(jobs and all(j.name.startswith("job ") for j in jobs), f"no job:\n{shape}")
-            for parent, kids in [(root, actors), (actor, storage)] + [(s, children(spans, s)) for s in storage]:
+            for parent, kids in [(root, storage)] + [(s, children(spans, s)) for s in storage]:
                 for kid in kids:
                     check(kid.kind == trace_pb2.Span.SPAN_KIND_INTERNAL, f"{kid.name} kind")
                     check(kid.start_time_unix_nano >= parent.start_time_unix_nano, f"{kid.name} starts in {parent.name}")

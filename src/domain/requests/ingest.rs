@@ -5,7 +5,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::domain::conversation::Attachment;
-use crate::domain::ingest::{self, Candidate, IngestContext, NewConversation, TurnFields};
+use crate::domain::ingest::{self, Candidate, NewConversation, TurnFields};
+use crate::domain::new_record::NewRecordContext;
 use crate::domain::payload::{empty_array, OutcomeStatus, TaskState, WorkingPayload};
 use crate::domain::record::Sensitivity;
 use crate::domain::schema;
@@ -227,7 +228,7 @@ pub struct TurnRequest {
 
 impl ConversationRequest {
     /// Checks the request and builds its turns' records.
-    pub fn into_conversation(self, cx: &IngestContext<'_>) -> Validated<NewConversation> {
+    pub fn into_conversation(self, cx: &NewRecordContext<'_>) -> Validated<NewConversation> {
         let turns = self
             .turns
             .into_iter()
@@ -271,7 +272,7 @@ macro_rules! common {
 
 impl IngestItem {
     /// Checks the request and builds what it asks for.
-    pub fn into_candidate(self, cx: &IngestContext<'_>) -> Validated<Candidate> {
+    pub fn into_candidate(self, cx: &NewRecordContext<'_>) -> Validated<Candidate> {
         match self {
             IngestItem::Event(r) => {
                 let common = common!(cx, r)?;
@@ -312,7 +313,7 @@ impl IngestItem {
 impl BatchRequest {
     /// Checks every item; the first bad one rejects the whole batch, its
     /// field path naming the item (`items[3].source`).
-    pub fn into_candidates(self, cx: &IngestContext<'_>) -> Validated<Vec<Candidate>> {
+    pub fn into_candidates(self, cx: &NewRecordContext<'_>) -> Validated<Vec<Candidate>> {
         ingest::check_batch_size(self.items.len())?;
         self.items
             .into_iter()
@@ -372,7 +373,7 @@ mod tests {
     fn build(body: Value) -> Result<Candidate, String> {
         let item: IngestItem = parse_json(body.to_string().as_bytes()).map_err(|e| e.message)?;
         let policy = Policy::default();
-        let cx = IngestContext {
+        let cx = NewRecordContext {
             policy: &policy,
             now: now(),
             new_id: &|| "fixed-id".to_string(),

@@ -3,9 +3,9 @@
 
 use serde::Deserialize;
 
-use crate::domain::new_record::NewRecord;
+use crate::domain::new_record::{NewRecord, NewRecordContext};
 use crate::domain::revision::{
-    self, attribution, record_id, revised_record, NewRecordContext, Revision, RevisionCommand,
+    self, attribution, record_id, revised_record, Revision, RevisionCommand,
 };
 use crate::domain::schema;
 use crate::domain::validate::Validated;

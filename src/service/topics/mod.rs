@@ -15,7 +15,7 @@ use super::revision::{reinforce, supersede};
 use super::{insert_new, not_found, place, place_new, ServiceError};
 use crate::config::TopicSettings;
 use crate::domain::decay::Anchor;
-use crate::domain::ingest::IngestContext;
+use crate::domain::new_record::NewRecordContext;
 use crate::domain::payload::Payload;
 use crate::domain::policy::Policy;
 use crate::domain::record::{Attribution, DecayProfile, MemoryRecord, MemoryType};

@@ -12,7 +12,7 @@ use crate::store::{KeyedTopic, ScoredKey, SharedWords, SummaryVersion, WordReach
 pub fn ingest(
     tx: &mut dyn Transaction,
     caller: &Caller,
-    cx: &IngestContext<'_>,
+    cx: &NewRecordContext<'_>,
     rules: &TopicRules,
     request: TopicIngest,
 ) -> Result<Ingested, ServiceError> {
@@ -491,7 +491,7 @@ impl Job for PlaceObservation {
     const NAME: &'static str = "place_observation";
 
     fn run(self, tx: &mut dyn Transaction) -> Result<Ingested, ServiceError> {
-        let cx = IngestContext {
+        let cx = NewRecordContext {
             policy: &self.policy,
             now: self.now,
             new_id: &crate::domain::record::new_record_id,
