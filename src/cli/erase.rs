@@ -137,7 +137,10 @@ mod tests {
         assert!(why.starts_with("--rationale"), "{why}");
         assert!(parse_erase(&words("--scope t --rationale r --force")).is_err());
         let (erasure, _) = parse_erase(&words("--conversation chat-1 --rationale r")).unwrap();
-        assert_eq!(erasure.selector, Selector::Conversation("chat-1".into()));
+        assert_eq!(
+            erasure.selector,
+            Selector::Conversation(crate::domain::ids::ConversationId::stored("chat-1".into()))
+        );
         let long = format!("--conversation {} --rationale r", "x".repeat(300));
         let refused = parse_erase(&words(&long)).unwrap_err();
         assert!(refused.starts_with("--conversation"), "{refused}");

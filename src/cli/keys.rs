@@ -2,6 +2,7 @@
 //! database the service uses (the same configuration as `engram serve`),
 //! whether or not the service is running.
 
+use crate::domain::ids::KeyName;
 use std::path::PathBuf;
 
 use chrono::Utc;
@@ -34,7 +35,7 @@ keeps only a hash of it. The database and the pepper are found as
 pub enum KeysCommand {
     Create(NewKey),
     List,
-    Revoke(String),
+    Revoke(KeyName),
 }
 
 /// Parses the words after `engram keys`; answers the command and the
@@ -65,7 +66,9 @@ pub fn parse_keys(args: &[String]) -> Result<(KeysCommand, Option<PathBuf>), Str
     let command = match words.as_slice() {
         ["create"] => KeysCommand::Create(new_key(&flags)?),
         ["list"] if flags.is_empty() => KeysCommand::List,
-        ["revoke", name] if flags.is_empty() => KeysCommand::Revoke(name.to_string()),
+        ["revoke", name] if flags.is_empty() => KeysCommand::Revoke(
+            KeyName::parse("name", name.to_string()).map_err(|e| e.to_string())?,
+        ),
         [] => return Err("a command is needed: create, list or revoke".into()),
         _ => return Err(format!("cannot understand {:?}", words.join(" "))),
     };
@@ -73,8 +76,9 @@ pub fn parse_keys(args: &[String]) -> Result<(KeysCommand, Option<PathBuf>), Str
 }
 
 fn new_key(flags: &[(String, String)]) -> Result<NewKey, String> {
+    let mut name = String::new();
     let mut key = NewKey {
-        name: String::new(),
+        name: KeyName::stored(String::new()),
         roles: Default::default(),
         max_sensitivity: Sensitivity::Low,
         scopes: Vec::new(),
@@ -82,7 +86,7 @@ fn new_key(flags: &[(String, String)]) -> Result<NewKey, String> {
     };
     for (flag, value) in flags {
         match flag.as_str() {
-            "name" => key.name = value.clone(),
+            "name" => name = value.clone(),
             "role" => {
                 let role = Role::parse(value).ok_or(format!(
                     "unknown role {value:?}: read, write, revise, metrics or admin"
@@ -105,9 +109,10 @@ fn new_key(flags: &[(String, String)]) -> Result<NewKey, String> {
             other => return Err(format!("unknown option --{other}")),
         }
     }
-    if key.name.is_empty() {
+    if name.is_empty() {
         return Err("--name is needed".into());
     }
+    key.name = KeyName::parse("name", name).map_err(|e| e.to_string())?;
     if key.roles.is_empty() {
         key.roles.insert(Role::Read);
     }
@@ -226,7 +231,7 @@ mod tests {
         let KeysCommand::Create(new) = command else {
             panic!("{command:?}")
         };
-        assert_eq!(new.name, "indexer");
+        assert_eq!(new.name.as_str(), "indexer");
         assert_eq!(new.roles.len(), 2);
         assert_eq!(new.scopes, vec!["a", "b"]);
         assert_eq!(
@@ -244,7 +249,7 @@ mod tests {
         assert_eq!(parse("list").unwrap().0, KeysCommand::List);
         assert_eq!(
             parse("revoke r").unwrap().0,
-            KeysCommand::Revoke("r".into())
+            KeysCommand::Revoke(KeyName::stored("r".into()))
         );
         for bad in [
             "",

@@ -2,6 +2,7 @@
 //! conversation, the session, its index, who spoke and when), and the
 //! rules that place new turns after the ones a writer can see.
 
+use super::ids::ConversationId;
 use serde::{Deserialize, Serialize};
 
 use super::record::Sensitivity;
@@ -378,7 +379,7 @@ pub struct TurnSight {
 /// Which turns of a conversation to read, oldest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnQuery {
-    pub conversation_id: String,
+    pub conversation_id: ConversationId,
     pub sight: TurnSight,
     /// Only this conversation's turns in this scope (`Some(None)`:
     /// unscoped ones).

@@ -1,10 +1,10 @@
 //! Erasure: what a caller asks to remove for good, checked, and what
 //! removing it did.
 
+use super::ids::{ConversationId, RecordId};
 use serde::{Deserialize, Serialize};
 
-use super::conversation::check_id as check_conversation_id;
-use super::validate::{check_id, check_name, Validated, ValidationError};
+use super::validate::{check_name, Validated, ValidationError};
 
 /// Most ids one erasure names.
 pub const MAX_IDS: usize = 1000;
@@ -12,14 +12,14 @@ pub const MAX_IDS: usize = 1000;
 /// Which records an erasure removes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {
-    Ids(Vec<String>),
+    Ids(Vec<RecordId>),
     Scope(String),
     /// Records whose provenance names this creator (`created_by`).
     Source(String),
     /// Facts about this subject, and topics of that title.
     Subject(String),
     /// The turns of this conversation (in every scope the caller may see).
-    Conversation(String),
+    Conversation(ConversationId),
 }
 
 /// The selectors as a request names them, before they are checked.
@@ -62,9 +62,11 @@ impl Selector {
                     format!("1 to {MAX_IDS} record ids"),
                 ));
             }
-            for (i, id) in ids.iter().enumerate() {
-                check_id(&format!("ids[{i}]"), id)?;
-            }
+            let ids = ids
+                .into_iter()
+                .enumerate()
+                .map(|(i, id)| RecordId::parse(&format!("ids[{i}]"), id))
+                .collect::<Result<Vec<_>, _>>()?;
             // Each once, in the order given (errors name them by index).
             let mut seen = std::collections::BTreeSet::new();
             let unique = ids
@@ -74,7 +76,7 @@ impl Selector {
             return Ok(Selector::Ids(unique));
         }
         if let Some(conversation) = conversation_id {
-            check_conversation_id("conversation_id", &conversation)?;
+            let conversation = ConversationId::parse("conversation_id", conversation)?;
             return Ok(Selector::Conversation(conversation));
         }
         let (field, text) = match (scope, source, subject) {
@@ -216,7 +218,7 @@ mod tests {
                 ..SelectorFields::default()
             })
             .unwrap(),
-            Selector::Conversation("chat-1".into())
+            Selector::Conversation(ConversationId::stored("chat-1".into()))
         );
     }
 
@@ -227,7 +229,10 @@ mod tests {
         let twice = Some(vec!["b".to_string(), "a".to_string(), "b".to_string()]);
         assert_eq!(
             by_ids(twice).unwrap(),
-            Selector::Ids(vec!["b".into(), "a".into()])
+            Selector::Ids(vec![
+                RecordId::stored("b".into()),
+                RecordId::stored("a".into())
+            ])
         );
         let empty = Selector::checked(SelectorFields {
             scope: Some(" ".into()),
@@ -240,9 +245,15 @@ mod tests {
     #[test]
     fn the_log_keeps_names_and_never_ids_or_a_subject() {
         assert_eq!(Selector::Scope("t".into()).logged(), Some("t"));
-        assert_eq!(Selector::Ids(vec!["x".into()]).logged(), None);
+        assert_eq!(
+            Selector::Ids(vec![RecordId::stored("x".into())]).logged(),
+            None
+        );
         assert_eq!(Selector::Subject("Alice".into()).logged(), None);
-        assert_eq!(Selector::Conversation("chat-1".into()).logged(), None);
+        assert_eq!(
+            Selector::Conversation(ConversationId::stored("chat-1".into())).logged(),
+            None
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::builder::RecordDraft;
 use super::conversation::{check_id as check_conversation_id, Attachment, Turn, MAX_TURNS};
+use super::ids::{ConversationId, RecordId};
 use super::new_record::NewRecordContext;
 use super::payload::{
     EpisodicPayload, Evidence, OutcomeStatus, Payload, RevisionState, SemanticPayload,
@@ -20,8 +21,8 @@ use super::record::{
 use super::time::Timestamp;
 use super::trust::signed;
 use super::validate::{
-    check_actor, check_id, check_json_size, check_strings, normalize_tags, optional_string,
-    past_time, require_string, Validated, ValidationError,
+    check_actor, check_json_size, check_strings, normalize_tags, optional_string, past_time,
+    require_string, Validated, ValidationError,
 };
 use super::vector::Embedding;
 
@@ -67,7 +68,7 @@ impl Candidate {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutcomeUpdate {
-    pub target_record_id: String,
+    pub target_record_id: RecordId,
     pub status: OutcomeStatus,
     pub source: String,
     /// Who the audit entry names: the source, signed by the request's key.
@@ -368,7 +369,7 @@ pub fn outcome(
         target_record_id,
         "target record ID is required for outcome candidates",
     )?;
-    check_id("target_record_id", &target_record_id)?;
+    let target_record_id = RecordId::parse("target_record_id", target_record_id)?;
     Ok(Candidate::Outcome(OutcomeUpdate {
         target_record_id,
         status,
@@ -456,7 +457,7 @@ mod tests {
         );
         assert!(!Candidate::Create(Box::new(state)).adds_only());
         let outcome = Candidate::Outcome(OutcomeUpdate {
-            target_record_id: "r-1".into(),
+            target_record_id: RecordId::stored("r-1".into()),
             status: OutcomeStatus::Success,
             source: "s".into(),
             actor: "s".into(),
@@ -482,7 +483,7 @@ pub struct TurnFields {
 /// placed in their conversation ([`crate::domain::conversation::place`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewConversation {
-    pub conversation_id: String,
+    pub conversation_id: ConversationId,
     /// The session the client named, if any.
     pub session_id: Option<String>,
     pub records: Vec<MemoryRecord>,
@@ -506,7 +507,7 @@ pub fn conversation(
     turns: Vec<TurnFields>,
 ) -> Validated<NewConversation> {
     let source = require_source(source)?;
-    check_conversation_id("conversation_id", &conversation_id)?;
+    let conversation_id = ConversationId::parse("conversation_id", conversation_id)?;
     if let Some(session) = &session_id {
         check_conversation_id("session_id", session)?;
     }
@@ -523,7 +524,7 @@ pub fn conversation(
         let field = |name: &str| format!("turns[{i}].{name}");
         let at = past_time(&field("at"), fields.at, cx.now)?;
         let turn = Turn {
-            conversation_id: conversation_id.clone(),
+            conversation_id: conversation_id.to_string(),
             session_id: session_id.clone().unwrap_or_else(|| UNPLACED.to_string()),
             index: 0,
             speaker: fields.speaker,
@@ -544,7 +545,7 @@ pub fn conversation(
         let reference = turn
             .reference
             .clone()
-            .unwrap_or_else(|| conversation_id.clone());
+            .unwrap_or_else(|| conversation_id.to_string());
         let payload = Payload::Episodic(EpisodicPayload {
             turn: Some(turn),
             ..EpisodicPayload::default()

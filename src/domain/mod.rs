@@ -10,6 +10,7 @@ pub mod consolidation;
 pub mod conversation;
 pub mod decay;
 pub mod erasure;
+pub mod ids;
 pub mod ingest;
 pub mod new_record;
 pub mod payload;

@@ -12,6 +12,7 @@
 //!
 //! Episodic records are immutable: none of these applies to them.
 
+use super::ids::RecordId;
 use super::new_record::{NewRecord, NewRecordContext};
 use super::payload::Payload;
 use super::record::{
@@ -55,32 +56,32 @@ pub enum RevisionError {
 #[derive(Debug, Clone)]
 pub enum Revision {
     Supersede {
-        old_id: String,
+        old_id: RecordId,
         new_record: Box<MemoryRecord>,
     },
     Fork {
-        source_id: String,
+        source_id: RecordId,
         forked_record: Box<MemoryRecord>,
     },
     Retract {
-        id: String,
+        id: RecordId,
     },
     Merge {
-        ids: Vec<String>,
+        ids: Vec<RecordId>,
         merged_record: Box<MemoryRecord>,
     },
     Contest {
-        id: String,
+        id: RecordId,
         contesting_ref: Option<String>,
     },
     ResolveContest {
-        id: String,
+        id: RecordId,
     },
     Reinforce {
-        id: String,
+        id: RecordId,
     },
     Penalize {
-        id: String,
+        id: RecordId,
         amount: f64,
     },
 }
@@ -104,10 +105,9 @@ pub fn attribution(key: Option<&str>, actor: String, rationale: String) -> Valid
 }
 
 /// The id of a record a revision names.
-pub fn record_id(field: &str, id: String) -> Validated<String> {
+pub fn record_id(field: &str, id: String) -> Validated<RecordId> {
     let id = require_string(field, id, &format!("{field} is required"))?;
-    check_id(field, &id)?;
-    Ok(id)
+    RecordId::parse(field, id)
 }
 
 /// A semantic record created by a revision must carry evidence of its own:
@@ -145,7 +145,7 @@ pub fn revised_record(
 
 /// The records a merge names: at least one, at most
 /// [`MAX_MERGE_SOURCES`], each a valid id, none twice.
-pub fn check_merge_ids(ids: &[String]) -> Validated<()> {
+pub fn merge_ids(ids: Vec<String>) -> Validated<Vec<RecordId>> {
     if ids.is_empty() {
         return Err(ValidationError::new(
             "ids",
@@ -161,21 +161,23 @@ pub fn check_merge_ids(ids: &[String]) -> Validated<()> {
             ),
         ));
     }
-    for (i, id) in ids.iter().enumerate() {
-        check_id(&format!("ids[{i}]"), id)?;
-        if ids[..i].contains(id) {
+    let mut parsed: Vec<RecordId> = Vec::with_capacity(ids.len());
+    for (i, id) in ids.into_iter().enumerate() {
+        let id = RecordId::parse(&format!("ids[{i}]"), id)?;
+        if parsed.contains(&id) {
             return Err(ValidationError::new(
                 format!("ids[{i}]"),
                 format!("record {id} is named twice; merge ids must be distinct"),
             ));
         }
+        parsed.push(id);
     }
-    Ok(())
+    Ok(parsed)
 }
 
 /// Who the merged record's `create` entry names, and why: the merge's
 /// author, naming its sources.
-pub fn merged_by(by: &Attribution, ids: &[String]) -> Attribution {
+pub fn merged_by(by: &Attribution, ids: &[RecordId]) -> Attribution {
     Attribution::new(
         by.actor.clone(),
         format!("merged from {}: {}", ids.join(", "), by.rationale),
@@ -184,7 +186,7 @@ pub fn merged_by(by: &Attribution, ids: &[String]) -> Attribution {
 
 /// A contest of `id`, or with `resolve` the end of one.
 pub fn contest_revision(
-    id: String,
+    id: RecordId,
     contesting_ref: Option<String>,
     resolve: bool,
 ) -> Validated<Revision> {

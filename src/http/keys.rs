@@ -1,6 +1,7 @@
 //! `/v1/keys`: API keys made, listed and revoked by an admin, as
 //! `engram keys` does on the command line.
 
+use crate::domain::ids::KeyName;
 use crate::error::ErrorBody;
 use crate::service::keys::{ListKeysFor, MakeKey, NewKey, RevokeNamed};
 use actix_web::http::{Method, StatusCode};
@@ -9,9 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::Gatekeeper;
 use super::{AppState, Endpoint, JsonBody};
-use crate::domain::access::{
-    check_key_name, Access, ApiKey, Grant, Role, MAX_KEY_NAME, MAX_RATE, MIN_RATE,
-};
+use crate::domain::access::{Access, ApiKey, Grant, Role, MAX_KEY_NAME, MAX_RATE, MIN_RATE};
 use crate::domain::record::Sensitivity;
 use crate::domain::schema;
 use crate::domain::time::Timestamp;
@@ -158,7 +157,7 @@ async fn create(
     }
     // Checked by the service call, on the writer.
     let new = NewKey {
-        name: body.name,
+        name: KeyName::parse("name", body.name)?,
         roles,
         max_sensitivity: body.max_sensitivity.unwrap_or(Sensitivity::Low),
         scopes: body.scopes,
@@ -223,8 +222,7 @@ async fn revoke(
     access: Access,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = name.into_inner();
-    check_key_name(&name)?;
+    let name = KeyName::parse("name", name.into_inner())?;
     let job = RevokeNamed {
         by: access,
         name,

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{AppState, Endpoint, JsonBody};
 use crate::actors::consolidation::{TopicsRead, TopicsTouched};
 use crate::domain::access::{Access, Role};
+use crate::domain::ids::TopicId;
 use crate::domain::record::Sensitivity;
 use crate::domain::schema;
 use crate::domain::time::{rfc3339_option, Timestamp};
@@ -19,7 +20,7 @@ use crate::domain::topic::{
     MAX_EDGES, MAX_FIELDS, MAX_NAME,
 };
 use crate::domain::trust::TrustContext;
-use crate::domain::validate::{check_id, null_as_default};
+use crate::domain::validate::null_as_default;
 use crate::domain::vector::Embedding;
 use crate::error::ApiError;
 use crate::service::topics::{
@@ -315,8 +316,7 @@ async fn view(
     id: web::Path<String>,
     body: JsonBody<ViewBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
-    check_id("id", &id)?;
+    let id = TopicId::parse("id", id.into_inner())?;
     let job = ReadTopic {
         caller: access.reader(body.0.trust)?,
         id,
@@ -444,7 +444,7 @@ async fn field_history(
     body: JsonBody<TrustBody>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, name) = path.into_inner();
-    check_id("id", &id)?;
+    let id = TopicId::parse("id", id)?;
     check_field_name("name", &name)?;
     let job = ReadFieldHistory {
         caller: access.reader(body.0.trust)?,
@@ -476,8 +476,7 @@ async fn summary_history(
     id: web::Path<String>,
     body: JsonBody<TrustBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
-    check_id("id", &id)?;
+    let id = TopicId::parse("id", id.into_inner())?;
     let job = ReadSummaryHistory {
         caller: access.reader(body.0.trust)?,
         id,
@@ -512,14 +511,14 @@ fn edge_change(
     id: String,
     body: EdgeChangeBody,
 ) -> Result<EdgeRequest, ApiError> {
-    check_id("id", &id)?;
-    check_id("to_topic_id", &body.to_topic_id)?;
+    let id = TopicId::parse("id", id)?;
+    let to = TopicId::parse("to_topic_id", body.to_topic_id)?;
     check_edge_kind("kind", &body.kind)?;
     Ok(EdgeRequest {
         caller: access.acting(body.trust)?,
         now: state.clock.now(),
         from: id,
-        to: body.to_topic_id,
+        to,
         kind: body.kind,
     })
 }
@@ -587,8 +586,7 @@ async fn archive(
     id: web::Path<String>,
     body: JsonBody<TrustBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
-    check_id("id", &id)?;
+    let id = TopicId::parse("id", id.into_inner())?;
     let job = ArchiveOne {
         caller: access.acting(body.0.trust)?,
         now: state.clock.now(),

@@ -94,7 +94,7 @@ pub fn append(
     let refs: Vec<&MemoryRecord> = records.iter().collect();
     tx.insert_records(&refs)?;
     Ok(ConversationIngested {
-        conversation_id,
+        conversation_id: conversation_id.into_string(),
         session_id: placement.session_id,
         new_session: placement.new_session,
         records,

@@ -47,11 +47,12 @@ fn selected(
     let mut topics = Vec::new();
     let found = match selector {
         Selector::Ids(ids) => {
-            let found = tx.erasable_ids(ids)?;
+            let raw: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+            let found = tx.erasable_ids(&raw)?;
             for (i, id) in ids.iter().enumerate() {
-                let seen = found
-                    .iter()
-                    .any(|r| r.id == *id && trust.allows_parts(r.sensitivity, r.scope.as_deref()));
+                let seen = found.iter().any(|r| {
+                    r.id == id.as_str() && trust.allows_parts(r.sensitivity, r.scope.as_deref())
+                });
                 if !seen {
                     // By index: a hidden record's id is not repeated back.
                     return Err(ServiceError::NotFound(format!(

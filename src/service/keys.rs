@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::auth::secret::{new_secret, Pepper};
-use crate::domain::access::{check_key_name, check_rate, Access, ApiKey, Grant, Role};
+use crate::domain::access::{check_rate, Access, ApiKey, Grant, Role};
+use crate::domain::ids::KeyName;
 use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
 use crate::domain::trust::MAX_TRUST_SCOPES;
@@ -17,7 +18,7 @@ use crate::store::{StoreError, Transaction};
 /// What a new key is to be.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewKey {
-    pub name: String,
+    pub name: KeyName,
     pub roles: BTreeSet<Role>,
     pub max_sensitivity: Sensitivity,
     /// Empty: every scope.
@@ -28,7 +29,6 @@ pub struct NewKey {
 
 impl NewKey {
     pub fn checked(self) -> Validated<NewKey> {
-        check_key_name(&self.name)?;
         if self.roles.is_empty() {
             return Err(ValidationError::new(
                 "roles",
@@ -79,7 +79,7 @@ pub fn create(
         .map_err(ServiceError::PermissionDenied)?;
     let secret = new_secret().map_err(|e| ServiceError::Internal(e.to_string()))?;
     let key = ApiKey {
-        name: new.name,
+        name: new.name.into_string(),
         grant,
         rate,
         created_at: now,
@@ -108,14 +108,14 @@ pub fn list(tx: &mut dyn Transaction, by: &Access) -> Result<Vec<ApiKey>, Servic
 pub fn revoke(
     tx: &mut dyn Transaction,
     by: &Access,
-    name: &str,
+    name: &KeyName,
     now: Timestamp,
 ) -> Result<(ApiKey, bool), ServiceError> {
     let missing = || ServiceError::NotFound(format!("no key named {name}"));
     let find = |tx: &mut dyn Transaction| -> Result<ApiKey, ServiceError> {
         list(tx, by)?
             .into_iter()
-            .find(|key| key.name == name)
+            .find(|key| key.name == name.as_str())
             .ok_or_else(missing)
     };
     find(tx)?;
@@ -178,7 +178,7 @@ impl Job for ListKeysFor {
 /// [`revoke`] as a write job.
 pub struct RevokeNamed {
     pub by: Access,
-    pub name: String,
+    pub name: KeyName,
     pub now: Timestamp,
 }
 
@@ -245,7 +245,7 @@ mod tests {
 
     fn new_key(name: &str) -> NewKey {
         NewKey {
-            name: name.to_string(),
+            name: KeyName::parse("name", name.to_string()).unwrap(),
             roles: [Role::Read].into_iter().collect(),
             max_sensitivity: Sensitivity::Low,
             scopes: vec!["a".into()],
@@ -271,12 +271,17 @@ mod tests {
             create(tx, &Access::Open, &pepper, new_key("reader"), 100.0, now),
             Err(ServiceError::Conflict(_))
         ));
-        assert!(revoke(tx, &Access::Open, "reader", now).unwrap().1);
+        assert!(
+            revoke(tx, &Access::Open, &KeyName::stored("reader".into()), now)
+                .unwrap()
+                .1
+        );
         assert_eq!(authenticate(tx, &pepper.hash(&secret)).unwrap(), None);
-        let (revoked, was_active) = revoke(tx, &Access::Open, "reader", now).unwrap();
+        let (revoked, was_active) =
+            revoke(tx, &Access::Open, &KeyName::stored("reader".into()), now).unwrap();
         assert!(!was_active && revoked.revoked_at.is_some());
         assert!(matches!(
-            revoke(tx, &Access::Open, "ghost", now),
+            revoke(tx, &Access::Open, &KeyName::stored("ghost".into()), now),
             Err(ServiceError::NotFound(_))
         ));
         assert_eq!(list(tx, &Access::Open).unwrap().len(), 1);
@@ -297,7 +302,7 @@ mod tests {
         narrow.roles = [Role::Admin].into_iter().collect();
         let (narrow, _) = create(tx, &Access::Open, &pepper, narrow, 100.0, now).unwrap();
         let by = Access::Key(std::sync::Arc::new(narrow));
-        wide.name = "escalated".into();
+        wide.name = KeyName::stored("escalated".into());
         assert!(matches!(
             create(tx, &by, &pepper, wide, 100.0, now),
             Err(ServiceError::PermissionDenied(m)) if m.starts_with("max_sensitivity")
@@ -307,18 +312,18 @@ mod tests {
         let names = |keys: Vec<ApiKey>| keys.into_iter().map(|k| k.name).collect::<Vec<_>>();
         assert_eq!(names(list(tx, &by).unwrap()), ["delegate", "narrow"]);
         assert!(matches!(
-            revoke(tx, &by, "wide", now),
+            revoke(tx, &by, &KeyName::stored("wide".into()), now),
             Err(ServiceError::NotFound(m)) if m == "no key named wide"
         ));
         assert_eq!(list(tx, &Access::Open).unwrap()[2].revoked_at, None);
-        assert!(revoke(tx, &by, &delegate.name, now).unwrap().1);
+        let name = KeyName::stored(delegate.name.clone());
+        assert!(revoke(tx, &by, &name, now).unwrap().1);
         w.commit().unwrap();
     }
 
     #[test]
     fn a_bad_key_is_refused_naming_the_field() {
         let field = |k: NewKey| k.checked().unwrap_err().field;
-        assert_eq!(field(new_key("has space")), "name");
         let mut k = new_key("k");
         k.roles.clear();
         assert_eq!(field(k), "roles");

@@ -1,6 +1,7 @@
 //! Reads: layered, trust-gated retrieval with multi-solution selection; one
 //! record by id; the supersession history of a record.
 
+use crate::domain::ids::RecordId;
 use std::collections::HashMap;
 
 use serde::{Serialize, Serializer};
@@ -125,7 +126,7 @@ pub fn retrieve_by_id(
     tx: &mut dyn Transaction,
     caller: &Caller,
     now: Timestamp,
-    id: &str,
+    id: &RecordId,
 ) -> Result<MemoryRecord, ServiceError> {
     tx.get_record(id, now)?
         .filter(|record| caller.may_see(record))
@@ -168,11 +169,15 @@ pub fn history(
     tx: &mut dyn Transaction,
     caller: &Caller,
     now: Timestamp,
-    id: &str,
+    id: &RecordId,
 ) -> Result<History, ServiceError> {
     let mut chain = tx
         .supersession_chain(id, now)?
-        .filter(|chain| chain.iter().any(|r| r.id == id && caller.may_see(r)))
+        .filter(|chain| {
+            chain
+                .iter()
+                .any(|r| r.id == id.as_str() && caller.may_see(r))
+        })
         .ok_or_else(|| not_found("", "record"))?;
     let (mut before, mut after) = (Vec::new(), Vec::new());
     // Older: the tombstone each oldest version superseded, then what it
@@ -258,7 +263,7 @@ impl Job for Rank {
 pub struct ReadRecord {
     pub caller: Caller,
     pub now: Timestamp,
-    pub id: String,
+    pub id: RecordId,
 }
 
 impl Job for ReadRecord {
@@ -274,7 +279,7 @@ impl Job for ReadRecord {
 pub struct ReadHistory {
     pub caller: Caller,
     pub now: Timestamp,
-    pub id: String,
+    pub id: RecordId,
 }
 
 impl Job for ReadHistory {

@@ -9,6 +9,7 @@ use super::{
     check_embedding, check_relation_targets, check_visible, insert_new, load, place_new,
     ServiceError,
 };
+use crate::domain::ids::RecordId;
 use crate::domain::record::{Attribution, AuditAction, MemoryRecord};
 use crate::domain::revision::{self, check_not_retracted, check_revisable, check_same_type};
 use crate::domain::time::Timestamp;
@@ -22,7 +23,7 @@ pub fn supersede(
     caller: &Caller,
     now: Timestamp,
     by: &Attribution,
-    old_id: &str,
+    old_id: &RecordId,
     mut new_record: MemoryRecord,
 ) -> Result<MemoryRecord, ServiceError> {
     let mut old = load(tx, caller, "old_id", old_id, now)?;
@@ -44,7 +45,7 @@ pub fn fork(
     caller: &Caller,
     now: Timestamp,
     by: &Attribution,
-    source_id: &str,
+    source_id: &RecordId,
     mut forked_record: MemoryRecord,
 ) -> Result<MemoryRecord, ServiceError> {
     let mut source = load(tx, caller, "source_id", source_id, now)?;
@@ -69,7 +70,7 @@ pub fn retract(
     caller: &Caller,
     now: Timestamp,
     by: &Attribution,
-    id: &str,
+    id: &RecordId,
 ) -> Result<MemoryRecord, ServiceError> {
     change_one(tx, caller, now, id, SalienceChange::SetAt(now), |record| {
         check_revisable("id", record)?;
@@ -101,7 +102,7 @@ pub fn merge(
     caller: &Caller,
     now: Timestamp,
     by: &Attribution,
-    ids: &[String],
+    ids: &[RecordId],
     mut merged_record: MemoryRecord,
     max_bytes: u64,
 ) -> Result<MemoryRecord, ServiceError> {
@@ -110,7 +111,7 @@ pub fn merge(
     for (i, id) in ids.iter().enumerate() {
         check_visible(tx, caller, &format!("ids[{i}]"), id)?;
     }
-    if tx.payload_bytes(ids)? > max_bytes {
+    if tx.payload_bytes(&ids.iter().map(|id| id.to_string()).collect::<Vec<_>>())? > max_bytes {
         return Err(ValidationError::new(
             "ids",
             format!(
@@ -151,7 +152,7 @@ pub fn contest(
     caller: &Caller,
     now: Timestamp,
     by: &Attribution,
-    id: &str,
+    id: &RecordId,
     contesting_ref: Option<&str>,
 ) -> Result<MemoryRecord, ServiceError> {
     change_one(tx, caller, now, id, SalienceChange::Unchanged, |record| {
@@ -168,7 +169,7 @@ pub fn resolve_contest(
     caller: &Caller,
     now: Timestamp,
     by: &Attribution,
-    id: &str,
+    id: &RecordId,
 ) -> Result<MemoryRecord, ServiceError> {
     change_one(tx, caller, now, id, SalienceChange::Unchanged, |record| {
         check_revisable("id", record)?;
@@ -182,7 +183,7 @@ pub fn reinforce(
     caller: &Caller,
     now: Timestamp,
     by: &Attribution,
-    id: &str,
+    id: &RecordId,
     max_salience: f64,
 ) -> Result<MemoryRecord, ServiceError> {
     change_one(tx, caller, now, id, SalienceChange::SetAt(now), |record| {
@@ -198,7 +199,7 @@ pub fn penalize(
     caller: &Caller,
     now: Timestamp,
     by: &Attribution,
-    id: &str,
+    id: &RecordId,
     amount: f64,
 ) -> Result<MemoryRecord, ServiceError> {
     change_one(tx, caller, now, id, SalienceChange::SetAt(now), |record| {

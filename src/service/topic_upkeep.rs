@@ -2,6 +2,7 @@
 //! and reads, never on the request path: duplicate topics merged, faded
 //! topics archived once there are many, read topics reinforced.
 
+use crate::domain::ids::RecordId;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -155,11 +156,17 @@ fn merge_into(
                 &caller,
                 now,
                 &by,
-                &[ours.record_id.clone(), theirs.record_id.clone()],
+                &[
+                    RecordId::stored(ours.record_id.clone()),
+                    RecordId::stored(theirs.record_id.clone()),
+                ],
                 record,
                 cx.policy.max_merge_bytes,
             )?,
-            None => supersede(tx, &caller, now, &by, &theirs.record_id, record)?,
+            None => {
+                let old = RecordId::stored(theirs.record_id.clone());
+                supersede(tx, &caller, now, &by, &old, record)?
+            }
         };
         // Both histories in the order their values took effect, then the
         // joined version.

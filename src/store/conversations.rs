@@ -162,7 +162,7 @@ pub(crate) fn read_latest(row: &impl Columns) -> Result<Latest, StoreError> {
 /// The turns `query` asks for, oldest first (by time, then key).
 pub fn turns_statement(query: &TurnQuery, scope_is: &str) -> Statement {
     let mut s = Statement::default();
-    let c = s.bind(Param::Text(query.conversation_id.clone()));
+    let c = s.bind(Param::Text(query.conversation_id.to_string()));
     let mut sql = format!(
         "SELECT {} FROM conversation_turns t JOIN records r ON r.key = t.record_key
          JOIN payloads p ON p.record_key = t.record_key

@@ -1,6 +1,7 @@
 //! `POST /v1/conversations/{conversation_id}/turns`: a conversation read
 //! back, session by session.
 
+use crate::domain::ids::ConversationId;
 use serde::Deserialize;
 
 use crate::domain::access::Access;
@@ -92,7 +93,7 @@ impl TurnsRequest {
         max_bytes: usize,
     ) -> Validated<(Caller, TurnQuery)> {
         let caller = access.reader(self.trust)?;
-        check_id("conversation_id", &conversation_id)?;
+        let conversation_id = ConversationId::parse("conversation_id", conversation_id)?;
         let scope = optional_string("scope", self.scope)?;
         if let Some(session) = &self.session_id {
             check_id("session_id", session)?;

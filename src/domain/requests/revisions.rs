@@ -179,12 +179,12 @@ impl RevisionRequest {
             }
             RevisionRequest::Merge(r) => {
                 let by = attribution(cx.key, r.actor, r.rationale)?;
-                revision::check_merge_ids(&r.ids)?;
-                let merged_by = revision::merged_by(&by, &r.ids);
+                let ids = revision::merge_ids(r.ids)?;
+                let merged_by = revision::merged_by(&by, &ids);
                 let merged_record =
                     revised_record("merged_record", r.merged_record, &merged_by, cx)?;
                 let revision = Revision::Merge {
-                    ids: r.ids,
+                    ids,
                     merged_record: Box::new(merged_record),
                 };
                 (by, revision)

@@ -1,6 +1,7 @@
 //! Typed edges between topics.
 
 use super::*;
+use crate::domain::ids::TopicId;
 
 /// Adds an edge from topic `from` to `to` (both visible to the caller);
 /// answers it, and whether it is new: an edge that stood already is
@@ -67,8 +68,8 @@ pub fn remove_edge(tx: &mut dyn Transaction, edge: &EdgeRequest) -> Result<(), S
 pub struct EdgeRequest {
     pub caller: Caller,
     pub now: Timestamp,
-    pub from: String,
-    pub to: String,
+    pub from: TopicId,
+    pub to: TopicId,
     pub kind: String,
 }
 

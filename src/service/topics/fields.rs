@@ -2,6 +2,7 @@
 //! through a revision made outside topics ingests, a field's history.
 
 use super::*;
+use crate::domain::ids::TopicId;
 
 /// After record `old_id` was superseded through the revisions API by
 /// `new`, when `old_id` was a topic field's current version: if `new`
@@ -86,7 +87,7 @@ pub struct VersionView {
 pub fn field_history(
     tx: &mut dyn Transaction,
     caller: &Caller,
-    id: &str,
+    id: &TopicId,
     name: &str,
 ) -> Result<Vec<VersionView>, ServiceError> {
     let (key, _) = load_topic(tx, caller, "", id)?;
@@ -131,7 +132,7 @@ pub(super) fn history_of(
 /// [`field_history`] as a read job.
 pub struct ReadFieldHistory {
     pub caller: Caller,
-    pub id: String,
+    pub id: TopicId,
     pub name: String,
 }
 

@@ -3,6 +3,7 @@
 //! writes it makes there; the topics most like it.
 
 use super::*;
+use crate::domain::ids::RecordId;
 use crate::domain::resolution::{lookup_words, rarity, similarity, Name};
 use crate::domain::topic::OnAmbiguous;
 use crate::store::{KeyedTopic, ScoredKey, SharedWords, SummaryVersion, WordReach};
@@ -147,7 +148,7 @@ pub fn ingest(
                     caller,
                     now,
                     &by,
-                    &head.record_id,
+                    &RecordId::stored(head.record_id.clone()),
                     cx.policy.max_salience,
                 )?;
                 head.record_id.clone()
@@ -156,7 +157,10 @@ pub fn ingest(
             _ => {
                 let mut record = field_record(cx, &topic, item, &request.source)?;
                 let record = match live {
-                    Some(head) => supersede(tx, caller, now, &by, &head.record_id, record)?,
+                    Some(head) => {
+                        let old = RecordId::stored(head.record_id.clone());
+                        supersede(tx, caller, now, &by, &old, record)?
+                    }
                     None => {
                         place_new(caller, &format!("fields[{}].", applied.len()), &mut record)?;
                         insert_new(tx, &mut record, now)?;

@@ -2,6 +2,7 @@
 //! archiving.
 
 use super::*;
+use crate::domain::ids::TopicId;
 use crate::store::EdgeEnd;
 
 /// A field's value in a view.
@@ -39,7 +40,7 @@ pub struct Reading {
 pub fn view(
     tx: &mut dyn Transaction,
     caller: &Caller,
-    id: &str,
+    id: &TopicId,
     reading: &Reading,
 ) -> Result<TopicView, ServiceError> {
     let (key, topic) = load_topic(tx, caller, "", id)?;
@@ -113,7 +114,7 @@ pub fn archive(
     tx: &mut dyn Transaction,
     caller: &Caller,
     now: Timestamp,
-    id: &str,
+    id: &TopicId,
 ) -> Result<Topic, ServiceError> {
     let (key, mut topic) = load_topic(tx, caller, "", id)?;
     if !topic.archived {
@@ -125,7 +126,7 @@ pub fn archive(
 /// [`view`] as a read job.
 pub struct ReadTopic {
     pub caller: Caller,
-    pub id: String,
+    pub id: TopicId,
     pub reading: Reading,
 }
 
@@ -143,7 +144,7 @@ impl Job for ReadTopic {
 pub struct ArchiveOne {
     pub caller: Caller,
     pub now: Timestamp,
-    pub id: String,
+    pub id: TopicId,
     pub decay: DecayProfile,
 }
 
@@ -175,7 +176,7 @@ pub struct SummaryView {
 pub fn summary_history(
     tx: &mut dyn Transaction,
     caller: &Caller,
-    id: &str,
+    id: &TopicId,
 ) -> Result<Vec<SummaryView>, ServiceError> {
     let (key, _) = load_topic(tx, caller, "", id)?;
     Ok(until_next(tx.summaries(key)?, |version| version.valid_from)
@@ -192,7 +193,7 @@ pub fn summary_history(
 /// [`summary_history`] as a read job.
 pub struct ReadSummaryHistory {
     pub caller: Caller,
-    pub id: String,
+    pub id: TopicId,
 }
 
 impl Job for ReadSummaryHistory {
