@@ -344,6 +344,15 @@ pub fn past_time_or_empty() -> RefOr<Schema> {
         .into()
 }
 
+/// A turn's time: as [`past_time`], and in the order the turns happened
+/// (`conversation::place`).
+pub fn turn_at() -> Object {
+    time(
+        true,
+        "RFC 3339 with an offset; not later than the server's clock plus 60 s, not earlier than the turn before it (400), and the first not earlier than the last turn of its session (409 failed_precondition). Absent: now.",
+    )
+}
+
 /// Text measured in bytes of UTF-8 (`conversation::check_text`): at most
 /// `bytes` of them, so at most as many characters; not blank when
 /// `required`.

@@ -39,6 +39,10 @@ struct RunBody<'a> {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"schedule": "0 */15 * * * *", "enabled": true}))]
 struct UpdateJobBody {
+    /// A cron expression of 6 fields, seconds first, in UTC, that runs
+    /// within the next 366 days and never twice within
+    /// `jobs.min_interval_seconds` (60 s by default); otherwise 400 with
+    /// the reason.
     #[serde(default)]
     schedule: Option<String>,
     #[serde(default)]

@@ -211,9 +211,8 @@ pub struct TurnRequest {
     pub speaker: String,
     #[schema(schema_with = schema::turn_text)]
     pub text: String,
-    /// RFC 3339 with an offset; absent: now.
     #[serde(default)]
-    #[schema(schema_with = schema::optional_past_time)]
+    #[schema(schema_with = schema::turn_at)]
     pub at: Option<String>,
     #[serde(rename = "ref", default)]
     #[schema(schema_with = schema::optional_conversation_id)]
