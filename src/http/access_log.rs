@@ -31,6 +31,7 @@ pub async fn access_log(
         records = tracing::field::Empty,
         mcp_method = tracing::field::Empty,
         tool = tracing::field::Empty,
+        operation = tracing::field::Empty,
         path = tracing::field::Empty,
         scheme = tracing::field::Empty,
         protocol = tracing::field::Empty,

@@ -9,6 +9,7 @@ use crate::domain::access::{Access, Role};
 use crate::domain::requests::TurnsRequest;
 use crate::error::{ApiError, ErrorBody};
 use crate::service::conversations::{ReadTurns, Session};
+use crate::telemetry::MemoryOperation;
 
 /// A page of a conversation, and the cursor of the next one.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
@@ -23,7 +24,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         "/v1/conversations/{conversation_id}/turns",
         Role::Read,
         turns,
-    )]
+    )
+    .does(MemoryOperation::Search)]
 }
 
 #[utoipa::path(

@@ -2,6 +2,7 @@
 //! within its grant; and the log of what was erased.
 
 use crate::error::ErrorBody;
+use crate::telemetry::MemoryOperation;
 use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,7 @@ use crate::store::{ErasureEntry, LogPlace};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
-        Endpoint::new(Method::POST, "/v1/erase", Role::Admin, erase),
+        Endpoint::new(Method::POST, "/v1/erase", Role::Admin, erase).does(MemoryOperation::Delete),
         Endpoint::new(Method::GET, "/v1/erasures", Role::Admin, erasures),
     ]
 }

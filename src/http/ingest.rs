@@ -3,6 +3,7 @@
 use super::RecordBody;
 use super::RecordsBody;
 use crate::error::ErrorBody;
+use crate::telemetry::MemoryOperation;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -20,33 +21,40 @@ use crate::service::ingest::{Ingest, StoreBatch};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
-        Endpoint::new(Method::POST, "/v1/ingest/event", Role::Write, event),
+        Endpoint::new(Method::POST, "/v1/ingest/event", Role::Write, event)
+            .does(MemoryOperation::Create),
         Endpoint::new(
             Method::POST,
             "/v1/ingest/tool-output",
             Role::Write,
             tool_output,
-        ),
+        )
+        .does(MemoryOperation::Create),
         Endpoint::new(
             Method::POST,
             "/v1/ingest/observation",
             Role::Write,
             observation,
-        ),
-        Endpoint::new(Method::POST, "/v1/ingest/outcome", Role::Write, outcome),
+        )
+        .does(MemoryOperation::Create),
+        Endpoint::new(Method::POST, "/v1/ingest/outcome", Role::Write, outcome)
+            .does(MemoryOperation::Create),
         Endpoint::new(
             Method::POST,
             "/v1/ingest/working-state",
             Role::Write,
             working_state,
-        ),
-        Endpoint::new(Method::POST, "/v1/ingest/batch", Role::Write, batch),
+        )
+        .does(MemoryOperation::Upsert),
+        Endpoint::new(Method::POST, "/v1/ingest/batch", Role::Write, batch)
+            .does(MemoryOperation::Create),
         Endpoint::new(
             Method::POST,
             "/v1/ingest/conversation",
             Role::Write,
             conversation,
-        ),
+        )
+        .does(MemoryOperation::Create),
     ]
 }
 

@@ -41,6 +41,7 @@ use crate::domain::requests::{
 use crate::domain::trust::TrustContext;
 use crate::domain::validate::ValidationError;
 use crate::error::{ApiError, Code, ErrorBody};
+use crate::telemetry::MemoryOperation;
 
 mod modern;
 
@@ -557,6 +558,8 @@ struct Tool {
     description: &'static str,
     role: Role,
     effect: Effect,
+    /// What it does to memory, named in its request's span.
+    operation: MemoryOperation,
     schema: &'static str,
     output: &'static str,
 }
@@ -593,6 +596,7 @@ impl Effect {
 const TOOLS: [Tool; 11] = [
     Tool {
         name: "remember_conversation",
+        operation: MemoryOperation::Create,
         title: "Remember a conversation",
         description: "Remember turns of a conversation: who said what, and when. Later calls with the same conversation_id append in order; without session_id, turns within 30 minutes of the last one continue its session. recall with conversation_id, speakers and context_turns finds turns with the exchange around them.",
         role: Role::Write,
@@ -602,6 +606,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "remember_event",
+        operation: MemoryOperation::Create,
         title: "Remember an event",
         description: "Remember something that happened (episodic memory): an event of some kind, with a reference and a short summary.",
         role: Role::Write,
@@ -611,6 +616,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "remember_fact",
+        operation: MemoryOperation::Create,
         title: "Remember a fact",
         description: "Remember a fact as subject, predicate and object (semantic memory), e.g. subject \"service:billing\", predicate \"owner\", object \"team-payments\".",
         role: Role::Write,
@@ -620,6 +626,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "set_working_state",
+        operation: MemoryOperation::Upsert,
         title: "Set a task's working state",
         description: "Set the current state of a task thread (working memory): its state, next actions, open questions and a summary. The newest state of a thread replaces the last.",
         role: Role::Write,
@@ -629,6 +636,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "record_outcome",
+        operation: MemoryOperation::Create,
         title: "Record a procedure's outcome",
         description: "Record whether a remembered procedure or plan worked (success, failure or partial); it counts toward which procedure is chosen next time.",
         role: Role::Write,
@@ -638,6 +646,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "recall",
+        operation: MemoryOperation::Search,
         title: "Recall what a task needs",
         description: "Recall what a task needs: records ranked by relevance to the task text, across the memory layers, within the caller's trust. Filters: memory_types, tags, sources, thread_id, subject, conversation_id, speakers, created_after, created_before; limit; context_turns returns the turns around each conversation turn found. When procedures compete, says which one and how sure it is. trust (max_sensitivity, scopes) says what the caller may see: with an API key it may be left out (the key's grant) and can only narrow it; without a key it is required.",
         role: Role::Read,
@@ -647,6 +656,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "get_record",
+        operation: MemoryOperation::Search,
         title: "Read a record",
         description: "Read one record by its id. trust (max_sensitivity, scopes) says what the caller may see: with an API key it may be left out (the key's grant) and can only narrow it; without a key it is required.",
         role: Role::Read,
@@ -656,6 +666,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "revise",
+        operation: MemoryOperation::Update,
         title: "Revise a record",
         description: "Change knowledge, with the history kept: supersede a record with a new version (new_record), retract it, or contest it (it stays, marked as disputed). Needs who (actor) and why (rationale). A semantic new_record must carry evidence of its own: at least one payload.evidence entry ({source_type, source_id}) or provenance source; the link to the old record is added by engram.",
         role: Role::Revise,
@@ -665,6 +676,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "feedback",
+        operation: MemoryOperation::Update,
         title: "Say a record helped or misled",
         description: "Say a record helped (reinforce: it stays salient longer) or misled (penalize by amount, 0 to 1).",
         role: Role::Write,
@@ -674,6 +686,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "topic_ingest",
+        operation: MemoryOperation::Upsert,
         title: "Put an observation about a topic",
         description: "Put an observation about a thing (a topic) with fields whose values change over time; every version is kept. placement \"auto\" (the default) finds the topic by its title, an alias, or a title alike enough (never across kinds, numbers or versions), or makes it; when two topics could be the one, it makes a new topic and lists them in similar_topic_ids (on_ambiguous \"fail\" refuses instead).",
         role: Role::Write,
@@ -683,6 +696,7 @@ const TOOLS: [Tool; 11] = [
     },
     Tool {
         name: "topic_query",
+        operation: MemoryOperation::Search,
         title: "Find topics",
         description: "Find topics by text (or vector), with their current fields, neighbours through edges, and field histories if asked. trust (max_sensitivity, scopes) says what the caller may see: with an API key it may be left out (the key's grant) and can only narrow it; without a key it is required.",
         role: Role::Read,
@@ -832,6 +846,7 @@ async fn call(state: &AppState, access: Access, params: Value) -> Result<Value, 
         .find(|tool| tool.name == name)
         .ok_or_else(|| rpc_error(INVALID_PARAMS, format!("unknown tool {name:?}")))?;
     crate::telemetry::record_tool(tool.name);
+    crate::telemetry::record_operation(tool.operation);
     let arguments = match &params["arguments"] {
         Value::Null => Value::Object(Map::new()),
         other => other.clone(),

@@ -28,9 +28,11 @@ mod ui;
 use std::future::Future;
 use std::pin::Pin;
 
-use actix_web::dev::Payload;
+use actix_web::body::MessageBody;
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method, StatusCode};
 use actix_web::middleware::from_fn;
+use actix_web::middleware::Next;
 use actix_web::{
     guard, web, FromRequest, Handler, HttpRequest, HttpResponse, Resource, Responder,
     ResponseError, Route,
@@ -51,6 +53,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::trust::Caller;
 use crate::error::{ApiError, Code};
 use crate::service::topics::TopicRules;
+use crate::telemetry::MemoryOperation;
 use body::{BodyBudget, BodyPermit};
 
 /// What handlers need to check a request and send its job to the
@@ -126,6 +129,8 @@ pub struct Endpoint {
     pub path: &'static str,
     /// The role a caller needs; `None`: anyone may call it.
     pub role: Option<Role>,
+    /// What it does to memory, named in its request's span.
+    pub operation: Option<MemoryOperation>,
     route: Route,
 }
 
@@ -140,7 +145,16 @@ impl Endpoint {
             method,
             path,
             role: Some(role),
+            operation: None,
             route: web::route().to(handler),
+        }
+    }
+
+    /// This route, doing `operation` to memory.
+    fn does(self, operation: MemoryOperation) -> Endpoint {
+        Endpoint {
+            operation: Some(operation),
+            ..self
         }
     }
 
@@ -183,27 +197,33 @@ pub fn endpoints() -> Vec<Endpoint> {
 /// Registers every endpoint: one resource per path, with the methods it
 /// takes, behind the role its routes need.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    // Path, role, and the routes by method.
-    type PathRoutes = (&'static str, Option<Role>, Vec<(Method, Route)>);
+    // Path, role, the routes by method, and what each does to memory.
+    type Operations = Vec<(Method, MemoryOperation)>;
+    type PathRoutes = (&'static str, Option<Role>, Vec<(Method, Route)>, Operations);
     let mut resources: Vec<PathRoutes> = Vec::new();
     for endpoint in endpoints() {
-        match resources
-            .iter_mut()
-            .find(|(path, ..)| *path == endpoint.path)
+        let index = match resources
+            .iter()
+            .position(|(path, ..)| *path == endpoint.path)
         {
-            Some((_, role, routes)) => {
-                debug_assert_eq!(*role, endpoint.role, "one role per path");
-                routes.push((endpoint.method, endpoint.route));
+            Some(index) => index,
+            None => {
+                resources.push((endpoint.path, endpoint.role, Vec::new(), Vec::new()));
+                resources.len() - 1
             }
-            None => resources.push((
-                endpoint.path,
-                endpoint.role,
-                vec![(endpoint.method, endpoint.route)],
-            )),
+        };
+        let (_, role, routes, operations) = &mut resources[index];
+        debug_assert_eq!(*role, endpoint.role, "one role per path");
+        if let Some(operation) = endpoint.operation {
+            operations.push((endpoint.method.clone(), operation));
         }
+        routes.push((endpoint.method, endpoint.route));
     }
-    for (path, role, routes) in resources {
-        let resource = public_resource(path, routes);
+    for (path, role, routes, operations) in resources {
+        let operations: std::sync::Arc<[_]> = operations.into();
+        let resource = public_resource(path, routes).wrap(from_fn(move |req, next| {
+            record_operation(operations.clone(), req, next)
+        }));
         match role {
             Some(role) => {
                 cfg.service(resource.wrap(from_fn(move |req, next| auth::require(role, req, next))))
@@ -256,6 +276,19 @@ fn method_not_allowed(req: &HttpRequest, allow: &str) -> HttpResponse {
 
 /// A resource with a route for each method; other methods get a JSON 405
 /// with an `Allow` header. A GET route answers HEAD too.
+/// Names the memory operation of the request's method, if it has one, in
+/// the request's span.
+async fn record_operation(
+    operations: std::sync::Arc<[(Method, MemoryOperation)]>,
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    if let Some((_, operation)) = operations.iter().find(|(m, _)| m == req.method()) {
+        crate::telemetry::record_operation(*operation);
+    }
+    next.call(req).await
+}
+
 pub(super) fn public_resource(path: &str, routes: Vec<(Method, Route)>) -> Resource {
     let mut resource = web::resource(path);
     let mut allowed = Vec::new();
@@ -435,6 +468,61 @@ fn records_response(status: StatusCode, records: &[MemoryRecord]) -> HttpRespons
 mod tests {
     use super::*;
     use crate::domain::requests::{BatchRequest, EventRequest};
+
+    #[test]
+    fn every_route_that_touches_memory_names_its_operation() {
+        let operation = |method: Method, path: &str| {
+            endpoints()
+                .into_iter()
+                .find(|e| e.method == method && e.path == path)
+                .unwrap_or_else(|| panic!("no route {method} {path}"))
+                .operation
+                .map(MemoryOperation::as_str)
+        };
+        use MemoryOperation::*;
+        for (method, path, expected) in [
+            (Method::POST, "/v1/ingest/event", Some(Create)),
+            (Method::POST, "/v1/ingest/batch", Some(Create)),
+            (Method::POST, "/v1/ingest/working-state", Some(Upsert)),
+            (Method::POST, "/v1/topics/ingest", Some(Upsert)),
+            (Method::POST, "/v1/retrieve/graph", Some(Search)),
+            (
+                Method::POST,
+                "/v1/conversations/{conversation_id}/turns",
+                Some(Search),
+            ),
+            (Method::POST, "/v1/topics/{id}/view", Some(Search)),
+            (Method::POST, "/v1/revisions/supersede", Some(Update)),
+            (Method::DELETE, "/v1/topics/{id}/edges", Some(Update)),
+            (Method::POST, "/v1/erase", Some(Delete)),
+            (Method::GET, "/v1/keys", None),
+            (Method::GET, "/v1/erasures", None),
+            (Method::POST, "/mcp", None),
+        ] {
+            assert_eq!(
+                operation(method.clone(), path),
+                expected.map(MemoryOperation::as_str),
+                "{method} {path}"
+            );
+        }
+        // Every route under the memory's own prefixes says what it does.
+        for endpoint in endpoints() {
+            let memory = [
+                "/v1/ingest/",
+                "/v1/retrieve",
+                "/v1/revisions/",
+                "/v1/topics/",
+            ]
+            .iter()
+            .any(|prefix| endpoint.path.starts_with(prefix));
+            assert!(
+                !memory || endpoint.operation.is_some(),
+                "{} {} names no memory operation",
+                endpoint.method,
+                endpoint.path
+            );
+        }
+    }
 
     #[test]
     fn malformed_json_and_wrong_shapes_are_told_apart() {

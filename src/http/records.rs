@@ -3,6 +3,7 @@
 
 use super::RecordBody;
 use crate::error::ErrorBody;
+use crate::telemetry::MemoryOperation;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -26,25 +27,29 @@ const DEFAULT_ACTOR: &str = "api";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
-        Endpoint::new(Method::POST, "/v1/records", Role::Write, create),
+        Endpoint::new(Method::POST, "/v1/records", Role::Write, create)
+            .does(MemoryOperation::Create),
         Endpoint::new(
             Method::POST,
             "/v1/records/{id}/reinforce",
             Role::Write,
             reinforce,
-        ),
+        )
+        .does(MemoryOperation::Update),
         Endpoint::new(
             Method::POST,
             "/v1/records/{id}/penalize",
             Role::Write,
             penalize,
-        ),
+        )
+        .does(MemoryOperation::Update),
         Endpoint::new(
             Method::POST,
             "/v1/records/{id}/history",
             Role::Read,
             history,
-        ),
+        )
+        .does(MemoryOperation::Search),
     ]
 }
 

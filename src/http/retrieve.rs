@@ -2,6 +2,7 @@
 
 use super::RecordBody;
 use crate::error::ErrorBody;
+use crate::telemetry::MemoryOperation;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -19,14 +20,17 @@ use crate::service::retrieval::{Rank, ReadRecord, RetrieveResult};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
-        Endpoint::new(Method::POST, "/v1/retrieve", Role::Read, retrieve),
-        Endpoint::new(Method::POST, "/v1/retrieve/graph", Role::Read, graph),
+        Endpoint::new(Method::POST, "/v1/retrieve", Role::Read, retrieve)
+            .does(MemoryOperation::Search),
+        Endpoint::new(Method::POST, "/v1/retrieve/graph", Role::Read, graph)
+            .does(MemoryOperation::Search),
         Endpoint::new(
             Method::POST,
             "/v1/retrieve/{id}",
             Role::Read,
             retrieve_by_id,
-        ),
+        )
+        .does(MemoryOperation::Search),
     ]
 }
 

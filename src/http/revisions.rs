@@ -2,6 +2,7 @@
 
 use super::RecordBody;
 use crate::error::ErrorBody;
+use crate::telemetry::MemoryOperation;
 use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -22,11 +23,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/v1/revisions/supersede",
             Role::Revise,
             supersede,
-        ),
-        Endpoint::new(Method::POST, "/v1/revisions/fork", Role::Revise, fork),
-        Endpoint::new(Method::POST, "/v1/revisions/retract", Role::Revise, retract),
-        Endpoint::new(Method::POST, "/v1/revisions/merge", Role::Revise, merge),
-        Endpoint::new(Method::POST, "/v1/revisions/contest", Role::Revise, contest),
+        )
+        .does(MemoryOperation::Update),
+        Endpoint::new(Method::POST, "/v1/revisions/fork", Role::Revise, fork)
+            .does(MemoryOperation::Update),
+        Endpoint::new(Method::POST, "/v1/revisions/retract", Role::Revise, retract)
+            .does(MemoryOperation::Update),
+        Endpoint::new(Method::POST, "/v1/revisions/merge", Role::Revise, merge)
+            .does(MemoryOperation::Update),
+        Endpoint::new(Method::POST, "/v1/revisions/contest", Role::Revise, contest)
+            .does(MemoryOperation::Update),
     ]
 }
 

@@ -2,6 +2,7 @@
 //! edges and archiving.
 
 use crate::error::ErrorBody;
+use crate::telemetry::MemoryOperation;
 use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -32,34 +33,42 @@ use crate::store::TopicEdge;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
-        Endpoint::new(Method::POST, "/v1/topics/ingest", Role::Write, ingest),
-        Endpoint::new(Method::POST, "/v1/topics/query", Role::Read, query),
-        Endpoint::new(Method::POST, "/v1/topics/{id}/view", Role::Read, view),
+        Endpoint::new(Method::POST, "/v1/topics/ingest", Role::Write, ingest)
+            .does(MemoryOperation::Upsert),
+        Endpoint::new(Method::POST, "/v1/topics/query", Role::Read, query)
+            .does(MemoryOperation::Search),
+        Endpoint::new(Method::POST, "/v1/topics/{id}/view", Role::Read, view)
+            .does(MemoryOperation::Search),
         Endpoint::new(
             Method::POST,
             "/v1/topics/{id}/fields/{name}/history",
             Role::Read,
             field_history,
-        ),
+        )
+        .does(MemoryOperation::Search),
         Endpoint::new(
             Method::POST,
             "/v1/topics/{id}/summary/history",
             Role::Read,
             summary_history,
-        ),
-        Endpoint::new(Method::POST, "/v1/topics/{id}/edges", Role::Write, add_edge),
+        )
+        .does(MemoryOperation::Search),
+        Endpoint::new(Method::POST, "/v1/topics/{id}/edges", Role::Write, add_edge)
+            .does(MemoryOperation::Update),
         Endpoint::new(
             Method::DELETE,
             "/v1/topics/{id}/edges",
             Role::Write,
             remove_edge,
-        ),
+        )
+        .does(MemoryOperation::Update),
         Endpoint::new(
             Method::POST,
             "/v1/topics/{id}/archive",
             Role::Write,
             archive,
-        ),
+        )
+        .does(MemoryOperation::Update),
     ]
 }
 

@@ -130,11 +130,7 @@ pub fn describe(name: &str, fields: &Fields) -> Described {
             if let Some(status) = status {
                 put("http.response.status_code", Value::Int(status));
             }
-            let operation = match fields.str("tool") {
-                Some(tool) => tool_operation(tool),
-                None => route.and_then(|route| route_operation(method, route)),
-            };
-            if let Some(operation) = operation {
+            if let Some(operation) = fields.str("operation") {
                 put("gen_ai.operation.name", Value::Str(operation.to_string()));
                 if let Some(count) = fields.int("records") {
                     put("gen_ai.memory.record.count", Value::Int(count));
@@ -194,52 +190,6 @@ pub fn describe(name: &str, fields: &Fields) -> Described {
     }
 }
 
-/// The GenAI memory operation (`gen_ai.operation.name`) of a route.
-fn route_operation(method: &str, route: &str) -> Option<&'static str> {
-    let operation = match (method, route) {
-        ("POST", "/v1/records" | "/v1/conversations/{conversation_id}/turns") => "create_memory",
-        ("POST", route) if route.starts_with("/v1/ingest/") => "create_memory",
-        // Placement decides whether a topic is made or changed.
-        ("POST", "/v1/topics/ingest") => "upsert_memory",
-        ("POST", route)
-            if route.starts_with("/v1/retrieve")
-                || route == "/v1/topics/query"
-                || route.ends_with("/view")
-                || route.ends_with("/history") =>
-        {
-            "search_memory"
-        }
-        ("POST", route)
-            if route.starts_with("/v1/revisions/")
-                || route.ends_with("/reinforce")
-                || route.ends_with("/penalize")
-                || route.ends_with("/archive") =>
-        {
-            "update_memory"
-        }
-        ("POST" | "DELETE", "/v1/topics/{id}/edges") => "update_memory",
-        ("POST", "/v1/erase") => "delete_memory",
-        _ => return None,
-    };
-    Some(operation)
-}
-
-/// The GenAI memory operation of an MCP tool.
-fn tool_operation(tool: &str) -> Option<&'static str> {
-    let operation = match tool {
-        "remember_conversation" | "remember_event" | "remember_fact" | "record_outcome" => {
-            "create_memory"
-        }
-        // A thread has one current working state: set, it is made or
-        // replaced.
-        "set_working_state" | "topic_ingest" => "upsert_memory",
-        "revise" | "feedback" => "update_memory",
-        "recall" | "get_record" | "topic_query" => "search_memory",
-        _ => return None,
-    };
-    Some(operation)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +217,7 @@ mod tests {
                 ("status", Value::Int(200)),
                 ("records", Value::Int(3)),
                 ("key", Value::Str("agent".into())),
+                ("operation", Value::Str("search_memory".into())),
             ]),
         );
         assert_eq!(described.name, "POST /v1/retrieve");
@@ -326,44 +277,5 @@ mod tests {
             attribute(&described, "http.request.method_original"),
             Some(&Value::Str("BREW".into()))
         );
-    }
-
-    #[test]
-    fn routes_and_tools_name_their_memory_operation() {
-        assert_eq!(
-            route_operation("POST", "/v1/ingest/event"),
-            Some("create_memory")
-        );
-        assert_eq!(
-            route_operation("POST", "/v1/ingest/batch"),
-            Some("create_memory")
-        );
-        assert_eq!(
-            route_operation("POST", "/v1/topics/ingest"),
-            Some("upsert_memory")
-        );
-        assert_eq!(
-            route_operation("POST", "/v1/retrieve/graph"),
-            Some("search_memory")
-        );
-        assert_eq!(
-            route_operation("POST", "/v1/topics/{id}/view"),
-            Some("search_memory")
-        );
-        assert_eq!(
-            route_operation("POST", "/v1/revisions/supersede"),
-            Some("update_memory")
-        );
-        assert_eq!(
-            route_operation("DELETE", "/v1/topics/{id}/edges"),
-            Some("update_memory")
-        );
-        assert_eq!(route_operation("POST", "/v1/erase"), Some("delete_memory"));
-        assert_eq!(route_operation("GET", "/v1/keys"), None);
-        assert_eq!(route_operation("POST", "/mcp"), None);
-        assert_eq!(tool_operation("remember_event"), Some("create_memory"));
-        assert_eq!(tool_operation("revise"), Some("update_memory"));
-        assert_eq!(tool_operation("recall"), Some("search_memory"));
-        assert_eq!(tool_operation("unknown"), None);
     }
 }

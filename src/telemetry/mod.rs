@@ -218,3 +218,34 @@ pub fn record_mcp_method(method: &str) {
 pub fn record_tool(name: &str) {
     tracing::Span::current().record("tool", name);
 }
+
+/// What a route or an MCP tool does to memory, as the GenAI semantic
+/// conventions name it (`gen_ai.operation.name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryOperation {
+    Create,
+    /// Makes or replaces what is current (a thread's working state, a
+    /// topic placed by its title).
+    Upsert,
+    Search,
+    Update,
+    Delete,
+}
+
+impl MemoryOperation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryOperation::Create => "create_memory",
+            MemoryOperation::Upsert => "upsert_memory",
+            MemoryOperation::Search => "search_memory",
+            MemoryOperation::Update => "update_memory",
+            MemoryOperation::Delete => "delete_memory",
+        }
+    }
+}
+
+/// The memory operation a request performs, in the request's span (an
+/// MCP tool's replaces its route's, which has none).
+pub fn record_operation(operation: MemoryOperation) {
+    tracing::Span::current().record("operation", operation.as_str());
+}
