@@ -11,6 +11,7 @@ mod conversations;
 mod crash;
 mod docs;
 mod encryption;
+mod engine_contract;
 mod erasure;
 mod faults;
 mod fuzz;
