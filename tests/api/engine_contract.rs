@@ -276,8 +276,11 @@ fn the_answer_is_the_true_top_by_current_salience_whatever_the_sweep_age() {
                 rng.below(3 * 86_400)
             } as i64;
             let reinforced = now() - chrono::Duration::seconds(age);
-            // Creation order says nothing of freshness.
+            // Creation order says nothing of freshness. Whole hours, so
+            // records equal in salience and type often tie on age too and
+            // their keys decide.
             let created = now() - chrono::Duration::seconds(age + rng.below(30 * 86_400) as i64);
+            let created = created - chrono::Duration::seconds(created.timestamp() % 3600);
             // Mostly the initial 1.0, as ingested; few distinct values, so
             // ties occur.
             let salience = if rng.below(3) == 0 {
