@@ -1728,7 +1728,7 @@ fn a_conversation_is_read_in_order_as_the_caller_may_see_it() {
     };
     let low = sight(Sensitivity::Low, Some(&[]));
     let query = TurnQuery {
-        conversation_id: "c".into(),
+        conversation_id: engram::domain::ids::ConversationId::stored("c".into()),
         sight: low.clone(),
         scope: None,
         session_id: None,
