@@ -65,41 +65,6 @@ fn erasable_in(
 
 const TOMBSTONE: &str = Tombstone::COLUMNS;
 
-/// [`ErasureStore::erase_empty_topics`]. The tables keyed by word or by
-/// edge are cleared for all the empty topics at once: one pass each, not
-/// one per topic.
-fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<(), StoreError> {
-    let mut empty = Vec::new();
-    for &key in keys {
-        let fields: i64 = conn
-            .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
-            .query_row([key], |row| row.get(0))?;
-        if fields == 0 {
-            empty.push(key);
-        }
-    }
-    if empty.is_empty() {
-        return Ok(());
-    }
-    let list = key_array(&empty);
-    conn.prepare_cached(
-        "DELETE FROM topic_edges WHERE from_key IN rarray(?1) OR to_key IN rarray(?1)",
-    )?
-    .execute([list.clone()])?;
-    for table in TOPIC_PARTS {
-        conn.prepare_cached(&format!(
-            "DELETE FROM {table} WHERE topic_key IN rarray(?1)"
-        ))?
-        .execute([list.clone()])?;
-    }
-    for &key in &empty {
-        search::remove_from(Index::Topics, key, search::stored_topic(conn, key)?);
-    }
-    conn.prepare_cached("DELETE FROM topics WHERE key IN rarray(?1)")?
-        .execute([list])?;
-    Ok(())
-}
-
 impl ErasureStore for Connection {
     fn erasable_in_scope(
         &mut self,
@@ -245,8 +210,39 @@ impl ErasureStore for Connection {
         Ok(())
     }
 
+    /// [`ErasureStore::erase_empty_topics`]. The tables keyed by word or by
+    /// edge are cleared for all the empty topics at once: one pass each, not
+    /// one per topic.
     fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<(), StoreError> {
-        erase_empty_topics(self, keys)
+        let mut empty = Vec::new();
+        for &key in keys {
+            let fields: i64 = self
+                .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
+                .query_row([key], |row| row.get(0))?;
+            if fields == 0 {
+                empty.push(key);
+            }
+        }
+        if empty.is_empty() {
+            return Ok(());
+        }
+        let list = key_array(&empty);
+        self.prepare_cached(
+            "DELETE FROM topic_edges WHERE from_key IN rarray(?1) OR to_key IN rarray(?1)",
+        )?
+        .execute([list.clone()])?;
+        for table in TOPIC_PARTS {
+            self.prepare_cached(&format!(
+                "DELETE FROM {table} WHERE topic_key IN rarray(?1)"
+            ))?
+            .execute([list.clone()])?;
+        }
+        for &key in &empty {
+            search::remove_from(Index::Topics, key, search::stored_topic(self, key)?);
+        }
+        self.prepare_cached("DELETE FROM topics WHERE key IN rarray(?1)")?
+            .execute([list])?;
+        Ok(())
     }
 
     fn count_topic_vectors(&mut self, keys: &[i64]) -> Result<u64, StoreError> {

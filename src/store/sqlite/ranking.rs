@@ -951,8 +951,8 @@ pub(super) const PROFILE_SQL: &str =
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::{insert_record, record_key};
-    use super::super::test_support::{conn, now, record};
+    use super::super::records::record_key;
+    use super::super::test_support::{conn, insert, now, record};
     use super::*;
     use crate::domain::decay::{salience_at, Anchor, DecayState};
     use crate::domain::record::{MemoryRecord, MemoryType, Status};
@@ -960,11 +960,12 @@ mod tests {
     use crate::domain::retrieval::Filters;
     use crate::domain::time::to_micros;
     use crate::store::ranking::{rank, Lcg};
+    use crate::store::records::RecordStore;
     use serde_json::json;
 
     #[test]
     fn the_visibility_query_filters_and_orders() {
-        let conn = conn();
+        let mut conn = conn();
         let cases = [
             ("w", "working", "low", None, 0.5),
             ("s", "semantic", "low", Some("p1"), 0.5),
@@ -982,7 +983,7 @@ mod tests {
                 id,
                 json!({"type": kind, "sensitivity": sensitivity, "scope": scope, "salience": salience, "payload": payload}),
             );
-            insert_record(&conn, &r).unwrap();
+            conn.insert_record(&r).unwrap();
         }
         let query = RecordQuery {
             memory_types: MemoryType::ALL.to_vec(),
@@ -1080,7 +1081,7 @@ mod tests {
             MemoryType::Episodic,
         ];
         for seed in 1..=6 {
-            let conn = conn();
+            let mut conn = conn();
             let mut rng = Lcg(seed);
             // More records per index range than a first page holds.
             for i in 0..1000 {
@@ -1143,7 +1144,7 @@ mod tests {
                     "provenance": {"created_by": source}
                 });
                 let r = record(&format!("r{i}"), body);
-                let key = insert_record(&conn, &r).unwrap();
+                let key = insert(&mut conn, &r);
                 // The last sweep, if any, ran somewhere between the
                 // reinforcement and now.
                 if rng.below(3) == 0 {
@@ -1270,13 +1271,13 @@ mod tests {
 
 #[cfg(test)]
 mod text_tests {
-    use super::super::records::insert_record;
     use super::super::search::flush;
     use super::super::test_support::{conn, now, record};
     use super::*;
     use crate::domain::relevance::Weights;
     use crate::domain::search::TextQuery;
     use crate::store::ranking::engine::COMMON_WORD_MATCHES;
+    use crate::store::records::RecordStore;
     use serde_json::json;
 
     fn fact(id: &str, object: &str) -> MemoryRecord {
@@ -1395,13 +1396,14 @@ mod text_tests {
     /// brought back when they do not.
     #[test]
     fn common_words_give_way_to_rarer_ones_only_while_those_fill_the_answer() {
-        let conn = conn();
+        let mut conn = conn();
         conn.execute_batch("BEGIN").unwrap();
         for i in 0..COMMON_WORD_MATCHES {
-            insert_record(&conn, &fact(&format!("c{i}"), "common filler")).unwrap();
+            conn.insert_record(&fact(&format!("c{i}"), "common filler"))
+                .unwrap();
         }
         for i in 0..3 {
-            insert_record(&conn, &fact(&format!("r{i}"), "rare")).unwrap();
+            conn.insert_record(&fact(&format!("r{i}"), "rare")).unwrap();
         }
         flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("COMMIT").unwrap();
@@ -1426,7 +1428,7 @@ mod text_tests {
     /// trust, status, salience floor and limit, with or without text.
     #[test]
     fn the_vector_scan_finds_the_true_top() {
-        let conn = conn();
+        let mut conn = conn();
         let mut seed = 11u64;
         let mut next = move |n: u64| {
             seed ^= seed << 13;
@@ -1452,17 +1454,17 @@ mod text_tests {
             if let Some(scope) = scopes[next(3) as usize] {
                 body["scope"] = json!(scope);
             }
-            insert_record(&conn, &record(&format!("v{i}"), body)).unwrap();
+            conn.insert_record(&record(&format!("v{i}"), body)).unwrap();
         }
         // Some retracted after the fact, by a rewrite of the record.
         for i in (0..300).step_by(5) {
-            let loaded = super::super::records::get_for_update(&conn, &format!("v{i}"), now())
+            let loaded = conn
+                .get_for_update(&format!("v{i}"), now())
                 .unwrap()
                 .unwrap();
             let mut retracted = loaded.record.clone();
             retracted.status = crate::domain::record::Status::Retracted;
-            super::super::records::update_record(
-                &conn,
+            conn.update_record(
                 &loaded.version,
                 &retracted,
                 crate::store::SalienceChange::Unchanged,
