@@ -2,7 +2,6 @@
 //! about records ([`RecordStore`]), and the shapes of its answers.
 
 use super::rows::Columns;
-use super::StoreError;
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::record::MemoryRecord;
 use crate::domain::record::Sensitivity;
@@ -14,6 +13,8 @@ use crate::domain::relevance::Score;
 use crate::domain::retrieval::Cursor;
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
+use crate::store::error::StoreError;
+
 /// Where a record stands in storage when it is read for a change: its key,
 /// its row version, and how many audit entries it had. An update names it,
 /// so storage can refuse the update if the record changed meanwhile and

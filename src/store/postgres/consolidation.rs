@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::Pg;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{ConsolidationStore, Episode, Sighting};
-use crate::store::{Step, StoreError};
+use crate::store::consolidation::{ConsolidationStore, Episode, Sighting, Step};
+use crate::store::error::StoreError;
 
 /// Whether an episode's payload has what `step` needs.
 fn usable(step: Step, payload: &Value) -> bool {

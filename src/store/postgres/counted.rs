@@ -13,9 +13,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use super::Pg;
+use crate::store::error::StoreError;
 use crate::store::ranking::source::TermCount;
 use crate::store::term_counts::take_some;
-use crate::store::StoreError;
 
 /// Terms per chunk: the schema's triggers number them so.
 const CHUNK: i32 = 256;

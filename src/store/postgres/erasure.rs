@@ -11,8 +11,11 @@ use crate::domain::record::MemoryType;
 use crate::domain::time::to_micros;
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
-use crate::store::erasure::{LogPlace, LogReach, ERASURE_COLUMNS, TOPIC_PARTS};
-use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
+use crate::store::erasure::{
+    ChainNeighbours, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
+    ERASURE_COLUMNS, TOPIC_PARTS,
+};
+use crate::store::error::StoreError;
 
 const ERASABLE: &str = Erasable::COLUMNS;
 

@@ -17,7 +17,9 @@ use tokio_postgres::types::ToSql;
 
 use super::Pg;
 use crate::domain::time::Timestamp;
-use crate::store::{RecordStore, StoreError, Transaction};
+use crate::store::error::StoreError;
+use crate::store::records::RecordStore;
+use crate::store::transaction::Transaction;
 
 /// The tables copied, parents before children.
 pub const TABLES: &[&str] = &[

@@ -5,8 +5,8 @@
 use super::Pg;
 use crate::domain::access::ApiKey;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::KeyStore;
-use crate::store::{StoreError, StoredKey};
+use crate::store::error::StoreError;
+use crate::store::keys::{KeyStore, StoredKey};
 
 const COLUMNS: &str = StoredKey::COLUMNS;
 

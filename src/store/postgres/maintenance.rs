@@ -4,10 +4,10 @@
 use super::Pg;
 use crate::domain::record::{AuditAction, MemoryType, SCHEDULER_ACTOR};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::DecayStore;
-use crate::store::JobStore;
-use crate::store::{
-    DecayChange, DecayRow, HeldJob, JobClaim, JobRunRecord, JobSetting, Step, StoreError,
+use crate::store::consolidation::Step;
+use crate::store::error::StoreError;
+use crate::store::maintenance::{
+    DecayChange, DecayRow, DecayStore, HeldJob, JobClaim, JobRunRecord, JobSetting, JobStore,
 };
 
 impl DecayStore for Pg {
@@ -225,7 +225,7 @@ impl JobStore for Pg {
         &mut self,
         now: Timestamp,
         live_since: Timestamp,
-    ) -> Result<Vec<crate::store::HeldJob>, StoreError> {
+    ) -> Result<Vec<crate::store::maintenance::HeldJob>, StoreError> {
         self.query(
             "SELECT name, holder, EXISTS (SELECT 1 FROM instances
                                           WHERE id = job_leases.holder AND seen_at >= $2)

@@ -6,7 +6,7 @@
 use chrono::Utc;
 
 use super::Pg;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Fills in data for a migration; answers how many rows it filled.
 pub type Backfill = fn(&Pg) -> Result<usize, StoreError>;

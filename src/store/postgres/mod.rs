@@ -42,7 +42,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row, Statement};
 
-use super::{Opened, StoreError, Transaction, WriteConnection};
+use crate::store::error::StoreError;
+use crate::store::transaction::{self, Opened, Readers, Reads, Transaction, WriteConnection};
 
 /// A parameter list of a statement.
 pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
@@ -429,7 +430,7 @@ pub fn open(
     Ok(Opened {
         writer: Box::new(writer),
         more_writers,
-        readers: super::ReadPool::Postgres(ReadPool {
+        readers: transaction::ReadPool::new(ReadPool {
             pool,
             wanted: shared.wanted.clone(),
         }),
@@ -514,13 +515,12 @@ pub struct ReadPool {
     wanted: counted::Wanted,
 }
 
-impl ReadPool {
-    /// The reads of the calling thread, to be made on it.
-    pub fn for_thread(&self) -> ThreadReads {
-        ThreadReads {
+impl Readers for ReadPool {
+    fn for_thread(&self) -> Box<dyn Reads> {
+        Box::new(ThreadReads {
             from: self.clone(),
             own: None,
-        }
+        })
     }
 }
 
@@ -533,24 +533,23 @@ pub struct ThreadReads {
     own: Option<Pg>,
 }
 
-impl ThreadReads {
+impl Reads for ThreadReads {
     /// Runs `work` in one read-only transaction at one snapshot
     /// (repeatable read): a retrieval ranks and loads the same records,
     /// whatever commits meanwhile.
-    pub fn read<T>(
-        &mut self,
-        work: impl FnOnce(&mut dyn Transaction) -> T,
-    ) -> Result<T, StoreError> {
+    fn read(&mut self, work: &mut dyn FnMut(&mut dyn Transaction)) -> Result<(), StoreError> {
         let pg = self.connection()?;
         pg.defer("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-        let result = work(pg);
+        work(pg);
         if pg.end_read().is_err() || pg.client.is_closed() {
             // What the work read stands; the connection is made anew.
             self.own = None;
         }
-        Ok(result)
+        Ok(())
     }
+}
 
+impl ThreadReads {
     fn connection(&mut self) -> Result<&mut Pg, StoreError> {
         if let Some(pg) = &self.own {
             // Its I/O ran only while the thread waited: the connection
@@ -662,7 +661,7 @@ impl WriteConnection for PgWriter {
     }
 
     /// Dead rows stay on disk until `VACUUM`: after an erasure of many
-    /// records ([`crate::store::BULK_ERASURE`]) one runs on the tables it
+    /// records ([`crate::store::erasure::BULK_ERASURE`]) one runs on the tables it
     /// deleted from, in the background on a connection of its own (it
     /// cannot run in a transaction, and the writer goes on meanwhile). A
     /// smaller erasure leaves its few dead rows to autovacuum: a `VACUUM`

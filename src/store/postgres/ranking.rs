@@ -29,13 +29,13 @@ use crate::domain::record::{MemoryRecord, MemoryType};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
-use crate::store::ranking::engine;
+use crate::store::error::StoreError;
 use crate::store::ranking::source::{
     current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText, SessionOf,
     SessionTurn, Stored, TermCount, Totals, TurnAt, VectorHit,
 };
-use crate::store::ranking::DecayBound;
-use crate::store::{RecordPage, StoreError};
+use crate::store::ranking::{engine, DecayBound};
+use crate::store::records::RecordPage;
 
 /// The answer to a retrieval.
 pub fn query_records(

@@ -15,10 +15,11 @@ use crate::domain::record::{AuditEntry, MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::search::{search_text, Searchable};
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::records::{read_audit, read_record, read_relation, read_source};
-use crate::store::RecordPage;
-use crate::store::{Loaded, SalienceChange, StoreError, Version};
-use crate::store::{RecordStore, Visibility};
+use crate::store::error::StoreError;
+use crate::store::records::{
+    read_audit, read_record, read_relation, read_source, Loaded, RecordPage, RecordStore,
+    SalienceChange, Version, Visibility,
+};
 
 /// The moment from which a record's stored salience, set at `at`, decays.
 fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
@@ -986,7 +987,7 @@ impl RecordStore for Pg {
             row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
                 .transpose()
         };
-        let keys = crate::store::walk_chain(
+        let keys = crate::store::records::walk_chain(
             key,
             id,
             |key| pair(self.query_opt(older, &[&key])?),

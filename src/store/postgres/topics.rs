@@ -12,9 +12,11 @@ use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{normalize_title, Topic};
 use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
-use crate::store::topics::{read_topic, read_version};
-use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
-use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge, WordReach};
+use crate::store::error::StoreError;
+use crate::store::topics::{
+    read_topic, read_version, EdgeEnd, FieldVersion, FoundTopic, KeyedTopic, ScoredKey,
+    SharedWords, TopicDecay, TopicEdge, TopicStore, WordReach,
+};
 
 pub(super) const COLUMNS: &str =
     "t.key, t.id, t.title, t.summary, t.kind, t.sensitivity, t.scope, \

@@ -7,8 +7,8 @@ use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
-use crate::store::VectorStore;
-use crate::store::{Embedded, StoreError, ToEmbed};
+use crate::store::error::StoreError;
+use crate::store::vectors::{Embedded, ToEmbed, VectorStore};
 
 pub fn dimensions(pg: &Pg) -> Result<Option<usize>, StoreError> {
     pg.query_opt("SELECT dimensions FROM vector_space WHERE id = 1", &[])?

@@ -50,7 +50,8 @@ use crate::domain::relevance::Bm25;
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{RecordPage, StoreError};
+use crate::store::error::StoreError;
+use crate::store::records::RecordPage;
 
 /// First page read from each range beyond the limit; later pages double,
 /// up to [`MAX_PAGE`]. None in unit tests, so they go through many pages.

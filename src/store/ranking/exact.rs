@@ -14,7 +14,7 @@ use super::{DecayBound, Rank};
 use crate::domain::relevance::{relative, Bm25, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Most common terms a query is matched exactly with: each combination of
 /// them may be read.

@@ -16,7 +16,8 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::relevance::{Score, Signals};
 use crate::domain::retrieval::{records_within, Cursor, RecordQuery};
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{RecordPage, StoreError};
+use crate::store::error::StoreError;
+use crate::store::records::RecordPage;
 
 /// Pages never read more rows than this at once.
 pub(crate) const MAX_PAGE: usize = 4096;

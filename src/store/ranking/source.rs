@@ -14,8 +14,8 @@ use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
+use crate::store::error::StoreError;
 use crate::store::rows::Columns;
-use crate::store::StoreError;
 
 /// Which of its sensitivities and types a caller of every scope looks its
 /// terms up with in a backend's full-text index. Each is a facet token in

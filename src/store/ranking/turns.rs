@@ -26,7 +26,7 @@ use crate::domain::analysis;
 use crate::domain::record::MemoryType;
 use crate::domain::relevance::{Bm25, TurnWeights};
 use crate::domain::retrieval::RecordQuery;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Sessions of the best text candidates read whole.
 pub(crate) const MAX_SESSIONS: usize = 48;

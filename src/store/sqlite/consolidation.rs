@@ -4,8 +4,8 @@
 use rusqlite::{params, Connection};
 
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{ConsolidationStore, Episode, Sighting};
-use crate::store::{Step, StoreError};
+use crate::store::consolidation::{ConsolidationStore, Episode, Sighting, Step};
+use crate::store::error::StoreError;
 
 /// What an episode needs in its payload to matter to a step.
 fn payload_filter(step: Step) -> &'static str {

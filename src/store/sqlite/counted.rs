@@ -12,9 +12,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::search::Counted;
 use crate::domain::analysis::{repeated, term_frequency};
+use crate::store::error::StoreError;
 use crate::store::ranking::source::TermCount;
 use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas, take_some};
-use crate::store::StoreError;
 
 /// A partition of visibility: scope ('' for none), layer, sensitivity,
 /// live.
@@ -425,9 +425,8 @@ mod tests {
     use super::super::test_support::{conn, now, record};
     use super::*;
     use crate::domain::record::{MemoryRecord, Status};
-    use crate::store::records::RecordStore;
+    use crate::store::records::{RecordStore, SalienceChange};
     use crate::store::term_counts::decode;
-    use crate::store::SalienceChange;
     use serde_json::json;
 
     fn fact(id: &str, scope: Option<&str>, object: &str) -> MemoryRecord {

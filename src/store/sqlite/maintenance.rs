@@ -6,10 +6,10 @@ use rusqlite::{params, Connection};
 
 use crate::domain::record::{AuditAction, MemoryType, SCHEDULER_ACTOR};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::DecayStore;
-use crate::store::JobStore;
-use crate::store::{
-    DecayChange, DecayRow, HeldJob, JobClaim, JobRunRecord, JobSetting, Step, StoreError,
+use crate::store::consolidation::Step;
+use crate::store::error::StoreError;
+use crate::store::maintenance::{
+    DecayChange, DecayRow, DecayStore, HeldJob, JobClaim, JobRunRecord, JobSetting, JobStore,
 };
 
 impl DecayStore for Connection {
@@ -237,7 +237,7 @@ impl JobStore for Connection {
         &mut self,
         now: Timestamp,
         live_since: Timestamp,
-    ) -> Result<Vec<crate::store::HeldJob>, StoreError> {
+    ) -> Result<Vec<crate::store::maintenance::HeldJob>, StoreError> {
         let mut stmt = self.prepare_cached(
             "SELECT name, holder, EXISTS (SELECT 1 FROM instances
                                           WHERE id = job_leases.holder AND seen_at >= ?2)

@@ -6,7 +6,7 @@
 use chrono::Utc;
 use rusqlite::{params, Connection};
 
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// Fills in data for a migration; answers how many rows it filled.
 pub type Backfill = fn(&Connection) -> Result<usize, StoreError>;

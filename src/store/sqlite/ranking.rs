@@ -29,13 +29,13 @@ use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::{Filters, RecordQuery};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
-use crate::store::ranking::engine;
+use crate::store::error::StoreError;
 use crate::store::ranking::source::{
     current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText, SessionOf,
     SessionTurn, Stored, TermCount, TermsIn, Totals, TurnAt, VectorHit,
 };
-use crate::store::ranking::DecayBound;
-use crate::store::{RecordPage, StoreError};
+use crate::store::ranking::{engine, DecayBound};
+use crate::store::records::RecordPage;
 
 /// The answer to a retrieval.
 pub fn query_records(
@@ -1467,7 +1467,7 @@ mod text_tests {
             conn.update_record(
                 &loaded.version,
                 &retracted,
-                crate::store::SalienceChange::Unchanged,
+                crate::store::records::SalienceChange::Unchanged,
             )
             .unwrap();
         }

@@ -13,10 +13,11 @@ use crate::domain::payload::Payload;
 use crate::domain::record::{AuditEntry, MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::records::{read_audit, read_record, read_relation, read_source};
-use crate::store::RecordPage;
-use crate::store::{Loaded, SalienceChange, StoreError, Version};
-use crate::store::{RecordStore, Visibility};
+use crate::store::error::StoreError;
+use crate::store::records::{
+    read_audit, read_record, read_relation, read_source, Loaded, RecordPage, RecordStore,
+    SalienceChange, Version, Visibility,
+};
 
 /// The moment from which a record's stored salience, set at `at`, decays.
 pub(super) fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
@@ -617,7 +618,7 @@ impl RecordStore for Connection {
             "SELECT r.key, r.id FROM relations rel JOIN records r ON r.key = rel.source_key
              WHERE rel.target_id = ?1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
         )?;
-        let keys = crate::store::walk_chain(
+        let keys = crate::store::records::walk_chain(
             key,
             id,
             |key| {

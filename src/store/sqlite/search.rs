@@ -27,7 +27,7 @@ use super::records::load_records;
 use crate::domain::analysis::{self, Analysed};
 use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{text_hash, Searchable};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// The full-text tables written through the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -584,9 +584,8 @@ mod tests {
     use super::*;
     use crate::domain::search::TextQuery;
     use crate::store::maintenance::DecayStore;
-    use crate::store::records::RecordStore;
+    use crate::store::records::{RecordStore, SalienceChange};
     use crate::store::topics::TopicStore;
-    use crate::store::SalienceChange;
     use serde_json::json;
 
     fn matches(conn: &Connection, text: &str) -> Vec<i64> {
@@ -877,7 +876,7 @@ mod tests {
             })
             .unwrap();
         let pruned = conn
-            .prune(&[crate::store::DecayChange {
+            .prune(&[crate::store::maintenance::DecayChange {
                 key: a,
                 version,
                 salience: 0.0,

@@ -7,9 +7,8 @@ use rusqlite::{params, Connection};
 
 use crate::domain::record::{MemoryType, Sensitivity, Status};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::stats::{count, Tallies};
-use crate::store::StatsStore;
-use crate::store::{Activity, MemoryStats, StoreError, RECENT_ACTIVITY};
+use crate::store::error::StoreError;
+use crate::store::stats::{count, Activity, MemoryStats, StatsStore, Tallies, RECENT_ACTIVITY};
 
 impl StatsStore for Connection {
     fn memory_stats(&mut self, now: Timestamp) -> Result<MemoryStats, StoreError> {

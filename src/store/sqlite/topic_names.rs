@@ -5,8 +5,9 @@ use rusqlite::{params, Connection};
 use super::topics::COLUMNS;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::normalize_title;
-use crate::store::topics::read_topic;
-use crate::store::{KeyedTopic, StoreError, SummaryVersion, TopicNameStore};
+use crate::store::error::StoreError;
+use crate::store::topic_names::{SummaryVersion, TopicNameStore};
+use crate::store::topics::{read_topic, KeyedTopic};
 
 /// Makes every topic's `norm_title` again (schema version 17: titles are
 /// compared without punctuation or a leading article).

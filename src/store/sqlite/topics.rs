@@ -14,9 +14,11 @@ use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::{index_words, normalize_title, Topic};
 use crate::domain::trust::TrustContext;
 use crate::domain::vector::{Embedding, QueryVector};
-use crate::store::topics::{read_topic, read_version};
-use crate::store::{EdgeEnd, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicStore};
-use crate::store::{FieldVersion, StoreError, TopicDecay, TopicEdge, WordReach};
+use crate::store::error::StoreError;
+use crate::store::topics::{
+    read_topic, read_version, EdgeEnd, FieldVersion, FoundTopic, KeyedTopic, ScoredKey,
+    SharedWords, TopicDecay, TopicEdge, TopicStore, WordReach,
+};
 
 pub(super) const COLUMNS: &str =
     "key, id, title, summary, kind, sensitivity, scope, tags_json, salience, \

@@ -8,8 +8,8 @@ use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
-use crate::store::VectorStore;
-use crate::store::{Embedded, StoreError, ToEmbed};
+use crate::store::error::StoreError;
+use crate::store::vectors::{Embedded, ToEmbed, VectorStore};
 
 /// The dimensions of the database's vectors, once fixed.
 pub fn dimensions(conn: &Connection) -> Result<Option<usize>, StoreError> {
@@ -192,8 +192,7 @@ impl VectorStore for Connection {
 mod tests {
     use super::super::test_support::{conn, insert, now, record};
     use super::*;
-    use crate::store::records::RecordStore;
-    use crate::store::SalienceChange;
+    use crate::store::records::{RecordStore, SalienceChange};
     use serde_json::json;
 
     fn fact(
