@@ -23,7 +23,7 @@ mod error;
 mod keys;
 mod maintenance;
 pub mod postgres;
-mod ranking;
+pub mod ranking;
 mod records;
 pub(crate) mod rows;
 pub mod sqlite;
@@ -45,7 +45,9 @@ pub use keys::KeyStore;
 pub use maintenance::{
     DecayChange, DecayRow, DecayStore, HeldJob, JobClaim, JobRunRecord, JobSetting, JobStore,
 };
-pub use records::{Loaded, RecordPage, RecordStore, SalienceChange, Version, Visibility};
+pub use records::{
+    Loaded, RecordPage, RecordReads, RecordStore, SalienceChange, Version, Visibility,
+};
 pub use sqlite::ConnectionOptions;
 pub use stats::{Activity, MemoryStats, StatsStore, RECENT_ACTIVITY, SALIENCE_BUCKETS};
 pub use topic_names::{SummaryVersion, TopicNameStore};

@@ -10,7 +10,8 @@ use super::erasure::ErasureStore;
 use super::error::StoreError;
 use super::keys::KeyStore;
 use super::maintenance::{DecayStore, JobStore};
-use super::records::RecordStore;
+use super::ranking::source::RankingSource;
+use super::records::{RecordReads, RecordStore};
 use super::stats::StatsStore;
 use super::topic_names::TopicNameStore;
 use super::topics::TopicStore;
@@ -80,10 +81,12 @@ pub trait Reads {
 /// One unit of work against the database: the writer's shared transaction
 /// (each job isolated in a savepoint), or a pooled read connection. It is
 /// every area's store at once; each backend implements the areas in the
-/// file of the same name (`sqlite/records.rs`, `postgres/topics.rs`, ...).
-/// Saliences returned are decayed to the `now` given.
+/// file of the same name (`sqlite/records.rs`, `postgres/topics.rs`, ...),
+/// and this trait beside its ranking source. Saliences returned are
+/// decayed to the `now` given.
 pub trait Transaction:
-    RecordStore
+    RecordReads
+    + RecordStore
     + ConversationStore
     + StatsStore
     + VectorStore
@@ -95,23 +98,9 @@ pub trait Transaction:
     + TopicNameStore
     + ErasureStore
 {
-}
-
-impl<
-        T: RecordStore
-            + ConversationStore
-            + StatsStore
-            + VectorStore
-            + DecayStore
-            + ConsolidationStore
-            + JobStore
-            + KeyStore
-            + TopicStore
-            + TopicNameStore
-            + ErasureStore
-            + ?Sized,
-    > Transaction for T
-{
+    /// What the ranking engine reads a retrieval through, in this
+    /// transaction (`store::ranking::query_records`).
+    fn ranking_source(&mut self) -> Box<dyn RankingSource + '_>;
 }
 
 /// The writer's connection: group-committed transactions, each job in a

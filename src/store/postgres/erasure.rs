@@ -4,7 +4,7 @@
 //! text with the row), topics left with no field, tombstones and the
 //! erasure log.
 
-use super::records::sensitivity_of;
+use super::record_reads::sensitivity_of;
 use super::Pg;
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;

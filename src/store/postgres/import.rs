@@ -18,7 +18,7 @@ use tokio_postgres::types::ToSql;
 use super::Pg;
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
-use crate::store::records::RecordStore;
+use crate::store::records::RecordReads;
 use crate::store::transaction::Transaction;
 
 /// The tables copied, parents before children.

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::types::ToSql;
 
-use super::records::{load_records, payload_sizes};
+use super::record_reads::{load_whole, payload_sizes};
 use super::Pg;
 use crate::domain::analysis::term_frequency;
 use crate::domain::record::{MemoryRecord, MemoryType};
@@ -31,23 +31,19 @@ use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
 use crate::store::error::StoreError;
 use crate::store::ranking::source::{
-    current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText, SessionOf,
-    SessionTurn, Stored, TermCount, Totals, TurnAt, VectorHit,
+    self, current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText,
+    SessionOf, SessionTurn, Stored, TermCount, Totals, TurnAt, VectorHit,
 };
-use crate::store::ranking::{engine, DecayBound};
-use crate::store::records::RecordPage;
+use crate::store::ranking::DecayBound;
+use crate::store::transaction::Transaction;
 
-/// The answer to a retrieval.
-pub fn query_records(
-    pg: &Pg,
-    query: &RecordQuery,
-    now: Timestamp,
-) -> Result<RecordPage, StoreError> {
-    let source = Source {
-        pg,
-        facets: Default::default(),
-    };
-    engine::query_records(&source, query, now)
+impl Transaction for Pg {
+    fn ranking_source(&mut self) -> Box<dyn RankingSource + '_> {
+        Box::new(Source {
+            pg: self,
+            facets: Default::default(),
+        })
+    }
 }
 
 /// What retrieval reads through one connection.
@@ -94,8 +90,6 @@ struct Range {
 }
 
 impl RankingSource for Source<'_> {
-    type Range = Range;
-
     fn decay_bounds(&self) -> Result<HashMap<i64, DecayBound>, StoreError> {
         let mut bounds = HashMap::new();
         for row in self.pg.query(
@@ -117,7 +111,7 @@ impl RankingSource for Source<'_> {
         &self,
         query: &RecordQuery,
         bounds: &HashMap<i64, DecayBound>,
-    ) -> Vec<(Range, DecayBound)> {
+    ) -> Vec<(source::Range, DecayBound)> {
         // One range: the slowest decay of the types asked for bounds it.
         let slowest = query
             .memory_types
@@ -162,12 +156,12 @@ impl RankingSource for Source<'_> {
             n + 2
         );
         vec![(
-            Range {
+            source::Range::new(Range {
                 page,
                 page_conditions,
                 tier,
                 tier_conditions,
-            },
+            }),
             bound,
         )]
     }
@@ -175,11 +169,12 @@ impl RankingSource for Source<'_> {
     fn page(
         &self,
         _query: &RecordQuery,
-        range: &Range,
+        range: &source::Range,
         after: (f64, i64, i64),
         limit: usize,
         now: Timestamp,
     ) -> Result<Vec<PageRow>, StoreError> {
+        let range: &Range = range.of()?;
         let limit = limit as i64;
         let mut params = range.page_conditions.params();
         params.extend([&after.0 as &(dyn ToSql + Sync), &after.1, &after.2, &limit]);
@@ -204,10 +199,11 @@ impl RankingSource for Source<'_> {
     fn next_below(
         &self,
         _query: &RecordQuery,
-        range: &Range,
+        range: &source::Range,
         below: f64,
         at_least: f64,
     ) -> Result<Option<f64>, StoreError> {
+        let range: &Range = range.of()?;
         let mut params = range.tier_conditions.params();
         params.extend([&below as &(dyn ToSql + Sync), &at_least]);
         self.pg
@@ -519,7 +515,7 @@ impl RankingSource for Source<'_> {
     }
 
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {
-        load_records(self.pg, keys, now)
+        load_whole(self.pg, keys, now)
     }
 
     fn turns_of(&self, keys: &[i64]) -> Result<Vec<TurnAt>, StoreError> {

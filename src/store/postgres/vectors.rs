@@ -1,13 +1,13 @@
 //! Stored embeddings on PostgreSQL: one vector per record at most, and the
 //! number of dimensions every vector of the database has.
 
-use super::records::load_records;
 use super::Pg;
 use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
 use crate::store::error::StoreError;
+use crate::store::records::RecordReads;
 use crate::store::vectors::{Embedded, ToEmbed, VectorStore};
 
 pub fn dimensions(pg: &Pg) -> Result<Option<usize>, StoreError> {
@@ -129,7 +129,7 @@ impl VectorStore for Pg {
             listed.push((row.try_get::<_, i64>(0)?, row.try_get::<_, i64>(1)?));
         }
         let keys: Vec<i64> = listed.iter().map(|(key, _)| *key).collect();
-        let records = load_records(self, &keys, now)?;
+        let records = self.load_records(&keys, now)?;
         if records.len() != keys.len() {
             return Err(StoreError::Corrupt(
                 "a record listed for embedding could not be read".into(),

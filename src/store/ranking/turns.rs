@@ -49,7 +49,7 @@ pub(crate) struct TermWeights<'a> {
 
 /// `candidates` (record, text relevance) with the turns among them scored
 /// in context, and the other visible turns of their sessions added.
-pub(crate) fn in_context<S: RankingSource>(
+pub(crate) fn in_context<S: RankingSource + ?Sized>(
     source: &S,
     query: &RecordQuery,
     terms: &TermWeights<'_>,

@@ -35,7 +35,7 @@ pub(super) struct Words {
 }
 
 impl Words {
-    pub(super) fn read<S: RankingSource>(
+    pub(super) fn read<S: RankingSource + ?Sized>(
         source: &S,
         query: &RecordQuery,
         text: &TextQuery,

@@ -425,7 +425,7 @@ mod tests {
     use super::super::test_support::{conn, now, record};
     use super::*;
     use crate::domain::record::{MemoryRecord, Status};
-    use crate::store::records::{RecordStore, SalienceChange};
+    use crate::store::records::{RecordReads, RecordStore, SalienceChange};
     use crate::store::term_counts::decode;
     use serde_json::json;
 

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::records::{key_array, sensitivity_of, text_array};
+use super::record_reads::{key_array, sensitivity_of, text_array};
 use super::search::{self, Index};
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;

@@ -13,6 +13,7 @@ pub mod keys;
 pub mod maintenance;
 pub mod migrations;
 pub mod ranking;
+pub mod record_reads;
 pub mod records;
 pub mod search;
 pub mod stats;

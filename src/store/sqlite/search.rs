@@ -23,7 +23,7 @@ use chrono::Utc;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::counted::{CountedTerms, Partition};
-use super::records::load_records;
+use super::record_reads::load_whole;
 use crate::domain::analysis::{self, Analysed};
 use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{text_hash, Searchable};
@@ -556,7 +556,7 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
             return Ok(indexed);
         };
         after = *last;
-        for (key, record) in keys.iter().zip(load_records(conn, &keys, now)?) {
+        for (key, record) in keys.iter().zip(load_whole(conn, &keys, now)?) {
             let row = Indexed::of(&record);
             conn.prepare_cached(
                 "INSERT INTO record_search (rowid, text, facets) VALUES (?1, ?2, ?3)",
@@ -584,7 +584,7 @@ mod tests {
     use super::*;
     use crate::domain::search::TextQuery;
     use crate::store::maintenance::DecayStore;
-    use crate::store::records::{RecordStore, SalienceChange};
+    use crate::store::records::{RecordReads, RecordStore, SalienceChange};
     use crate::store::topics::TopicStore;
     use serde_json::json;
 

@@ -3,12 +3,12 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::records::load_records;
 use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
 use crate::store::error::StoreError;
+use crate::store::records::RecordReads;
 use crate::store::vectors::{Embedded, ToEmbed, VectorStore};
 
 /// The dimensions of the database's vectors, once fixed.
@@ -147,7 +147,7 @@ impl VectorStore for Connection {
             })?
             .collect::<Result<_, _>>()?;
         let keys: Vec<i64> = rows.iter().map(|(key, _)| *key).collect();
-        let records = load_records(self, &keys, now)?;
+        let records = self.load_records(&keys, now)?;
         if records.len() != keys.len() {
             return Err(StoreError::Corrupt(
                 "a record listed for embedding could not be read".into(),
@@ -192,7 +192,7 @@ impl VectorStore for Connection {
 mod tests {
     use super::super::test_support::{conn, insert, now, record};
     use super::*;
-    use crate::store::records::{RecordStore, SalienceChange};
+    use crate::store::records::{RecordReads, RecordStore, SalienceChange};
     use serde_json::json;
 
     fn fact(
