@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::consolidation::{ConsolidationStore, Episode, Sighting, Step};
 use crate::store::error::StoreError;

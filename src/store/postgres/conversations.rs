@@ -3,7 +3,7 @@
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::conversation::Latest;
 use crate::domain::conversation::{TurnQuery, TurnSight};
 use crate::domain::record::Sensitivity;

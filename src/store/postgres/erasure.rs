@@ -4,8 +4,8 @@
 //! text with the row), topics left with no field, tombstones and the
 //! erasure log.
 
+use super::connection::Pg;
 use super::record_reads::sensitivity_of;
-use super::Pg;
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;
 use crate::domain::time::to_micros;

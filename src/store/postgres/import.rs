@@ -15,7 +15,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
 use tokio_postgres::types::ToSql;
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;
 use crate::store::records::RecordReads;

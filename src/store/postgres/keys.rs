@@ -2,7 +2,7 @@
 //! presented secret. A revocation is one committed row: every instance's
 //! next lookup of the key finds it revoked.
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::access::ApiKey;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::store::error::StoreError;

@@ -1,7 +1,7 @@
 //! Decay and job state on PostgreSQL: the sweep's scan and conditional
 //! writes, job schedules and run history.
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::record::{AuditAction, MemoryType, SCHEDULER_ACTOR};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::consolidation::Step;

@@ -5,7 +5,7 @@
 
 use chrono::Utc;
 
-use super::Pg;
+use super::connection::Pg;
 use crate::store::error::StoreError;
 
 /// Fills in data for a migration; answers how many rows it filled.

@@ -22,8 +22,9 @@ use std::collections::HashMap;
 
 use tokio_postgres::types::ToSql;
 
+use super::connection::Pg;
+use super::counted::term_query;
 use super::record_reads::{load_whole, payload_sizes};
-use super::Pg;
 use crate::domain::analysis::term_frequency;
 use crate::domain::record::{MemoryRecord, MemoryType};
 use crate::domain::retrieval::RecordQuery;
@@ -628,12 +629,6 @@ fn read_postings(
             ))
         })
         .collect()
-}
-
-/// The text of `to_tsquery('simple', …)` that finds the records with
-/// `term` (an analyser's term): quoted, so it is one lexeme.
-pub(super) fn term_query(term: &str) -> String {
-    format!("'{}'", term.replace('\'', "''"))
 }
 
 /// The condition that a record `r` has `term` (an analyser's term), its

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::Row;
 
-use super::{Params, Pg};
+use super::connection::{Params, Pg};
 use crate::domain::record::{MemoryRecord, Sensitivity};
 use crate::domain::time::Timestamp;
 use crate::store::error::StoreError;

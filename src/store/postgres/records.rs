@@ -3,8 +3,8 @@
 //! search text is stemmed into the record's `search` column by the
 //! statement that writes the record (reads are in `record_reads.rs`).
 
+use super::connection::Pg;
 use super::record_reads::{load_whole, record_key};
-use super::Pg;
 use crate::domain::analysis;
 use crate::domain::decay::Anchor;
 use crate::domain::payload::Payload;

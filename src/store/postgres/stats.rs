@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::record::{MemoryType, Sensitivity, Status};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::store::error::StoreError;

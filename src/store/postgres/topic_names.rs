@@ -1,7 +1,7 @@
 //! Topic aliases and summary versions on PostgreSQL (migration 0007).
 
+use super::connection::Pg;
 use super::topics::COLUMNS;
-use super::Pg;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::normalize_title;
 use crate::store::error::StoreError;

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::analysis;
 use crate::domain::decay::Anchor;
 use crate::domain::search::TextQuery;

@@ -1,7 +1,7 @@
 //! Stored embeddings on PostgreSQL: one vector per record at most, and the
 //! number of dimensions every vector of the database has.
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::search::Counted;
-use crate::domain::analysis::{repeated, term_frequency};
+use crate::domain::analysis::{repeated, term_frequency, Analysed};
+use crate::domain::record::{MemoryRecord, Status};
 use crate::store::error::StoreError;
 use crate::store::ranking::source::TermCount;
 use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas, take_some};
@@ -19,6 +19,75 @@ use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas
 /// A partition of visibility: scope ('' for none), layer, sensitivity,
 /// live.
 pub type Partition = (String, i64, i64, bool);
+
+/// A record's part of the text totals (migration 0014): who may see it,
+/// and how many terms its text has.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Counted {
+    pub scope: Option<String>,
+    pub layer: i64,
+    pub sensitivity: i64,
+    pub live: bool,
+    pub length: i64,
+    /// Its distinct terms, space separated (`Analysed::distinct`): what
+    /// it adds to the counted terms' vectors (`counted.rs`).
+    pub terms: String,
+    /// Its repeated terms (`Analysed::repeats`): how often a counted term
+    /// can be in one record.
+    pub repeats: Option<String>,
+}
+
+impl Counted {
+    pub fn of(record: &MemoryRecord, analysed: &Analysed) -> Counted {
+        Counted {
+            scope: record.scope.clone(),
+            layer: record.memory_type.layer() as i64,
+            sensitivity: record.sensitivity.rank() as i64,
+            live: record.status != Status::Retracted,
+            length: analysed.length,
+            terms: analysed.distinct.clone(),
+            repeats: analysed.repeats.clone(),
+        }
+    }
+
+    /// The columns of a record's row [`Counted::read`] reads.
+    pub const COLUMNS: &'static str =
+        "scope, layer, sensitivity, status <> 'retracted', search_length, search_terms, \
+         search_repeats";
+
+    pub fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Counted> {
+        Ok(Counted {
+            scope: row.get(0)?,
+            layer: row.get(1)?,
+            sensitivity: row.get(2)?,
+            live: row.get(3)?,
+            length: row.get(4)?,
+            terms: row.get(5)?,
+            repeats: row.get(6)?,
+        })
+    }
+
+    /// As the row of record `key` has it, if there is one.
+    pub fn stored(conn: &Connection, key: i64) -> Result<Option<Counted>, StoreError> {
+        Ok(conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM records WHERE key = ?1",
+                Counted::COLUMNS
+            ))?
+            .query_row([key], Counted::read)
+            .optional()?)
+    }
+
+    /// The partition of visibility it counts in.
+    pub fn partition(&self) -> Partition {
+        (
+            self.scope.clone().unwrap_or_default(),
+            self.layer,
+            self.sensitivity,
+            self.live,
+        )
+    }
+}
 
 /// The writer's view of the counted terms: their numbers, as far as it
 /// has read them.

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::counted::Counted;
 use super::record_reads::{key_array, sensitivity_of, text_array};
 use super::search::{self, Index};
 use crate::domain::erasure::TableCounts;
@@ -196,7 +197,7 @@ impl ErasureStore for Connection {
     fn erase_records(&mut self, keys: &[i64], bulk: bool) -> Result<(), StoreError> {
         let mut delete = self.prepare_cached("DELETE FROM records WHERE key = ?1")?;
         for &key in keys {
-            let before = search::Counted::stored(self, key)?;
+            let before = Counted::stored(self, key)?;
             let stored = search::stored_record(self, key)?;
             if delete.execute([key])? > 0 {
                 if bulk {

@@ -107,7 +107,7 @@ impl DecayStore for Connection {
         )?;
         let mut deleted = 0;
         for candidate in candidates {
-            let before = super::search::Counted::stored(self, candidate.key)?;
+            let before = super::counted::Counted::stored(self, candidate.key)?;
             let stored = super::search::stored_record(self, candidate.key)?;
             let gone = delete.execute(params![
                 candidate.key,

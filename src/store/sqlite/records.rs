@@ -4,8 +4,9 @@
 
 use rusqlite::{params, Connection, ErrorCode};
 
+use super::counted::Counted;
 use super::record_reads::record_key;
-use super::search::{Counted, Indexed};
+use super::search::Indexed;
 use crate::domain::decay::Anchor;
 use crate::domain::payload::Payload;
 use crate::domain::record::{AuditEntry, MemoryRecord, MemoryType, Sensitivity};

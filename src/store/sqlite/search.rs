@@ -22,10 +22,10 @@ use std::sync::Arc;
 use chrono::Utc;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::counted::{CountedTerms, Partition};
+use super::counted::{Counted, CountedTerms, Partition};
 use super::record_reads::load_whole;
 use crate::domain::analysis::{self, Analysed};
-use crate::domain::record::{MemoryRecord, Status};
+use crate::domain::record::MemoryRecord;
 use crate::domain::search::{text_hash, Searchable};
 use crate::store::error::StoreError;
 
@@ -127,75 +127,6 @@ struct Queue {
     totals: Vec<(Counted, i64)>,
     /// The queues' lengths when each open savepoint began, innermost last.
     savepoints: Vec<(usize, usize)>,
-}
-
-/// A record's part of the text totals (migration 0014): who may see it,
-/// and how many terms its text has.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Counted {
-    pub scope: Option<String>,
-    pub layer: i64,
-    pub sensitivity: i64,
-    pub live: bool,
-    pub length: i64,
-    /// Its distinct terms, space separated (`Analysed::distinct`): what
-    /// it adds to the counted terms' vectors (`counted.rs`).
-    pub terms: String,
-    /// Its repeated terms (`Analysed::repeats`): how often a counted term
-    /// can be in one record.
-    pub repeats: Option<String>,
-}
-
-impl Counted {
-    pub fn of(record: &MemoryRecord, analysed: &Analysed) -> Counted {
-        Counted {
-            scope: record.scope.clone(),
-            layer: record.memory_type.layer() as i64,
-            sensitivity: record.sensitivity.rank() as i64,
-            live: record.status != Status::Retracted,
-            length: analysed.length,
-            terms: analysed.distinct.clone(),
-            repeats: analysed.repeats.clone(),
-        }
-    }
-
-    /// The columns of a record's row [`Counted::read`] reads.
-    pub const COLUMNS: &'static str =
-        "scope, layer, sensitivity, status <> 'retracted', search_length, search_terms, \
-         search_repeats";
-
-    pub fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Counted> {
-        Ok(Counted {
-            scope: row.get(0)?,
-            layer: row.get(1)?,
-            sensitivity: row.get(2)?,
-            live: row.get(3)?,
-            length: row.get(4)?,
-            terms: row.get(5)?,
-            repeats: row.get(6)?,
-        })
-    }
-
-    /// As the row of record `key` has it, if there is one.
-    pub fn stored(conn: &Connection, key: i64) -> Result<Option<Counted>, StoreError> {
-        Ok(conn
-            .prepare_cached(&format!(
-                "SELECT {} FROM records WHERE key = ?1",
-                Counted::COLUMNS
-            ))?
-            .query_row([key], Counted::read)
-            .optional()?)
-    }
-
-    /// The partition of visibility it counts in.
-    pub fn partition(&self) -> Partition {
-        (
-            self.scope.clone().unwrap_or_default(),
-            self.layer,
-            self.sensitivity,
-            self.live,
-        )
-    }
 }
 
 /// Queues a change of the text totals: `counted` added (`sign` 1) or
@@ -582,6 +513,7 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
 mod tests {
     use super::super::test_support::{conn, insert, now, record};
     use super::*;
+    use crate::domain::record::Status;
     use crate::domain::search::TextQuery;
     use crate::store::maintenance::DecayStore;
     use crate::store::records::{RecordReads, RecordStore, SalienceChange};
