@@ -1,9 +1,16 @@
 //! Storage: what the service asks of a database, one trait per area
-//! (`RecordStore`, `TopicStore`, `DecayStore`, `JobStore`,
+//! (`RecordReads`, `RecordStore`, `TopicStore`, `DecayStore`, `JobStore`,
 //! `ConsolidationStore`, `KeyStore`, `VectorStore`, `StatsStore`, each in the
-//! file of its area here), all of them together a [`Transaction`]; and the
+//! file of its area here), all of them together a [`Transaction`]; the
+//! ranking engine retrieval enters ([`ranking::query_records`]); and the
 //! two backends, [`sqlite`] and [`postgres`], each implementing an area in
 //! its file of the same name, beside the SQL.
+//!
+//! This file is the face of storage: its modules, what the rest of engram
+//! uses of them, and [`open`]. Below it the backends, then
+//! `transaction.rs`, the ranking engine, the areas and `error.rs`; each
+//! file imports only from its layer and those below (docs/architecture.md,
+//! "Inside storage").
 //!
 //! The service layer sees only [`Transaction`], [`WriteConnection`] (the
 //! writer's control of group-committed transactions) and [`ReadPool`]; no

@@ -1,6 +1,7 @@
 //! The SQLite backend: the connection settings, the migrations, the writer
-//! connection, the read pool, and the SQL itself as plain functions over a
-//! `&Connection` (one file per area), gathered behind [`Transaction`].
+//! connection and the read pool here; each area's trait implemented for
+//! `Connection` in the file of the area's name, its SQL in the methods,
+//! all of them together a [`Transaction`].
 
 pub mod backup;
 mod checkpoint;
