@@ -24,7 +24,7 @@ use tokio_postgres::types::ToSql;
 
 use super::connection::Pg;
 use super::counted::term_query;
-use super::record_reads::{load_whole, payload_sizes};
+use super::record_reads::load_whole;
 use crate::domain::analysis::term_frequency;
 use crate::domain::record::{MemoryRecord, MemoryType};
 use crate::domain::retrieval::RecordQuery;
@@ -512,7 +512,15 @@ impl RankingSource for Source<'_> {
     }
 
     fn sizes(&self, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
-        payload_sizes(self.pg, keys)
+        let mut sizes = HashMap::with_capacity(keys.len());
+        for row in self.pg.query(
+            "SELECT record_key, octet_length(payload_json)::bigint FROM payloads
+             WHERE record_key = ANY($1)",
+            &[&keys],
+        )? {
+            sizes.insert(row.try_get(0)?, row.try_get::<_, i64>(1)?.max(0) as usize);
+        }
+        Ok(sizes)
     }
 
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {

@@ -118,19 +118,6 @@ pub(crate) fn sensitivity_of(rank: i64) -> Result<Sensitivity, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("unknown sensitivity rank {rank}")))
 }
 
-/// The serialised size of the payloads of these records.
-pub(super) fn payload_sizes(pg: &Pg, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
-    let mut sizes = HashMap::with_capacity(keys.len());
-    for row in pg.query(
-        "SELECT record_key, octet_length(payload_json)::bigint FROM payloads
-         WHERE record_key = ANY($1)",
-        &[&keys],
-    )? {
-        sizes.insert(row.try_get(0)?, row.try_get::<_, i64>(1)?.max(0) as usize);
-    }
-    Ok(sizes)
-}
-
 /// The records with these keys, in the order given, with all their parts
 /// and their salience decayed to `now`.
 pub fn load_whole(pg: &Pg, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {
