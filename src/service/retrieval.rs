@@ -16,7 +16,7 @@ use crate::domain::retrieval::{Cursor, Ranking, Retrieval};
 use crate::domain::selection::{select, Selection};
 use crate::domain::time::{from_micros, Timestamp};
 use crate::domain::trust::Caller;
-use crate::store::Transaction;
+use crate::store::{ranking, Transaction};
 
 #[derive(Debug, Clone, utoipa::ToSchema)]
 pub struct RetrieveResult {
@@ -95,7 +95,8 @@ pub fn retrieve(
     check_embedding(tx, "query_embedding", retrieval.embedding.as_ref())?;
     // A continuation ranks as of the moment of its first page.
     let now = retrieval.cursor.map_or(now, |c| from_micros(c.as_of));
-    let page = tx.query_records(&retrieval.query_for(&caller.trust, ranking), now)?;
+    let query = retrieval.query_for(&caller.trust, ranking);
+    let page = ranking::query_records(&*tx.ranking_source(), &query, now)?;
     let records = page.records;
     debug_assert!(records.iter().all(|r| caller.may_see(r)));
     let selection = select(

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// Tells whether whoever a read is for (a request's client) still waits
 /// for it.

@@ -1,7 +1,8 @@
 //! Consolidation's bookkeeping in storage ([`ConsolidationStore`]).
 
-use super::StoreError;
 use crate::domain::time::Timestamp;
+use crate::store::error::StoreError;
+
 /// A consolidation step, recorded per record once it has used it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {

@@ -11,7 +11,7 @@ use crate::domain::record::Sensitivity;
 use crate::domain::time::to_micros;
 
 use super::rows::Columns;
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// A turn as a conversation is read: enough to order and group it; the
 /// record itself is loaded apart.

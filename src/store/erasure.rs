@@ -8,7 +8,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::trust::TrustContext;
 
 use super::rows::Columns;
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// The tables holding a topic's parts by `topic_key`, besides its field
 /// versions and edges: what goes with a topic an erasure leaves with no

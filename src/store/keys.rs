@@ -1,10 +1,10 @@
 //! API keys in storage ([`KeyStore`]).
 
 use super::rows::Columns;
-use super::StoreError;
 use crate::domain::access::ApiKey;
 use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
+use crate::store::error::StoreError;
 
 /// An API key's row, as either backend stores it (see the SQLite
 /// migration 0009).

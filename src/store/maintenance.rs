@@ -2,12 +2,12 @@
 //! every instance shares ([`JobStore`]).
 
 use super::rows::Columns;
-use super::StoreError;
 use crate::domain::decay::Anchor;
 use crate::domain::record::DecayProfile;
 use crate::domain::record::DeletionPolicy;
 use crate::domain::record::Status;
 use crate::domain::time::Timestamp;
+use crate::store::error::StoreError;
 
 /// What the decay sweep needs of one record.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,9 +1,16 @@
 //! Storage: what the service asks of a database, one trait per area
-//! (`RecordStore`, `TopicStore`, `DecayStore`, `JobStore`,
+//! (`RecordReads`, `RecordStore`, `TopicStore`, `DecayStore`, `JobStore`,
 //! `ConsolidationStore`, `KeyStore`, `VectorStore`, `StatsStore`, each in the
-//! file of its area here), all of them together a [`Transaction`]; and the
+//! file of its area here), all of them together a [`Transaction`]; the
+//! ranking engine retrieval enters ([`ranking::query_records`]); and the
 //! two backends, [`sqlite`] and [`postgres`], each implementing an area in
 //! its file of the same name, beside the SQL.
+//!
+//! This file is the face of storage: its modules, what the rest of engram
+//! uses of them, and [`open`]. Below it the backends, then
+//! `transaction.rs`, the ranking engine, the areas and `error.rs`; each
+//! file imports only from its layer and those below (docs/architecture.md,
+//! "Inside storage").
 //!
 //! The service layer sees only [`Transaction`], [`WriteConnection`] (the
 //! writer's control of group-committed transactions) and [`ReadPool`]; no
@@ -19,10 +26,11 @@ pub mod budget;
 mod consolidation;
 pub mod conversations;
 mod erasure;
+mod error;
 mod keys;
 mod maintenance;
 pub mod postgres;
-mod ranking;
+pub mod ranking;
 mod records;
 pub(crate) mod rows;
 pub mod sqlite;
@@ -30,6 +38,7 @@ mod stats;
 pub mod term_counts;
 mod topic_names;
 mod topics;
+mod transaction;
 mod vectors;
 
 pub use consolidation::{ConsolidationStore, Episode, Sighting, Step};
@@ -38,13 +47,14 @@ pub use erasure::{
     ChainNeighbours, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
     BULK_ERASURE,
 };
+pub use error::StoreError;
 pub use keys::KeyStore;
-pub(crate) use keys::StoredKey;
 pub use maintenance::{
     DecayChange, DecayRow, DecayStore, HeldJob, JobClaim, JobRunRecord, JobSetting, JobStore,
 };
-pub(crate) use records::walk_chain;
-pub use records::{Loaded, RecordPage, RecordStore, SalienceChange, Version, Visibility};
+pub use records::{
+    Loaded, RecordPage, RecordReads, RecordStore, SalienceChange, Version, Visibility,
+};
 pub use sqlite::ConnectionOptions;
 pub use stats::{Activity, MemoryStats, StatsStore, RECENT_ACTIVITY, SALIENCE_BUCKETS};
 pub use topic_names::{SummaryVersion, TopicNameStore};
@@ -52,70 +62,10 @@ pub use topics::{
     EdgeEnd, FieldVersion, FoundTopic, KeyedTopic, ScoredKey, SharedWords, TopicDecay, TopicEdge,
     TopicStore, WordReach,
 };
+pub use transaction::{
+    Opened, ReadPool, Readers, Reads, ThreadReads, Transaction, WriteConnection,
+};
 pub use vectors::{Embedded, ToEmbed, VectorStore};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("record {0} not found")]
-    NotFound(String),
-    #[error("a record with id {0} already exists")]
-    AlreadyExists(String),
-    /// A conditional write found the record changed since it was read.
-    #[error("record {0} was changed by another operation since it was read")]
-    Changed(String),
-    #[error("database error: {0}")]
-    Database(String),
-    /// The database gave up this statement for a concurrent transaction's
-    /// sake (a deadlock between writers); trying again can succeed.
-    #[error("the database cancelled the write for a concurrent one: {0}")]
-    Contended(String),
-    #[error("connection pool error: {0}")]
-    Pool(String),
-    /// The database cannot be reached, closed the connection, or gave the
-    /// statement up (a timeout, a shutdown, no space left): trying again
-    /// later can succeed. The text is for the log, never for clients.
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    /// The read's budget ran out ([`budget`]): its deadline passed or its
-    /// client went away, and it stopped before its work was done.
-    #[error("the read was stopped: its deadline passed or its client went away")]
-    Stopped,
-    #[error("stored data is unreadable: {0}")]
-    Corrupt(String),
-    #[error("{0}")]
-    Schema(String),
-    /// A vector with another number of dimensions than the database's.
-    #[error("the vector has {given} dimensions, but the vectors of this database have {expected}")]
-    Dimensions { given: usize, expected: usize },
-    /// The file cannot be read as a database: encrypted with another key,
-    /// encrypted with none configured, or not a database at all.
-    #[error("{0}")]
-    Locked(String),
-    /// A backup that cannot be made, or whose copy fails its check.
-    #[error("{0}")]
-    Backup(String),
-    #[error("cannot create the database directory {path}: {source}")]
-    Directory {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("cannot create the database file {path}: {source}")]
-    File {
-        path: String,
-        source: std::io::Error,
-    },
-}
-
-/// An opened database: the writer's connection (migrated), the further
-/// writers' (PostgreSQL; none on SQLite, which has one writer), the pool
-/// of read connections, the key lookups' connection, and the schema
-/// versions applied now.
-pub struct Opened {
-    pub writer: Box<dyn WriteConnection>,
-    pub more_writers: Vec<Box<dyn WriteConnection>>,
-    pub readers: ReadPool,
-    pub applied_migrations: Vec<i64>,
-}
 
 /// Opens the database the settings name, SQLite or PostgreSQL, and brings
 /// its schema up to date. `embedding_dimensions`: the configured
@@ -153,107 +103,4 @@ pub fn open(
             embedding_dimensions,
         ),
     }
-}
-
-/// What reading threads read through; cheap to clone.
-#[derive(Clone)]
-pub enum ReadPool {
-    Sqlite(sqlite::ReadPool),
-    Postgres(postgres::ReadPool),
-}
-
-impl ReadPool {
-    /// The reads of the calling thread, to be made on it: on SQLite from
-    /// the pool's connections, on PostgreSQL on a connection of the
-    /// thread's own.
-    pub fn for_thread(&self) -> ThreadReads {
-        match self {
-            ReadPool::Sqlite(pool) => ThreadReads::Sqlite(pool.clone()),
-            ReadPool::Postgres(pool) => ThreadReads::Postgres(Box::new(pool.for_thread())),
-        }
-    }
-}
-
-/// One thread's reads.
-pub enum ThreadReads {
-    Sqlite(sqlite::ReadPool),
-    Postgres(Box<postgres::ThreadReads>),
-}
-
-impl ThreadReads {
-    /// Runs `work` in one read transaction (one snapshot). Blocks: call it
-    /// from a thread made for blocking work, outside any async runtime.
-    pub fn read<T>(
-        &mut self,
-        work: impl FnOnce(&mut dyn Transaction) -> T,
-    ) -> Result<T, StoreError> {
-        match self {
-            ThreadReads::Sqlite(pool) => pool.read(work),
-            ThreadReads::Postgres(reads) => reads.read(work),
-        }
-    }
-}
-
-/// One unit of work against the database: the writer's shared transaction
-/// (each job isolated in a savepoint), or a pooled read connection. It is
-/// every area's store at once; each backend implements the areas in the
-/// file of the same name (`sqlite/records.rs`, `postgres/topics.rs`, ...).
-/// Saliences returned are decayed to the `now` given.
-pub trait Transaction:
-    RecordStore
-    + ConversationStore
-    + StatsStore
-    + VectorStore
-    + DecayStore
-    + ConsolidationStore
-    + JobStore
-    + KeyStore
-    + TopicStore
-    + TopicNameStore
-    + ErasureStore
-{
-}
-
-impl<
-        T: RecordStore
-            + ConversationStore
-            + StatsStore
-            + VectorStore
-            + DecayStore
-            + ConsolidationStore
-            + JobStore
-            + KeyStore
-            + TopicStore
-            + TopicNameStore
-            + ErasureStore
-            + ?Sized,
-    > Transaction for T
-{
-}
-
-/// The writer's connection: group-committed transactions, each job in a
-/// savepoint of its own so a failed job is undone alone.
-pub trait WriteConnection: Send {
-    fn begin(&mut self) -> Result<(), StoreError>;
-    fn savepoint(&mut self) -> Result<(), StoreError>;
-    /// Keeps what was done since the savepoint.
-    fn release(&mut self) -> Result<(), StoreError>;
-    /// Undoes what was done since the savepoint.
-    fn rollback_to_savepoint(&mut self) -> Result<(), StoreError>;
-    fn commit(&mut self) -> Result<(), StoreError>;
-    fn rollback(&mut self);
-    /// The open transaction, for the jobs to run in.
-    fn transaction(&mut self) -> &mut dyn Transaction;
-    /// Called once when the writer stops: flush whatever the backend keeps
-    /// aside (SQLite's WAL).
-    fn close(&mut self) -> Result<(), StoreError>;
-    /// Outside a transaction, after an erasure: leaves no copy of what was
-    /// deleted where the backend keeps one aside — on SQLite, the WAL
-    /// (copied into the database and truncated). Nothing on PostgreSQL,
-    /// whose dead rows wait for `VACUUM`.
-    fn scrub(&mut self) -> Result<(), StoreError>;
-    /// Outside a transaction, when no write has come for a moment: what
-    /// the backend keeps up to date in the background (the counts of the
-    /// terms retrievals found common). Answers whether it did anything.
-    fn upkeep(&mut self) -> Result<bool, StoreError>;
 }

@@ -1,8 +1,8 @@
 //! Records as storage keeps them: what the service may ask of a backend
-//! about records ([`RecordStore`]), and the shapes of its answers.
+//! about records ([`RecordReads`], [`RecordStore`]), and the shapes of its
+//! answers.
 
 use super::rows::Columns;
-use super::StoreError;
 use crate::domain::decay::{salience_at, Anchor, DecayState};
 use crate::domain::record::MemoryRecord;
 use crate::domain::record::Sensitivity;
@@ -12,8 +12,9 @@ use crate::domain::record::{
 };
 use crate::domain::relevance::Score;
 use crate::domain::retrieval::Cursor;
-use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
+use crate::store::error::StoreError;
+
 /// Where a record stands in storage when it is read for a change: its key,
 /// its row version, and how many audit entries it had. An update names it,
 /// so storage can refuse the update if the record changed meanwhile and
@@ -103,8 +104,9 @@ pub struct Visibility {
     pub scope: Option<String>,
 }
 
-/// Records: read, written against the version they were read at, ranked.
-pub trait RecordStore {
+/// Records read: one by id (for a change too, with its version), many by
+/// key, a supersession chain, what loading some would cost.
+pub trait RecordReads {
     /// The record `id`, or `None`.
     fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError>;
     /// The record `id` with the version a change must be made against.
@@ -118,6 +120,22 @@ pub trait RecordStore {
         keys: &[i64],
         now: Timestamp,
     ) -> Result<Vec<MemoryRecord>, StoreError>;
+    /// What decides who may see record `id`: its sensitivity and scope;
+    /// `None` when there is no such record.
+    fn record_visibility(&mut self, id: &str) -> Result<Option<Visibility>, StoreError>;
+    /// The supersession chain through `id`, oldest first; `None` when there
+    /// is no such record. Stops at a cycle.
+    fn supersession_chain(
+        &mut self,
+        id: &str,
+        now: Timestamp,
+    ) -> Result<Option<Vec<MemoryRecord>>, StoreError>;
+    /// A cheap query that proves the database answers.
+    fn ping(&mut self) -> Result<(), StoreError>;
+}
+
+/// Records written, each change against the version it was read at.
+pub trait RecordStore {
     /// Retracts the working states of `thread_id` in `scope` that are not
     /// retracted and at most `up_to` sensitive, because a newer one
     /// replaces them: salience 0 from `now`, status retracted, `entry`
@@ -133,9 +151,6 @@ pub trait RecordStore {
         entry: &AuditEntry,
         now: Timestamp,
     ) -> Result<Vec<String>, StoreError>;
-    /// What decides who may see record `id`: its sensitivity and scope;
-    /// `None` when there is no such record.
-    fn record_visibility(&mut self, id: &str) -> Result<Option<Visibility>, StoreError>;
     /// Stores a new record with all its parts, its vector too when it
     /// carries one; `AlreadyExists` when the id is taken, `Dimensions` when
     /// the vector does not fit the database's.
@@ -155,21 +170,6 @@ pub trait RecordStore {
         record: &MemoryRecord,
         salience: SalienceChange,
     ) -> Result<(), StoreError>;
-    /// Visible records of the query, best first, within its byte budget.
-    fn query_records(
-        &mut self,
-        query: &RecordQuery,
-        now: Timestamp,
-    ) -> Result<RecordPage, StoreError>;
-    /// The supersession chain through `id`, oldest first; `None` when there
-    /// is no such record. Stops at a cycle.
-    fn supersession_chain(
-        &mut self,
-        id: &str,
-        now: Timestamp,
-    ) -> Result<Option<Vec<MemoryRecord>>, StoreError>;
-    /// A cheap query that proves the database answers.
-    fn ping(&mut self) -> Result<(), StoreError>;
 }
 
 /// A record and its key from a row holding, in this order: key, id, layer,

@@ -5,9 +5,9 @@
 
 use serde::de::DeserializeOwned;
 
-use super::StoreError;
 use crate::domain::record::{DecayProfile, MemoryType, Sensitivity};
 use crate::domain::time::{from_micros, Timestamp};
+use crate::store::error::StoreError;
 
 /// A column value either backend can hand over: what rusqlite and
 /// tokio-postgres both decode.

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::StoreError;
 use crate::domain::record::MemoryType;
 use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
+use crate::store::error::StoreError;
 use serde::Serialize;
 
 /// What a backend counts, summed and averaged in SQL.

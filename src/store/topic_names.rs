@@ -4,7 +4,8 @@
 
 use crate::domain::time::Timestamp;
 
-use super::{KeyedTopic, StoreError};
+use crate::store::error::StoreError;
+use crate::store::topics::KeyedTopic;
 
 /// One summary a topic had, from `valid_from` until the next.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,6 @@
 //! vectors and salience.
 
 use super::rows::Columns;
-use super::StoreError;
 use crate::domain::decay::Anchor;
 use crate::domain::record::Sensitivity;
 use crate::domain::time::Timestamp;
@@ -10,7 +9,9 @@ use crate::domain::topic::Topic;
 use crate::domain::trust::TrustContext;
 use crate::domain::vector::Embedding;
 use crate::domain::vector::QueryVector;
+use crate::store::error::StoreError;
 use std::collections::BTreeSet;
+
 /// What a decay sweep reads of a topic.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TopicDecay {

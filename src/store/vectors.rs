@@ -1,8 +1,9 @@
 //! Records' vectors in storage ([`VectorStore`]).
 
-use super::StoreError;
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
+use crate::store::error::StoreError;
+
 /// A record the embedder is to make a vector for: its search text, as of
 /// the row version read.
 #[derive(Debug, Clone, PartialEq)]

@@ -30,7 +30,7 @@ fn rank(
     query: &RecordQuery,
     now: Timestamp,
 ) -> Result<RecordPage, StoreError> {
-    tx.query_records(query, now)
+    engram::store::ranking::query_records(&*tx.ranking_source(), query, now)
 }
 
 /// A small deterministic generator, so a failure names its seed.

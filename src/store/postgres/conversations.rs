@@ -3,7 +3,7 @@
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::conversation::Latest;
 use crate::domain::conversation::{TurnQuery, TurnSight};
 use crate::domain::record::Sensitivity;
@@ -11,7 +11,7 @@ use crate::store::conversations::{
     around_statement, latest_statement, read_latest, started_statement, turns_statement, Around,
     ConversationStore, Param, Statement, TurnRow,
 };
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 const SCOPE_IS: &str = "IS NOT DISTINCT FROM";
 

@@ -6,36 +6,16 @@
 //!
 //! A term is counted when a retrieval finds it common and asks for it:
 //! readers cannot write (their transactions are read-only), so they leave
-//! it in [`Wanted`], and a writer counts it before its next transaction,
-//! or when idle ([`count_wanted`]).
+//! it in the `Wanted` their connections share (`connection.rs`), and a
+//! writer counts it before its next transaction, or when idle
+//! ([`count_wanted`]).
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
-
-use super::Pg;
+use super::connection::Pg;
+use crate::store::error::StoreError;
 use crate::store::ranking::source::TermCount;
-use crate::store::term_counts::take_some;
-use crate::store::StoreError;
 
 /// Terms per chunk: the schema's triggers number them so.
 const CHUNK: i32 = 256;
-
-/// The terms retrievals found in many records but not counted, shared by
-/// one database's readers and writers.
-#[derive(Clone, Default)]
-pub(crate) struct Wanted(Arc<Mutex<BTreeSet<String>>>);
-
-impl Wanted {
-    fn want<'a>(&self, terms: impl IntoIterator<Item = &'a String>) {
-        let mut wanted = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        wanted.extend(terms.into_iter().cloned());
-    }
-
-    fn take(&self) -> Vec<String> {
-        let mut wanted = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        take_some(&mut wanted)
-    }
-}
 
 /// The document frequency of each of `terms` among the records of the
 /// partitions `scopes` (`None`: every scope; else these and the unscoped),
@@ -148,7 +128,7 @@ fn count(pg: &Pg, term: &str) -> Result<(), StoreError> {
     let id: i32 = row.try_get(0)?;
     let (chunk, at) = ((id - 1) / CHUNK, (id - 1) % CHUNK + 1);
     // As the postings are looked up, so the counts are theirs.
-    let query = super::ranking::term_query(term);
+    let query = term_query(term);
     pg.execute(
         "WITH t AS (
              SELECT COALESCE(scope, '') AS scope, layer, sensitivity,
@@ -179,4 +159,10 @@ fn count(pg: &Pg, term: &str) -> Result<(), StoreError> {
         &[&id, &query, &term],
     )?;
     Ok(())
+}
+
+/// The text of `to_tsquery('simple', …)` that finds the records with
+/// `term` (an analyser's term): quoted, so it is one lexeme.
+pub(super) fn term_query(term: &str) -> String {
+    format!("'{}'", term.replace('\'', "''"))
 }

@@ -4,15 +4,18 @@
 //! text with the row), topics left with no field, tombstones and the
 //! erasure log.
 
-use super::records::sensitivity_of;
-use super::Pg;
+use super::connection::Pg;
+use super::record_reads::sensitivity_of;
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;
 use crate::domain::time::to_micros;
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
-use crate::store::erasure::{LogPlace, LogReach, ERASURE_COLUMNS, TOPIC_PARTS};
-use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
+use crate::store::erasure::{
+    ChainNeighbours, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
+    ERASURE_COLUMNS, TOPIC_PARTS,
+};
+use crate::store::error::StoreError;
 
 const ERASABLE: &str = Erasable::COLUMNS;
 

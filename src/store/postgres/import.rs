@@ -15,9 +15,11 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
 use tokio_postgres::types::ToSql;
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::time::Timestamp;
-use crate::store::{RecordStore, StoreError, Transaction};
+use crate::store::error::StoreError;
+use crate::store::records::RecordReads;
+use crate::store::transaction::Transaction;
 
 /// The tables copied, parents before children.
 pub const TABLES: &[&str] = &[

@@ -1,261 +1,14 @@
 //! Decay and job state on PostgreSQL: the sweep's scan and conditional
 //! writes, job schedules and run history.
 
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::record::{AuditAction, MemoryType, SCHEDULER_ACTOR};
 use crate::domain::time::{from_micros, to_micros, Timestamp};
-use crate::store::DecayStore;
-use crate::store::JobStore;
-use crate::store::{
-    DecayChange, DecayRow, HeldJob, JobClaim, JobRunRecord, JobSetting, Step, StoreError,
+use crate::store::consolidation::Step;
+use crate::store::error::StoreError;
+use crate::store::maintenance::{
+    DecayChange, DecayRow, DecayStore, HeldJob, JobClaim, JobRunRecord, JobSetting, JobStore,
 };
-
-pub fn scan_for_decay(pg: &Pg, after_key: i64, limit: usize) -> Result<Vec<DecayRow>, StoreError> {
-    pg.query(
-        "SELECT r.key, r.version, d.salience, r.status, r.created_at,
-                d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
-                d.reinforcement_gain, d.pinned, d.deletion_policy,
-                d.anchor_salience, d.anchor_at
-         FROM records r JOIN decay_profiles d ON d.record_key = r.key
-         WHERE r.key > $1 ORDER BY r.key LIMIT $2",
-        &[&after_key, &(limit as i64)],
-    )?
-    .iter()
-    .map(DecayRow::read)
-    .collect()
-}
-
-/// Writes decayed saliences of records still at the scanned version (to
-/// their profiles: the record's row is not rewritten); a stretch of decay
-/// is one audit entry (the last one, updated).
-pub fn apply_decay(pg: &Pg, changes: &[DecayChange], now: Timestamp) -> Result<usize, StoreError> {
-    let at = to_micros(&now);
-    let mut changed = 0;
-    for change in changes {
-        let updated = pg.execute(
-            // The record's row is share-locked: a revision under way is
-            // waited for, its new version then seen and the record left
-            // alone; a later revision waits for the sweep to commit.
-            "WITH live AS (SELECT key FROM records WHERE key = $1 AND version = $2 FOR SHARE)
-             UPDATE decay_profiles SET salience = $3, decays_from = $4
-             WHERE record_key = (SELECT key FROM live)",
-            &[&change.key, &change.version, &change.salience, &at],
-        )?;
-        if updated == 0 {
-            continue;
-        }
-        changed += 1;
-        let rationale = format!("scheduled decay: salience now {:.4}", change.salience);
-        let folded = pg.execute(
-            "UPDATE audit_log SET timestamp = $2, rationale = $3
-             WHERE id = (SELECT MAX(id) FROM audit_log WHERE record_key = $1)
-               AND action = $4 AND actor = $5",
-            &[
-                &change.key,
-                &at,
-                &rationale,
-                &AuditAction::Decay.as_str(),
-                &SCHEDULER_ACTOR,
-            ],
-        )?;
-        if folded == 0 {
-            pg.execute(
-                "INSERT INTO audit_log (record_key, action, actor, timestamp, rationale)
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[
-                    &change.key,
-                    &AuditAction::Decay.as_str(),
-                    &SCHEDULER_ACTOR,
-                    &at,
-                    &rationale,
-                ],
-            )?;
-        }
-    }
-    Ok(changed)
-}
-
-/// Deletes the candidates still at the scanned version that are no part
-/// of a revision chain (and, for episodes, were compressed first).
-pub fn prune(pg: &Pg, candidates: &[DecayChange]) -> Result<usize, StoreError> {
-    let mut deleted = 0;
-    for candidate in candidates {
-        deleted += pg.execute(
-            "DELETE FROM records
-             WHERE key = $1 AND version = $2 AND status <> 'retracted'
-               AND (layer <> $3
-                    OR EXISTS (SELECT 1 FROM consolidation_marks WHERE record_key = $1 AND step = $4))
-               AND NOT EXISTS (SELECT 1 FROM relations
-                               WHERE source_key = $1
-                                 AND predicate IN ('supersedes', 'derived_from', 'contested_by'))
-               AND NOT EXISTS (SELECT 1 FROM relations
-                               WHERE target_id = records.id
-                                 AND predicate IN ('supersedes', 'derived_from', 'contested_by'))",
-            &[
-                &candidate.key,
-                &candidate.version,
-                &(MemoryType::Episodic.layer() as i64),
-                &Step::Compressed.as_str(),
-            ],
-        )? as usize;
-    }
-    Ok(deleted)
-}
-
-pub fn job_settings(pg: &Pg) -> Result<Vec<JobSetting>, StoreError> {
-    pg.query(
-        "SELECT name, schedule, enabled FROM job_settings ORDER BY name",
-        &[],
-    )?
-    .iter()
-    .map(|row| {
-        Ok(JobSetting {
-            name: row.try_get(0)?,
-            schedule: row.try_get(1)?,
-            enabled: row.try_get(2)?,
-        })
-    })
-    .collect()
-}
-
-pub fn save_job_setting(pg: &Pg, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError> {
-    pg.execute(
-        "INSERT INTO job_settings (name, schedule, enabled, updated_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (name) DO UPDATE SET schedule = excluded.schedule,
-                                          enabled = excluded.enabled,
-                                          updated_at = excluded.updated_at",
-        &[
-            &setting.name,
-            &setting.schedule,
-            &setting.enabled,
-            &to_micros(&now),
-        ],
-    )?;
-    Ok(())
-}
-
-pub fn recent_job_runs(pg: &Pg, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError> {
-    pg.query(
-        "SELECT name, started_at, finished_at, duration_ms, result_json, error FROM (
-             SELECT *, row_number() OVER (PARTITION BY name ORDER BY id DESC) AS newer
-             FROM job_run_log) runs
-         WHERE newer <= $1 ORDER BY name, id DESC",
-        &[&(per_job as i64)],
-    )?
-    .iter()
-    .map(|row| {
-        Ok(JobRunRecord {
-            name: row.try_get(0)?,
-            started_at: from_micros(row.try_get(1)?),
-            finished_at: from_micros(row.try_get(2)?),
-            duration_ms: row.try_get(3)?,
-            outcome: JobRunRecord::outcome_of(row.try_get(4)?, row.try_get(5)?)?,
-        })
-    })
-    .collect()
-}
-
-pub fn save_job_run(pg: &Pg, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
-    let (result, error) = run.outcome_columns();
-    pg.execute(
-        "INSERT INTO job_run_log (name, started_at, finished_at, duration_ms, result_json, error)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-        &[
-            &run.name,
-            &to_micros(&run.started_at),
-            &to_micros(&run.finished_at),
-            &run.duration_ms,
-            &result,
-            &error,
-        ],
-    )?;
-    pg.execute(
-        "DELETE FROM job_run_log WHERE name = $1 AND id <= (
-             SELECT id FROM job_run_log WHERE name = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
-        &[&run.name, &(keep as i64)],
-    )?;
-    Ok(())
-}
-
-/// Two instances claiming at once: the second waits for the first to
-/// commit, then finds the lease taken (or the tick run) and takes nothing.
-pub fn claim_job(pg: &Pg, claim: &JobClaim) -> Result<bool, StoreError> {
-    let tick = claim.tick.as_ref().map(to_micros);
-    Ok(pg.execute(
-        "INSERT INTO job_leases (name, holder, expires_at, tick)
-         VALUES ($1, $2, $3, COALESCE($5::bigint, 0))
-         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
-             expires_at = excluded.expires_at, tick = GREATEST(job_leases.tick, excluded.tick)
-         WHERE (job_leases.expires_at <= $4 OR job_leases.holder = $2 OR NOT EXISTS
-                    (SELECT 1 FROM instances WHERE id = job_leases.holder AND seen_at >= $6))
-           AND ($5::bigint IS NULL OR job_leases.tick < $5
-                OR (job_leases.expires_at > $4 AND NOT EXISTS
-                    (SELECT 1 FROM instances WHERE id = job_leases.holder AND seen_at >= $6)))",
-        &[
-            &claim.name,
-            &claim.holder,
-            &to_micros(&claim.until),
-            &to_micros(&claim.now),
-            &tick,
-            &to_micros(&claim.live_since),
-        ],
-    )? > 0)
-}
-
-pub fn release_job(pg: &Pg, name: &str, holder: &str) -> Result<(), StoreError> {
-    pg.execute(
-        "UPDATE job_leases SET expires_at = 0 WHERE name = $1 AND holder = $2",
-        &[&name, &holder],
-    )?;
-    Ok(())
-}
-
-pub fn held_jobs(
-    pg: &Pg,
-    now: Timestamp,
-    live_since: Timestamp,
-) -> Result<Vec<HeldJob>, StoreError> {
-    pg.query(
-        "SELECT name, holder, EXISTS (SELECT 1 FROM instances
-                                      WHERE id = job_leases.holder AND seen_at >= $2)
-         FROM job_leases WHERE expires_at > $1 ORDER BY name",
-        &[&to_micros(&now), &to_micros(&live_since)],
-    )?
-    .iter()
-    .map(|row| {
-        Ok(HeldJob {
-            name: row.try_get(0)?,
-            holder: row.try_get(1)?,
-            live: row.try_get(2)?,
-        })
-    })
-    .collect()
-}
-
-pub fn heartbeat(
-    pg: &Pg,
-    instance: &str,
-    at: Timestamp,
-    live_since: Timestamp,
-    forget_before: Timestamp,
-) -> Result<usize, StoreError> {
-    pg.execute(
-        "INSERT INTO instances (id, seen_at) VALUES ($1, $2)
-         ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
-        &[&instance, &to_micros(&at)],
-    )?;
-    pg.execute(
-        "DELETE FROM instances WHERE seen_at < $1",
-        &[&to_micros(&forget_before)],
-    )?;
-    let live: i64 = pg
-        .query_one(
-            "SELECT COUNT(*) FROM instances WHERE seen_at >= $1",
-            &[&to_micros(&live_since)],
-        )?
-        .try_get(0)?;
-    Ok(live.max(1) as usize)
-}
 
 impl DecayStore for Pg {
     fn scan_for_decay(
@@ -263,53 +16,231 @@ impl DecayStore for Pg {
         after_key: i64,
         limit: usize,
     ) -> Result<Vec<DecayRow>, StoreError> {
-        scan_for_decay(self, after_key, limit)
+        self.query(
+            "SELECT r.key, r.version, d.salience, r.status, r.created_at,
+                    d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
+                    d.reinforcement_gain, d.pinned, d.deletion_policy,
+                    d.anchor_salience, d.anchor_at
+             FROM records r JOIN decay_profiles d ON d.record_key = r.key
+             WHERE r.key > $1 ORDER BY r.key LIMIT $2",
+            &[&after_key, &(limit as i64)],
+        )?
+        .iter()
+        .map(DecayRow::read)
+        .collect()
     }
 
+    /// Writes decayed saliences of records still at the scanned version (to
+    /// their profiles: the record's row is not rewritten); a stretch of decay
+    /// is one audit entry (the last one, updated).
     fn apply_decay(
         &mut self,
         changes: &[DecayChange],
         now: Timestamp,
     ) -> Result<usize, StoreError> {
-        apply_decay(self, changes, now)
+        let at = to_micros(&now);
+        let mut changed = 0;
+        for change in changes {
+            let updated = self.execute(
+                // The record's row is share-locked: a revision under way is
+                // waited for, its new version then seen and the record left
+                // alone; a later revision waits for the sweep to commit.
+                "WITH live AS (SELECT key FROM records WHERE key = $1 AND version = $2 FOR SHARE)
+                 UPDATE decay_profiles SET salience = $3, decays_from = $4
+                 WHERE record_key = (SELECT key FROM live)",
+                &[&change.key, &change.version, &change.salience, &at],
+            )?;
+            if updated == 0 {
+                continue;
+            }
+            changed += 1;
+            let rationale = format!("scheduled decay: salience now {:.4}", change.salience);
+            let folded = self.execute(
+                "UPDATE audit_log SET timestamp = $2, rationale = $3
+                 WHERE id = (SELECT MAX(id) FROM audit_log WHERE record_key = $1)
+                   AND action = $4 AND actor = $5",
+                &[
+                    &change.key,
+                    &at,
+                    &rationale,
+                    &AuditAction::Decay.as_str(),
+                    &SCHEDULER_ACTOR,
+                ],
+            )?;
+            if folded == 0 {
+                self.execute(
+                    "INSERT INTO audit_log (record_key, action, actor, timestamp, rationale)
+                     VALUES ($1, $2, $3, $4, $5)",
+                    &[
+                        &change.key,
+                        &AuditAction::Decay.as_str(),
+                        &SCHEDULER_ACTOR,
+                        &at,
+                        &rationale,
+                    ],
+                )?;
+            }
+        }
+        Ok(changed)
     }
 
+    /// Deletes the candidates still at the scanned version that are no part
+    /// of a revision chain (and, for episodes, were compressed first).
     fn prune(&mut self, candidates: &[DecayChange]) -> Result<usize, StoreError> {
-        prune(self, candidates)
+        let mut deleted = 0;
+        for candidate in candidates {
+            deleted += self.execute(
+                "DELETE FROM records
+                 WHERE key = $1 AND version = $2 AND status <> 'retracted'
+                   AND (layer <> $3
+                        OR EXISTS (SELECT 1 FROM consolidation_marks WHERE record_key = $1 AND step = $4))
+                   AND NOT EXISTS (SELECT 1 FROM relations
+                                   WHERE source_key = $1
+                                     AND predicate IN ('supersedes', 'derived_from', 'contested_by'))
+                   AND NOT EXISTS (SELECT 1 FROM relations
+                                   WHERE target_id = records.id
+                                     AND predicate IN ('supersedes', 'derived_from', 'contested_by'))",
+                &[
+                    &candidate.key,
+                    &candidate.version,
+                    &(MemoryType::Episodic.layer() as i64),
+                    &Step::Compressed.as_str(),
+                ],
+            )? as usize;
+        }
+        Ok(deleted)
     }
 }
 
 impl JobStore for Pg {
     fn job_settings(&mut self) -> Result<Vec<JobSetting>, StoreError> {
-        job_settings(self)
+        self.query(
+            "SELECT name, schedule, enabled FROM job_settings ORDER BY name",
+            &[],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(JobSetting {
+                name: row.try_get(0)?,
+                schedule: row.try_get(1)?,
+                enabled: row.try_get(2)?,
+            })
+        })
+        .collect()
     }
 
     fn save_job_setting(&mut self, setting: &JobSetting, now: Timestamp) -> Result<(), StoreError> {
-        save_job_setting(self, setting, now)
+        self.execute(
+            "INSERT INTO job_settings (name, schedule, enabled, updated_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (name) DO UPDATE SET schedule = excluded.schedule,
+                                              enabled = excluded.enabled,
+                                              updated_at = excluded.updated_at",
+            &[
+                &setting.name,
+                &setting.schedule,
+                &setting.enabled,
+                &to_micros(&now),
+            ],
+        )?;
+        Ok(())
     }
 
     fn recent_job_runs(&mut self, per_job: usize) -> Result<Vec<JobRunRecord>, StoreError> {
-        recent_job_runs(self, per_job)
+        self.query(
+            "SELECT name, started_at, finished_at, duration_ms, result_json, error FROM (
+                 SELECT *, row_number() OVER (PARTITION BY name ORDER BY id DESC) AS newer
+                 FROM job_run_log) runs
+             WHERE newer <= $1 ORDER BY name, id DESC",
+            &[&(per_job as i64)],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(JobRunRecord {
+                name: row.try_get(0)?,
+                started_at: from_micros(row.try_get(1)?),
+                finished_at: from_micros(row.try_get(2)?),
+                duration_ms: row.try_get(3)?,
+                outcome: JobRunRecord::outcome_of(row.try_get(4)?, row.try_get(5)?)?,
+            })
+        })
+        .collect()
     }
 
     fn save_job_run(&mut self, run: &JobRunRecord, keep: usize) -> Result<(), StoreError> {
-        save_job_run(self, run, keep)
+        let (result, error) = run.outcome_columns();
+        self.execute(
+            "INSERT INTO job_run_log (name, started_at, finished_at, duration_ms, result_json, error)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &run.name,
+                &to_micros(&run.started_at),
+                &to_micros(&run.finished_at),
+                &run.duration_ms,
+                &result,
+                &error,
+            ],
+        )?;
+        self.execute(
+            "DELETE FROM job_run_log WHERE name = $1 AND id <= (
+                 SELECT id FROM job_run_log WHERE name = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+            &[&run.name, &(keep as i64)],
+        )?;
+        Ok(())
     }
 
+    /// Two instances claiming at once: the second waits for the first to
+    /// commit, then finds the lease taken (or the tick run) and takes nothing.
     fn claim_job(&mut self, claim: &JobClaim) -> Result<bool, StoreError> {
-        claim_job(self, claim)
+        let tick = claim.tick.as_ref().map(to_micros);
+        Ok(self.execute(
+            "INSERT INTO job_leases (name, holder, expires_at, tick)
+             VALUES ($1, $2, $3, COALESCE($5::bigint, 0))
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
+                 expires_at = excluded.expires_at, tick = GREATEST(job_leases.tick, excluded.tick)
+             WHERE (job_leases.expires_at <= $4 OR job_leases.holder = $2 OR NOT EXISTS
+                        (SELECT 1 FROM instances WHERE id = job_leases.holder AND seen_at >= $6))
+               AND ($5::bigint IS NULL OR job_leases.tick < $5
+                    OR (job_leases.expires_at > $4 AND NOT EXISTS
+                        (SELECT 1 FROM instances WHERE id = job_leases.holder AND seen_at >= $6)))",
+            &[
+                &claim.name,
+                &claim.holder,
+                &to_micros(&claim.until),
+                &to_micros(&claim.now),
+                &tick,
+                &to_micros(&claim.live_since),
+            ],
+        )? > 0)
     }
 
     fn release_job(&mut self, name: &str, holder: &str) -> Result<(), StoreError> {
-        release_job(self, name, holder)
+        self.execute(
+            "UPDATE job_leases SET expires_at = 0 WHERE name = $1 AND holder = $2",
+            &[&name, &holder],
+        )?;
+        Ok(())
     }
 
     fn held_jobs(
         &mut self,
         now: Timestamp,
         live_since: Timestamp,
-    ) -> Result<Vec<crate::store::HeldJob>, StoreError> {
-        held_jobs(self, now, live_since)
+    ) -> Result<Vec<crate::store::maintenance::HeldJob>, StoreError> {
+        self.query(
+            "SELECT name, holder, EXISTS (SELECT 1 FROM instances
+                                          WHERE id = job_leases.holder AND seen_at >= $2)
+             FROM job_leases WHERE expires_at > $1 ORDER BY name",
+            &[&to_micros(&now), &to_micros(&live_since)],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(HeldJob {
+                name: row.try_get(0)?,
+                holder: row.try_get(1)?,
+                live: row.try_get(2)?,
+            })
+        })
+        .collect()
     }
 
     fn heartbeat(
@@ -319,6 +250,21 @@ impl JobStore for Pg {
         live_since: Timestamp,
         forget_before: Timestamp,
     ) -> Result<usize, StoreError> {
-        heartbeat(self, instance, at, live_since, forget_before)
+        self.execute(
+            "INSERT INTO instances (id, seen_at) VALUES ($1, $2)
+             ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+            &[&instance, &to_micros(&at)],
+        )?;
+        self.execute(
+            "DELETE FROM instances WHERE seen_at < $1",
+            &[&to_micros(&forget_before)],
+        )?;
+        let live: i64 = self
+            .query_one(
+                "SELECT COUNT(*) FROM instances WHERE seen_at >= $1",
+                &[&to_micros(&live_since)],
+            )?
+            .try_get(0)?;
+        Ok(live.max(1) as usize)
     }
 }

@@ -5,8 +5,8 @@
 
 use chrono::Utc;
 
-use super::Pg;
-use crate::store::StoreError;
+use super::connection::Pg;
+use crate::store::error::StoreError;
 
 /// Fills in data for a migration; answers how many rows it filled.
 pub type Backfill = fn(&Pg) -> Result<usize, StoreError>;

@@ -22,32 +22,29 @@ use std::collections::HashMap;
 
 use tokio_postgres::types::ToSql;
 
-use super::records::{load_records, payload_sizes};
-use super::Pg;
+use super::connection::Pg;
+use super::counted::term_query;
+use super::record_reads::load_whole;
 use crate::domain::analysis::term_frequency;
 use crate::domain::record::{MemoryRecord, MemoryType};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
 use crate::domain::vector::QueryVector;
-use crate::store::ranking::engine;
+use crate::store::error::StoreError;
 use crate::store::ranking::source::{
-    current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText, SessionOf,
-    SessionTurn, Stored, TermCount, Totals, TurnAt, VectorHit,
+    self, current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText,
+    SessionOf, SessionTurn, Stored, TermCount, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
-use crate::store::{RecordPage, StoreError};
+use crate::store::transaction::Transaction;
 
-/// The answer to a retrieval.
-pub fn query_records(
-    pg: &Pg,
-    query: &RecordQuery,
-    now: Timestamp,
-) -> Result<RecordPage, StoreError> {
-    let source = Source {
-        pg,
-        facets: Default::default(),
-    };
-    engine::query_records(&source, query, now)
+impl Transaction for Pg {
+    fn ranking_source(&mut self) -> Box<dyn RankingSource + '_> {
+        Box::new(Source {
+            pg: self,
+            facets: Default::default(),
+        })
+    }
 }
 
 /// What retrieval reads through one connection.
@@ -94,8 +91,6 @@ struct Range {
 }
 
 impl RankingSource for Source<'_> {
-    type Range = Range;
-
     fn decay_bounds(&self) -> Result<HashMap<i64, DecayBound>, StoreError> {
         let mut bounds = HashMap::new();
         for row in self.pg.query(
@@ -117,7 +112,7 @@ impl RankingSource for Source<'_> {
         &self,
         query: &RecordQuery,
         bounds: &HashMap<i64, DecayBound>,
-    ) -> Vec<(Range, DecayBound)> {
+    ) -> Vec<(source::Range, DecayBound)> {
         // One range: the slowest decay of the types asked for bounds it.
         let slowest = query
             .memory_types
@@ -162,12 +157,12 @@ impl RankingSource for Source<'_> {
             n + 2
         );
         vec![(
-            Range {
+            source::Range::new(Range {
                 page,
                 page_conditions,
                 tier,
                 tier_conditions,
-            },
+            }),
             bound,
         )]
     }
@@ -175,11 +170,12 @@ impl RankingSource for Source<'_> {
     fn page(
         &self,
         _query: &RecordQuery,
-        range: &Range,
+        range: &source::Range,
         after: (f64, i64, i64),
         limit: usize,
         now: Timestamp,
     ) -> Result<Vec<PageRow>, StoreError> {
+        let range: &Range = range.of()?;
         let limit = limit as i64;
         let mut params = range.page_conditions.params();
         params.extend([&after.0 as &(dyn ToSql + Sync), &after.1, &after.2, &limit]);
@@ -204,10 +200,11 @@ impl RankingSource for Source<'_> {
     fn next_below(
         &self,
         _query: &RecordQuery,
-        range: &Range,
+        range: &source::Range,
         below: f64,
         at_least: f64,
     ) -> Result<Option<f64>, StoreError> {
+        let range: &Range = range.of()?;
         let mut params = range.tier_conditions.params();
         params.extend([&below as &(dyn ToSql + Sync), &at_least]);
         self.pg
@@ -515,11 +512,19 @@ impl RankingSource for Source<'_> {
     }
 
     fn sizes(&self, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
-        payload_sizes(self.pg, keys)
+        let mut sizes = HashMap::with_capacity(keys.len());
+        for row in self.pg.query(
+            "SELECT record_key, octet_length(payload_json)::bigint FROM payloads
+             WHERE record_key = ANY($1)",
+            &[&keys],
+        )? {
+            sizes.insert(row.try_get(0)?, row.try_get::<_, i64>(1)?.max(0) as usize);
+        }
+        Ok(sizes)
     }
 
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {
-        load_records(self.pg, keys, now)
+        load_whole(self.pg, keys, now)
     }
 
     fn turns_of(&self, keys: &[i64]) -> Result<Vec<TurnAt>, StoreError> {
@@ -632,12 +637,6 @@ fn read_postings(
             ))
         })
         .collect()
-}
-
-/// The text of `to_tsquery('simple', …)` that finds the records with
-/// `term` (an analyser's term): quoted, so it is one lexeme.
-pub(super) fn term_query(term: &str) -> String {
-    format!("'{}'", term.replace('\'', "''"))
 }
 
 /// The condition that a record `r` has `term` (an analyser's term), its

@@ -1,24 +1,18 @@
-//! Records on PostgreSQL: insert, update, read one, read many. The same
+//! Records written on PostgreSQL: inserted, rewritten, retracted. The same
 //! statements as `store::sqlite::records`, in PostgreSQL's dialect; the
 //! search text is stemmed into the record's `search` column by the
-//! statement that writes the record.
+//! statement that writes the record (reads are in `record_reads.rs`).
 
-use std::collections::HashMap;
-
-use tokio_postgres::Row;
-
-use super::{Params, Pg};
+use super::connection::Pg;
+use super::record_reads::{load_whole, record_key};
 use crate::domain::analysis;
 use crate::domain::decay::Anchor;
 use crate::domain::payload::Payload;
 use crate::domain::record::{AuditEntry, MemoryRecord, MemoryType, Sensitivity};
-use crate::domain::retrieval::RecordQuery;
 use crate::domain::search::{search_text, Searchable};
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::records::{read_audit, read_record, read_relation, read_source};
-use crate::store::RecordPage;
-use crate::store::{Loaded, SalienceChange, StoreError, Version};
-use crate::store::{RecordStore, Visibility};
+use crate::store::error::StoreError;
+use crate::store::records::{RecordStore, SalienceChange, Version};
 
 /// The moment from which a record's stored salience, set at `at`, decays.
 fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
@@ -60,7 +54,7 @@ pub fn reindex_all(pg: &Pg) -> Result<usize, StoreError> {
             return Ok(indexed);
         };
         after = *last;
-        let records = load_records(pg, &keys, now)?;
+        let records = load_whole(pg, &keys, now)?;
         set_search(pg, &records)?;
         indexed += records.len();
     }
@@ -85,13 +79,6 @@ pub(super) fn set_search(pg: &Pg, records: &[MemoryRecord]) -> Result<(), StoreE
         &[&ids, &texts, &lengths, &repeats],
     )?;
     Ok(())
-}
-
-/// Stores a new record with all its parts; answers its key.
-/// `AlreadyExists` when the id is taken.
-pub fn insert_record(pg: &Pg, record: &MemoryRecord) -> Result<i64, StoreError> {
-    let keys = insert_records(pg, &[record])?;
-    Ok(keys[0])
 }
 
 /// The columns of new records, one array per column, for the statement
@@ -216,320 +203,6 @@ impl<'a> NewRows<'a> {
         }
         Ok(rows)
     }
-}
-
-/// Stores new records with all their parts, in one statement (one round
-/// trip however many: the record rows, and their decay profiles, payloads,
-/// tags, provenance, relations, audit entries and counters from the keys
-/// they got); answers their keys, in order. `AlreadyExists` names the
-/// first whose id is taken; the others may be stored by then, and the
-/// caller's savepoint undoes them.
-pub fn insert_records(pg: &Pg, records: &[&MemoryRecord]) -> Result<Vec<i64>, StoreError> {
-    if records.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rows = NewRows::of(records)?;
-    let c = &rows.sources;
-    let a = &rows.audit;
-    // Another instance inserting the same id at once is waited for: then
-    // that record is not inserted here, and no error aborts the
-    // transaction.
-    let stored = pg.query(
-        "WITH k AS (
-             SELECT nextval('records_key_seq') AS key, u.*
-             FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::float8[], $5::float8[],
-                         $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[],
-                         $11::bigint[], $12::text[], $13::text[], $14::text[], $15::bigint[],
-                         $16::float8[], $17::bigint[], $18::float8[], $19::bigint[],
-                         $20::bool[], $21::text[], $22::text[], $23::bigint[], $24::bigint[],
-                         $45::bigint[], $46::text[], $49::text[], $50::bigint[], $51::text[],
-                         $52::bigint[], $53::bool[])
-                  WITH ORDINALITY AS u(id, layer, sensitivity, confidence, salience, scope,
-                      status, created_by, created_at, updated_at, decays_from, about, text,
-                      curve, half_life, floor, max_age, gain, reinforced_at, pinned,
-                      deletion, payload, successes, failures, search_length, search_repeats,
-                      session, turn_index, speaker, turn_at, timed, n)),
-         r AS (
-             INSERT INTO records (key, id, layer, sensitivity, confidence, scope, status,
-                                  created_by, created_at, updated_at, about, search,
-                                  search_length, search_repeats)
-             SELECT key, id, layer, sensitivity, confidence, scope, status, created_by,
-                    created_at, updated_at, about,
-                    to_tsvector('simple', text)
-                        || engram_facets(key, layer, sensitivity, scope, status),
-                    search_length, search_repeats
-             FROM k ORDER BY n
-             ON CONFLICT (id) DO NOTHING
-             RETURNING key),
-         s AS (SELECT k.* FROM k JOIN r USING (key)),
-         d AS (
-             INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
-                 max_age_seconds, reinforcement_gain, last_reinforced_at, pinned,
-                 deletion_policy, anchor_salience, anchor_at, salience, decays_from, layer,
-                 sensitivity, scope, status, created_at)
-             SELECT key, curve, half_life, floor, max_age, gain, reinforced_at, pinned,
-                    deletion, salience, reinforced_at, salience, decays_from, layer,
-                    sensitivity, scope, status, created_at
-             FROM s),
-         p AS (INSERT INTO payloads (record_key, payload_json) SELECT key, payload FROM s),
-         t AS (
-             INSERT INTO tags (record_key, tag, position)
-             SELECT s.key, u.t, u.p
-             FROM unnest($25::bigint[], $26::text[], $27::bigint[]) AS u(i, t, p)
-             JOIN s ON s.n = u.i),
-         v AS (
-             INSERT INTO provenance_sources (record_key, kind, ref, hash, created_by, timestamp)
-             SELECT s.key, u.k, u.f, u.h, u.c, u.t
-             FROM unnest($28::bigint[], $29::text[], $30::text[], $31::text[], $32::text[],
-                         $33::bigint[]) WITH ORDINALITY AS u(i, k, f, h, c, t, n)
-             JOIN s ON s.n = u.i
-             ORDER BY u.n),
-         l AS (
-             INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
-             SELECT s.key, u.p, u.t, u.w, u.c
-             FROM unnest($34::bigint[], $35::text[], $36::text[], $37::float8[], $38::bigint[])
-                  WITH ORDINALITY AS u(i, p, t, w, c, n)
-             JOIN s ON s.n = u.i
-             ORDER BY u.n),
-         a AS (
-             INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
-             SELECT s.key, u.a, u.b, u.t, u.r, u.m
-             FROM unnest($39::bigint[], $40::text[], $41::text[], $42::bigint[], $43::text[],
-                         $44::bool[]) WITH ORDINALITY AS u(i, a, b, t, r, m, n)
-             JOIN s ON s.n = u.i
-             ORDER BY u.n),
-         x AS (
-             INSERT INTO record_citations (cited_id, record_key)
-             SELECT u.c, s.key
-             FROM unnest($47::bigint[], $48::text[]) AS u(i, c)
-             JOIN s ON s.n = u.i),
-         c AS (
-             INSERT INTO competence_stats (record_key, success_count, failure_count)
-             SELECT key, successes, failures FROM s WHERE successes IS NOT NULL),
-         ct AS (
-             INSERT INTO conversation_turns (record_key, conversation_id, session_id,
-                                             turn_index, speaker, at, timed)
-             SELECT key, about, session, turn_index, speaker, turn_at, timed
-             FROM s WHERE session IS NOT NULL)
-         SELECT n, key FROM s",
-        &[
-            &rows.ids,
-            &rows.layers,
-            &rows.sensitivities,
-            &rows.confidences,
-            &rows.saliences,
-            &rows.scopes,
-            &rows.statuses,
-            &rows.created_by,
-            &rows.created_at,
-            &rows.updated_at,
-            &rows.decays_from,
-            &rows.abouts,
-            &rows.texts,
-            &rows.curves,
-            &rows.half_lives,
-            &rows.floors,
-            &rows.max_ages,
-            &rows.gains,
-            &rows.reinforced_at,
-            &rows.pinned,
-            &rows.deletion,
-            &rows.payloads,
-            &rows.successes,
-            &rows.failures,
-            &rows.tag_of,
-            &rows.tags,
-            &rows.tag_positions,
-            &rows.source_of,
-            &c.kinds,
-            &c.refs,
-            &c.hashes,
-            &c.sources_by,
-            &c.sources_at,
-            &rows.relation_of,
-            &c.predicates,
-            &c.targets,
-            &c.weights,
-            &c.relations_at,
-            &rows.audit_of,
-            &a.actions,
-            &a.actors,
-            &a.at,
-            &a.rationales,
-            &a.imported,
-            &rows.search_lengths,
-            &rows.search_repeats,
-            &rows.citation_of,
-            &c.citations,
-            &rows.turns.sessions,
-            &rows.turns.indexes,
-            &rows.turns.speakers,
-            &rows.turns.at,
-            &rows.turns.timed,
-        ],
-    )?;
-    let mut keys = vec![None; records.len()];
-    for row in &stored {
-        let n: i64 = row.try_get(0)?;
-        keys[n as usize - 1] = Some(row.try_get::<_, i64>(1)?);
-    }
-    let mut stored_keys = Vec::with_capacity(records.len());
-    for (record, key) in records.iter().zip(keys) {
-        let Some(key) = key else {
-            return Err(StoreError::AlreadyExists(record.id.clone()));
-        };
-        raise_bounds(pg, record)?;
-        if let Some(embedding) = &record.embedding {
-            super::vectors::put(pg, key, embedding, None)?;
-        }
-        stored_keys.push(key);
-    }
-    Ok(stored_keys)
-}
-
-/// Retracts the working states of `thread_id` in `scope` that are not
-/// retracted and at most `up_to` sensitive, as a newer state replaces
-/// them; answers their ids, oldest first.
-///
-/// The thread is locked until the transaction ends, so that two writers
-/// (instances) storing its first states at once do not both find none.
-/// The lock is taken in a statement before the one that retracts, since a
-/// statement sees what was committed when it began; both go in one round
-/// trip. The retraction is one statement: the profile, vector and audit
-/// trail change with the rows.
-pub fn retract_current_states(
-    pg: &Pg,
-    thread_id: &str,
-    scope: Option<&str>,
-    up_to: Sensitivity,
-    entry: &AuditEntry,
-    now: Timestamp,
-) -> Result<Vec<String>, StoreError> {
-    let layer = MemoryType::Working.layer() as i64;
-    let at = to_micros(&now);
-    let mut answers = pg.query_all(&[
-        (
-            "SELECT pg_advisory_xact_lock(hashtextextended($1, $2))",
-            &[&thread_id, &layer],
-        ),
-        (
-            "WITH r AS (
-                 UPDATE records SET status = 'retracted', updated_at = $5,
-                     search = ts_delete(search, tsvector_to_array(
-                                  engram_facets(key, layer, sensitivity, scope, status)))
-                              || engram_facets(key, layer, sensitivity, scope, 'retracted'),
-                     version = version + 1
-                 WHERE about = $1 AND layer = $2 AND scope IS NOT DISTINCT FROM $3
-                   AND status <> 'retracted' AND sensitivity <= $4
-                 RETURNING key, id),
-             d AS (
-                 UPDATE decay_profiles SET anchor_salience = 0, anchor_at = $5, salience = 0,
-                     decays_from = CASE WHEN pinned THEN 9223372036854775807 ELSE $5 END,
-                     status = 'retracted'
-                 WHERE record_key IN (SELECT key FROM r)),
-             v AS (UPDATE record_vectors SET live = FALSE WHERE record_key IN (SELECT key FROM r)),
-             a AS (
-                 INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
-                 SELECT r.key, $6, $7, $8, $9, $10 FROM r)
-             SELECT id FROM r ORDER BY key",
-            &[
-                &thread_id,
-                &layer,
-                &scope,
-                &rank(up_to),
-                &at,
-                &entry.action.as_str(),
-                &entry.actor,
-                &to_micros(&entry.timestamp),
-                &entry.rationale,
-                &entry.imported,
-            ],
-        ),
-    ])?;
-    answers
-        .pop()
-        .unwrap_or_default()
-        .iter()
-        .map(|row| Ok(row.try_get(0)?))
-        .collect()
-}
-
-/// Rewrites a record read at `version`; `Changed` when anyone changed it
-/// since (the `UPDATE` is conditional on the version, and under read
-/// committed a concurrent writer's update is waited for and then seen),
-/// `NotFound` when it is gone.
-pub fn update_record(
-    pg: &Pg,
-    version: &Version,
-    record: &MemoryRecord,
-    salience: SalienceChange,
-) -> Result<(), StoreError> {
-    let key = version.key;
-    let set_at = match salience {
-        SalienceChange::Unchanged => None,
-        SalienceChange::SetAt(at) => Some(at),
-    };
-    let searchable = Searchable::of(record);
-    let analysed = &searchable.analysed;
-    let updated = pg.execute(
-        "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5, scope = $6,
-             status = $7, created_by = $8, created_at = $9, updated_at = $10, about = $11,
-             search = to_tsvector('simple', $12) || engram_facets(key, $3, $4, $6, $7),
-             search_length = $13, search_repeats = $14, version = version + 1
-         WHERE key = $1 AND version = $2",
-        &[
-            &key,
-            &version.number,
-            &layer(record),
-            &rank(record.sensitivity),
-            &record.confidence,
-            &record.scope,
-            &record.status.as_str(),
-            &record.provenance.created_by,
-            &to_micros(&record.created_at),
-            &to_micros(&record.updated_at),
-            &record.payload.about(),
-            &analysed.text,
-            &analysed.length,
-            &analysed.repeats,
-        ],
-    )?;
-    if updated == 0 {
-        return Err(if record_key(pg, &record.id)?.is_some() {
-            StoreError::Changed(record.id.clone())
-        } else {
-            StoreError::NotFound(record.id.clone())
-        });
-    }
-    let anchor = set_at.map(|at| Anchor {
-        salience: record.salience,
-        at,
-    });
-    update_lifecycle(pg, key, record, anchor)?;
-    pg.execute(
-        "UPDATE payloads SET payload_json = $2 WHERE record_key = $1",
-        &[&key, &payload_json(&record.payload)?],
-    )?;
-    super::vectors::after_update(pg, key, record, searchable.hash)?;
-    for table in [
-        "DELETE FROM tags WHERE record_key = $1",
-        "DELETE FROM provenance_sources WHERE record_key = $1",
-        "DELETE FROM relations WHERE source_key = $1",
-        "DELETE FROM record_citations WHERE record_key = $1",
-        "DELETE FROM competence_stats WHERE record_key = $1",
-        "DELETE FROM conversation_turns WHERE record_key = $1",
-    ] {
-        pg.execute(table, &[&key])?;
-    }
-    insert_children(pg, key, record)?;
-    append_audit(
-        pg,
-        key,
-        record
-            .audit_log
-            .get(version.audit_len..)
-            .unwrap_or_default(),
-    )
 }
 
 /// The decay profile of a rewritten record, with the copies of its
@@ -805,206 +478,17 @@ fn payload_json(payload: &Payload) -> Result<String, StoreError> {
         .map_err(|e| StoreError::Corrupt(format!("payload does not serialise: {e}")))
 }
 
-pub fn record_key(pg: &Pg, id: &str) -> Result<Option<i64>, StoreError> {
-    pg.query_opt("SELECT key FROM records WHERE id = $1", &[&id])?
-        .map(|row| row.try_get(0))
-        .transpose()
-        .map_err(StoreError::from)
-}
-
-pub fn record_visibility(
-    pg: &Pg,
-    id: &str,
-) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
-    pg.query_opt(
-        "SELECT sensitivity, scope FROM records WHERE id = $1",
-        &[&id],
-    )?
-    .map(|row| Ok((sensitivity_of(row.try_get(0)?)?, row.try_get(1)?)))
-    .transpose()
-}
-
-pub(crate) fn sensitivity_of(rank: i64) -> Result<Sensitivity, StoreError> {
-    Sensitivity::from_rank(rank)
-        .ok_or_else(|| StoreError::Corrupt(format!("unknown sensitivity rank {rank}")))
-}
-
-pub fn get_for_update(pg: &Pg, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError> {
-    let Some(row) = pg.query_opt("SELECT key, version FROM records WHERE id = $1", &[&id])? else {
-        return Ok(None);
-    };
-    let (key, number): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-    Ok(load_records(pg, &[key], now)?.pop().map(|record| Loaded {
-        version: Version {
-            key,
-            number,
-            audit_len: record.audit_log.len(),
-        },
-        record,
-    }))
-}
-
-pub fn get_record(pg: &Pg, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError> {
-    match record_key(pg, id)? {
-        Some(key) => Ok(load_records(pg, &[key], now)?.pop()),
-        None => Ok(None),
-    }
-}
-
-pub fn payload_bytes(pg: &Pg, ids: &[String]) -> Result<u64, StoreError> {
-    let total: i64 = pg
-        .query_one(
-            "SELECT COALESCE(SUM(octet_length(p.payload_json)), 0)::bigint
-             FROM records r JOIN payloads p ON p.record_key = r.key
-             WHERE r.id = ANY($1)",
-            &[&ids],
-        )?
-        .try_get(0)?;
-    Ok(total.max(0) as u64)
-}
-
-/// The serialised size of the payloads of these records.
-pub(super) fn payload_sizes(pg: &Pg, keys: &[i64]) -> Result<HashMap<i64, usize>, StoreError> {
-    let mut sizes = HashMap::with_capacity(keys.len());
-    for row in pg.query(
-        "SELECT record_key, octet_length(payload_json)::bigint FROM payloads
-         WHERE record_key = ANY($1)",
-        &[&keys],
-    )? {
-        sizes.insert(row.try_get(0)?, row.try_get::<_, i64>(1)?.max(0) as usize);
-    }
-    Ok(sizes)
-}
-
-/// The records with these keys, in the order given, with all their parts
-/// and their salience decayed to `now`.
-pub fn load_records(
-    pg: &Pg,
-    keys: &[i64],
-    now: Timestamp,
-) -> Result<Vec<MemoryRecord>, StoreError> {
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let params: Params = &[&keys];
-    // The record rows and their parts, in one round trip.
-    let answers = pg.query_all(&[
-        (
-            "SELECT r.key, r.id, r.layer, r.sensitivity, r.confidence, d.salience, r.scope,
-                r.status, r.created_by, r.created_at, r.updated_at,
-                d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
-                d.reinforcement_gain, d.last_reinforced_at, d.pinned, d.deletion_policy,
-                p.payload_json, d.anchor_salience, d.anchor_at
-         FROM records r
-         JOIN decay_profiles d ON d.record_key = r.key
-         JOIN payloads p ON p.record_key = r.key
-         WHERE r.key = ANY($1)",
-            params,
-        ),
-        (
-            "SELECT record_key, tag FROM tags WHERE record_key = ANY($1)
-             ORDER BY record_key, position",
-            params,
-        ),
-        (
-            "SELECT record_key, kind, ref, hash, created_by, timestamp
-             FROM provenance_sources WHERE record_key = ANY($1) ORDER BY id",
-            params,
-        ),
-        (
-            "SELECT source_key, predicate, target_id, weight, created_at
-             FROM relations WHERE source_key = ANY($1) ORDER BY id",
-            params,
-        ),
-        (
-            "SELECT record_key, action, actor, timestamp, rationale, imported
-             FROM audit_log WHERE record_key = ANY($1) ORDER BY id",
-            params,
-        ),
-    ])?;
-    let [rows, tags, sources, relations, audit] = &answers[..] else {
-        unreachable!("five statements, five answers")
-    };
-    let mut records: HashMap<i64, MemoryRecord> = HashMap::with_capacity(keys.len());
-    for row in rows {
-        let (key, record) = read_record(row, now)?;
-        records.insert(key, record);
-    }
-    for row in tags {
-        if let Some(record) = records.get_mut(&row.try_get(0)?) {
-            record.tags.push(row.try_get(1)?);
-        }
-    }
-    for row in sources {
-        if let Some(record) = records.get_mut(&row.try_get(0)?) {
-            record.provenance.sources.push(read_source(row)?);
-        }
-    }
-    for row in relations {
-        if let Some(record) = records.get_mut(&row.try_get(0)?) {
-            record.relations.push(read_relation(row)?);
-        }
-    }
-    for row in audit {
-        if let Some(record) = records.get_mut(&row.try_get(0)?) {
-            record.audit_log.push(read_audit(row)?);
-        }
-    }
-    Ok(keys.iter().filter_map(|key| records.remove(key)).collect())
-}
-
-/// The supersession chain through record `id`, oldest first.
-pub fn supersession_chain(
-    pg: &Pg,
-    id: &str,
-    now: Timestamp,
-) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
-    let Some(key) = record_key(pg, id)? else {
-        return Ok(None);
-    };
-    let older = "SELECT r.key, r.id FROM relations rel JOIN records r ON r.id = rel.target_id
-                 WHERE rel.source_key = $1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1";
-    let newer = "SELECT r.key, r.id FROM relations rel JOIN records r ON r.key = rel.source_key
-                 WHERE rel.target_id = $1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1";
-    let pair = |row: Option<Row>| -> Result<Option<(i64, String)>, StoreError> {
-        row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-            .transpose()
-    };
-    let keys = crate::store::walk_chain(
-        key,
-        id,
-        |key| pair(pg.query_opt(older, &[&key])?),
-        |id| pair(pg.query_opt(newer, &[&id])?),
-    )?;
-    Ok(Some(load_records(pg, &keys, now)?))
-}
-
-pub fn ping(pg: &Pg) -> Result<(), StoreError> {
-    pg.query_one("SELECT COUNT(*) FROM schema_migrations", &[])?;
-    Ok(())
-}
-
 impl RecordStore for Pg {
-    fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError> {
-        get_record(self, id, now)
-    }
-
-    fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError> {
-        get_for_update(self, id, now)
-    }
-
-    fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError> {
-        payload_bytes(self, ids)
-    }
-
-    fn load_records(
-        &mut self,
-        keys: &[i64],
-        now: Timestamp,
-    ) -> Result<Vec<MemoryRecord>, StoreError> {
-        load_records(self, keys, now)
-    }
-
+    /// Retracts the working states of `thread_id` in `scope` that are not
+    /// retracted and at most `up_to` sensitive, as a newer state replaces
+    /// them; answers their ids, oldest first.
+    ///
+    /// The thread is locked until the transaction ends, so that two writers
+    /// (instances) storing its first states at once do not both find none.
+    /// The lock is taken in a statement before the one that retracts, since a
+    /// statement sees what was committed when it began; both go in one round
+    /// trip. The retraction is one statement: the profile, vector and audit
+    /// trail change with the rows.
     fn retract_current_states(
         &mut self,
         thread_id: &str,
@@ -1013,48 +497,302 @@ impl RecordStore for Pg {
         entry: &AuditEntry,
         now: Timestamp,
     ) -> Result<Vec<String>, StoreError> {
-        retract_current_states(self, thread_id, scope, up_to, entry, now)
+        let layer = MemoryType::Working.layer() as i64;
+        let at = to_micros(&now);
+        let mut answers = self.query_all(&[
+            (
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, $2))",
+                &[&thread_id, &layer],
+            ),
+            (
+                "WITH r AS (
+                     UPDATE records SET status = 'retracted', updated_at = $5,
+                         search = ts_delete(search, tsvector_to_array(
+                                      engram_facets(key, layer, sensitivity, scope, status)))
+                                  || engram_facets(key, layer, sensitivity, scope, 'retracted'),
+                         version = version + 1
+                     WHERE about = $1 AND layer = $2 AND scope IS NOT DISTINCT FROM $3
+                       AND status <> 'retracted' AND sensitivity <= $4
+                     RETURNING key, id),
+                 d AS (
+                     UPDATE decay_profiles SET anchor_salience = 0, anchor_at = $5, salience = 0,
+                         decays_from = CASE WHEN pinned THEN 9223372036854775807 ELSE $5 END,
+                         status = 'retracted'
+                     WHERE record_key IN (SELECT key FROM r)),
+                 v AS (UPDATE record_vectors SET live = FALSE WHERE record_key IN (SELECT key FROM r)),
+                 a AS (
+                     INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
+                     SELECT r.key, $6, $7, $8, $9, $10 FROM r)
+                 SELECT id FROM r ORDER BY key",
+                &[
+                    &thread_id,
+                    &layer,
+                    &scope,
+                    &rank(up_to),
+                    &at,
+                    &entry.action.as_str(),
+                    &entry.actor,
+                    &to_micros(&entry.timestamp),
+                    &entry.rationale,
+                    &entry.imported,
+                ],
+            ),
+        ])?;
+        answers
+            .pop()
+            .unwrap_or_default()
+            .iter()
+            .map(|row| Ok(row.try_get(0)?))
+            .collect()
     }
 
-    fn record_visibility(&mut self, id: &str) -> Result<Option<Visibility>, StoreError> {
-        Ok(record_visibility(self, id)?
-            .map(|(sensitivity, scope)| Visibility { sensitivity, scope }))
-    }
-
+    /// Stores a new record with all its parts. `AlreadyExists` when the id
+    /// is taken.
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {
-        insert_record(self, record).map(|_| ())
+        self.insert_records(&[record])
     }
 
+    /// Stores new records with all their parts, in one statement (one round
+    /// trip however many: the record rows, and their decay profiles, payloads,
+    /// tags, provenance, relations, audit entries and counters from the keys
+    /// they got). `AlreadyExists` names the first whose id is taken; the
+    /// others may be stored by then, and the caller's savepoint undoes them.
     fn insert_records(&mut self, records: &[&MemoryRecord]) -> Result<(), StoreError> {
-        insert_records(self, records).map(|_| ())
+        if records.is_empty() {
+            return Ok(());
+        }
+        let rows = NewRows::of(records)?;
+        let c = &rows.sources;
+        let a = &rows.audit;
+        // Another instance inserting the same id at once is waited for: then
+        // that record is not inserted here, and no error aborts the
+        // transaction.
+        let stored = self.query(
+            "WITH k AS (
+                 SELECT nextval('records_key_seq') AS key, u.*
+                 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::float8[], $5::float8[],
+                             $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[],
+                             $11::bigint[], $12::text[], $13::text[], $14::text[], $15::bigint[],
+                             $16::float8[], $17::bigint[], $18::float8[], $19::bigint[],
+                             $20::bool[], $21::text[], $22::text[], $23::bigint[], $24::bigint[],
+                             $45::bigint[], $46::text[], $49::text[], $50::bigint[], $51::text[],
+                             $52::bigint[], $53::bool[])
+                      WITH ORDINALITY AS u(id, layer, sensitivity, confidence, salience, scope,
+                          status, created_by, created_at, updated_at, decays_from, about, text,
+                          curve, half_life, floor, max_age, gain, reinforced_at, pinned,
+                          deletion, payload, successes, failures, search_length, search_repeats,
+                          session, turn_index, speaker, turn_at, timed, n)),
+             r AS (
+                 INSERT INTO records (key, id, layer, sensitivity, confidence, scope, status,
+                                      created_by, created_at, updated_at, about, search,
+                                      search_length, search_repeats)
+                 SELECT key, id, layer, sensitivity, confidence, scope, status, created_by,
+                        created_at, updated_at, about,
+                        to_tsvector('simple', text)
+                            || engram_facets(key, layer, sensitivity, scope, status),
+                        search_length, search_repeats
+                 FROM k ORDER BY n
+                 ON CONFLICT (id) DO NOTHING
+                 RETURNING key),
+             s AS (SELECT k.* FROM k JOIN r USING (key)),
+             d AS (
+                 INSERT INTO decay_profiles (record_key, curve, half_life_seconds, min_salience,
+                     max_age_seconds, reinforcement_gain, last_reinforced_at, pinned,
+                     deletion_policy, anchor_salience, anchor_at, salience, decays_from, layer,
+                     sensitivity, scope, status, created_at)
+                 SELECT key, curve, half_life, floor, max_age, gain, reinforced_at, pinned,
+                        deletion, salience, reinforced_at, salience, decays_from, layer,
+                        sensitivity, scope, status, created_at
+                 FROM s),
+             p AS (INSERT INTO payloads (record_key, payload_json) SELECT key, payload FROM s),
+             t AS (
+                 INSERT INTO tags (record_key, tag, position)
+                 SELECT s.key, u.t, u.p
+                 FROM unnest($25::bigint[], $26::text[], $27::bigint[]) AS u(i, t, p)
+                 JOIN s ON s.n = u.i),
+             v AS (
+                 INSERT INTO provenance_sources (record_key, kind, ref, hash, created_by, timestamp)
+                 SELECT s.key, u.k, u.f, u.h, u.c, u.t
+                 FROM unnest($28::bigint[], $29::text[], $30::text[], $31::text[], $32::text[],
+                             $33::bigint[]) WITH ORDINALITY AS u(i, k, f, h, c, t, n)
+                 JOIN s ON s.n = u.i
+                 ORDER BY u.n),
+             l AS (
+                 INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
+                 SELECT s.key, u.p, u.t, u.w, u.c
+                 FROM unnest($34::bigint[], $35::text[], $36::text[], $37::float8[], $38::bigint[])
+                      WITH ORDINALITY AS u(i, p, t, w, c, n)
+                 JOIN s ON s.n = u.i
+                 ORDER BY u.n),
+             a AS (
+                 INSERT INTO audit_log (record_key, action, actor, timestamp, rationale, imported)
+                 SELECT s.key, u.a, u.b, u.t, u.r, u.m
+                 FROM unnest($39::bigint[], $40::text[], $41::text[], $42::bigint[], $43::text[],
+                             $44::bool[]) WITH ORDINALITY AS u(i, a, b, t, r, m, n)
+                 JOIN s ON s.n = u.i
+                 ORDER BY u.n),
+             x AS (
+                 INSERT INTO record_citations (cited_id, record_key)
+                 SELECT u.c, s.key
+                 FROM unnest($47::bigint[], $48::text[]) AS u(i, c)
+                 JOIN s ON s.n = u.i),
+             c AS (
+                 INSERT INTO competence_stats (record_key, success_count, failure_count)
+                 SELECT key, successes, failures FROM s WHERE successes IS NOT NULL),
+             ct AS (
+                 INSERT INTO conversation_turns (record_key, conversation_id, session_id,
+                                                 turn_index, speaker, at, timed)
+                 SELECT key, about, session, turn_index, speaker, turn_at, timed
+                 FROM s WHERE session IS NOT NULL)
+             SELECT n, key FROM s",
+            &[
+                &rows.ids,
+                &rows.layers,
+                &rows.sensitivities,
+                &rows.confidences,
+                &rows.saliences,
+                &rows.scopes,
+                &rows.statuses,
+                &rows.created_by,
+                &rows.created_at,
+                &rows.updated_at,
+                &rows.decays_from,
+                &rows.abouts,
+                &rows.texts,
+                &rows.curves,
+                &rows.half_lives,
+                &rows.floors,
+                &rows.max_ages,
+                &rows.gains,
+                &rows.reinforced_at,
+                &rows.pinned,
+                &rows.deletion,
+                &rows.payloads,
+                &rows.successes,
+                &rows.failures,
+                &rows.tag_of,
+                &rows.tags,
+                &rows.tag_positions,
+                &rows.source_of,
+                &c.kinds,
+                &c.refs,
+                &c.hashes,
+                &c.sources_by,
+                &c.sources_at,
+                &rows.relation_of,
+                &c.predicates,
+                &c.targets,
+                &c.weights,
+                &c.relations_at,
+                &rows.audit_of,
+                &a.actions,
+                &a.actors,
+                &a.at,
+                &a.rationales,
+                &a.imported,
+                &rows.search_lengths,
+                &rows.search_repeats,
+                &rows.citation_of,
+                &c.citations,
+                &rows.turns.sessions,
+                &rows.turns.indexes,
+                &rows.turns.speakers,
+                &rows.turns.at,
+                &rows.turns.timed,
+            ],
+        )?;
+        let mut keys = vec![None; records.len()];
+        for row in &stored {
+            let n: i64 = row.try_get(0)?;
+            keys[n as usize - 1] = Some(row.try_get::<_, i64>(1)?);
+        }
+        for (record, key) in records.iter().zip(keys) {
+            let Some(key) = key else {
+                return Err(StoreError::AlreadyExists(record.id.clone()));
+            };
+            raise_bounds(self, record)?;
+            if let Some(embedding) = &record.embedding {
+                super::vectors::put(self, key, embedding, None)?;
+            }
+        }
+        Ok(())
     }
 
+    /// Rewrites a record read at `version`; `Changed` when anyone changed it
+    /// since (the `UPDATE` is conditional on the version, and under read
+    /// committed a concurrent writer's update is waited for and then seen),
+    /// `NotFound` when it is gone.
     fn update_record(
         &mut self,
         version: &Version,
         record: &MemoryRecord,
         salience: SalienceChange,
     ) -> Result<(), StoreError> {
-        update_record(self, version, record, salience)
-    }
-
-    fn query_records(
-        &mut self,
-        query: &RecordQuery,
-        now: Timestamp,
-    ) -> Result<RecordPage, StoreError> {
-        super::ranking::query_records(self, query, now)
-    }
-
-    fn supersession_chain(
-        &mut self,
-        id: &str,
-        now: Timestamp,
-    ) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
-        supersession_chain(self, id, now)
-    }
-
-    fn ping(&mut self) -> Result<(), StoreError> {
-        ping(self)
+        let key = version.key;
+        let set_at = match salience {
+            SalienceChange::Unchanged => None,
+            SalienceChange::SetAt(at) => Some(at),
+        };
+        let searchable = Searchable::of(record);
+        let analysed = &searchable.analysed;
+        let updated = self.execute(
+            "UPDATE records SET layer = $3, sensitivity = $4, confidence = $5, scope = $6,
+                 status = $7, created_by = $8, created_at = $9, updated_at = $10, about = $11,
+                 search = to_tsvector('simple', $12) || engram_facets(key, $3, $4, $6, $7),
+                 search_length = $13, search_repeats = $14, version = version + 1
+             WHERE key = $1 AND version = $2",
+            &[
+                &key,
+                &version.number,
+                &layer(record),
+                &rank(record.sensitivity),
+                &record.confidence,
+                &record.scope,
+                &record.status.as_str(),
+                &record.provenance.created_by,
+                &to_micros(&record.created_at),
+                &to_micros(&record.updated_at),
+                &record.payload.about(),
+                &analysed.text,
+                &analysed.length,
+                &analysed.repeats,
+            ],
+        )?;
+        if updated == 0 {
+            return Err(if record_key(self, &record.id)?.is_some() {
+                StoreError::Changed(record.id.clone())
+            } else {
+                StoreError::NotFound(record.id.clone())
+            });
+        }
+        let anchor = set_at.map(|at| Anchor {
+            salience: record.salience,
+            at,
+        });
+        update_lifecycle(self, key, record, anchor)?;
+        self.execute(
+            "UPDATE payloads SET payload_json = $2 WHERE record_key = $1",
+            &[&key, &payload_json(&record.payload)?],
+        )?;
+        super::vectors::after_update(self, key, record, searchable.hash)?;
+        for table in [
+            "DELETE FROM tags WHERE record_key = $1",
+            "DELETE FROM provenance_sources WHERE record_key = $1",
+            "DELETE FROM relations WHERE source_key = $1",
+            "DELETE FROM record_citations WHERE record_key = $1",
+            "DELETE FROM competence_stats WHERE record_key = $1",
+            "DELETE FROM conversation_turns WHERE record_key = $1",
+        ] {
+            self.execute(table, &[&key])?;
+        }
+        insert_children(self, key, record)?;
+        append_audit(
+            self,
+            key,
+            record
+                .audit_log
+                .get(version.audit_len..)
+                .unwrap_or_default(),
+        )
     }
 }

@@ -1,74 +1,12 @@
 //! Topic aliases and summary versions on PostgreSQL (migration 0007).
 
+use super::connection::Pg;
 use super::topics::COLUMNS;
-use super::Pg;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::normalize_title;
-use crate::store::topics::read_topic;
-use crate::store::{KeyedTopic, StoreError, SummaryVersion, TopicNameStore};
-
-pub fn add_alias(pg: &Pg, key: i64, alias: &str, at: Timestamp) -> Result<bool, StoreError> {
-    let added = pg.execute(
-        "INSERT INTO topic_aliases (topic_key, norm_alias, alias, added_at)
-         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-        &[&key, &normalize_title(alias), &alias, &to_micros(&at)],
-    )?;
-    Ok(added > 0)
-}
-
-pub fn topics_aliased(
-    pg: &Pg,
-    title: &str,
-    scope: Option<&str>,
-) -> Result<Vec<KeyedTopic>, StoreError> {
-    pg.query(
-        &format!(
-            "SELECT {COLUMNS} FROM topics t
-             WHERE t.key IN (SELECT topic_key FROM topic_aliases WHERE norm_alias = $1)
-               AND t.scope IS NOT DISTINCT FROM $2 AND NOT t.archived
-             ORDER BY t.key"
-        ),
-        &[&normalize_title(title), &scope],
-    )?
-    .iter()
-    .map(|row| read_topic(row).map(|(key, topic)| KeyedTopic { key, topic }))
-    .collect()
-}
-
-pub fn add_summary(pg: &Pg, key: i64, version: &SummaryVersion) -> Result<(), StoreError> {
-    pg.execute(
-        "INSERT INTO topic_summaries (topic_key, seq, summary, valid_from, source, why_changed)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-        &[
-            &key,
-            &version.seq,
-            &version.summary,
-            &to_micros(&version.valid_from),
-            &version.source,
-            &version.why_changed,
-        ],
-    )?;
-    Ok(())
-}
-
-pub fn summaries(pg: &Pg, key: i64) -> Result<Vec<SummaryVersion>, StoreError> {
-    pg.query(
-        "SELECT seq, summary, valid_from, source, why_changed FROM topic_summaries
-         WHERE topic_key = $1 ORDER BY seq",
-        &[&key],
-    )?
-    .iter()
-    .map(|row| {
-        Ok(SummaryVersion {
-            seq: row.try_get(0)?,
-            summary: row.try_get(1)?,
-            valid_from: from_micros(row.try_get(2)?),
-            source: row.try_get(3)?,
-            why_changed: row.try_get(4)?,
-        })
-    })
-    .collect()
-}
+use crate::store::error::StoreError;
+use crate::store::topic_names::{SummaryVersion, TopicNameStore};
+use crate::store::topics::{read_topic, KeyedTopic};
 
 /// Makes every topic's `norm_title` again (schema version 7: titles are
 /// compared without punctuation or a leading article).
@@ -89,7 +27,12 @@ pub fn renormalize_titles(pg: &Pg) -> Result<usize, StoreError> {
 
 impl TopicNameStore for Pg {
     fn add_alias(&mut self, key: i64, alias: &str, at: Timestamp) -> Result<bool, StoreError> {
-        add_alias(self, key, alias, at)
+        let added = self.execute(
+            "INSERT INTO topic_aliases (topic_key, norm_alias, alias, added_at)
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            &[&key, &normalize_title(alias), &alias, &to_micros(&at)],
+        )?;
+        Ok(added > 0)
     }
 
     fn topics_aliased(
@@ -97,14 +40,52 @@ impl TopicNameStore for Pg {
         title: &str,
         scope: Option<&str>,
     ) -> Result<Vec<KeyedTopic>, StoreError> {
-        topics_aliased(self, title, scope)
+        self.query(
+            &format!(
+                "SELECT {COLUMNS} FROM topics t
+                 WHERE t.key IN (SELECT topic_key FROM topic_aliases WHERE norm_alias = $1)
+                   AND t.scope IS NOT DISTINCT FROM $2 AND NOT t.archived
+                 ORDER BY t.key"
+            ),
+            &[&normalize_title(title), &scope],
+        )?
+        .iter()
+        .map(|row| read_topic(row).map(|(key, topic)| KeyedTopic { key, topic }))
+        .collect()
     }
 
     fn add_summary(&mut self, key: i64, version: &SummaryVersion) -> Result<(), StoreError> {
-        add_summary(self, key, version)
+        self.execute(
+            "INSERT INTO topic_summaries (topic_key, seq, summary, valid_from, source, why_changed)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &key,
+                &version.seq,
+                &version.summary,
+                &to_micros(&version.valid_from),
+                &version.source,
+                &version.why_changed,
+            ],
+        )?;
+        Ok(())
     }
 
     fn summaries(&mut self, key: i64) -> Result<Vec<SummaryVersion>, StoreError> {
-        summaries(self, key)
+        self.query(
+            "SELECT seq, summary, valid_from, source, why_changed FROM topic_summaries
+             WHERE topic_key = $1 ORDER BY seq",
+            &[&key],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(SummaryVersion {
+                seq: row.try_get(0)?,
+                summary: row.try_get(1)?,
+                valid_from: from_micros(row.try_get(2)?),
+                source: row.try_get(3)?,
+                why_changed: row.try_get(4)?,
+            })
+        })
+        .collect()
     }
 }

@@ -1,14 +1,14 @@
 //! Stored embeddings on PostgreSQL: one vector per record at most, and the
 //! number of dimensions every vector of the database has.
 
-use super::records::load_records;
-use super::Pg;
+use super::connection::Pg;
 use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
-use crate::store::VectorStore;
-use crate::store::{Embedded, StoreError, ToEmbed};
+use crate::store::error::StoreError;
+use crate::store::records::RecordReads;
+use crate::store::vectors::{Embedded, ToEmbed, VectorStore};
 
 pub fn dimensions(pg: &Pg) -> Result<Option<usize>, StoreError> {
     pg.query_opt("SELECT dimensions FROM vector_space WHERE id = 1", &[])?
@@ -106,62 +106,6 @@ pub fn after_update(
     Ok(())
 }
 
-pub fn to_embed(
-    pg: &Pg,
-    after_key: i64,
-    limit: usize,
-    now: Timestamp,
-) -> Result<Vec<ToEmbed>, StoreError> {
-    let rows = pg.query(
-        "SELECT r.key, r.version FROM records r
-         WHERE r.key > $1 AND r.status <> 'retracted'
-           AND NOT EXISTS (SELECT 1 FROM record_vectors v WHERE v.record_key = r.key)
-         ORDER BY r.key LIMIT $2",
-        &[&after_key, &(limit as i64)],
-    )?;
-    let mut listed = Vec::with_capacity(rows.len());
-    for row in &rows {
-        listed.push((row.try_get::<_, i64>(0)?, row.try_get::<_, i64>(1)?));
-    }
-    let keys: Vec<i64> = listed.iter().map(|(key, _)| *key).collect();
-    let records = load_records(pg, &keys, now)?;
-    if records.len() != keys.len() {
-        return Err(StoreError::Corrupt(
-            "a record listed for embedding could not be read".into(),
-        ));
-    }
-    Ok(listed
-        .into_iter()
-        .zip(records)
-        .map(|((key, version), record)| ToEmbed {
-            key,
-            version,
-            text: search_text(&record),
-        })
-        .collect())
-}
-
-pub fn store_embedded(pg: &Pg, embedded: &Embedded) -> Result<bool, StoreError> {
-    let row = pg.query_opt(
-        "SELECT r.version, EXISTS (SELECT 1 FROM record_vectors v WHERE v.record_key = r.key)
-         FROM records r WHERE r.key = $1 FOR UPDATE",
-        &[&embedded.key],
-    )?;
-    let Some(row) = row else {
-        return Ok(false);
-    };
-    if row.try_get::<_, i64>(0)? != embedded.version || row.try_get::<_, bool>(1)? {
-        return Ok(false);
-    }
-    put(
-        pg,
-        embedded.key,
-        &embedded.embedding,
-        Some(text_hash(&embedded.text)),
-    )?;
-    Ok(true)
-}
-
 impl VectorStore for Pg {
     fn vector_dimensions(&mut self) -> Result<Option<usize>, StoreError> {
         dimensions(self)
@@ -173,10 +117,53 @@ impl VectorStore for Pg {
         limit: usize,
         now: Timestamp,
     ) -> Result<Vec<ToEmbed>, StoreError> {
-        to_embed(self, after_key, limit, now)
+        let rows = self.query(
+            "SELECT r.key, r.version FROM records r
+             WHERE r.key > $1 AND r.status <> 'retracted'
+               AND NOT EXISTS (SELECT 1 FROM record_vectors v WHERE v.record_key = r.key)
+             ORDER BY r.key LIMIT $2",
+            &[&after_key, &(limit as i64)],
+        )?;
+        let mut listed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            listed.push((row.try_get::<_, i64>(0)?, row.try_get::<_, i64>(1)?));
+        }
+        let keys: Vec<i64> = listed.iter().map(|(key, _)| *key).collect();
+        let records = self.load_records(&keys, now)?;
+        if records.len() != keys.len() {
+            return Err(StoreError::Corrupt(
+                "a record listed for embedding could not be read".into(),
+            ));
+        }
+        Ok(listed
+            .into_iter()
+            .zip(records)
+            .map(|((key, version), record)| ToEmbed {
+                key,
+                version,
+                text: search_text(&record),
+            })
+            .collect())
     }
 
     fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError> {
-        store_embedded(self, embedded)
+        let row = self.query_opt(
+            "SELECT r.version, EXISTS (SELECT 1 FROM record_vectors v WHERE v.record_key = r.key)
+             FROM records r WHERE r.key = $1 FOR UPDATE",
+            &[&embedded.key],
+        )?;
+        let Some(row) = row else {
+            return Ok(false);
+        };
+        if row.try_get::<_, i64>(0)? != embedded.version || row.try_get::<_, bool>(1)? {
+            return Ok(false);
+        }
+        put(
+            self,
+            embedded.key,
+            &embedded.embedding,
+            Some(text_hash(&embedded.text)),
+        )?;
+        Ok(true)
     }
 }

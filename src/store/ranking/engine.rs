@@ -41,7 +41,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::exact::{Exact, Matched, Unmatched};
-use super::source::{RankingSource, Stored};
+use super::source::{Range, RankingSource, Stored};
 use super::turns::{in_context, TermWeights};
 use super::words::{Term, Words};
 use super::{within_budget, DecayBound, Rank, TopK, MAX_PAGE};
@@ -50,7 +50,8 @@ use crate::domain::relevance::Bm25;
 use crate::domain::relevance::{relative, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{RecordPage, StoreError};
+use crate::store::error::StoreError;
+use crate::store::records::RecordPage;
 
 /// First page read from each range beyond the limit; later pages double,
 /// up to [`MAX_PAGE`]. None in unit tests, so they go through many pages.
@@ -64,8 +65,9 @@ pub(crate) const COMMON_WORD_MATCHES: usize = 1000;
 /// never short while there are matches.
 pub(crate) const COMMON_QUERY_CANDIDATES: usize = 250;
 
-/// The answer to a retrieval.
-pub(crate) fn query_records<S: RankingSource>(
+/// The answer to a retrieval: the way into ranking, over the reads of
+/// the transaction's backend (`Transaction::ranking_source`).
+pub fn query_records<S: RankingSource + ?Sized>(
     source: &S,
     query: &RecordQuery,
     now: Timestamp,
@@ -97,14 +99,14 @@ pub(crate) fn query_records<S: RankingSource>(
 }
 
 /// A range being read: where its last page ended.
-struct Open<R> {
-    range: R,
+struct Open {
+    range: Range,
     bound: DecayBound,
     after: (f64, i64, i64),
     exhausted: bool,
 }
 
-fn by_salience<S: RankingSource>(
+fn by_salience<S: RankingSource + ?Sized>(
     source: &S,
     query: &RecordQuery,
     bounds: &HashMap<i64, DecayBound>,
@@ -114,7 +116,7 @@ fn by_salience<S: RankingSource>(
     if query.memory_types.is_empty() || query.limit == 0 {
         return Ok(top.into_sorted());
     }
-    let mut ranges: Vec<Open<S::Range>> = source
+    let mut ranges: Vec<Open> = source
         .ranges(query, bounds)
         .into_iter()
         .map(|(range, bound)| Open {
@@ -264,7 +266,7 @@ fn text_candidates(words: &Words, tier: &[Part<'_>], bm25: &Bm25) -> Vec<(Stored
 /// Ranked retrieval: with a text query, the first way of matching that
 /// fills the whole answer (as the first page has it, so every page takes
 /// the same one), else the last.
-fn ranked<S: RankingSource>(
+fn ranked<S: RankingSource + ?Sized>(
     source: &S,
     query: &RecordQuery,
     bounds: &HashMap<i64, DecayBound>,
@@ -380,7 +382,7 @@ struct Candidate {
 /// no text query), the visible records with a vector, or, with neither,
 /// the records of the selective filter. With `unmatched`, a record with a
 /// vector that is not a text candidate gets its relevance from its text.
-pub(super) fn scored<S: RankingSource>(
+pub(super) fn scored<S: RankingSource + ?Sized>(
     source: &S,
     query: &RecordQuery,
     bounds: &HashMap<i64, DecayBound>,

@@ -14,7 +14,7 @@ use super::{DecayBound, Rank};
 use crate::domain::relevance::{relative, Bm25, Signals};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Most common terms a query is matched exactly with: each combination of
 /// them may be read.
@@ -108,7 +108,7 @@ impl<'a> Exact<'a> {
     /// Every record that can make the answer, with its relevance over
     /// every term of the query; or, when the combinations to read could
     /// hold more than [`MAX_EXACT_RECORDS`], the relevance of those read.
-    pub fn candidates<S: RankingSource>(
+    pub fn candidates<S: RankingSource + ?Sized>(
         &self,
         source: &S,
         query: &RecordQuery,
@@ -241,7 +241,7 @@ impl Words {
     /// from their texts: a candidate found by its rarer terms gains what
     /// the common ones add (whose matches are not all read), and one found
     /// among a common term's newest matches has its true relevance.
-    fn rescored<S: RankingSource>(
+    fn rescored<S: RankingSource + ?Sized>(
         &self,
         source: &S,
         bm25: &Bm25,
@@ -293,7 +293,7 @@ fn relevance_of(found: &HashMap<i64, (Stored, f64)>) -> HashMap<i64, f64> {
 
 /// The highest stored salience of any record the query may see (decay
 /// only lowers it from there).
-fn most_salience<S: RankingSource>(
+fn most_salience<S: RankingSource + ?Sized>(
     source: &S,
     query: &RecordQuery,
     bounds: &HashMap<i64, DecayBound>,

@@ -5,7 +5,7 @@
 
 pub(crate) mod engine;
 mod exact;
-pub(crate) mod source;
+pub mod source;
 pub(crate) mod turns;
 mod words;
 
@@ -16,7 +16,10 @@ use crate::domain::record::MemoryRecord;
 use crate::domain::relevance::{Score, Signals};
 use crate::domain::retrieval::{records_within, Cursor, RecordQuery};
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::{RecordPage, StoreError};
+use crate::store::error::StoreError;
+use crate::store::records::RecordPage;
+
+pub use engine::query_records;
 
 /// Pages never read more rows than this at once.
 pub(crate) const MAX_PAGE: usize = 4096;
@@ -133,7 +136,7 @@ impl TopK {
 
 /// How fast the records of a memory type can decay at the slowest.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct DecayBound {
+pub struct DecayBound {
     pub max_half_life_seconds: i64,
     pub max_min_salience: f64,
 }

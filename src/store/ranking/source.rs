@@ -5,6 +5,7 @@
 //! How (which index, which statement) is the backend's; what to read, in
 //! which order and when to stop is the engine's (`engine.rs`).
 
+use std::any::Any;
 use std::collections::HashMap;
 
 use super::DecayBound;
@@ -14,8 +15,8 @@ use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
+use crate::store::error::StoreError;
 use crate::store::rows::Columns;
-use crate::store::StoreError;
 
 /// Which of its sensitivities and types a caller of every scope looks its
 /// terms up with in a backend's full-text index. Each is a facet token in
@@ -91,7 +92,7 @@ impl Facets {
 /// A visible record as an index gives it: enough to bound what it can
 /// score.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Stored {
+pub struct Stored {
     pub key: i64,
     /// Its type's layer.
     pub layer: i64,
@@ -103,7 +104,7 @@ pub(crate) struct Stored {
 
 impl Stored {
     /// Columns 0 to 3: key, layer, stored salience, `decays_from`.
-    pub fn read(row: &impl Columns) -> Result<Stored, StoreError> {
+    pub(crate) fn read(row: &impl Columns) -> Result<Stored, StoreError> {
         Ok(Stored {
             key: row.at(0)?,
             layer: row.at(1)?,
@@ -139,7 +140,7 @@ pub(crate) fn current_salience(
 
 /// A row of a salience range, in range order.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct PageRow {
+pub struct PageRow {
     pub stored: Stored,
     pub created_at: i64,
     /// Its salience now, when the backend read its decay profile with it.
@@ -148,7 +149,7 @@ pub(crate) struct PageRow {
 
 /// A visible record with a term, and what BM25 needs of its text.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Posting {
+pub struct Posting {
     pub stored: Stored,
     /// How many terms its text has.
     pub length: i64,
@@ -206,7 +207,7 @@ impl TermsIn {
 /// How many records a caller may see, and how many terms their texts
 /// have together.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Totals {
+pub struct Totals {
     pub docs: i64,
     pub tokens: i64,
 }
@@ -214,14 +215,14 @@ pub(crate) struct Totals {
 /// How many of a caller's records have a term, and the most times one
 /// record has had it (never lowered, so it bounds any record's).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct TermCount {
+pub struct TermCount {
     pub docs: u64,
     pub most: u32,
 }
 
 /// What BM25 needs of a record's text to score any term in it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RecordText {
+pub struct RecordText {
     /// How many terms it has.
     pub length: i64,
     /// Its terms, each once, space separated.
@@ -232,7 +233,7 @@ pub(crate) struct RecordText {
 
 /// A visible record with a vector.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct VectorHit {
+pub struct VectorHit {
     pub key: i64,
     /// `None` when the vector index alone was read: then the salience is
     /// bounded by the most any record can have.
@@ -246,7 +247,7 @@ pub(crate) struct VectorHit {
 /// A session of a conversation: the conversation in its scope, and the
 /// session's id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct SessionOf {
+pub struct SessionOf {
     pub conversation_id: String,
     pub scope: Option<String>,
     pub session_id: String,
@@ -264,14 +265,14 @@ impl SessionOf {
 
 /// A record that is a turn, and its session.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TurnAt {
+pub struct TurnAt {
     pub key: i64,
     pub session: SessionOf,
 }
 
 /// A visible turn of a session, with what ranking it in context needs.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SessionTurn {
+pub struct SessionTurn {
     pub stored: Stored,
     pub session: SessionOf,
     pub speaker: String,
@@ -298,7 +299,7 @@ impl SessionTurn {
 
     /// A turn of `session` as [`SessionTurn::columns`] read it, with the
     /// frequencies of the query's terms in its text.
-    pub fn read(
+    pub(crate) fn read(
         row: &impl Columns,
         query: &RecordQuery,
         session: &SessionOf,
@@ -351,7 +352,7 @@ impl SessionTurn {
 
 /// What a record is now.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Current {
+pub struct Current {
     pub layer: i64,
     pub created_at: i64,
     /// Stored salience, and salience now.
@@ -359,10 +360,25 @@ pub(crate) struct Current {
     pub salience: f64,
 }
 
-pub(crate) trait RankingSource {
-    /// One index range the salience order is read from.
-    type Range;
+/// One index range the salience order is read from: what the source that
+/// made it reads it by, which is the source's own business (the engine
+/// only hands it back to that source).
+pub struct Range(Box<dyn Any>);
 
+impl Range {
+    pub fn new<T: Any>(range: T) -> Range {
+        Range(Box::new(range))
+    }
+
+    /// What the range was made of, as the source that made it reads it.
+    pub fn of<T: Any>(&self) -> Result<&T, StoreError> {
+        self.0.downcast_ref().ok_or_else(|| {
+            StoreError::Database("a range was read by a source that did not make it".into())
+        })
+    }
+}
+
+pub trait RankingSource {
     /// How fast each layer's records can decay at the slowest; a layer
     /// with no records has none.
     fn decay_bounds(&self) -> Result<HashMap<i64, DecayBound>, StoreError>;
@@ -373,7 +389,7 @@ pub(crate) trait RankingSource {
         &self,
         query: &RecordQuery,
         bounds: &HashMap<i64, DecayBound>,
-    ) -> Vec<(Self::Range, DecayBound)>;
+    ) -> Vec<(Range, DecayBound)>;
 
     /// The next `limit` visible records of `range` after `after` (stored
     /// salience, decays_from, key; descending); a backend that reads the
@@ -381,7 +397,7 @@ pub(crate) trait RankingSource {
     fn page(
         &self,
         query: &RecordQuery,
-        range: &Self::Range,
+        range: &Range,
         after: (f64, i64, i64),
         limit: usize,
         now: Timestamp,
@@ -392,7 +408,7 @@ pub(crate) trait RankingSource {
     fn next_below(
         &self,
         query: &RecordQuery,
-        range: &Self::Range,
+        range: &Range,
         below: f64,
         at_least: f64,
     ) -> Result<Option<f64>, StoreError>;

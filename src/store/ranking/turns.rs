@@ -26,7 +26,7 @@ use crate::domain::analysis;
 use crate::domain::record::MemoryType;
 use crate::domain::relevance::{Bm25, TurnWeights};
 use crate::domain::retrieval::RecordQuery;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Sessions of the best text candidates read whole.
 pub(crate) const MAX_SESSIONS: usize = 48;
@@ -49,7 +49,7 @@ pub(crate) struct TermWeights<'a> {
 
 /// `candidates` (record, text relevance) with the turns among them scored
 /// in context, and the other visible turns of their sessions added.
-pub(crate) fn in_context<S: RankingSource>(
+pub(crate) fn in_context<S: RankingSource + ?Sized>(
     source: &S,
     query: &RecordQuery,
     terms: &TermWeights<'_>,

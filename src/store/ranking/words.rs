@@ -8,7 +8,7 @@ use crate::domain::analysis::term_frequency;
 use crate::domain::relevance::Bm25;
 use crate::domain::retrieval::RecordQuery;
 use crate::domain::search::TextQuery;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// A query term and its visible postings (newest first): all of them for
 /// a rare term; the newest, at least as many as a common term's part of
@@ -35,7 +35,7 @@ pub(super) struct Words {
 }
 
 impl Words {
-    pub(super) fn read<S: RankingSource>(
+    pub(super) fn read<S: RankingSource + ?Sized>(
         source: &S,
         query: &RecordQuery,
         text: &TextQuery,

@@ -8,7 +8,7 @@ use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
 use super::{check_readable, unlock};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// What a backup copied, checked on the copy.
 #[derive(Debug, Clone, PartialEq)]

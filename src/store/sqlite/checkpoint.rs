@@ -17,7 +17,7 @@ use std::sync::Arc;
 use rusqlite::hooks::Wal;
 use rusqlite::Connection;
 
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// Log pages at which a checkpoint is asked for (as SQLite's automatic
 /// checkpoint has it), and again after each this many more.

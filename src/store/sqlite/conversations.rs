@@ -10,7 +10,7 @@ use crate::store::conversations::{
     around_statement, latest_statement, read_latest, started_statement, turns_statement, Around,
     ConversationStore, Param, Statement, TurnRow,
 };
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 fn values(statement: &Statement) -> Vec<SqlValue> {
     statement

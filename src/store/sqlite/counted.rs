@@ -10,15 +10,84 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::search::Counted;
-use crate::domain::analysis::{repeated, term_frequency};
+use crate::domain::analysis::{repeated, term_frequency, Analysed};
+use crate::domain::record::{MemoryRecord, Status};
+use crate::store::error::StoreError;
 use crate::store::ranking::source::TermCount;
 use crate::store::term_counts::{apply_encoded, chunk_of, count_in, encode_deltas, take_some};
-use crate::store::StoreError;
 
 /// A partition of visibility: scope ('' for none), layer, sensitivity,
 /// live.
 pub type Partition = (String, i64, i64, bool);
+
+/// A record's part of the text totals (migration 0014): who may see it,
+/// and how many terms its text has.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Counted {
+    pub scope: Option<String>,
+    pub layer: i64,
+    pub sensitivity: i64,
+    pub live: bool,
+    pub length: i64,
+    /// Its distinct terms, space separated (`Analysed::distinct`): what
+    /// it adds to the counted terms' vectors (`counted.rs`).
+    pub terms: String,
+    /// Its repeated terms (`Analysed::repeats`): how often a counted term
+    /// can be in one record.
+    pub repeats: Option<String>,
+}
+
+impl Counted {
+    pub fn of(record: &MemoryRecord, analysed: &Analysed) -> Counted {
+        Counted {
+            scope: record.scope.clone(),
+            layer: record.memory_type.layer() as i64,
+            sensitivity: record.sensitivity.rank() as i64,
+            live: record.status != Status::Retracted,
+            length: analysed.length,
+            terms: analysed.distinct.clone(),
+            repeats: analysed.repeats.clone(),
+        }
+    }
+
+    /// The columns of a record's row [`Counted::read`] reads.
+    pub const COLUMNS: &'static str =
+        "scope, layer, sensitivity, status <> 'retracted', search_length, search_terms, \
+         search_repeats";
+
+    pub fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Counted> {
+        Ok(Counted {
+            scope: row.get(0)?,
+            layer: row.get(1)?,
+            sensitivity: row.get(2)?,
+            live: row.get(3)?,
+            length: row.get(4)?,
+            terms: row.get(5)?,
+            repeats: row.get(6)?,
+        })
+    }
+
+    /// As the row of record `key` has it, if there is one.
+    pub fn stored(conn: &Connection, key: i64) -> Result<Option<Counted>, StoreError> {
+        Ok(conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM records WHERE key = ?1",
+                Counted::COLUMNS
+            ))?
+            .query_row([key], Counted::read)
+            .optional()?)
+    }
+
+    /// The partition of visibility it counts in.
+    pub fn partition(&self) -> Partition {
+        (
+            self.scope.clone().unwrap_or_default(),
+            self.layer,
+            self.sensitivity,
+            self.live,
+        )
+    }
+}
 
 /// The writer's view of the counted terms: their numbers, as far as it
 /// has read them.
@@ -421,13 +490,12 @@ pub fn frequencies(
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::{get_for_update, insert_record, update_record};
     use super::super::search::flush;
     use super::super::test_support::{conn, now, record};
     use super::*;
     use crate::domain::record::{MemoryRecord, Status};
+    use crate::store::records::{RecordReads, RecordStore, SalienceChange};
     use crate::store::term_counts::decode;
-    use crate::store::SalienceChange;
     use serde_json::json;
 
     fn fact(id: &str, scope: Option<&str>, object: &str) -> MemoryRecord {
@@ -500,15 +568,16 @@ mod tests {
 
     #[test]
     fn the_vectors_follow_every_write_and_a_recount_agrees() {
-        let conn = conn();
+        let mut conn = conn();
         let mut counted = CountedTerms::default();
-        let commit = |counted: &mut CountedTerms| flush(&conn, counted).unwrap();
+        let commit = |conn: &Connection, counted: &mut CountedTerms| flush(conn, counted).unwrap();
         // The terms of "sailing boats" are counted after three records
         // have them (from the index); later writes change their counts.
         for i in 0..3 {
             let scope = if i % 2 == 0 { Some("team") } else { None };
-            insert_record(&conn, &fact(&format!("f{i}"), scope, "sailing boats")).unwrap();
-            commit(&mut counted);
+            conn.insert_record(&fact(&format!("f{i}"), scope, "sailing boats"))
+                .unwrap();
+            commit(&conn, &mut counted);
         }
         let terms: String = conn
             .query_row("SELECT search_terms FROM records LIMIT 1", [], |r| r.get(0))
@@ -516,9 +585,10 @@ mod tests {
         let terms: Vec<String> = terms.split(' ').map(str::to_string).collect();
         assert!(terms.contains(&"sail".to_string()), "{terms:?}");
         count_new(&conn, &mut counted, &terms).unwrap();
-        insert_record(&conn, &fact("r", None, "rare sailing")).unwrap();
-        commit(&mut counted);
-        let most = |term: &str| -> u32 {
+        conn.insert_record(&fact("r", None, "rare sailing"))
+            .unwrap();
+        commit(&conn, &mut counted);
+        let most = |conn: &Connection, term: &str| -> u32 {
             conn.query_row(
                 "SELECT most FROM counted_terms WHERE term = ?1",
                 [term],
@@ -526,7 +596,7 @@ mod tests {
             )
             .unwrap()
         };
-        assert_eq!(most("sail"), 1);
+        assert_eq!(most(&conn, "sail"), 1);
         let sail = |conn: &Connection| {
             vectors(conn)
                 .into_iter()
@@ -544,15 +614,16 @@ mod tests {
             .query_row("SELECT MAX(chunk) FROM term_counts", [], |r| r.get(0))
             .unwrap();
         assert!(chunks >= 1, "{chunks}");
-        let change = |id: &str, f: &dyn Fn(&mut MemoryRecord)| {
-            let loaded = get_for_update(&conn, id, now()).unwrap().unwrap();
+        let change = |conn: &mut Connection, id: &str, f: &dyn Fn(&mut MemoryRecord)| {
+            let loaded = conn.get_for_update(id, now()).unwrap().unwrap();
             let mut changed = loaded.record.clone();
             f(&mut changed);
-            update_record(&conn, &loaded.version, &changed, SalienceChange::Unchanged).unwrap();
+            conn.update_record(&loaded.version, &changed, SalienceChange::Unchanged)
+                .unwrap();
         };
-        change("f0", &|r| r.scope = None);
-        change("f1", &|r| r.status = Status::Retracted);
-        commit(&mut counted);
+        change(&mut conn, "f0", &|r| r.scope = None);
+        change(&mut conn, "f1", &|r| r.status = Status::Retracted);
+        commit(&conn, &mut counted);
         assert_eq!(
             sail(&conn),
             [
@@ -561,18 +632,19 @@ mod tests {
                 ("team".into(), true, 1)
             ]
         );
-        change("r", &|r| {
+        change(&mut conn, "r", &|r| {
             if let crate::domain::payload::Payload::Semantic(p) = &mut r.payload {
                 p.object = json!("motor yachts");
             }
         });
-        commit(&mut counted);
+        commit(&conn, &mut counted);
         assert_eq!(vectors(&conn), recounted(&conn));
         // A text with a counted term more often than any before raises
         // its bound, which a recount finds too.
-        insert_record(&conn, &fact("t", Some("x"), "sailing, sailing, sailing")).unwrap();
-        commit(&mut counted);
-        assert_eq!(most("sail"), 3);
+        conn.insert_record(&fact("t", Some("x"), "sailing, sailing, sailing"))
+            .unwrap();
+        commit(&conn, &mut counted);
+        assert_eq!(most(&conn, "sail"), 3);
         assert_eq!(vectors(&conn), recounted(&conn));
         // What a caller may see, summed; an uncounted term has none.
         let f = |scopes: Option<&[String]>| {
@@ -601,6 +673,6 @@ mod tests {
         .unwrap();
         count_all(&conn).unwrap();
         assert_eq!(vectors(&conn), before);
-        assert_eq!(most("sail"), 3);
+        assert_eq!(most(&conn, "sail"), 3);
     }
 }

@@ -11,16 +11,19 @@ use std::rc::Rc;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::records::{key_array, sensitivity_of, text_array};
+use super::counted::Counted;
+use super::record_reads::{key_array, sensitivity_of, text_array};
 use super::search::{self, Index};
 use crate::domain::erasure::TableCounts;
 use crate::domain::record::MemoryType;
 use crate::domain::time::to_micros;
 use crate::domain::topic::normalize_title;
 use crate::domain::trust::TrustContext;
-use crate::store::erasure::TOPIC_PARTS;
-use crate::store::erasure::{LogPlace, LogReach, ERASURE_COLUMNS};
-use crate::store::{ChainNeighbours, Erasable, ErasureEntry, ErasureStore, StoreError, Tombstone};
+use crate::store::erasure::{
+    ChainNeighbours, Erasable, ErasureEntry, ErasureStore, LogPlace, LogReach, Tombstone,
+    ERASURE_COLUMNS, TOPIC_PARTS,
+};
+use crate::store::error::StoreError;
 
 const ERASABLE: &str = Erasable::COLUMNS;
 
@@ -64,41 +67,6 @@ fn erasable_in(
 }
 
 const TOMBSTONE: &str = Tombstone::COLUMNS;
-
-/// [`ErasureStore::erase_empty_topics`]. The tables keyed by word or by
-/// edge are cleared for all the empty topics at once: one pass each, not
-/// one per topic.
-fn erase_empty_topics(conn: &Connection, keys: &[i64]) -> Result<(), StoreError> {
-    let mut empty = Vec::new();
-    for &key in keys {
-        let fields: i64 = conn
-            .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
-            .query_row([key], |row| row.get(0))?;
-        if fields == 0 {
-            empty.push(key);
-        }
-    }
-    if empty.is_empty() {
-        return Ok(());
-    }
-    let list = key_array(&empty);
-    conn.prepare_cached(
-        "DELETE FROM topic_edges WHERE from_key IN rarray(?1) OR to_key IN rarray(?1)",
-    )?
-    .execute([list.clone()])?;
-    for table in TOPIC_PARTS {
-        conn.prepare_cached(&format!(
-            "DELETE FROM {table} WHERE topic_key IN rarray(?1)"
-        ))?
-        .execute([list.clone()])?;
-    }
-    for &key in &empty {
-        search::remove_from(Index::Topics, key, search::stored_topic(conn, key)?);
-    }
-    conn.prepare_cached("DELETE FROM topics WHERE key IN rarray(?1)")?
-        .execute([list])?;
-    Ok(())
-}
 
 impl ErasureStore for Connection {
     fn erasable_in_scope(
@@ -229,7 +197,7 @@ impl ErasureStore for Connection {
     fn erase_records(&mut self, keys: &[i64], bulk: bool) -> Result<(), StoreError> {
         let mut delete = self.prepare_cached("DELETE FROM records WHERE key = ?1")?;
         for &key in keys {
-            let before = search::Counted::stored(self, key)?;
+            let before = Counted::stored(self, key)?;
             let stored = search::stored_record(self, key)?;
             if delete.execute([key])? > 0 {
                 if bulk {
@@ -245,8 +213,39 @@ impl ErasureStore for Connection {
         Ok(())
     }
 
+    /// [`ErasureStore::erase_empty_topics`]. The tables keyed by word or by
+    /// edge are cleared for all the empty topics at once: one pass each, not
+    /// one per topic.
     fn erase_empty_topics(&mut self, keys: &[i64]) -> Result<(), StoreError> {
-        erase_empty_topics(self, keys)
+        let mut empty = Vec::new();
+        for &key in keys {
+            let fields: i64 = self
+                .prepare_cached("SELECT COUNT(*) FROM topic_versions WHERE topic_key = ?1")?
+                .query_row([key], |row| row.get(0))?;
+            if fields == 0 {
+                empty.push(key);
+            }
+        }
+        if empty.is_empty() {
+            return Ok(());
+        }
+        let list = key_array(&empty);
+        self.prepare_cached(
+            "DELETE FROM topic_edges WHERE from_key IN rarray(?1) OR to_key IN rarray(?1)",
+        )?
+        .execute([list.clone()])?;
+        for table in TOPIC_PARTS {
+            self.prepare_cached(&format!(
+                "DELETE FROM {table} WHERE topic_key IN rarray(?1)"
+            ))?
+            .execute([list.clone()])?;
+        }
+        for &key in &empty {
+            search::remove_from(Index::Topics, key, search::stored_topic(self, key)?);
+        }
+        self.prepare_cached("DELETE FROM topics WHERE key IN rarray(?1)")?
+            .execute([list])?;
+        Ok(())
     }
 
     fn count_topic_vectors(&mut self, keys: &[i64]) -> Result<u64, StoreError> {

@@ -5,106 +5,87 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use crate::domain::access::ApiKey;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::KeyStore;
-use crate::store::{StoreError, StoredKey};
+use crate::store::error::StoreError;
+use crate::store::keys::{KeyStore, StoredKey};
 
 const COLUMNS: &str = StoredKey::COLUMNS;
 
-/// Stores a new key under the hash of its secret; `AlreadyExists` when
-/// the name was ever used.
-pub fn insert_key(conn: &Connection, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
-    let row = StoredKey::of(key)?;
-    let inserted = conn
-        .prepare_cached(
-            "INSERT INTO api_keys (name, hash, roles, max_sensitivity, scopes_json, rate,
-                                   created_at, revoked_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?
-        .execute(params![
-            row.name,
-            hash,
-            row.roles,
-            row.max_sensitivity,
-            row.scopes_json,
-            row.rate,
-            row.created_at,
-            row.revoked_at,
-        ]);
-    match inserted {
-        Ok(_) => Ok(()),
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if e.code == ErrorCode::ConstraintViolation
-                && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
-        {
-            Err(StoreError::AlreadyExists(key.name.clone()))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-pub fn any_key(conn: &Connection) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys)")?
-        .query_row([], |row| row.get(0))?)
-}
-
-/// Every key ever made, revoked ones too, by name.
-pub fn list_keys(conn: &Connection) -> Result<Vec<ApiKey>, StoreError> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM api_keys ORDER BY name"))?;
-    let rows = stmt.query_map([], |row| Ok(StoredKey::read(row)))?;
-    rows.map(|row| row?).collect()
-}
-
-/// The key, not revoked, whose secret hashes to `hash`.
-pub fn active_key(conn: &Connection, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
-    conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM api_keys WHERE hash = ?1 AND revoked_at IS NULL"
-    ))?
-    .query_row([hash], |row| Ok(StoredKey::read(row)))
-    .optional()?
-    .transpose()
-}
-
-/// Revokes key `name`; `NotFound` when there is none, and a key revoked
-/// already stays as it was (answers `false`).
-pub fn revoke_key(conn: &Connection, name: &str, now: Timestamp) -> Result<bool, StoreError> {
-    let changed = conn
-        .prepare_cached(
-            "UPDATE api_keys SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
-        )?
-        .execute(params![name, to_micros(&now)])?;
-    if changed > 0 {
-        return Ok(true);
-    }
-    let exists: bool = conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys WHERE name = ?1)")?
-        .query_row([name], |row| row.get(0))?;
-    if exists {
-        Ok(false)
-    } else {
-        Err(StoreError::NotFound(name.to_string()))
-    }
-}
-
 impl KeyStore for Connection {
+    /// Stores a new key under the hash of its secret; `AlreadyExists` when
+    /// the name was ever used.
     fn insert_key(&mut self, key: &ApiKey, hash: &[u8]) -> Result<(), StoreError> {
-        insert_key(self, key, hash)
+        let row = StoredKey::of(key)?;
+        let inserted = self
+            .prepare_cached(
+                "INSERT INTO api_keys (name, hash, roles, max_sensitivity, scopes_json, rate,
+                                       created_at, revoked_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
+                row.name,
+                hash,
+                row.roles,
+                row.max_sensitivity,
+                row.scopes_json,
+                row.rate,
+                row.created_at,
+                row.revoked_at,
+            ]);
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == ErrorCode::ConstraintViolation
+                    && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+            {
+                Err(StoreError::AlreadyExists(key.name.clone()))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn any_key(&mut self) -> Result<bool, StoreError> {
-        any_key(self)
+        Ok(self
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys)")?
+            .query_row([], |row| row.get(0))?)
     }
 
+    /// Every key ever made, revoked ones too, by name.
     fn list_keys(&mut self) -> Result<Vec<ApiKey>, StoreError> {
-        list_keys(self)
+        let mut stmt =
+            self.prepare_cached(&format!("SELECT {COLUMNS} FROM api_keys ORDER BY name"))?;
+        let rows = stmt.query_map([], |row| Ok(StoredKey::read(row)))?;
+        rows.map(|row| row?).collect()
     }
 
+    /// The key, not revoked, whose secret hashes to `hash`.
     fn active_key(&mut self, hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
-        active_key(self, hash)
+        self.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM api_keys WHERE hash = ?1 AND revoked_at IS NULL"
+        ))?
+        .query_row([hash], |row| Ok(StoredKey::read(row)))
+        .optional()?
+        .transpose()
     }
 
+    /// Revokes key `name`; `NotFound` when there is none, and a key revoked
+    /// already stays as it was (answers `false`).
     fn revoke_key(&mut self, name: &str, now: Timestamp) -> Result<bool, StoreError> {
-        revoke_key(self, name, now)
+        let changed = self
+            .prepare_cached(
+                "UPDATE api_keys SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
+            )?
+            .execute(params![name, to_micros(&now)])?;
+        if changed > 0 {
+            return Ok(true);
+        }
+        let exists: bool = self
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys WHERE name = ?1)")?
+            .query_row([name], |row| row.get(0))?;
+        if exists {
+            Ok(false)
+        } else {
+            Err(StoreError::NotFound(name.to_string()))
+        }
     }
 }
 
@@ -131,33 +112,34 @@ mod tests {
 
     #[test]
     fn keys_are_stored_found_by_hash_and_revoked() {
-        let conn = conn();
+        let mut conn = conn();
         let a = key("indexer", &[Role::Read, Role::Write], &["a", "b"]);
-        insert_key(&conn, &a, b"hash-a").unwrap();
+        conn.insert_key(&a, b"hash-a").unwrap();
         let b = key("admin", &[Role::Admin], &[]);
-        insert_key(&conn, &b, b"hash-b").unwrap();
-        assert_eq!(active_key(&conn, b"hash-a").unwrap(), Some(a.clone()));
-        assert_eq!(active_key(&conn, b"nope").unwrap(), None);
-        assert_eq!(list_keys(&conn).unwrap(), vec![b.clone(), a.clone()]);
+        conn.insert_key(&b, b"hash-b").unwrap();
+        assert_eq!(conn.active_key(b"hash-a").unwrap(), Some(a.clone()));
+        assert_eq!(conn.active_key(b"nope").unwrap(), None);
+        assert_eq!(conn.list_keys().unwrap(), vec![b.clone(), a.clone()]);
 
-        assert!(revoke_key(&conn, "indexer", now()).unwrap());
-        assert_eq!(active_key(&conn, b"hash-a").unwrap(), None);
-        assert!(!revoke_key(&conn, "indexer", now()).unwrap());
-        let listed = list_keys(&conn).unwrap();
+        assert!(conn.revoke_key("indexer", now()).unwrap());
+        assert_eq!(conn.active_key(b"hash-a").unwrap(), None);
+        assert!(!conn.revoke_key("indexer", now()).unwrap());
+        let listed = conn.list_keys().unwrap();
         assert_eq!(listed[1].revoked_at, Some(now()));
         assert!(matches!(
-            revoke_key(&conn, "ghost", now()),
+            conn.revoke_key("ghost", now()),
             Err(StoreError::NotFound(name)) if name == "ghost"
         ));
     }
 
     #[test]
     fn a_name_is_never_given_twice() {
-        let conn = conn();
-        insert_key(&conn, &key("k", &[Role::Read], &[]), b"h1").unwrap();
-        revoke_key(&conn, "k", now()).unwrap();
+        let mut conn = conn();
+        conn.insert_key(&key("k", &[Role::Read], &[]), b"h1")
+            .unwrap();
+        conn.revoke_key("k", now()).unwrap();
         assert!(matches!(
-            insert_key(&conn, &key("k", &[Role::Read], &[]), b"h2"),
+            conn.insert_key(&key("k", &[Role::Read], &[]), b"h2"),
             Err(StoreError::AlreadyExists(name)) if name == "k"
         ));
     }

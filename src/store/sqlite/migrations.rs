@@ -6,7 +6,7 @@
 use chrono::Utc;
 use rusqlite::{params, Connection};
 
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// Fills in data for a migration; answers how many rows it filled.
 pub type Backfill = fn(&Connection) -> Result<usize, StoreError>;
@@ -217,6 +217,7 @@ pub fn run(conn: &mut Connection) -> Result<Vec<i64>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::maintenance::JobStore;
 
     #[test]
     fn migrations_apply_once_and_rerunning_is_a_no_op() {
@@ -238,7 +239,7 @@ mod tests {
 
     #[test]
     fn the_last_run_of_each_job_is_carried_into_the_run_history() {
-        let conn = Connection::open_in_memory().unwrap();
+        let mut conn = Connection::open_in_memory().unwrap();
         for m in &MIGRATIONS[..11] {
             conn.execute_batch(m.sql).unwrap();
         }
@@ -248,7 +249,7 @@ mod tests {
         )
         .unwrap();
         conn.execute_batch(MIGRATIONS[11].sql).unwrap();
-        let runs = super::super::maintenance::recent_job_runs(&conn, 10).unwrap();
+        let runs = conn.recent_job_runs(10).unwrap();
         let seen: Vec<_> = runs
             .iter()
             .map(|r| (r.name.as_str(), r.duration_ms, r.outcome.clone()))

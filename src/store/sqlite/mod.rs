@@ -1,6 +1,7 @@
 //! The SQLite backend: the connection settings, the migrations, the writer
-//! connection, the read pool, and the SQL itself as plain functions over a
-//! `&Connection` (one file per area), gathered behind [`Transaction`].
+//! connection and the read pool here; each area's trait implemented for
+//! `Connection` in the file of the area's name, its SQL in the methods,
+//! all of them together a [`Transaction`].
 
 pub mod backup;
 mod checkpoint;
@@ -13,6 +14,7 @@ pub mod keys;
 pub mod maintenance;
 pub mod migrations;
 pub mod ranking;
+pub mod record_reads;
 pub mod records;
 pub mod search;
 pub mod stats;
@@ -28,7 +30,8 @@ use std::time::Duration;
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, ErrorCode};
 
-use super::{Opened, StoreError, Transaction, WriteConnection};
+use crate::store::error::StoreError;
+use crate::store::transaction::{self, Opened, Readers, Reads, Transaction, WriteConnection};
 
 type Pool = r2d2::Pool<SqliteConnectionManager>;
 
@@ -232,7 +235,7 @@ pub fn open(
             checkpoints,
             counted: counted::CountedTerms::default(),
         }),
-        readers: super::ReadPool::Sqlite(ReadPool(pool)),
+        readers: transaction::ReadPool::new(ReadPool(pool)),
         applied_migrations,
     })
 }
@@ -257,7 +260,13 @@ pub fn open_for_export(path: &Path, key: Option<&str>) -> Result<Connection, Sto
 #[derive(Clone)]
 pub struct ReadPool(Pool);
 
-impl ReadPool {
+impl Readers for ReadPool {
+    fn for_thread(&self) -> Box<dyn Reads> {
+        Box::new(self.clone())
+    }
+}
+
+impl Reads for ReadPool {
     /// Runs `work` on a pooled connection. Blocks: call it from a thread
     /// made for blocking work.
     ///
@@ -265,18 +274,18 @@ impl ReadPool {
     /// snapshot (a retrieval ranks and loads the same records, whatever
     /// commits meanwhile), and the WAL read lock is taken once, not once
     /// per statement.
-    pub fn read<T>(&self, work: impl FnOnce(&mut dyn Transaction) -> T) -> Result<T, StoreError> {
+    fn read(&mut self, work: &mut dyn FnMut(&mut dyn Transaction)) -> Result<(), StoreError> {
         let mut conn = self.0.get()?;
         let conn: &mut Connection = &mut conn;
         conn.prepare_cached("BEGIN")?.execute([])?;
         // A statement of a read whose budget is spent is interrupted (and
         // fails with `Stopped`); so is every later one of the read.
         conn.progress_handler(BUDGET_STEPS, Some(super::budget::spent))?;
-        let result = work(conn);
+        work(conn);
         conn.progress_handler(0, None::<fn() -> bool>)?;
         // Nothing was written: ending the transaction either way is the same.
         conn.prepare_cached("COMMIT")?.execute([])?;
-        Ok(result)
+        Ok(())
     }
 }
 

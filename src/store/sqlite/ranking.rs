@@ -22,35 +22,25 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, ToSql};
 
 use super::filters::FilterSql;
-use super::records::{key_array, load_records};
+use super::record_reads::{key_array, load_whole};
 use super::search::scope_facet;
 use crate::domain::analysis::term_frequency;
 use crate::domain::record::{MemoryRecord, MemoryType, Sensitivity};
 use crate::domain::retrieval::{Filters, RecordQuery};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::QueryVector;
-use crate::store::ranking::engine;
+use crate::store::error::StoreError;
 use crate::store::ranking::source::{
-    current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText, SessionOf,
-    SessionTurn, Stored, TermCount, TermsIn, Totals, TurnAt, VectorHit,
+    self, current_salience, Current, Facets, PageRow, Posting, RankingSource, RecordText,
+    SessionOf, SessionTurn, Stored, TermCount, TermsIn, Totals, TurnAt, VectorHit,
 };
 use crate::store::ranking::DecayBound;
-use crate::store::{RecordPage, StoreError};
+use crate::store::transaction::Transaction;
 
-/// The answer to a retrieval.
-pub fn query_records(
-    conn: &Connection,
-    query: &RecordQuery,
-    now: Timestamp,
-) -> Result<RecordPage, StoreError> {
-    engine::query_records(
-        &Source {
-            conn,
-            facets: Default::default(),
-        },
-        query,
-        now,
-    )
+impl Transaction for Connection {
+    fn ranking_source(&mut self) -> Box<dyn RankingSource + '_> {
+        Box::new(Source::new(self))
+    }
 }
 
 /// What retrieval reads through one connection.
@@ -62,6 +52,13 @@ pub(super) struct Source<'a> {
 }
 
 impl Source<'_> {
+    pub(super) fn new(conn: &Connection) -> Source<'_> {
+        Source {
+            conn,
+            facets: Default::default(),
+        }
+    }
+
     fn facets(&self, query: &RecordQuery) -> Result<Facets, StoreError> {
         if let Some(facets) = self.facets.get() {
             return Ok(facets);
@@ -177,8 +174,6 @@ fn range_sql(set: RankSet, filters: &Filters) -> [Rc<RangeSql>; 3] {
 }
 
 impl RankingSource for Source<'_> {
-    type Range = Range;
-
     fn decay_bounds(&self) -> Result<HashMap<i64, DecayBound>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT layer, max_half_life_seconds, max_min_salience FROM decay_bounds",
@@ -201,7 +196,7 @@ impl RankingSource for Source<'_> {
         &self,
         query: &RecordQuery,
         bounds: &HashMap<i64, DecayBound>,
-    ) -> Vec<(Range, DecayBound)> {
+    ) -> Vec<(source::Range, DecayBound)> {
         let mut ranges = Vec::new();
         for set in RankSet::for_query(query) {
             let [every, unscoped, scoped] = range_sql(set, &query.filters);
@@ -217,12 +212,12 @@ impl RankingSource for Source<'_> {
                 {
                     let range = |sql: &Rc<RangeSql>, scope: Option<&String>| {
                         (
-                            Range {
+                            source::Range::new(Range {
                                 sql: sql.clone(),
                                 layer,
                                 sensitivity: sensitivity.rank() as i64,
                                 scope: scope.cloned(),
-                            },
+                            }),
                             bound,
                         )
                     };
@@ -242,11 +237,12 @@ impl RankingSource for Source<'_> {
     fn page(
         &self,
         query: &RecordQuery,
-        range: &Range,
+        range: &source::Range,
         after: (f64, i64, i64),
         limit: usize,
         _now: Timestamp,
     ) -> Result<Vec<PageRow>, StoreError> {
+        let range: &Range = range.of()?;
         let mut stmt = self.conn.prepare_cached(&range.sql.page)?;
         let limit = limit as i64;
         let mut params: Vec<&dyn ToSql> = vec![
@@ -282,10 +278,11 @@ impl RankingSource for Source<'_> {
     fn next_below(
         &self,
         _query: &RecordQuery,
-        range: &Range,
+        range: &source::Range,
         below: f64,
         at_least: f64,
     ) -> Result<Option<f64>, StoreError> {
+        let range: &Range = range.of()?;
         let mut stmt = self.conn.prepare_cached(&range.sql.next_tier)?;
         let mut params: Vec<&dyn ToSql> = vec![&range.layer, &range.sensitivity, &at_least, &below];
         if let Some(scope) = &range.scope {
@@ -576,7 +573,7 @@ impl RankingSource for Source<'_> {
     }
 
     fn load(&self, keys: &[i64], now: Timestamp) -> Result<Vec<MemoryRecord>, StoreError> {
-        load_records(self.conn, keys, now)
+        load_whole(self.conn, keys, now)
     }
 
     fn turns_of(&self, keys: &[i64]) -> Result<Vec<TurnAt>, StoreError> {
@@ -951,20 +948,21 @@ pub(super) const PROFILE_SQL: &str =
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::{insert_record, record_key};
-    use super::super::test_support::{conn, now, record};
+    use super::super::record_reads::record_key;
+    use super::super::test_support::{conn, insert, now, record};
     use super::*;
     use crate::domain::decay::{salience_at, Anchor, DecayState};
     use crate::domain::record::{MemoryRecord, MemoryType, Status};
     use crate::domain::relevance::Weights;
     use crate::domain::retrieval::Filters;
     use crate::domain::time::to_micros;
-    use crate::store::ranking::{rank, Lcg};
+    use crate::store::ranking::{query_records, rank, Lcg};
+    use crate::store::records::RecordStore;
     use serde_json::json;
 
     #[test]
     fn the_visibility_query_filters_and_orders() {
-        let conn = conn();
+        let mut conn = conn();
         let cases = [
             ("w", "working", "low", None, 0.5),
             ("s", "semantic", "low", Some("p1"), 0.5),
@@ -982,7 +980,7 @@ mod tests {
                 id,
                 json!({"type": kind, "sensitivity": sensitivity, "scope": scope, "salience": salience, "payload": payload}),
             );
-            insert_record(&conn, &r).unwrap();
+            conn.insert_record(&r).unwrap();
         }
         let query = RecordQuery {
             memory_types: MemoryType::ALL.to_vec(),
@@ -1004,7 +1002,7 @@ mod tests {
             max_salience: 1.0,
             scan_records: 0,
         };
-        let ids: Vec<String> = query_records(&conn, &query, now())
+        let ids: Vec<String> = query_records(&Source::new(&conn), &query, now())
             .unwrap()
             .records
             .into_iter()
@@ -1012,7 +1010,7 @@ mod tests {
             .collect();
         assert_eq!(ids, vec!["top", "w", "s"]);
         let ids: Vec<String> = query_records(
-            &conn,
+            &Source::new(&conn),
             &RecordQuery {
                 limit: 2,
                 ..query.clone()
@@ -1026,7 +1024,7 @@ mod tests {
         .collect();
         assert_eq!(ids, vec!["top", "w"]);
         let ids: Vec<String> = query_records(
-            &conn,
+            &Source::new(&conn),
             &RecordQuery {
                 min_salience: 0.8,
                 scopes: None,
@@ -1080,7 +1078,7 @@ mod tests {
             MemoryType::Episodic,
         ];
         for seed in 1..=6 {
-            let conn = conn();
+            let mut conn = conn();
             let mut rng = Lcg(seed);
             // More records per index range than a first page holds.
             for i in 0..1000 {
@@ -1143,7 +1141,7 @@ mod tests {
                     "provenance": {"created_by": source}
                 });
                 let r = record(&format!("r{i}"), body);
-                let key = insert_record(&conn, &r).unwrap();
+                let key = insert(&mut conn, &r);
                 // The last sweep, if any, ran somewhere between the
                 // reinforcement and now.
                 if rng.below(3) == 0 {
@@ -1186,7 +1184,7 @@ mod tests {
                 .unwrap()
                 .map(Result::unwrap)
                 .collect();
-            let everything = load_records(&conn, &keys, now()).unwrap();
+            let everything = load_whole(&conn, &keys, now()).unwrap();
             for _ in 0..30 {
                 let mut memory_types: Vec<MemoryType> =
                     types.iter().copied().filter(|_| rng.below(3) > 0).collect();
@@ -1256,7 +1254,7 @@ mod tests {
                 });
                 expected.truncate(query.limit);
                 let expected: Vec<&str> = expected.iter().map(|(r, _)| r.id.as_str()).collect();
-                let actual: Vec<String> = query_records(&conn, &query, now())
+                let actual: Vec<String> = query_records(&Source::new(&conn), &query, now())
                     .unwrap()
                     .records
                     .into_iter()
@@ -1270,13 +1268,14 @@ mod tests {
 
 #[cfg(test)]
 mod text_tests {
-    use super::super::records::insert_record;
     use super::super::search::flush;
     use super::super::test_support::{conn, now, record};
     use super::*;
     use crate::domain::relevance::Weights;
     use crate::domain::search::TextQuery;
     use crate::store::ranking::engine::COMMON_WORD_MATCHES;
+    use crate::store::ranking::query_records;
+    use crate::store::records::{RecordReads, RecordStore};
     use serde_json::json;
 
     fn fact(id: &str, object: &str) -> MemoryRecord {
@@ -1311,7 +1310,7 @@ mod text_tests {
     }
 
     fn search(conn: &Connection, text: &str, limit: usize) -> Vec<String> {
-        query_records(conn, &text_query(text, limit), now())
+        query_records(&Source::new(conn), &text_query(text, limit), now())
             .unwrap()
             .records
             .into_iter()
@@ -1395,13 +1394,14 @@ mod text_tests {
     /// brought back when they do not.
     #[test]
     fn common_words_give_way_to_rarer_ones_only_while_those_fill_the_answer() {
-        let conn = conn();
+        let mut conn = conn();
         conn.execute_batch("BEGIN").unwrap();
         for i in 0..COMMON_WORD_MATCHES {
-            insert_record(&conn, &fact(&format!("c{i}"), "common filler")).unwrap();
+            conn.insert_record(&fact(&format!("c{i}"), "common filler"))
+                .unwrap();
         }
         for i in 0..3 {
-            insert_record(&conn, &fact(&format!("r{i}"), "rare")).unwrap();
+            conn.insert_record(&fact(&format!("r{i}"), "rare")).unwrap();
         }
         flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("COMMIT").unwrap();
@@ -1426,7 +1426,7 @@ mod text_tests {
     /// trust, status, salience floor and limit, with or without text.
     #[test]
     fn the_vector_scan_finds_the_true_top() {
-        let conn = conn();
+        let mut conn = conn();
         let mut seed = 11u64;
         let mut next = move |n: u64| {
             seed ^= seed << 13;
@@ -1452,20 +1452,20 @@ mod text_tests {
             if let Some(scope) = scopes[next(3) as usize] {
                 body["scope"] = json!(scope);
             }
-            insert_record(&conn, &record(&format!("v{i}"), body)).unwrap();
+            conn.insert_record(&record(&format!("v{i}"), body)).unwrap();
         }
         // Some retracted after the fact, by a rewrite of the record.
         for i in (0..300).step_by(5) {
-            let loaded = super::super::records::get_for_update(&conn, &format!("v{i}"), now())
+            let loaded = conn
+                .get_for_update(&format!("v{i}"), now())
                 .unwrap()
                 .unwrap();
             let mut retracted = loaded.record.clone();
             retracted.status = crate::domain::record::Status::Retracted;
-            super::super::records::update_record(
-                &conn,
+            conn.update_record(
                 &loaded.version,
                 &retracted,
-                crate::store::SalienceChange::Unchanged,
+                crate::store::records::SalienceChange::Unchanged,
             )
             .unwrap();
         }
@@ -1504,7 +1504,7 @@ mod text_tests {
             if round % 2 == 0 {
                 query.text = TextQuery::new("k s");
             }
-            let fast = query_records(&conn, &query, now()).unwrap();
+            let fast = query_records(&Source::new(&conn), &query, now()).unwrap();
             // A filter every record passes takes the path that reads every
             // visible vector whole.
             let exact = RecordQuery {
@@ -1516,7 +1516,7 @@ mod text_tests {
                 },
                 ..query.clone()
             };
-            let full = query_records(&conn, &exact, now()).unwrap();
+            let full = query_records(&Source::new(&conn), &exact, now()).unwrap();
             assert_eq!(fast.scores, full.scores, "round {round}");
         }
     }

@@ -1,231 +1,18 @@
-//! Records in SQL: insert, update, read one, read many, and the visibility
-//! query behind retrieval.
+//! Records written in SQL: inserted, rewritten against the version they
+//! were read at, retracted as a newer working state replaces them (their
+//! reads are in `record_reads.rs`).
 
-use std::collections::HashMap;
-use std::rc::Rc;
+use rusqlite::{params, Connection, ErrorCode};
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row};
-
-use super::search::{Counted, Indexed};
+use super::counted::Counted;
+use super::record_reads::record_key;
+use super::search::Indexed;
 use crate::domain::decay::Anchor;
 use crate::domain::payload::Payload;
 use crate::domain::record::{AuditEntry, MemoryRecord, MemoryType, Sensitivity};
-use crate::domain::retrieval::RecordQuery;
 use crate::domain::time::{to_micros, Timestamp};
-use crate::store::records::{read_audit, read_record, read_relation, read_source};
-use crate::store::RecordPage;
-use crate::store::{Loaded, SalienceChange, StoreError, Version};
-use crate::store::{RecordStore, Visibility};
-
-/// Stores new records in order, one at a time (statements cost no round
-/// trip here); answers their keys.
-pub fn insert_records(
-    conn: &Connection,
-    records: &[&MemoryRecord],
-) -> Result<Vec<i64>, StoreError> {
-    records.iter().map(|r| insert_record(conn, r)).collect()
-}
-
-/// Stores a new record with all its parts. `AlreadyExists` when the id is
-/// taken.
-pub fn insert_record(conn: &Connection, record: &MemoryRecord) -> Result<i64, StoreError> {
-    let indexed = Indexed::of(record);
-    let inserted = conn
-        .prepare_cached(
-            "INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
-                                  created_by, created_at, updated_at, decays_from, about,
-                                  search_length, search_repeats, search_terms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-        )?
-        .execute(params![
-            record.id,
-            record.memory_type.layer(),
-            record.sensitivity.rank(),
-            record.confidence,
-            record.salience,
-            record.scope,
-            record.status.as_str(),
-            record.provenance.created_by,
-            to_micros(&record.created_at),
-            to_micros(&record.updated_at),
-            decays_from(record, record.lifecycle.last_reinforced_at),
-            record.payload.about(),
-            indexed.analysed.length,
-            indexed.analysed.repeats,
-            indexed.analysed.distinct,
-        ]);
-    match inserted {
-        Ok(_) => {}
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if e.code == ErrorCode::ConstraintViolation
-                && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
-        {
-            return Err(StoreError::AlreadyExists(record.id.clone()));
-        }
-        Err(e) => return Err(e.into()),
-    }
-    let key = conn.last_insert_rowid();
-    // A new record decays from its last reinforcement (by default, now).
-    let anchor = Anchor {
-        salience: record.salience,
-        at: record.lifecycle.last_reinforced_at,
-    };
-    write_lifecycle(conn, key, record, Write::New(anchor))?;
-    conn.prepare_cached("INSERT INTO payloads (record_key, payload_json) VALUES (?1, ?2)")?
-        .execute(params![key, payload_json(&record.payload)?])?;
-    insert_children(conn, key, record)?;
-    append_audit(conn, key, &record.audit_log)?;
-    super::search::index(key, &indexed);
-    super::search::count(&Counted::of(record, &indexed.analysed), 1);
-    if let Some(embedding) = &record.embedding {
-        super::vectors::put(conn, key, embedding, None)?;
-    }
-    Ok(key)
-}
-
-/// Retracts the working states of `thread_id` in `scope` that are not
-/// retracted and at most `up_to` sensitive, as a newer state replaces
-/// them: salience 0 from `now` on, status retracted, `entry` appended;
-/// nothing else about them changes. Answers their ids, oldest first.
-pub fn retract_current_states(
-    conn: &Connection,
-    thread_id: &str,
-    scope: Option<&str>,
-    up_to: Sensitivity,
-    entry: &AuditEntry,
-    now: Timestamp,
-) -> Result<Vec<String>, StoreError> {
-    let states = conn
-        .prepare_cached(
-            "SELECT key, id FROM records INDEXED BY idx_records_current
-             WHERE about = ?1 AND layer = ?2 AND scope IS ?3 AND status <> 'retracted'
-               AND sensitivity <= ?4
-             ORDER BY key",
-        )?
-        .query_map(
-            params![thread_id, MemoryType::Working.layer(), scope, up_to.rank()],
-            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
-        )?
-        .collect::<Result<Vec<_>, _>>()?;
-    let at = to_micros(&now);
-    for (key, _) in &states {
-        if let Some(before) = Counted::stored(conn, *key)? {
-            let after = Counted {
-                live: false,
-                ..before.clone()
-            };
-            super::search::recount(&before, &after);
-        }
-        conn.prepare_cached(
-            "UPDATE records SET salience = 0, status = 'retracted', updated_at = ?2,
-                 decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = ?1)
-                                    THEN 9223372036854775807 ELSE ?2 END,
-                 version = version + 1
-             WHERE key = ?1",
-        )?
-        .execute(params![key, at])?;
-        conn.prepare_cached(
-            "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = ?2 WHERE record_key = ?1",
-        )?
-        .execute(params![key, at])?;
-        super::vectors::retracted(conn, *key)?;
-        append_audit(conn, *key, std::slice::from_ref(entry))?;
-    }
-    Ok(states.into_iter().map(|(_, id)| id).collect())
-}
-
-/// Rewrites a record read at `version` to match `record`, moving the
-/// version on. The `UPDATE` is conditional on the version read, so a change
-/// made since (by anyone) makes this one fail with `Changed` instead of
-/// being overwritten. Audit entries are append-only: those the change
-/// added (beyond the count read) are appended.
-///
-/// The decay anchor moves only when the change set salience; otherwise
-/// the record keeps decaying from where it did.
-pub fn update_record(
-    conn: &Connection,
-    version: &Version,
-    record: &MemoryRecord,
-    salience: SalienceChange,
-) -> Result<(), StoreError> {
-    let key = version.key;
-    let set_at = match salience {
-        SalienceChange::Unchanged => None,
-        SalienceChange::SetAt(at) => Some(at),
-    };
-    let indexed = Indexed::of(record);
-    let before = Counted::stored(conn, key)?;
-    let stored = super::search::stored_record(conn, key)?;
-    let updated = conn
-        .prepare_cached(
-            "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5,
-                 salience = COALESCE(?6, salience), decays_from = COALESCE(?12, decays_from),
-                 scope = ?7, status = ?8, created_by = ?9, created_at = ?10, updated_at = ?11,
-                 about = ?13, search_length = ?14, search_repeats = ?15, search_terms = ?16,
-                 version = version + 1
-             WHERE key = ?1 AND version = ?2",
-        )?
-        .execute(params![
-            key,
-            version.number,
-            record.memory_type.layer(),
-            record.sensitivity.rank(),
-            record.confidence,
-            // The stored salience and its time change together, or not
-            // at all: an untouched salience keeps decaying as it did.
-            set_at.map(|_| record.salience),
-            record.scope,
-            record.status.as_str(),
-            record.provenance.created_by,
-            to_micros(&record.created_at),
-            to_micros(&record.updated_at),
-            set_at.map(|at| decays_from(record, at)),
-            record.payload.about(),
-            indexed.analysed.length,
-            indexed.analysed.repeats,
-            indexed.analysed.distinct,
-        ])?;
-    if updated == 0 {
-        return Err(if record_key(conn, &record.id)?.is_some() {
-            StoreError::Changed(record.id.clone())
-        } else {
-            StoreError::NotFound(record.id.clone())
-        });
-    }
-    let anchor = set_at.map(|at| Anchor {
-        salience: record.salience,
-        at,
-    });
-    write_lifecycle(conn, key, record, Write::Update(anchor))?;
-    conn.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
-        .execute(params![key, payload_json(&record.payload)?])?;
-    super::search::reindex(key, &indexed, stored);
-    if let Some(before) = before {
-        super::search::recount(&before, &Counted::of(record, &indexed.analysed));
-    }
-    super::vectors::after_update(conn, key, record, indexed.hash)?;
-    for table in [
-        "DELETE FROM tags WHERE record_key = ?1",
-        "DELETE FROM provenance_sources WHERE record_key = ?1",
-        "DELETE FROM relations WHERE source_key = ?1",
-        "DELETE FROM record_citations WHERE record_key = ?1",
-        "DELETE FROM competence_stats WHERE record_key = ?1",
-        "DELETE FROM conversation_turns WHERE record_key = ?1",
-    ] {
-        conn.prepare_cached(table)?.execute([key])?;
-    }
-    insert_children(conn, key, record)?;
-    append_audit(
-        conn,
-        key,
-        record
-            .audit_log
-            .get(version.audit_len..)
-            .unwrap_or_default(),
-    )?;
-    Ok(())
-}
+use crate::store::error::StoreError;
+use crate::store::records::{RecordStore, SalienceChange, Version};
 
 /// The moment from which a record's stored salience, set at `at`, decays.
 pub(super) fn decays_from(record: &MemoryRecord, at: Timestamp) -> i64 {
@@ -402,258 +189,11 @@ fn payload_json(payload: &Payload) -> Result<String, StoreError> {
         .map_err(|e| StoreError::Corrupt(format!("payload does not serialise: {e}")))
 }
 
-pub fn record_key(conn: &Connection, id: &str) -> Result<Option<i64>, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT key FROM records WHERE id = ?1")?
-        .query_row([id], |row| row.get(0))
-        .optional()?)
-}
-
-/// The sensitivity and scope of record `id`, if there is one.
-pub fn record_visibility(
-    conn: &Connection,
-    id: &str,
-) -> Result<Option<(Sensitivity, Option<String>)>, StoreError> {
-    conn.prepare_cached("SELECT sensitivity, scope FROM records WHERE id = ?1")?
-        .query_row([id], |row| Ok((row.get::<_, i64>(0)?, row.get(1)?)))
-        .optional()?
-        .map(|(rank, scope)| Ok((sensitivity_of(rank)?, scope)))
-        .transpose()
-}
-
-/// A stored sensitivity rank.
-pub(crate) fn sensitivity_of(rank: i64) -> Result<Sensitivity, StoreError> {
-    Sensitivity::from_rank(rank)
-        .ok_or_else(|| StoreError::Corrupt(format!("unknown sensitivity rank {rank}")))
-}
-
-/// The record with `id` and the version a change is made against.
-pub fn get_for_update(
-    conn: &Connection,
-    id: &str,
-    now: Timestamp,
-) -> Result<Option<Loaded>, StoreError> {
-    let Some((key, number)) = conn
-        .prepare_cached("SELECT key, version FROM records WHERE id = ?1")?
-        .query_row([id], |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
-        })
-        .optional()?
-    else {
-        return Ok(None);
-    };
-    Ok(load_records(conn, &[key], now)?.pop().map(|record| Loaded {
-        version: Version {
-            key,
-            number,
-            audit_len: record.audit_log.len(),
-        },
-        record,
-    }))
-}
-
-/// The record with `id`, its salience as of `now`.
-pub fn get_record(
-    conn: &Connection,
-    id: &str,
-    now: Timestamp,
-) -> Result<Option<MemoryRecord>, StoreError> {
-    match record_key(conn, id)? {
-        Some(key) => Ok(load_records(conn, &[key], now)?.pop()),
-        None => Ok(None),
-    }
-}
-
-/// The serialised size of the payloads of the records with these ids,
-/// together.
-pub fn payload_bytes(conn: &Connection, ids: &[String]) -> Result<u64, StoreError> {
-    let id_list = Rc::new(
-        ids.iter()
-            .map(|id| SqlValue::Text(id.clone()))
-            .collect::<Vec<_>>(),
-    );
-    let total: i64 = conn
-        .prepare_cached(
-            "SELECT COALESCE(SUM(length(CAST(p.payload_json AS BLOB))), 0)
-             FROM records r JOIN payloads p ON p.record_key = r.key
-             WHERE r.id IN rarray(?1)",
-        )?
-        .query_row([id_list], |row| row.get(0))?;
-    Ok(total.max(0) as u64)
-}
-
-/// Record keys as the value of an `IN rarray(?)` parameter.
-pub(super) fn key_array(keys: &[i64]) -> Rc<Vec<SqlValue>> {
-    Rc::new(keys.iter().map(|k| SqlValue::Integer(*k)).collect())
-}
-
-/// `texts` as one array parameter, for `rarray(?n)`.
-pub(super) fn text_array(texts: &[String]) -> Rc<Vec<SqlValue>> {
-    Rc::new(texts.iter().map(|t| SqlValue::Text(t.clone())).collect())
-}
-
-/// The records with these keys, in the order given, each with all its
-/// parts and its salience decayed to `now`. Child rows are read with one
-/// query per table for the whole set.
-pub fn load_records(
-    conn: &Connection,
-    keys: &[i64],
-    now: Timestamp,
-) -> Result<Vec<MemoryRecord>, StoreError> {
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let key_list = key_array(keys);
-    let mut records: HashMap<i64, MemoryRecord> = HashMap::with_capacity(keys.len());
-    {
-        let mut stmt = conn.prepare_cached(
-            "SELECT r.key, r.id, r.layer, r.sensitivity, r.confidence, r.salience, r.scope,
-                    r.status, r.created_by, r.created_at, r.updated_at,
-                    d.curve, d.half_life_seconds, d.min_salience, d.max_age_seconds,
-                    d.reinforcement_gain, d.last_reinforced_at, d.pinned, d.deletion_policy,
-                    p.payload_json, COALESCE(d.anchor_salience, r.salience),
-                    COALESCE(d.anchor_at, d.last_reinforced_at)
-             FROM records r
-             JOIN decay_profiles d ON d.record_key = r.key
-             JOIN payloads p ON p.record_key = r.key
-             WHERE r.key IN rarray(?1)",
-        )?;
-        let mut rows = stmt.query([key_list.clone()])?;
-        while let Some(row) = rows.next()? {
-            let (key, record) = read_record(row, now)?;
-            records.insert(key, record);
-        }
-    }
-    let key_list = &key_list;
-    for_each_child(
-        conn,
-        "SELECT record_key, tag FROM tags WHERE record_key IN rarray(?1) ORDER BY record_key, position",
-        key_list,
-        &mut records,
-        |record, row| {
-            record.tags.push(row.get(1)?);
-            Ok(())
-        },
-    )?;
-    for_each_child(
-        conn,
-        "SELECT record_key, kind, ref, hash, created_by, timestamp
-         FROM provenance_sources WHERE record_key IN rarray(?1) ORDER BY id",
-        key_list,
-        &mut records,
-        |record, row| {
-            record.provenance.sources.push(read_source(row)?);
-            Ok(())
-        },
-    )?;
-    for_each_child(
-        conn,
-        "SELECT source_key, predicate, target_id, weight, created_at
-         FROM relations WHERE source_key IN rarray(?1) ORDER BY id",
-        key_list,
-        &mut records,
-        |record, row| {
-            record.relations.push(read_relation(row)?);
-            Ok(())
-        },
-    )?;
-    for_each_child(
-        conn,
-        "SELECT record_key, action, actor, timestamp, rationale, imported
-         FROM audit_log WHERE record_key IN rarray(?1) ORDER BY id",
-        key_list,
-        &mut records,
-        |record, row| {
-            record.audit_log.push(read_audit(row)?);
-            Ok(())
-        },
-    )?;
-    Ok(keys.iter().filter_map(|key| records.remove(key)).collect())
-}
-
-/// Runs a child-table query (first column: the record key, `?1`: the key
-/// list) and hands each row to `apply` with the record it belongs to.
-fn for_each_child(
-    conn: &Connection,
-    sql: &str,
-    keys: &Rc<Vec<SqlValue>>,
-    records: &mut HashMap<i64, MemoryRecord>,
-    mut apply: impl FnMut(&mut MemoryRecord, &Row<'_>) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query([keys.clone()])?;
-    while let Some(row) = rows.next()? {
-        if let Some(record) = records.get_mut(&row.get::<_, i64>(0)?) {
-            apply(record, row)?;
-        }
-    }
-    Ok(())
-}
-
-/// The supersession chain through record `id`, oldest first: follows
-/// `supersedes` relations back to the first version and forward to the
-/// newest. `None` when there is no such record.
-pub fn supersession_chain(
-    conn: &Connection,
-    id: &str,
-    now: Timestamp,
-) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
-    let Some(key) = record_key(conn, id)? else {
-        return Ok(None);
-    };
-    let mut older = conn.prepare_cached(
-        "SELECT r.key, r.id FROM relations rel JOIN records r ON r.id = rel.target_id
-         WHERE rel.source_key = ?1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
-    )?;
-    let mut newer = conn.prepare_cached(
-        "SELECT r.key, r.id FROM relations rel JOIN records r ON r.key = rel.source_key
-         WHERE rel.target_id = ?1 AND rel.predicate = 'supersedes' ORDER BY rel.id LIMIT 1",
-    )?;
-    let keys = crate::store::walk_chain(
-        key,
-        id,
-        |key| {
-            Ok(older
-                .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()?)
-        },
-        |id| {
-            Ok(newer
-                .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()?)
-        },
-    )?;
-    Ok(Some(load_records(conn, &keys, now)?))
-}
-
-/// Cheap liveness query for readiness checks.
-pub fn ping(conn: &Connection) -> Result<(), StoreError> {
-    conn.prepare_cached("SELECT COUNT(*) FROM schema_migrations")?
-        .query_row([], |row| row.get::<_, i64>(0))?;
-    Ok(())
-}
-
 impl RecordStore for Connection {
-    fn get_record(&mut self, id: &str, now: Timestamp) -> Result<Option<MemoryRecord>, StoreError> {
-        get_record(self, id, now)
-    }
-
-    fn get_for_update(&mut self, id: &str, now: Timestamp) -> Result<Option<Loaded>, StoreError> {
-        get_for_update(self, id, now)
-    }
-
-    fn payload_bytes(&mut self, ids: &[String]) -> Result<u64, StoreError> {
-        payload_bytes(self, ids)
-    }
-
-    fn load_records(
-        &mut self,
-        keys: &[i64],
-        now: Timestamp,
-    ) -> Result<Vec<MemoryRecord>, StoreError> {
-        load_records(self, keys, now)
-    }
-
+    /// Retracts the working states of `thread_id` in `scope` that are not
+    /// retracted and at most `up_to` sensitive, as a newer state replaces
+    /// them: salience 0 from `now` on, status retracted, `entry` appended;
+    /// nothing else about them changes. Answers their ids, oldest first.
     fn retract_current_states(
         &mut self,
         thread_id: &str,
@@ -662,49 +202,198 @@ impl RecordStore for Connection {
         entry: &AuditEntry,
         now: Timestamp,
     ) -> Result<Vec<String>, StoreError> {
-        retract_current_states(self, thread_id, scope, up_to, entry, now)
+        let states = self
+            .prepare_cached(
+                "SELECT key, id FROM records INDEXED BY idx_records_current
+                 WHERE about = ?1 AND layer = ?2 AND scope IS ?3 AND status <> 'retracted'
+                   AND sensitivity <= ?4
+                 ORDER BY key",
+            )?
+            .query_map(
+                params![thread_id, MemoryType::Working.layer(), scope, up_to.rank()],
+                |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
+            )?
+            .collect::<Result<Vec<_>, _>>()?;
+        let at = to_micros(&now);
+        for (key, _) in &states {
+            if let Some(before) = Counted::stored(self, *key)? {
+                let after = Counted {
+                    live: false,
+                    ..before.clone()
+                };
+                super::search::recount(&before, &after);
+            }
+            self.prepare_cached(
+                "UPDATE records SET salience = 0, status = 'retracted', updated_at = ?2,
+                     decays_from = CASE WHEN (SELECT pinned FROM decay_profiles WHERE record_key = ?1)
+                                        THEN 9223372036854775807 ELSE ?2 END,
+                     version = version + 1
+                 WHERE key = ?1",
+            )?
+            .execute(params![key, at])?;
+            self.prepare_cached(
+                "UPDATE decay_profiles SET anchor_salience = 0, anchor_at = ?2 WHERE record_key = ?1",
+            )?
+            .execute(params![key, at])?;
+            super::vectors::retracted(self, *key)?;
+            append_audit(self, *key, std::slice::from_ref(entry))?;
+        }
+        Ok(states.into_iter().map(|(_, id)| id).collect())
     }
 
-    fn record_visibility(&mut self, id: &str) -> Result<Option<Visibility>, StoreError> {
-        Ok(record_visibility(self, id)?
-            .map(|(sensitivity, scope)| Visibility { sensitivity, scope }))
-    }
-
+    /// Stores a new record with all its parts. `AlreadyExists` when the id is
+    /// taken.
     fn insert_record(&mut self, record: &MemoryRecord) -> Result<(), StoreError> {
-        insert_record(self, record).map(|_| ())
+        let indexed = Indexed::of(record);
+        let inserted = self
+            .prepare_cached(
+                "INSERT INTO records (id, layer, sensitivity, confidence, salience, scope, status,
+                                      created_by, created_at, updated_at, decays_from, about,
+                                      search_length, search_repeats, search_terms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            )?
+            .execute(params![
+                record.id,
+                record.memory_type.layer(),
+                record.sensitivity.rank(),
+                record.confidence,
+                record.salience,
+                record.scope,
+                record.status.as_str(),
+                record.provenance.created_by,
+                to_micros(&record.created_at),
+                to_micros(&record.updated_at),
+                decays_from(record, record.lifecycle.last_reinforced_at),
+                record.payload.about(),
+                indexed.analysed.length,
+                indexed.analysed.repeats,
+                indexed.analysed.distinct,
+            ]);
+        match inserted {
+            Ok(_) => {}
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == ErrorCode::ConstraintViolation
+                    && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
+            {
+                return Err(StoreError::AlreadyExists(record.id.clone()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let key = self.last_insert_rowid();
+        // A new record decays from its last reinforcement (by default, now).
+        let anchor = Anchor {
+            salience: record.salience,
+            at: record.lifecycle.last_reinforced_at,
+        };
+        write_lifecycle(self, key, record, Write::New(anchor))?;
+        self.prepare_cached("INSERT INTO payloads (record_key, payload_json) VALUES (?1, ?2)")?
+            .execute(params![key, payload_json(&record.payload)?])?;
+        insert_children(self, key, record)?;
+        append_audit(self, key, &record.audit_log)?;
+        super::search::index(key, &indexed);
+        super::search::count(&Counted::of(record, &indexed.analysed), 1);
+        if let Some(embedding) = &record.embedding {
+            super::vectors::put(self, key, embedding, None)?;
+        }
+        Ok(())
     }
 
+    /// Stores new records in order, one at a time (statements cost no round
+    /// trip here).
     fn insert_records(&mut self, records: &[&MemoryRecord]) -> Result<(), StoreError> {
-        insert_records(self, records).map(|_| ())
+        records.iter().try_for_each(|r| self.insert_record(r))
     }
 
+    /// Rewrites a record read at `version` to match `record`, moving the
+    /// version on. The `UPDATE` is conditional on the version read, so a change
+    /// made since (by anyone) makes this one fail with `Changed` instead of
+    /// being overwritten. Audit entries are append-only: those the change
+    /// added (beyond the count read) are appended.
+    ///
+    /// The decay anchor moves only when the change set salience; otherwise
+    /// the record keeps decaying from where it did.
     fn update_record(
         &mut self,
         version: &Version,
         record: &MemoryRecord,
         salience: SalienceChange,
     ) -> Result<(), StoreError> {
-        update_record(self, version, record, salience)
-    }
-
-    fn query_records(
-        &mut self,
-        query: &RecordQuery,
-        now: Timestamp,
-    ) -> Result<RecordPage, StoreError> {
-        super::ranking::query_records(self, query, now)
-    }
-
-    fn supersession_chain(
-        &mut self,
-        id: &str,
-        now: Timestamp,
-    ) -> Result<Option<Vec<MemoryRecord>>, StoreError> {
-        supersession_chain(self, id, now)
-    }
-
-    fn ping(&mut self) -> Result<(), StoreError> {
-        ping(self)
+        let key = version.key;
+        let set_at = match salience {
+            SalienceChange::Unchanged => None,
+            SalienceChange::SetAt(at) => Some(at),
+        };
+        let indexed = Indexed::of(record);
+        let before = Counted::stored(self, key)?;
+        let stored = super::search::stored_record(self, key)?;
+        let updated = self
+            .prepare_cached(
+                "UPDATE records SET layer = ?3, sensitivity = ?4, confidence = ?5,
+                     salience = COALESCE(?6, salience), decays_from = COALESCE(?12, decays_from),
+                     scope = ?7, status = ?8, created_by = ?9, created_at = ?10, updated_at = ?11,
+                     about = ?13, search_length = ?14, search_repeats = ?15, search_terms = ?16,
+                     version = version + 1
+                 WHERE key = ?1 AND version = ?2",
+            )?
+            .execute(params![
+                key,
+                version.number,
+                record.memory_type.layer(),
+                record.sensitivity.rank(),
+                record.confidence,
+                // The stored salience and its time change together, or not
+                // at all: an untouched salience keeps decaying as it did.
+                set_at.map(|_| record.salience),
+                record.scope,
+                record.status.as_str(),
+                record.provenance.created_by,
+                to_micros(&record.created_at),
+                to_micros(&record.updated_at),
+                set_at.map(|at| decays_from(record, at)),
+                record.payload.about(),
+                indexed.analysed.length,
+                indexed.analysed.repeats,
+                indexed.analysed.distinct,
+            ])?;
+        if updated == 0 {
+            return Err(if record_key(self, &record.id)?.is_some() {
+                StoreError::Changed(record.id.clone())
+            } else {
+                StoreError::NotFound(record.id.clone())
+            });
+        }
+        let anchor = set_at.map(|at| Anchor {
+            salience: record.salience,
+            at,
+        });
+        write_lifecycle(self, key, record, Write::Update(anchor))?;
+        self.prepare_cached("UPDATE payloads SET payload_json = ?2 WHERE record_key = ?1")?
+            .execute(params![key, payload_json(&record.payload)?])?;
+        super::search::reindex(key, &indexed, stored);
+        if let Some(before) = before {
+            super::search::recount(&before, &Counted::of(record, &indexed.analysed));
+        }
+        super::vectors::after_update(self, key, record, indexed.hash)?;
+        for table in [
+            "DELETE FROM tags WHERE record_key = ?1",
+            "DELETE FROM provenance_sources WHERE record_key = ?1",
+            "DELETE FROM relations WHERE source_key = ?1",
+            "DELETE FROM record_citations WHERE record_key = ?1",
+            "DELETE FROM competence_stats WHERE record_key = ?1",
+            "DELETE FROM conversation_turns WHERE record_key = ?1",
+        ] {
+            self.prepare_cached(table)?.execute([key])?;
+        }
+        insert_children(self, key, record)?;
+        append_audit(
+            self,
+            key,
+            record
+                .audit_log
+                .get(version.audit_len..)
+                .unwrap_or_default(),
+        )?;
+        Ok(())
     }
 }
 
@@ -713,11 +402,12 @@ mod tests {
     use super::super::test_support::{conn, now, record};
     use super::*;
     use crate::domain::record::AuditAction;
+    use crate::store::records::{Loaded, RecordReads};
     use serde_json::json;
 
     #[test]
     fn a_record_round_trips_with_all_its_parts() {
-        let conn = conn();
+        let mut conn = conn();
         let original = record(
             "r1",
             json!({
@@ -728,29 +418,29 @@ mod tests {
                 "payload": {"kind": "competence", "skill_name": "s", "performance": {"success_count": 3, "failure_count": 1}}
             }),
         );
-        insert_record(&conn, &original).unwrap();
-        let loaded = get_record(&conn, "r1", now()).unwrap().unwrap();
+        conn.insert_record(&original).unwrap();
+        let loaded = conn.get_record("r1", now()).unwrap().unwrap();
         assert_eq!(loaded, original);
         assert!(matches!(
-            insert_record(&conn, &original),
+            conn.insert_record(&original),
             Err(StoreError::AlreadyExists(_))
         ));
-        assert!(get_record(&conn, "missing", now()).unwrap().is_none());
+        assert!(conn.get_record("missing", now()).unwrap().is_none());
     }
 
     #[test]
     fn an_update_appends_only_new_audit_entries() {
-        let conn = conn();
+        let mut conn = conn();
         let r = record(
             "r1",
             json!({"type": "semantic", "sensitivity": "low",
             "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
         );
-        insert_record(&conn, &r).unwrap();
+        conn.insert_record(&r).unwrap();
         let Loaded {
             record: mut r,
             version,
-        } = get_for_update(&conn, "r1", now()).unwrap().unwrap();
+        } = conn.get_for_update("r1", now()).unwrap().unwrap();
         assert_eq!((version.number, version.audit_len), (0, 1));
         r.salience = 0.5;
         r.tags = vec!["new".into()];
@@ -761,10 +451,11 @@ mod tests {
             rationale: "why".into(),
             imported: false,
         });
-        update_record(&conn, &version, &r, SalienceChange::SetAt(now())).unwrap();
-        assert_eq!(get_record(&conn, "r1", now()).unwrap().unwrap(), r);
+        conn.update_record(&version, &r, SalienceChange::SetAt(now()))
+            .unwrap();
+        assert_eq!(conn.get_record("r1", now()).unwrap().unwrap(), r);
         assert_eq!(
-            get_for_update(&conn, "r1", now())
+            conn.get_for_update("r1", now())
                 .unwrap()
                 .unwrap()
                 .version
@@ -775,47 +466,34 @@ mod tests {
 
     #[test]
     fn an_update_against_a_version_that_moved_on_is_refused() {
-        let conn = conn();
+        let mut conn = conn();
         let r = record(
             "r1",
             json!({"type": "semantic", "sensitivity": "low",
             "payload": {"kind": "semantic", "subject": "a", "predicate": "b"}}),
         );
-        insert_record(&conn, &r).unwrap();
-        let first = get_for_update(&conn, "r1", now()).unwrap().unwrap();
-        let second = get_for_update(&conn, "r1", now()).unwrap().unwrap();
-        update_record(
-            &conn,
-            &first.version,
-            &first.record,
-            SalienceChange::Unchanged,
-        )
-        .unwrap();
-        let err = update_record(
-            &conn,
-            &second.version,
-            &second.record,
-            SalienceChange::Unchanged,
-        )
-        .unwrap_err();
+        conn.insert_record(&r).unwrap();
+        let first = conn.get_for_update("r1", now()).unwrap().unwrap();
+        let second = conn.get_for_update("r1", now()).unwrap().unwrap();
+        conn.update_record(&first.version, &first.record, SalienceChange::Unchanged)
+            .unwrap();
+        let err = conn
+            .update_record(&second.version, &second.record, SalienceChange::Unchanged)
+            .unwrap_err();
         assert!(
             matches!(err, StoreError::Changed(ref id) if id == "r1"),
             "{err}"
         );
         conn.execute("DELETE FROM records", []).unwrap();
-        let err = update_record(
-            &conn,
-            &first.version,
-            &first.record,
-            SalienceChange::Unchanged,
-        )
-        .unwrap_err();
+        let err = conn
+            .update_record(&first.version, &first.record, SalienceChange::Unchanged)
+            .unwrap_err();
         assert!(matches!(err, StoreError::NotFound(_)), "{err}");
     }
 
     #[test]
     fn a_supersession_cycle_is_walked_once() {
-        let conn = conn();
+        let mut conn = conn();
         // c supersedes b supersedes a supersedes c: only storage written by
         // hand can hold this, but the walk must end on it.
         for (id, older) in [("a", "c"), ("b", "a"), ("c", "b")] {
@@ -824,7 +502,7 @@ mod tests {
                 json!({"type": "semantic", "sensitivity": "low",
                 "payload": {"kind": "semantic", "subject": id, "predicate": "is"}}),
             );
-            insert_record(&conn, &r).unwrap();
+            conn.insert_record(&r).unwrap();
             conn.execute(
                 "INSERT INTO relations (source_key, predicate, target_id, weight, created_at)
                  SELECT key, 'supersedes', ?2, 1.0, 0 FROM records WHERE id = ?1",
@@ -833,7 +511,7 @@ mod tests {
             .unwrap();
         }
         for start in ["a", "b", "c"] {
-            let chain = supersession_chain(&conn, start, now()).unwrap().unwrap();
+            let chain = conn.supersession_chain(start, now()).unwrap().unwrap();
             let mut ids: Vec<String> = chain.into_iter().map(|r| r.id).collect();
             assert_eq!(ids.len(), 3, "from {start}: {ids:?}");
             ids.sort();

@@ -22,12 +22,12 @@ use std::sync::Arc;
 use chrono::Utc;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::counted::{CountedTerms, Partition};
-use super::records::load_records;
+use super::counted::{Counted, CountedTerms, Partition};
+use super::record_reads::load_whole;
 use crate::domain::analysis::{self, Analysed};
-use crate::domain::record::{MemoryRecord, Status};
+use crate::domain::record::MemoryRecord;
 use crate::domain::search::{text_hash, Searchable};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// The full-text tables written through the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -127,75 +127,6 @@ struct Queue {
     totals: Vec<(Counted, i64)>,
     /// The queues' lengths when each open savepoint began, innermost last.
     savepoints: Vec<(usize, usize)>,
-}
-
-/// A record's part of the text totals (migration 0014): who may see it,
-/// and how many terms its text has.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Counted {
-    pub scope: Option<String>,
-    pub layer: i64,
-    pub sensitivity: i64,
-    pub live: bool,
-    pub length: i64,
-    /// Its distinct terms, space separated (`Analysed::distinct`): what
-    /// it adds to the counted terms' vectors (`counted.rs`).
-    pub terms: String,
-    /// Its repeated terms (`Analysed::repeats`): how often a counted term
-    /// can be in one record.
-    pub repeats: Option<String>,
-}
-
-impl Counted {
-    pub fn of(record: &MemoryRecord, analysed: &Analysed) -> Counted {
-        Counted {
-            scope: record.scope.clone(),
-            layer: record.memory_type.layer() as i64,
-            sensitivity: record.sensitivity.rank() as i64,
-            live: record.status != Status::Retracted,
-            length: analysed.length,
-            terms: analysed.distinct.clone(),
-            repeats: analysed.repeats.clone(),
-        }
-    }
-
-    /// The columns of a record's row [`Counted::read`] reads.
-    pub const COLUMNS: &'static str =
-        "scope, layer, sensitivity, status <> 'retracted', search_length, search_terms, \
-         search_repeats";
-
-    pub fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Counted> {
-        Ok(Counted {
-            scope: row.get(0)?,
-            layer: row.get(1)?,
-            sensitivity: row.get(2)?,
-            live: row.get(3)?,
-            length: row.get(4)?,
-            terms: row.get(5)?,
-            repeats: row.get(6)?,
-        })
-    }
-
-    /// As the row of record `key` has it, if there is one.
-    pub fn stored(conn: &Connection, key: i64) -> Result<Option<Counted>, StoreError> {
-        Ok(conn
-            .prepare_cached(&format!(
-                "SELECT {} FROM records WHERE key = ?1",
-                Counted::COLUMNS
-            ))?
-            .query_row([key], Counted::read)
-            .optional()?)
-    }
-
-    /// The partition of visibility it counts in.
-    pub fn partition(&self) -> Partition {
-        (
-            self.scope.clone().unwrap_or_default(),
-            self.layer,
-            self.sensitivity,
-            self.live,
-        )
-    }
 }
 
 /// Queues a change of the text totals: `counted` added (`sign` 1) or
@@ -556,7 +487,7 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
             return Ok(indexed);
         };
         after = *last;
-        for (key, record) in keys.iter().zip(load_records(conn, &keys, now)?) {
+        for (key, record) in keys.iter().zip(load_whole(conn, &keys, now)?) {
             let row = Indexed::of(&record);
             conn.prepare_cached(
                 "INSERT INTO record_search (rowid, text, facets) VALUES (?1, ?2, ?3)",
@@ -580,11 +511,13 @@ pub fn backfill(conn: &Connection) -> Result<usize, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::{get_for_update, insert_record, update_record};
-    use super::super::test_support::{conn, now, record};
+    use super::super::test_support::{conn, insert, now, record};
     use super::*;
+    use crate::domain::record::Status;
     use crate::domain::search::TextQuery;
-    use crate::store::SalienceChange;
+    use crate::store::maintenance::DecayStore;
+    use crate::store::records::{RecordReads, RecordStore, SalienceChange};
+    use crate::store::topics::TopicStore;
     use serde_json::json;
 
     fn matches(conn: &Connection, text: &str) -> Vec<i64> {
@@ -606,10 +539,9 @@ mod tests {
     }
 
     /// Rewrites stored fact `id` with `object`.
-    fn rewrite(conn: &Connection, id: &str, object: &str) {
-        let loaded = get_for_update(conn, id, now()).unwrap().unwrap();
-        update_record(
-            conn,
+    fn rewrite(conn: &mut Connection, id: &str, object: &str) {
+        let loaded = conn.get_for_update(id, now()).unwrap().unwrap();
+        conn.update_record(
             &loaded.version,
             &fact(id, object),
             SalienceChange::Unchanged,
@@ -627,18 +559,19 @@ mod tests {
 
     #[test]
     fn the_index_follows_inserts_rewrites_and_deletes() {
-        let conn = conn();
-        let a = insert_record(&conn, &fact("a", "running marathons")).unwrap();
-        let b = insert_record(&conn, &fact("b", "green tea")).unwrap();
+        let mut conn = conn();
+        let a = insert(&mut conn, &fact("a", "running marathons"));
+        let b = insert(&mut conn, &fact("b", "green tea"));
         // Stemmed: "run" finds "running".
         assert_eq!(matches(&conn, "run"), vec![a]);
         assert_eq!(matches(&conn, "tea or coffee?"), vec![b]);
-        let loaded = get_for_update(&conn, "b", now()).unwrap().unwrap();
+        let loaded = conn.get_for_update("b", now()).unwrap().unwrap();
         let mut changed = loaded.record.clone();
         if let crate::domain::payload::Payload::Semantic(p) = &mut changed.payload {
             p.object = json!("black coffee");
         }
-        update_record(&conn, &loaded.version, &changed, SalienceChange::Unchanged).unwrap();
+        conn.update_record(&loaded.version, &changed, SalienceChange::Unchanged)
+            .unwrap();
         assert_eq!(matches(&conn, "tea"), Vec::<i64>::new());
         assert_eq!(matches(&conn, "coffee"), vec![b]);
         let stored = stored_record(&conn, a).unwrap();
@@ -651,8 +584,8 @@ mod tests {
 
     #[test]
     fn no_client_text_is_an_fts_syntax_error() {
-        let conn = conn();
-        insert_record(&conn, &fact("a", "near the end")).unwrap();
+        let mut conn = conn();
+        conn.insert_record(&fact("a", "near the end")).unwrap();
         for text in [
             "\"unbalanced",
             "a\" OR \"b",
@@ -676,10 +609,10 @@ mod tests {
 
     /// A job the way the writer runs one: in a savepoint, released or
     /// rolled back.
-    fn job(conn: &Connection, keep: bool, work: impl FnOnce()) {
+    fn job(conn: &mut Connection, keep: bool, work: impl FnOnce(&mut Connection)) {
         conn.execute_batch("SAVEPOINT job").unwrap();
         savepoint();
-        work();
+        work(conn);
         if keep {
             conn.execute_batch("RELEASE job").unwrap();
             release();
@@ -691,13 +624,13 @@ mod tests {
 
     #[test]
     fn a_rolled_back_write_leaves_nothing_to_index() {
-        let conn = conn();
+        let mut conn = conn();
         conn.execute_batch("BEGIN").unwrap();
-        job(&conn, false, || {
-            insert_record(&conn, &fact("a", "kayaking")).unwrap();
+        job(&mut conn, false, |conn| {
+            conn.insert_record(&fact("a", "kayaking")).unwrap();
         });
-        job(&conn, true, || {
-            insert_record(&conn, &fact("b", "climbing")).unwrap();
+        job(&mut conn, true, |conn| {
+            conn.insert_record(&fact("b", "climbing")).unwrap();
         });
         flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("COMMIT").unwrap();
@@ -707,18 +640,22 @@ mod tests {
 
     #[test]
     fn the_last_change_in_a_transaction_wins_and_a_rolled_back_removal_is_undone() {
-        let conn = conn();
-        let a = insert_record(&conn, &fact("a", "rowing")).unwrap();
+        let mut conn = conn();
+        let a = insert(&mut conn, &fact("a", "rowing"));
         flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("BEGIN").unwrap();
         // Inserted and deleted in one transaction: no row at all.
-        let b = insert_record(&conn, &fact("b", "fencing")).unwrap();
-        job(&conn, true, || remove(b, stored_record(&conn, b).unwrap()));
+        let b = insert(&mut conn, &fact("b", "fencing"));
+        job(&mut conn, true, |conn| {
+            remove(b, stored_record(conn, b).unwrap())
+        });
         // Rewritten twice: the last text is the one indexed.
-        rewrite(&conn, "a", "sculling");
-        rewrite(&conn, "a", "canoeing");
+        rewrite(&mut conn, "a", "sculling");
+        rewrite(&mut conn, "a", "canoeing");
         // A removal whose job failed leaves the row where it was.
-        job(&conn, false, || remove(a, stored_record(&conn, a).unwrap()));
+        job(&mut conn, false, |conn| {
+            remove(a, stored_record(conn, a).unwrap())
+        });
         flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("COMMIT").unwrap();
         assert!(matches(&conn, "fencing").is_empty());
@@ -730,11 +667,11 @@ mod tests {
 
     #[test]
     fn a_rolled_back_transaction_leaves_nothing_queued() {
-        let conn = conn();
-        insert_record(&conn, &fact("a", "diving")).unwrap();
+        let mut conn = conn();
+        conn.insert_record(&fact("a", "diving")).unwrap();
         flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("BEGIN").unwrap();
-        insert_record(&conn, &fact("b", "surfing")).unwrap();
+        conn.insert_record(&fact("b", "surfing")).unwrap();
         conn.execute_batch("ROLLBACK").unwrap();
         discard();
         assert!(matches(&conn, "surf").is_empty());
@@ -746,9 +683,9 @@ mod tests {
     #[test]
     fn a_database_from_before_the_analyser_is_indexed_again() {
         use super::super::migrations::MIGRATIONS;
-        let conn = conn();
-        let key = insert_record(&conn, &fact("a", "the deployment of the policies")).unwrap();
-        insert_record(&conn, &fact("b", "unrelated")).unwrap();
+        let mut conn = conn();
+        let key = insert(&mut conn, &fact("a", "the deployment of the policies"));
+        conn.insert_record(&fact("b", "unrelated")).unwrap();
         discard();
         // Back to version 13, as it stored this record.
         conn.execute_batch(
@@ -788,10 +725,7 @@ mod tests {
         assert_eq!(matches(&conn, "deploy"), vec![key]);
         assert_eq!(matches(&conn, "policy"), vec![key]);
         assert_eq!(index_rows(&conn), 2);
-        assert_eq!(
-            super::super::topics::topics_to_index(&conn).unwrap(),
-            vec![7]
-        );
+        assert_eq!(conn.topics_to_index().unwrap(), vec![7]);
         // The totals count both records and their terms ("s p the
         // deploy of the polici" and "s p unrel").
         let totals: (i64, i64) = conn
@@ -817,9 +751,9 @@ mod tests {
     /// rolled back write leaves them as they were.
     #[test]
     fn the_text_totals_follow_every_write() {
-        let conn = conn();
-        let totals = || -> Vec<(String, i64, i64, i64)> {
-            flush(&conn, &mut Default::default()).unwrap();
+        let mut conn = conn();
+        let totals = |conn: &Connection| -> Vec<(String, i64, i64, i64)> {
+            flush(conn, &mut Default::default()).unwrap();
             conn.prepare(
                 "SELECT scope, live, docs, tokens FROM text_totals
                  WHERE docs <> 0 OR tokens <> 0 ORDER BY 1, 2",
@@ -830,7 +764,7 @@ mod tests {
             .map(Result::unwrap)
             .collect()
         };
-        let all = || -> (i64, i64) {
+        let all = |conn: &Connection| -> (i64, i64) {
             conn.query_row(
                 "SELECT SUM(docs), SUM(tokens) FROM text_totals_all",
                 [],
@@ -838,49 +772,57 @@ mod tests {
             )
             .unwrap()
         };
-        let a = insert_record(&conn, &fact("a", "one two")).unwrap();
-        insert_record(&conn, &fact("b", "three")).unwrap();
+        let a = insert(&mut conn, &fact("a", "one two"));
+        conn.insert_record(&fact("b", "three")).unwrap();
         // "user like" and the object.
-        assert_eq!(totals(), [("".into(), 1, 2, 7)]);
-        rewrite(&conn, "a", "one two three four");
-        assert_eq!(totals(), [("".into(), 1, 2, 9)]);
-        let change = |f: &dyn Fn(&mut MemoryRecord)| {
-            let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        assert_eq!(totals(&conn), [("".into(), 1, 2, 7)]);
+        rewrite(&mut conn, "a", "one two three four");
+        assert_eq!(totals(&conn), [("".into(), 1, 2, 9)]);
+        let change = |conn: &mut Connection, f: &dyn Fn(&mut MemoryRecord)| {
+            let loaded = conn.get_for_update("a", now()).unwrap().unwrap();
             let mut changed = loaded.record.clone();
             f(&mut changed);
-            update_record(&conn, &loaded.version, &changed, SalienceChange::Unchanged).unwrap();
+            conn.update_record(&loaded.version, &changed, SalienceChange::Unchanged)
+                .unwrap();
         };
-        change(&|r| r.scope = Some("team".into()));
-        assert_eq!(totals(), [("".into(), 1, 1, 3), ("team".into(), 1, 1, 6)]);
-        job(&conn, false, || change(&|r| r.scope = None));
-        assert_eq!(totals(), [("".into(), 1, 1, 3), ("team".into(), 1, 1, 6)]);
-        change(&|r| r.status = Status::Retracted);
-        assert_eq!(totals(), [("".into(), 1, 1, 3), ("team".into(), 0, 1, 6)]);
-        assert_eq!(all(), (2, 9));
-        change(&|r| r.status = Status::Active);
+        change(&mut conn, &|r| r.scope = Some("team".into()));
+        assert_eq!(
+            totals(&conn),
+            [("".into(), 1, 1, 3), ("team".into(), 1, 1, 6)]
+        );
+        job(&mut conn, false, |conn| change(conn, &|r| r.scope = None));
+        assert_eq!(
+            totals(&conn),
+            [("".into(), 1, 1, 3), ("team".into(), 1, 1, 6)]
+        );
+        change(&mut conn, &|r| r.status = Status::Retracted);
+        assert_eq!(
+            totals(&conn),
+            [("".into(), 1, 1, 3), ("team".into(), 0, 1, 6)]
+        );
+        assert_eq!(all(&conn), (2, 9));
+        change(&mut conn, &|r| r.status = Status::Active);
         let version: i64 = conn
             .query_row("SELECT version FROM records WHERE key = ?1", [a], |r| {
                 r.get(0)
             })
             .unwrap();
-        let pruned = super::super::maintenance::prune(
-            &conn,
-            &[crate::store::DecayChange {
+        let pruned = conn
+            .prune(&[crate::store::maintenance::DecayChange {
                 key: a,
                 version,
                 salience: 0.0,
-            }],
-        )
-        .unwrap();
+            }])
+            .unwrap();
         assert_eq!(pruned, 1);
-        assert_eq!(totals(), [("".into(), 1, 1, 3)]);
-        assert_eq!(all(), (1, 3));
+        assert_eq!(totals(&conn), [("".into(), 1, 1, 3)]);
+        assert_eq!(all(&conn), (1, 3));
     }
 
     #[test]
     fn a_database_from_before_the_index_is_backfilled() {
-        let conn = conn();
-        insert_record(&conn, &fact("a", "sailing")).unwrap();
+        let mut conn = conn();
+        conn.insert_record(&fact("a", "sailing")).unwrap();
         flush(&conn, &mut Default::default()).unwrap();
         conn.execute_batch("INSERT INTO record_search (record_search) VALUES ('delete-all')")
             .unwrap();
@@ -898,15 +840,14 @@ mod tests {
     /// of the index is needed for them to be gone from the file.
     #[test]
     fn a_deleted_records_terms_leave_the_index_at_once() {
-        let conn = conn();
+        let mut conn = conn();
         conn.pragma_update(None, "secure_delete", "ON").unwrap();
         let keys: Vec<i64> = (0..300)
             .map(|i| {
-                insert_record(
-                    &conn,
+                insert(
+                    &mut conn,
                     &fact(&format!("s{i}"), &format!("zqword{i:04}x common")),
                 )
-                .unwrap()
             })
             .collect();
         flush(&conn, &mut Default::default()).unwrap();

@@ -20,3 +20,15 @@ pub fn now() -> Timestamp {
 }
 
 pub use crate::domain::new_record::test_record as record;
+
+/// Stores `record` and answers the key it got.
+pub fn insert(conn: &mut Connection, record: &crate::domain::record::MemoryRecord) -> i64 {
+    use crate::store::records::RecordStore;
+    conn.insert_record(record).unwrap();
+    conn.query_row(
+        "SELECT key FROM records WHERE id = ?1",
+        [&record.id],
+        |row| row.get(0),
+    )
+    .unwrap()
+}

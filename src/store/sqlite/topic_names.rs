@@ -5,77 +5,9 @@ use rusqlite::{params, Connection};
 use super::topics::COLUMNS;
 use crate::domain::time::{from_micros, to_micros, Timestamp};
 use crate::domain::topic::normalize_title;
-use crate::store::topics::read_topic;
-use crate::store::{KeyedTopic, StoreError, SummaryVersion, TopicNameStore};
-
-pub fn add_alias(
-    conn: &Connection,
-    key: i64,
-    alias: &str,
-    at: Timestamp,
-) -> Result<bool, StoreError> {
-    let added = conn
-        .prepare_cached(
-            "INSERT OR IGNORE INTO topic_aliases (topic_key, norm_alias, alias, added_at)
-             VALUES (?1, ?2, ?3, ?4)",
-        )?
-        .execute(params![key, normalize_title(alias), alias, to_micros(&at)])?;
-    Ok(added > 0)
-}
-
-pub fn topics_aliased(
-    conn: &Connection,
-    title: &str,
-    scope: Option<&str>,
-) -> Result<Vec<KeyedTopic>, StoreError> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM topics WHERE key IN (
-             SELECT topic_key FROM topic_aliases WHERE norm_alias = ?1)
-           AND scope IS ?2 AND archived = 0 ORDER BY key"
-    ))?;
-    let rows = stmt.query_map(params![normalize_title(title), scope], |row| {
-        Ok(read_topic(row))
-    })?;
-    rows.map(|row| row?.map(|(key, topic)| KeyedTopic { key, topic }))
-        .collect()
-}
-
-pub fn add_summary(
-    conn: &Connection,
-    key: i64,
-    version: &SummaryVersion,
-) -> Result<(), StoreError> {
-    conn.prepare_cached(
-        "INSERT INTO topic_summaries (topic_key, seq, summary, valid_from, source, why_changed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![
-        key,
-        version.seq,
-        version.summary,
-        to_micros(&version.valid_from),
-        version.source,
-        version.why_changed,
-    ])?;
-    Ok(())
-}
-
-pub fn summaries(conn: &Connection, key: i64) -> Result<Vec<SummaryVersion>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, summary, valid_from, source, why_changed FROM topic_summaries
-         WHERE topic_key = ?1 ORDER BY seq",
-    )?;
-    let rows = stmt.query_map(params![key], |row| {
-        Ok(SummaryVersion {
-            seq: row.get(0)?,
-            summary: row.get(1)?,
-            valid_from: from_micros(row.get(2)?),
-            source: row.get(3)?,
-            why_changed: row.get(4)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
+use crate::store::error::StoreError;
+use crate::store::topic_names::{SummaryVersion, TopicNameStore};
+use crate::store::topics::{read_topic, KeyedTopic};
 
 /// Makes every topic's `norm_title` again (schema version 17: titles are
 /// compared without punctuation or a leading article).
@@ -93,7 +25,13 @@ pub fn renormalize_titles(conn: &Connection) -> Result<usize, StoreError> {
 
 impl TopicNameStore for Connection {
     fn add_alias(&mut self, key: i64, alias: &str, at: Timestamp) -> Result<bool, StoreError> {
-        add_alias(self, key, alias, at)
+        let added = self
+            .prepare_cached(
+                "INSERT OR IGNORE INTO topic_aliases (topic_key, norm_alias, alias, added_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![key, normalize_title(alias), alias, to_micros(&at)])?;
+        Ok(added > 0)
     }
 
     fn topics_aliased(
@@ -101,14 +39,48 @@ impl TopicNameStore for Connection {
         title: &str,
         scope: Option<&str>,
     ) -> Result<Vec<KeyedTopic>, StoreError> {
-        topics_aliased(self, title, scope)
+        let mut stmt = self.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM topics WHERE key IN (
+                 SELECT topic_key FROM topic_aliases WHERE norm_alias = ?1)
+               AND scope IS ?2 AND archived = 0 ORDER BY key"
+        ))?;
+        let rows = stmt.query_map(params![normalize_title(title), scope], |row| {
+            Ok(read_topic(row))
+        })?;
+        rows.map(|row| row?.map(|(key, topic)| KeyedTopic { key, topic }))
+            .collect()
     }
 
     fn add_summary(&mut self, key: i64, version: &SummaryVersion) -> Result<(), StoreError> {
-        add_summary(self, key, version)
+        self.prepare_cached(
+            "INSERT INTO topic_summaries (topic_key, seq, summary, valid_from, source, why_changed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            key,
+            version.seq,
+            version.summary,
+            to_micros(&version.valid_from),
+            version.source,
+            version.why_changed,
+        ])?;
+        Ok(())
     }
 
     fn summaries(&mut self, key: i64) -> Result<Vec<SummaryVersion>, StoreError> {
-        summaries(self, key)
+        let mut stmt = self.prepare_cached(
+            "SELECT seq, summary, valid_from, source, why_changed FROM topic_summaries
+             WHERE topic_key = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(params![key], |row| {
+            Ok(SummaryVersion {
+                seq: row.get(0)?,
+                summary: row.get(1)?,
+                valid_from: from_micros(row.get(2)?),
+                source: row.get(3)?,
+                why_changed: row.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 }

@@ -3,13 +3,13 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::records::load_records;
 use crate::domain::record::{MemoryRecord, Status};
 use crate::domain::search::{search_text, text_hash};
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
-use crate::store::VectorStore;
-use crate::store::{Embedded, StoreError, ToEmbed};
+use crate::store::error::StoreError;
+use crate::store::records::RecordReads;
+use crate::store::vectors::{Embedded, ToEmbed, VectorStore};
 
 /// The dimensions of the database's vectors, once fixed.
 pub fn dimensions(conn: &Connection) -> Result<Option<usize>, StoreError> {
@@ -122,91 +122,77 @@ pub fn retracted(conn: &Connection, key: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Up to `limit` records after `after_key` (key order) that are not
-/// retracted and have no vector: what the embedder has to do.
-pub fn to_embed(
-    conn: &Connection,
-    after_key: i64,
-    limit: usize,
-    now: Timestamp,
-) -> Result<Vec<ToEmbed>, StoreError> {
-    let rows: Vec<(i64, i64)> = conn
-        .prepare_cached(
-            "SELECT r.key, r.version FROM records r
-             WHERE r.key > ?1 AND r.status <> 'retracted'
-               AND NOT EXISTS (SELECT 1 FROM record_vectors v WHERE v.record_key = r.key)
-             ORDER BY r.key LIMIT ?2",
-        )?
-        .query_map(params![after_key, limit as i64], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })?
-        .collect::<Result<_, _>>()?;
-    let keys: Vec<i64> = rows.iter().map(|(key, _)| *key).collect();
-    let records = load_records(conn, &keys, now)?;
-    if records.len() != keys.len() {
-        return Err(StoreError::Corrupt(
-            "a record listed for embedding could not be read".into(),
-        ));
-    }
-    Ok(rows
-        .into_iter()
-        .zip(records)
-        .map(|((key, version), record)| ToEmbed {
-            key,
-            version,
-            text: search_text(&record),
-        })
-        .collect())
-}
-
-/// Stores a vector the embedder made, if the record is still as it was
-/// read and has no vector meanwhile (a client's wins). Answers whether it
-/// was stored.
-pub fn store_embedded(conn: &Connection, embedded: &Embedded) -> Result<bool, StoreError> {
-    let current: Option<i64> = conn
-        .prepare_cached("SELECT version FROM records WHERE key = ?1")?
-        .query_row([embedded.key], |row| row.get(0))
-        .optional()?;
-    let has_vector: bool = conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM record_vectors WHERE record_key = ?1)")?
-        .query_row([embedded.key], |row| row.get(0))?;
-    if current != Some(embedded.version) || has_vector {
-        return Ok(false);
-    }
-    put(
-        conn,
-        embedded.key,
-        &embedded.embedding,
-        Some(text_hash(&embedded.text)),
-    )?;
-    Ok(true)
-}
-
 impl VectorStore for Connection {
     fn vector_dimensions(&mut self) -> Result<Option<usize>, StoreError> {
         dimensions(self)
     }
 
+    /// Up to `limit` records after `after_key` (key order) that are not
+    /// retracted and have no vector: what the embedder has to do.
     fn to_embed(
         &mut self,
         after_key: i64,
         limit: usize,
         now: Timestamp,
     ) -> Result<Vec<ToEmbed>, StoreError> {
-        to_embed(self, after_key, limit, now)
+        let rows: Vec<(i64, i64)> = self
+            .prepare_cached(
+                "SELECT r.key, r.version FROM records r
+                 WHERE r.key > ?1 AND r.status <> 'retracted'
+                   AND NOT EXISTS (SELECT 1 FROM record_vectors v WHERE v.record_key = r.key)
+                 ORDER BY r.key LIMIT ?2",
+            )?
+            .query_map(params![after_key, limit as i64], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        let keys: Vec<i64> = rows.iter().map(|(key, _)| *key).collect();
+        let records = self.load_records(&keys, now)?;
+        if records.len() != keys.len() {
+            return Err(StoreError::Corrupt(
+                "a record listed for embedding could not be read".into(),
+            ));
+        }
+        Ok(rows
+            .into_iter()
+            .zip(records)
+            .map(|((key, version), record)| ToEmbed {
+                key,
+                version,
+                text: search_text(&record),
+            })
+            .collect())
     }
 
+    /// Stores a vector the embedder made, if the record is still as it was
+    /// read and has no vector meanwhile (a client's wins). Answers whether it
+    /// was stored.
     fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError> {
-        store_embedded(self, embedded)
+        let current: Option<i64> = self
+            .prepare_cached("SELECT version FROM records WHERE key = ?1")?
+            .query_row([embedded.key], |row| row.get(0))
+            .optional()?;
+        let has_vector: bool = self
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM record_vectors WHERE record_key = ?1)")?
+            .query_row([embedded.key], |row| row.get(0))?;
+        if current != Some(embedded.version) || has_vector {
+            return Ok(false);
+        }
+        put(
+            self,
+            embedded.key,
+            &embedded.embedding,
+            Some(text_hash(&embedded.text)),
+        )?;
+        Ok(true)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::{get_for_update, insert_record, update_record};
-    use super::super::test_support::{conn, now, record};
+    use super::super::test_support::{conn, insert, now, record};
     use super::*;
-    use crate::store::SalienceChange;
+    use crate::store::records::{RecordReads, RecordStore, SalienceChange};
     use serde_json::json;
 
     fn fact(
@@ -230,11 +216,14 @@ mod tests {
 
     #[test]
     fn the_first_vector_fixes_the_dimensions() {
-        let conn = conn();
+        let mut conn = conn();
         assert_eq!(dimensions(&conn).unwrap(), None);
-        insert_record(&conn, &fact("a", "tea", Some(vec![1.0, 0.0, 0.0]))).unwrap();
+        conn.insert_record(&fact("a", "tea", Some(vec![1.0, 0.0, 0.0])))
+            .unwrap();
         assert_eq!(dimensions(&conn).unwrap(), Some(3));
-        let err = insert_record(&conn, &fact("b", "coffee", Some(vec![1.0, 0.0]))).unwrap_err();
+        let err = conn
+            .insert_record(&fact("b", "coffee", Some(vec![1.0, 0.0])))
+            .unwrap_err();
         assert!(
             matches!(
                 err,
@@ -255,10 +244,11 @@ mod tests {
 
     #[test]
     fn the_embedder_works_through_records_without_a_vector() {
-        let conn = conn();
-        let a = insert_record(&conn, &fact("a", "tea", None)).unwrap();
-        insert_record(&conn, &fact("b", "coffee", Some(vec![0.0, 1.0]))).unwrap();
-        let todo = to_embed(&conn, 0, 10, now()).unwrap();
+        let mut conn = conn();
+        let a = insert(&mut conn, &fact("a", "tea", None));
+        conn.insert_record(&fact("b", "coffee", Some(vec![0.0, 1.0])))
+            .unwrap();
+        let todo = conn.to_embed(0, 10, now()).unwrap();
         assert_eq!(todo.len(), 1);
         assert_eq!(todo[0].key, a);
         assert!(todo[0].text.contains("tea"), "{}", todo[0].text);
@@ -273,39 +263,35 @@ mod tests {
             version: made.version - 1,
             ..made.clone()
         };
-        assert!(!store_embedded(&conn, &stale).unwrap());
-        assert!(store_embedded(&conn, &made).unwrap());
-        assert!(!store_embedded(&conn, &made).unwrap());
-        assert!(to_embed(&conn, 0, 10, now()).unwrap().is_empty());
+        assert!(!conn.store_embedded(&stale).unwrap());
+        assert!(conn.store_embedded(&made).unwrap());
+        assert!(!conn.store_embedded(&made).unwrap());
+        assert!(conn.to_embed(0, 10, now()).unwrap().is_empty());
 
         // A rewrite that keeps the text keeps the vector; one that changes
         // it drops the embedder's vector, never a client's.
-        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
-        update_record(
-            &conn,
-            &loaded.version,
-            &loaded.record,
-            SalienceChange::Unchanged,
-        )
-        .unwrap();
+        let loaded = conn.get_for_update("a", now()).unwrap().unwrap();
+        conn.update_record(&loaded.version, &loaded.record, SalienceChange::Unchanged)
+            .unwrap();
         assert_eq!(vector_count(&conn), 2);
         for id in ["a", "b"] {
-            let loaded = get_for_update(&conn, id, now()).unwrap().unwrap();
+            let loaded = conn.get_for_update(id, now()).unwrap().unwrap();
             let mut changed = loaded.record.clone();
             if let crate::domain::payload::Payload::Semantic(p) = &mut changed.payload {
                 p.object = json!("water");
             }
-            update_record(&conn, &loaded.version, &changed, SalienceChange::Unchanged).unwrap();
+            conn.update_record(&loaded.version, &changed, SalienceChange::Unchanged)
+                .unwrap();
         }
         assert_eq!(vector_count(&conn), 1);
-        assert_eq!(to_embed(&conn, 0, 10, now()).unwrap()[0].key, a);
+        assert_eq!(conn.to_embed(0, 10, now()).unwrap()[0].key, a);
     }
 
     #[test]
     fn a_vector_follows_its_record_visibility() {
-        let conn = conn();
-        let key = insert_record(&conn, &fact("a", "tea", Some(vec![1.0, 0.0]))).unwrap();
-        let visibility = || -> (Option<String>, i64, i64) {
+        let mut conn = conn();
+        let key = insert(&mut conn, &fact("a", "tea", Some(vec![1.0, 0.0])));
+        let visibility = |conn: &Connection| -> (Option<String>, i64, i64) {
             conn.query_row(
                 "SELECT scope, sensitivity, live FROM record_vectors WHERE record_key = ?1",
                 [key],
@@ -313,22 +299,24 @@ mod tests {
             )
             .unwrap()
         };
-        assert_eq!(visibility(), (None, 1, 1));
-        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        assert_eq!(visibility(&conn), (None, 1, 1));
+        let loaded = conn.get_for_update("a", now()).unwrap().unwrap();
         let mut moved = loaded.record.clone();
         moved.scope = Some("team".into());
         moved.status = Status::Retracted;
-        update_record(&conn, &loaded.version, &moved, SalienceChange::Unchanged).unwrap();
-        assert_eq!(visibility(), (Some("team".into()), 1, 0));
+        conn.update_record(&loaded.version, &moved, SalienceChange::Unchanged)
+            .unwrap();
+        assert_eq!(visibility(&conn), (Some("team".into()), 1, 0));
         retracted(&conn, key).unwrap();
-        assert_eq!(visibility().2, 0);
+        assert_eq!(visibility(&conn).2, 0);
         // A rewrite that brings a new vector moves the visibility too.
-        let loaded = get_for_update(&conn, "a", now()).unwrap().unwrap();
+        let loaded = conn.get_for_update("a", now()).unwrap().unwrap();
         let mut back = loaded.record.clone();
         back.scope = None;
         back.status = Status::Active;
         back.embedding = Some(Embedding::new("embedding", vec![0.0, 1.0]).unwrap());
-        update_record(&conn, &loaded.version, &back, SalienceChange::Unchanged).unwrap();
-        assert_eq!(visibility(), (None, 1, 1));
+        conn.update_record(&loaded.version, &back, SalienceChange::Unchanged)
+            .unwrap();
+        assert_eq!(visibility(&conn), (None, 1, 1));
     }
 }
