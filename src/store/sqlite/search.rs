@@ -557,56 +557,6 @@ mod tests {
         )
     }
 
-    #[test]
-    fn the_index_follows_inserts_rewrites_and_deletes() {
-        let mut conn = conn();
-        let a = insert(&mut conn, &fact("a", "running marathons"));
-        let b = insert(&mut conn, &fact("b", "green tea"));
-        // Stemmed: "run" finds "running".
-        assert_eq!(matches(&conn, "run"), vec![a]);
-        assert_eq!(matches(&conn, "tea or coffee?"), vec![b]);
-        let loaded = conn.get_for_update("b", now()).unwrap().unwrap();
-        let mut changed = loaded.record.clone();
-        if let crate::domain::payload::Payload::Semantic(p) = &mut changed.payload {
-            p.object = json!("black coffee");
-        }
-        conn.update_record(&loaded.version, &changed, SalienceChange::Unchanged)
-            .unwrap();
-        assert_eq!(matches(&conn, "tea"), Vec::<i64>::new());
-        assert_eq!(matches(&conn, "coffee"), vec![b]);
-        let stored = stored_record(&conn, a).unwrap();
-        conn.execute("DELETE FROM records WHERE key = ?1", [a])
-            .unwrap();
-        remove(a, stored);
-        assert!(matches(&conn, "marathon").is_empty());
-        assert_eq!(index_rows(&conn), 1);
-    }
-
-    #[test]
-    fn no_client_text_is_an_fts_syntax_error() {
-        let mut conn = conn();
-        conn.insert_record(&fact("a", "near the end")).unwrap();
-        for text in [
-            "\"unbalanced",
-            "a\" OR \"b",
-            "prefix*",
-            "NEAR(a b, 2)",
-            "-excluded",
-            "(open",
-            "close)",
-            "AND OR NOT",
-            "col:umn",
-            "^start",
-            "{a b}: c",
-            "'single'",
-            "ünïcödé ✓ 日本語",
-            "\u{0}",
-        ] {
-            let _ = matches(&conn, text);
-        }
-        assert_eq!(matches(&conn, "NEAR"), vec![1]);
-    }
-
     /// A job the way the writer runs one: in a savepoint, released or
     /// rolled back.
     fn job(conn: &mut Connection, keep: bool, work: impl FnOnce(&mut Connection)) {
@@ -620,62 +570,6 @@ mod tests {
             conn.execute_batch("ROLLBACK TO job; RELEASE job").unwrap();
             rollback_to_savepoint();
         }
-    }
-
-    #[test]
-    fn a_rolled_back_write_leaves_nothing_to_index() {
-        let mut conn = conn();
-        conn.execute_batch("BEGIN").unwrap();
-        job(&mut conn, false, |conn| {
-            conn.insert_record(&fact("a", "kayaking")).unwrap();
-        });
-        job(&mut conn, true, |conn| {
-            conn.insert_record(&fact("b", "climbing")).unwrap();
-        });
-        flush(&conn, &mut Default::default()).unwrap();
-        conn.execute_batch("COMMIT").unwrap();
-        assert!(matches(&conn, "kayak").is_empty());
-        assert_eq!(matches(&conn, "climb").len(), 1);
-    }
-
-    #[test]
-    fn the_last_change_in_a_transaction_wins_and_a_rolled_back_removal_is_undone() {
-        let mut conn = conn();
-        let a = insert(&mut conn, &fact("a", "rowing"));
-        flush(&conn, &mut Default::default()).unwrap();
-        conn.execute_batch("BEGIN").unwrap();
-        // Inserted and deleted in one transaction: no row at all.
-        let b = insert(&mut conn, &fact("b", "fencing"));
-        job(&mut conn, true, |conn| {
-            remove(b, stored_record(conn, b).unwrap())
-        });
-        // Rewritten twice: the last text is the one indexed.
-        rewrite(&mut conn, "a", "sculling");
-        rewrite(&mut conn, "a", "canoeing");
-        // A removal whose job failed leaves the row where it was.
-        job(&mut conn, false, |conn| {
-            remove(a, stored_record(conn, a).unwrap())
-        });
-        flush(&conn, &mut Default::default()).unwrap();
-        conn.execute_batch("COMMIT").unwrap();
-        assert!(matches(&conn, "fencing").is_empty());
-        assert!(matches(&conn, "rowing").is_empty());
-        assert!(matches(&conn, "sculling").is_empty());
-        assert_eq!(matches(&conn, "canoeing"), vec![a]);
-        assert_eq!(index_rows(&conn), 1);
-    }
-
-    #[test]
-    fn a_rolled_back_transaction_leaves_nothing_queued() {
-        let mut conn = conn();
-        conn.insert_record(&fact("a", "diving")).unwrap();
-        flush(&conn, &mut Default::default()).unwrap();
-        conn.execute_batch("BEGIN").unwrap();
-        conn.insert_record(&fact("b", "surfing")).unwrap();
-        conn.execute_batch("ROLLBACK").unwrap();
-        discard();
-        assert!(matches(&conn, "surf").is_empty());
-        assert_eq!(matches(&conn, "dive").len(), 1);
     }
 
     /// A database of schema version 13 (FTS5's Porter stems, no text

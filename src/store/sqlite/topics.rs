@@ -612,7 +612,7 @@ impl TopicStore for Connection {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{conn, now};
+    use super::super::test_support::now;
     use super::*;
     use crate::domain::record::Sensitivity;
 
@@ -622,73 +622,6 @@ mod tests {
             sensitivity,
             ..Topic::sample(title, scope, now())
         }
-    }
-
-    fn add(
-        conn: &mut Connection,
-        title: &str,
-        scope: Option<&str>,
-        sensitivity: Sensitivity,
-    ) -> i64 {
-        let made = topic(title, scope, sensitivity);
-        let key = conn.insert_topic(&made).unwrap();
-        conn.set_topic_words(key, &made, &BTreeSet::new(), &index_words(title))
-            .unwrap();
-        key
-    }
-
-    fn reach(scopes: Option<&[&str]>, max: Sensitivity) -> WordReach {
-        WordReach {
-            scopes: scopes.map(|s| s.iter().map(|s| s.to_string()).collect()),
-            max_sensitivity: max,
-        }
-    }
-
-    fn found(conn: &mut Connection, reach: &WordReach, per_word: usize) -> Vec<i64> {
-        let words = index_words("billing");
-        conn.topics_sharing(&words, reach, per_word)
-            .unwrap()
-            .into_iter()
-            .map(|shared| shared.key)
-            .collect()
-    }
-
-    #[test]
-    fn a_word_lookup_reads_only_the_scopes_and_sensitivities_it_may() {
-        let mut conn = conn();
-        let own = add(&mut conn, "Billing", Some("a"), Sensitivity::Low);
-        let open = add(&mut conn, "Billing", None, Sensitivity::Low);
-        let others: Vec<i64> = (0..5)
-            .map(|_| add(&mut conn, "Billing", Some("b"), Sensitivity::Low))
-            .collect();
-        let secret = add(&mut conn, "Billing", Some("a"), Sensitivity::High);
-        // Newer topics beyond the reach do not take the one place there is.
-        assert_eq!(
-            found(&mut conn, &reach(Some(&["a"]), Sensitivity::Low), 1),
-            [own]
-        );
-        assert_eq!(
-            found(&mut conn, &reach(Some(&[""]), Sensitivity::Low), 1),
-            [open]
-        );
-        let mut both = found(&mut conn, &reach(Some(&["", "a"]), Sensitivity::Low), 1);
-        both.sort();
-        assert_eq!(both, [own, open]);
-        assert_eq!(
-            found(&mut conn, &reach(Some(&["a"]), Sensitivity::High), 1),
-            [secret]
-        );
-        assert!(found(&mut conn, &reach(Some(&[]), Sensitivity::Hyper), 10).is_empty());
-        // Every scope: the newest visible ones.
-        assert_eq!(
-            found(&mut conn, &reach(None, Sensitivity::Low), 2),
-            [others[4], others[3]]
-        );
-        // A topic's words leave the index (as when it is archived).
-        let gone = topic("Billing", Some("a"), Sensitivity::Low);
-        conn.set_topic_words(own, &gone, &index_words("Billing"), &BTreeSet::new())
-            .unwrap();
-        assert!(found(&mut conn, &reach(Some(&["a"]), Sensitivity::Low), 1).is_empty());
     }
 
     #[test]
