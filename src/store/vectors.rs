@@ -1,5 +1,7 @@
 //! Records' vectors in storage ([`VectorStore`]).
 
+use crate::domain::record::MemoryRecord;
+use crate::domain::search::search_text;
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
 use crate::store::error::StoreError;
@@ -11,6 +13,31 @@ pub struct ToEmbed {
     pub key: i64,
     pub version: i64,
     pub text: String,
+}
+
+impl ToEmbed {
+    /// The records `listed` (key, row version), loaded as `records` in the
+    /// same order, as the embedder's work; a listed record that could not
+    /// be loaded is corrupt data.
+    pub fn from_loaded(
+        listed: Vec<(i64, i64)>,
+        records: Vec<MemoryRecord>,
+    ) -> Result<Vec<ToEmbed>, StoreError> {
+        if records.len() != listed.len() {
+            return Err(StoreError::Corrupt(
+                "a record listed for embedding could not be read".into(),
+            ));
+        }
+        Ok(listed
+            .into_iter()
+            .zip(records)
+            .map(|((key, version), record)| ToEmbed {
+                key,
+                version,
+                text: search_text(&record),
+            })
+            .collect())
+    }
 }
 
 /// A vector the embedder made for a [`ToEmbed`].

@@ -31,6 +31,16 @@ use serde_json::json;
 use crate::backend::{at, backend_name, now, record, Backend};
 
 /// A semantic record about `subject` whose object is `object`.
+/// Links `record` to `target` by `predicate`, as revisions do.
+fn link(record: &mut MemoryRecord, predicate: &str, target: &str) {
+    record.relations.push(Relation {
+        predicate: predicate.into(),
+        target_id: target.into(),
+        weight: 1.0,
+        created_at: now(),
+    });
+}
+
 fn fact(id: &str, object: &str) -> MemoryRecord {
     record(
         id,
@@ -295,12 +305,7 @@ fn the_supersession_chain_is_read_oldest_first_and_a_cycle_once() {
     let mut store = Backend::open();
     let supersedes = |id: &str, older: &str| {
         let mut r = fact(id, id);
-        r.relations.push(Relation {
-            predicate: "supersedes".into(),
-            target_id: older.into(),
-            weight: 1.0,
-            created_at: now(),
-        });
+        link(&mut r, "supersedes", older);
         r
     };
     store.insert(&[
@@ -736,12 +741,7 @@ fn decay_writes_hold_only_at_the_version_their_scan_saw() {
 fn pruning_spares_what_changed_is_retracted_chained_or_not_yet_consolidated() {
     let mut store = Backend::open();
     let mut newer = decaying("newer", "semantic");
-    newer.relations.push(Relation {
-        predicate: "supersedes".into(),
-        target_id: "older".into(),
-        weight: 1.0,
-        created_at: now(),
-    });
+    link(&mut newer, "supersedes", "older");
     store.insert(&[
         decaying("plain", "semantic"),
         decaying("changed", "semantic"),
@@ -1475,26 +1475,11 @@ fn duplicate_facts_are_grouped_oldest_first() {
 fn an_erasure_takes_every_part_and_leaves_tombstones_and_its_log() {
     let mut store = Backend::open();
     let mut v2 = fact_with("v2", "tea", &[1.0, 0.0]);
-    v2.relations.push(Relation {
-        predicate: "supersedes".into(),
-        target_id: "v1".into(),
-        weight: 1.0,
-        created_at: now(),
-    });
+    link(&mut v2, "supersedes", "v1");
     let mut v3 = fact("v3", "green tea");
-    v3.relations.push(Relation {
-        predicate: "supersedes".into(),
-        target_id: "v2".into(),
-        weight: 1.0,
-        created_at: now(),
-    });
+    link(&mut v3, "supersedes", "v2");
     let mut derived = fact("derived", "tea drinkers");
-    derived.relations.push(Relation {
-        predicate: "derived_from".into(),
-        target_id: "v2".into(),
-        weight: 1.0,
-        created_at: now(),
-    });
+    link(&mut derived, "derived_from", "v2");
     let mut scoped = fact("scoped", "milk");
     scoped.scope = Some("team".into());
     scoped.provenance.created_by = Some("importer".into());

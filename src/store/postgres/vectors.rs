@@ -3,7 +3,7 @@
 
 use super::connection::Pg;
 use crate::domain::record::{MemoryRecord, Status};
-use crate::domain::search::{search_text, text_hash};
+use crate::domain::search::text_hash;
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
 use crate::store::error::StoreError;
@@ -130,20 +130,7 @@ impl VectorStore for Pg {
         }
         let keys: Vec<i64> = listed.iter().map(|(key, _)| *key).collect();
         let records = self.load_records(&keys, now)?;
-        if records.len() != keys.len() {
-            return Err(StoreError::Corrupt(
-                "a record listed for embedding could not be read".into(),
-            ));
-        }
-        Ok(listed
-            .into_iter()
-            .zip(records)
-            .map(|((key, version), record)| ToEmbed {
-                key,
-                version,
-                text: search_text(&record),
-            })
-            .collect())
+        ToEmbed::from_loaded(listed, records)
     }
 
     fn store_embedded(&mut self, embedded: &Embedded) -> Result<bool, StoreError> {

@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::domain::record::{MemoryRecord, Status};
-use crate::domain::search::{search_text, text_hash};
+use crate::domain::search::text_hash;
 use crate::domain::time::Timestamp;
 use crate::domain::vector::Embedding;
 use crate::store::error::StoreError;
@@ -148,20 +148,7 @@ impl VectorStore for Connection {
             .collect::<Result<_, _>>()?;
         let keys: Vec<i64> = rows.iter().map(|(key, _)| *key).collect();
         let records = self.load_records(&keys, now)?;
-        if records.len() != keys.len() {
-            return Err(StoreError::Corrupt(
-                "a record listed for embedding could not be read".into(),
-            ));
-        }
-        Ok(rows
-            .into_iter()
-            .zip(records)
-            .map(|((key, version), record)| ToEmbed {
-                key,
-                version,
-                text: search_text(&record),
-            })
-            .collect())
+        ToEmbed::from_loaded(rows, records)
     }
 
     /// Stores a vector the embedder made, if the record is still as it was
