@@ -19,8 +19,7 @@ use super::vectors::VectorStore;
 
 /// An opened database: the writer's connection (migrated), the further
 /// writers' (PostgreSQL; none on SQLite, which has one writer), the pool
-/// of read connections, the key lookups' connection, and the schema
-/// versions applied now.
+/// of read connections, and the schema versions applied now.
 pub struct Opened {
     pub writer: Box<dyn WriteConnection>,
     pub more_writers: Vec<Box<dyn WriteConnection>>,
